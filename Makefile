@@ -1,0 +1,44 @@
+# `make book` and `make test` set up .venv themselves: nothing is installed by hand.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+CHAPTERS := $(sort $(wildcard chapters/[0-9][0-9]_*.py))
+NOTEBOOKS := $(CHAPTERS:.py=.ipynb)
+# Large activations are re-mapped on every step with glibc's default thresholds; these keep them mapped.
+export MALLOC_MMAP_THRESHOLD_ := 33554432
+export MALLOC_TRIM_THRESHOLD_ := 4294967296
+export MALLOC_TOP_PAD_ := 1073741824
+
+.PHONY: help venv test test-fast book lab data experiments exercises benchmark clean
+
+help:
+	@echo "make test        run the test suite and every chapter in fast mode (what CI runs)"
+	@echo "make book        execute every chapter in full mode, refresh notebooks and figures/"
+	@echo "make lab         open JupyterLab; chapters/*.py open as notebooks"
+	@echo "make benchmark   speed benchmarks (prints ratios measured side by side)"
+
+venv: $(STAMP)
+
+# The stamp depends on what decides the install, so a second run installs nothing.
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[test]'
+	touch $@
+
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+	ALBERT_MINI_FAST=1 $(PY) -m pytest -q --nbval-lax -p no:cacheprovider $(NOTEBOOKS)
+
+book: $(STAMP)
+	$(PY) -m albert_mini.book $(CHAPTERS)
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab chapters/
+
+benchmark: $(STAMP)
+	$(PY) benchmarks/train_step.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

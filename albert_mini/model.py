@@ -1,0 +1,339 @@
+"""ALBERT in one file: factorized embeddings, a post-LN encoder whose layers share weights, pooler and heads.
+
+Module and parameter names follow Hugging Face's port (`albert.encoder.albert_layer_groups.0...`), so a
+state dict moves between the two without renaming (see `albert_mini.hf`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import AlbertConfig
+
+IGNORE_INDEX = -100  # label value of positions that carry no MLM target (as in HF and torch's cross_entropy)
+
+
+def activation_fn(name: str):
+    """The FFN non-linearity; ALBERT's "gelu" is the tanh approximation, HF calls it gelu_new."""
+    if name == "gelu_new":
+        return lambda x: F.gelu(x, approximate="tanh")
+    if name == "gelu":
+        return F.gelu
+    if name == "relu":
+        return F.relu
+    raise ValueError(f"unknown activation {name!r}")
+
+
+def attention_math(q, k, v, mask_bias=None, dropout_p: float = 0.0, training: bool = False):
+    """Scaled dot-product attention spelled out: softmax(q k^T / sqrt(d) + mask) v, returning the weights too."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, nh, T, T)
+    if mask_bias is not None:
+        scores = scores + mask_bias  # (B, 1, 1, T) broadcasts over heads and queries
+    weights = scores.softmax(dim=-1)
+    context = F.dropout(weights, p=dropout_p, training=training) @ v  # (B, nh, T, d)
+    return context, weights
+
+
+def extended_attention_mask(attention_mask: torch.Tensor | None, dtype: torch.dtype):
+    """Turn a (B, T) 1/0 keep-mask into an additive bias (B, 1, 1, T): 0 to keep, the dtype's minimum to drop."""
+    if attention_mask is None:
+        return None
+    keep = attention_mask[:, None, None, :].to(torch.bool)  # (B, 1, 1, T)
+    return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
+
+
+class AlbertEmbeddings(nn.Module):
+    """Word + position + token-type embeddings at width E, then LayerNorm and dropout."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        E = config.embedding_size
+        self.word_embeddings = nn.Embedding(config.vocab_size, E, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, E)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, E)
+        self.LayerNorm = nn.LayerNorm(E, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids, token_type_ids=None, position_ids=None):
+        B, T = input_ids.shape
+        if T > self.position_embeddings.num_embeddings:
+            raise ValueError(
+                f"sequence length {T} exceeds max_position_embeddings {self.position_embeddings.num_embeddings}; "
+                "truncate the input or build the config with a larger max_position_embeddings"
+            )
+        if position_ids is None:
+            position_ids = torch.arange(T, device=input_ids.device)[None, :]  # (1, T)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        x = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)  # (B, T, E)
+        x = x + self.position_embeddings(position_ids)
+        return self.dropout(self.LayerNorm(x))
+
+
+class AlbertAttention(nn.Module):
+    """Multi-head self-attention with its residual connection and post-LayerNorm."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        H = config.hidden_size
+        self.num_heads = config.num_attention_heads
+        self.query = nn.Linear(H, H)
+        self.key = nn.Linear(H, H)
+        self.value = nn.Linear(H, H)
+        self.dense = nn.Linear(H, H)
+        self.LayerNorm = nn.LayerNorm(H, eps=config.layer_norm_eps)
+        self.attention_dropout_p = config.attention_probs_dropout_prob
+        self.output_dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, h, mask_bias=None, output_attentions: bool = False):
+        B, T, H = h.shape
+        # One matmul for q, k and v: the weights stay three HF-named tensors, the product is one GEMM.
+        w = torch.cat([self.query.weight, self.key.weight, self.value.weight])  # (3H, H)
+        b = torch.cat([self.query.bias, self.key.bias, self.value.bias])  # (3H,)
+        qkv = F.linear(h, w, b).view(B, T, 3, self.num_heads, H // self.num_heads)  # (B, T, 3, nh, d)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, nh, T, d)
+        p = self.attention_dropout_p if self.training else 0.0
+        if output_attentions:
+            context, weights = attention_math(q, k, v, mask_bias, p, self.training)
+        else:
+            context, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=mask_bias, dropout_p=p), None
+        context = context.transpose(1, 2).reshape(B, T, H)  # (B, T, H)
+        out = self.LayerNorm(h + self.output_dropout(self.dense(context)))
+        return out, weights
+
+
+class AlbertLayer(nn.Module):
+    """One post-LN transformer layer: attention block, then FFN block, each with residual and LayerNorm."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        H, I = config.hidden_size, config.intermediate_size
+        self.attention = AlbertAttention(config)
+        self.ffn = nn.Linear(H, I)
+        self.ffn_output = nn.Linear(I, H)
+        self.full_layer_layer_norm = nn.LayerNorm(H, eps=config.layer_norm_eps)
+        self.activation = activation_fn(config.hidden_act)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, h, mask_bias=None, output_attentions: bool = False):
+        a, weights = self.attention(h, mask_bias, output_attentions)
+        ffn = self.dropout(self.ffn_output(self.activation(self.ffn(a))))  # (B, T, H)
+        return self.full_layer_layer_norm(a + ffn), weights
+
+
+class AlbertLayerGroup(nn.Module):
+    """K layers that run one after another every time the group is applied."""
+
+    def __init__(self, layers: list[AlbertLayer]):
+        super().__init__()
+        self.albert_layers = nn.ModuleList(layers)
+
+    def forward(self, h, mask_bias=None, output_attentions: bool = False):
+        attentions = []
+        for layer in self.albert_layers:
+            h, weights = layer(h, mask_bias, output_attentions)
+            attentions.append(weights)
+        return h, attentions
+
+
+def build_layer_groups(config: AlbertConfig) -> nn.ModuleList:
+    """The distinct modules behind the L layer applications, for each sharing strategy.
+
+    "all": G groups of K layers (ALBERT). "none": L groups of one layer (BERT).
+    "attention" / "ffn": L layers that hold the very same attention (or FFN) module objects.
+    """
+    if config.sharing in ("all", "none"):
+        return nn.ModuleList(
+            AlbertLayerGroup([AlbertLayer(config) for _ in range(config.inner_group_num)])
+            for _ in range(config.num_hidden_groups)
+        )
+    first = AlbertLayer(config)
+    layers = [first]
+    for _ in range(config.num_hidden_layers - 1):
+        layer = AlbertLayer(config)
+        if config.sharing == "attention":
+            layer.attention = first.attention
+        else:  # "ffn": the FFN's two matrices and the LayerNorm that closes the block
+            layer.ffn, layer.ffn_output = first.ffn, first.ffn_output
+            layer.full_layer_layer_norm = first.full_layer_layer_norm
+        layers.append(layer)
+    return nn.ModuleList(AlbertLayerGroup([layer]) for layer in layers)
+
+
+class AlbertTransformer(nn.Module):
+    """Project E -> H, then apply L layers; layer i runs group i * n_groups // L."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.num_layers = config.num_hidden_layers
+        if config.embedding_projection:
+            self.embedding_hidden_mapping_in = nn.Linear(config.embedding_size, config.hidden_size)
+        else:
+            self.embedding_hidden_mapping_in = nn.Identity()
+        self.albert_layer_groups = build_layer_groups(config)
+
+    def layer_plan(self) -> list[int]:
+        """Which group each of the L layer applications runs."""
+        n = len(self.albert_layer_groups)
+        return [i * n // self.num_layers for i in range(self.num_layers)]
+
+    def forward(self, embeddings, mask_bias=None, output_hidden_states=False, output_attentions=False):
+        h = self.embedding_hidden_mapping_in(embeddings)  # (B, T, H)
+        hidden_states, attentions = [h], []
+        for group_index in self.layer_plan():
+            h, weights = self.albert_layer_groups[group_index](h, mask_bias, output_attentions)
+            if output_hidden_states:
+                hidden_states.append(h)
+            attentions.extend(weights)
+        return (
+            h,
+            tuple(hidden_states) if output_hidden_states else None,
+            tuple(attentions) if output_attentions else None,
+        )
+
+
+@dataclass
+class AlbertOutput:
+    """What the encoder returns; hidden_states[l] is the input of layer l+1 and the output of layer l."""
+
+    last_hidden_state: torch.Tensor  # (B, T, H)
+    pooler_output: torch.Tensor | None  # (B, H)
+    hidden_states: tuple[torch.Tensor, ...] | None = None  # L + 1 tensors (B, T, H), h_0 after E -> H
+    attentions: tuple[torch.Tensor, ...] | None = None  # L * K tensors (B, nh, T, T)
+
+
+class AlbertPreTrainedModel(nn.Module):
+    """Shared initialisation and config handling for every ALBERT model class."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        config.validate()
+        self.config = config
+
+    def init_weights(self) -> None:
+        """Normal(0, initializer_range) for matrices and embeddings, zero biases, LayerNorm (1, 0), pad row 0."""
+        std = self.config.initializer_range
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, mean=0.0, std=std)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+            if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+                with torch.no_grad():
+                    module.weight[module.padding_idx].zero_()
+            if isinstance(module, nn.LayerNorm):
+                nn.init.ones_(module.weight)
+                nn.init.zeros_(module.bias)
+            if isinstance(module, AlbertMLMHead):
+                nn.init.zeros_(module.bias)
+
+
+class AlbertModel(AlbertPreTrainedModel):
+    """Embeddings, shared-weight encoder and the tanh pooler over the [CLS] position."""
+
+    def __init__(self, config: AlbertConfig, add_pooling_layer: bool = True):
+        super().__init__(config)
+        self.embeddings = AlbertEmbeddings(config)
+        self.encoder = AlbertTransformer(config)
+        self.pooler = nn.Linear(config.hidden_size, config.hidden_size) if add_pooling_layer else None
+        self.init_weights()
+
+    def forward(
+        self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+        output_hidden_states: bool = False, output_attentions: bool = False,
+    ) -> AlbertOutput:
+        x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
+        mask_bias = extended_attention_mask(attention_mask, x.dtype)
+        h, hidden_states, attentions = self.encoder(x, mask_bias, output_hidden_states, output_attentions)
+        pooled = torch.tanh(self.pooler(h[:, 0])) if self.pooler is not None else None  # (B, H)
+        return AlbertOutput(h, pooled, hidden_states, attentions)
+
+
+class AlbertMLMHead(nn.Module):
+    """H -> E transform, activation, LayerNorm, then E -> V through the (tied) word embeddings."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.embedding_size)
+        self.activation = activation_fn(config.hidden_act)
+        self.LayerNorm = nn.LayerNorm(config.embedding_size, eps=config.layer_norm_eps)
+        self.decoder = nn.Linear(config.embedding_size, config.vocab_size)
+        self.bias = self.decoder.bias  # HF's name for the output bias; one tensor under both names
+
+    def forward(self, h):
+        return self.decoder(self.LayerNorm(self.activation(self.dense(h))))  # (..., V)
+
+
+class AlbertSentenceHead(nn.Module):
+    """The 2-way sentence task (SOP or NSP) on the pooled output; module name kept from HF."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.classifier = nn.Linear(config.hidden_size, 2)
+
+    def forward(self, pooled):
+        return self.classifier(pooled)  # (B, 2)
+
+
+@dataclass
+class PreTrainingOutput:
+    """Losses and logits of the pretraining model.
+
+    With `labels` given, `mlm_logits` holds only the masked positions, (N, V) in row-major order of the
+    batch, as the original gathers them; without labels it covers every position, (B, T, V).
+    """
+
+    loss: torch.Tensor | None
+    mlm_loss: torch.Tensor | None
+    sentence_loss: torch.Tensor | None
+    mlm_logits: torch.Tensor
+    sentence_logits: torch.Tensor  # (B, 2)
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+class AlbertForPreTraining(AlbertPreTrainedModel):
+    """ALBERT with the MLM head and the sentence-pair head; loss = MLM + sentence loss."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__(config)
+        self.albert = AlbertModel(config)
+        self.predictions = AlbertMLMHead(config)
+        self.sop_classifier = AlbertSentenceHead(config)
+        self.init_weights()
+        self.tie_weights()
+
+    def tie_weights(self) -> None:
+        """The MLM decoder reuses the input word embeddings (one V x E table)."""
+        self.predictions.decoder.weight = self.albert.embeddings.word_embeddings.weight
+
+    def forward(
+        self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+        labels=None, sentence_order_label=None,
+        output_hidden_states: bool = False, output_attentions: bool = False,
+    ) -> PreTrainingOutput:
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
+                          output_attentions)
+        h = out.last_hidden_state  # (B, T, H)
+        mlm_loss = sentence_loss = None
+        if labels is not None:
+            selected = labels != IGNORE_INDEX  # (B, T)
+            mlm_logits = self.predictions(h[selected])  # (N, V): only the masked positions
+            if mlm_logits.shape[0]:
+                mlm_loss = F.cross_entropy(mlm_logits, labels[selected])
+            else:  # nothing masked: a zero that still belongs to the graph
+                mlm_loss = mlm_logits.sum() * 0.0
+        else:
+            mlm_logits = self.predictions(h)  # (B, T, V)
+        sentence_logits = self.sop_classifier(out.pooler_output)
+        if sentence_order_label is not None:
+            sentence_loss = F.cross_entropy(sentence_logits, sentence_order_label.view(-1))
+        parts = [x for x in (mlm_loss, sentence_loss) if x is not None]
+        loss = sum(parts) if parts else None
+        return PreTrainingOutput(loss, mlm_loss, sentence_loss, mlm_logits, sentence_logits,
+                                 out.hidden_states, out.attentions)

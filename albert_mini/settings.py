@@ -1,0 +1,15 @@
+"""Run-time switches read from the environment, in one place."""
+
+import os
+
+FAST_ENV = "ALBERT_MINI_FAST"
+
+
+def fast_mode() -> bool:
+    """True when chapters and experiments should use their small CI settings (ALBERT_MINI_FAST=1)."""
+    return os.environ.get(FAST_ENV, "0").strip().lower() not in ("", "0", "false", "no")
+
+
+def pick(fast, full):
+    """`fast` under ALBERT_MINI_FAST=1, else `full`: how a chapter states both of its settings in one line."""
+    return fast if fast_mode() else full
