@@ -1,0 +1,66 @@
+"""Numbers reported in the ALBERT paper (Lan et al., ICLR 2020), as data for tests, chapters and results pages.
+
+Parameter counts are in millions as printed. Scores are dev-set numbers; SQuAD entries are (F1, EM).
+"""
+
+from __future__ import annotations
+
+from .config import AlbertConfig
+
+# Table 1: the model configurations and their printed parameter counts (millions).
+TABLE1 = {
+    "bert-base": 108, "bert-large": 334, "bert-xlarge": 1270,
+    "albert-base": 12, "albert-large": 18, "albert-xlarge": 60, "albert-xxlarge": 235,
+}
+
+# Table 2: training throughput relative to BERT-large, same hardware and iterations.
+TABLE2_SPEEDUP = {
+    "bert-base": 4.7, "bert-large": 1.0, "albert-base": 5.6, "albert-large": 1.7,
+    "albert-xlarge": 0.6, "albert-xxlarge": 0.3,
+}
+
+# Table 3: ALBERT-base with embedding size E, not-shared vs all-shared. (sharing, E) -> params (M), Avg score.
+TABLE3 = {
+    ("none", 64): (87, 81.3), ("none", 128): (89, 81.7), ("none", 256): (93, 81.8), ("none", 768): (108, 82.3),
+    ("all", 64): (10, 79.0), ("all", 128): (12, 80.1), ("all", 256): (16, 79.6), ("all", 768): (31, 79.8),
+}
+
+# Table 4: ALBERT-base sharing strategies at E = 768 and E = 128. (E, sharing) -> params (M), Avg score.
+TABLE4 = {
+    (768, "all"): (31, 79.8), (768, "attention"): (83, 81.6), (768, "ffn"): (57, 79.5), (768, "none"): (108, 82.3),
+    (128, "all"): (12, 80.1), (128, "attention"): (64, 81.7), (128, "ffn"): (38, 80.2), (128, "none"): (89, 81.6),
+}
+
+# Table 5: sentence-prediction task (ALBERT-base). task -> intrinsic accuracies (MLM, NSP, SOP) and Avg score.
+TABLE5 = {
+    "none": {"mlm": 54.9, "nsp": 52.4, "sop": 53.3, "avg": 79.0},
+    "nsp": {"mlm": 54.5, "nsp": 90.5, "sop": 52.0, "avg": 79.2},
+    "sop": {"mlm": 54.0, "nsp": 78.9, "sop": 86.5, "avg": 80.1},
+}
+
+# Printed counts that no counting convention derives from the architecture (see paper_convention_count).
+KNOWN_DISAGREEMENTS = {
+    "albert-xlarge": "Table 1 prints 60M; the architecture gives 58.7M (59.0M with the pretraining heads).",
+    "albert-xxlarge": "Table 1 prints 235M; the architecture gives 222.6M (223.2M with the pretraining heads).",
+}
+
+
+def albert_base_variant(embedding_size: int, sharing: str) -> AlbertConfig:
+    """The ALBERT-base shape with a given E and sharing strategy, as in Tables 3 and 4."""
+    groups = 12 if sharing == "none" else 1
+    return AlbertConfig.from_preset("albert-base", embedding_size=embedding_size, sharing=sharing,
+                                    num_hidden_groups=groups)
+
+
+def paper_convention_count(config: AlbertConfig) -> int:
+    """Parameters counted the way the paper's tables appear to count them.
+
+    Two rules reproduce the printed numbers: the E -> H projection exists only when E != H (as in the original
+    TensorFlow code), and the pooler is counted for models with any sharing but not for unshared ones.
+    """
+    from .counting import closed_form_breakdown
+
+    parts = closed_form_breakdown(config, pooler=config.sharing != "none")
+    if config.embedding_size == config.hidden_size:
+        parts["projection"] = 0
+    return sum(parts.values())

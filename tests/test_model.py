@@ -1,0 +1,116 @@
+"""Model behaviour that needs no reference implementation: sharing, shapes, teaching paths."""
+
+import pytest
+import torch
+
+from albert_mini import AlbertConfig, AlbertForPreTraining, AlbertModel, count_parameters
+from albert_mini.model import attention_math
+
+
+def nano(**changes):
+    return AlbertConfig.from_preset("albert-nano", **changes)
+
+
+def test_shapes_and_hidden_states():
+    config = nano(num_hidden_layers=4)
+    model = AlbertModel(config).eval()
+    ids = torch.randint(5, config.vocab_size, (2, 9))
+    out = model(ids, output_hidden_states=True)
+    assert out.last_hidden_state.shape == (2, 9, config.hidden_size)
+    assert out.pooler_output.shape == (2, config.hidden_size)
+    assert len(out.hidden_states) == 5 and torch.equal(out.hidden_states[-1], out.last_hidden_state)
+
+
+@pytest.mark.parametrize("sharing,groups", [("all", 1), ("attention", 1), ("ffn", 1), ("none", 4)])
+def test_sharing_strategies_share_the_right_modules(sharing, groups):
+    config = nano(num_hidden_layers=4, sharing=sharing, num_hidden_groups=groups)
+    model = AlbertModel(config)
+    layers = [model.encoder.albert_layer_groups[g].albert_layers[0] for g in model.encoder.layer_plan()]
+    same_attention = all(layer.attention is layers[0].attention for layer in layers)
+    same_ffn = all(layer.ffn is layers[0].ffn and layer.ffn_output is layers[0].ffn_output for layer in layers)
+    assert same_attention == (sharing in ("all", "attention"))
+    assert same_ffn == (sharing in ("all", "ffn"))
+
+
+def test_shared_weights_get_gradient_from_every_layer():
+    config = nano(num_hidden_layers=3)
+    model = AlbertForPreTraining(config)
+    ids = torch.randint(5, config.vocab_size, (2, 8))
+    out = model(ids, output_hidden_states=True)
+    # The gradient of the shared FFN is the sum over the three applications: check against per-layer hooks.
+    layer = model.albert.encoder.albert_layer_groups[0].albert_layers[0]
+    seen = []
+    layer.ffn.weight.register_hook(lambda g: seen.append(g))
+    out = model(ids)
+    out.sentence_logits.sum().backward()
+    assert len(seen) == 1 and layer.ffn.weight.grad is not None and layer.ffn.weight.grad.abs().sum() > 0
+
+
+def test_layer_plan_groups_and_inner_layers():
+    config = nano(num_hidden_layers=6, num_hidden_groups=3, inner_group_num=2)
+    model = AlbertModel(config)
+    assert model.encoder.layer_plan() == [0, 0, 1, 1, 2, 2]
+    assert all(len(g.albert_layers) == 2 for g in model.encoder.albert_layer_groups)
+
+
+def test_explicit_attention_equals_sdpa():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 5, 8, generator=g) for _ in range(3))
+    bias = torch.zeros(2, 1, 1, 5)
+    bias[1, ..., 3:] = torch.finfo(torch.float32).min
+    context, weights = attention_math(q, k, v, bias)
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+    assert torch.allclose(context, expected, atol=1e-6)
+    assert torch.allclose(weights.sum(-1), torch.ones(2, 3, 5))
+    assert weights[1, :, :, 3:].abs().max() == 0
+
+
+def test_output_attentions_does_not_change_outputs():
+    model = AlbertModel(nano()).eval()
+    ids = torch.randint(5, 8000, (2, 7))
+    a = model(ids).last_hidden_state
+    b = model(ids, output_attentions=True)
+    assert torch.allclose(a, b.last_hidden_state, atol=1e-6) and len(b.attentions) == 2
+
+
+def test_padding_does_not_change_real_tokens():
+    model = AlbertModel(nano()).eval()
+    ids = torch.randint(5, 8000, (1, 6))
+    padded = torch.cat([ids, torch.zeros(1, 4, dtype=torch.long)], dim=1)
+    mask = torch.cat([torch.ones(1, 6), torch.zeros(1, 4)], dim=1)
+    short = model(ids).last_hidden_state
+    long = model(padded, attention_mask=mask).last_hidden_state[:, :6]
+    assert torch.allclose(short, long, atol=1e-5)
+
+
+def test_mlm_logits_only_at_masked_positions_and_tied_decoder():
+    model = AlbertForPreTraining(nano())
+    assert model.predictions.decoder.weight is model.albert.embeddings.word_embeddings.weight
+    ids = torch.randint(5, 8000, (2, 10))
+    labels = torch.full_like(ids, -100)
+    labels[0, 3] = 42
+    out = model(ids, labels=labels, sentence_order_label=torch.tensor([0, 1]))
+    assert out.mlm_logits.shape == (1, 8000)
+    assert torch.isclose(out.loss, out.mlm_loss + out.sentence_loss)
+    full = model(ids).mlm_logits
+    assert torch.allclose(full[0, 3], out.mlm_logits[0], atol=1e-5)
+
+
+def test_no_masked_tokens_gives_zero_mlm_loss():
+    model = AlbertForPreTraining(nano())
+    ids = torch.randint(5, 8000, (2, 10))
+    out = model(ids, labels=torch.full_like(ids, -100))
+    assert out.mlm_loss.item() == 0.0 and out.loss.requires_grad
+
+
+def test_too_long_input_is_a_clear_error():
+    model = AlbertModel(nano())
+    with pytest.raises(ValueError, match="exceeds max_position_embeddings 128"):
+        model(torch.zeros(1, 129, dtype=torch.long))
+
+
+def test_meta_device_builds_the_largest_config_without_memory():
+    config = AlbertConfig.from_preset("bert-xlarge")
+    with torch.device("meta"):
+        model = AlbertModel(config)
+    assert count_parameters(model) == count_parameters(config)
