@@ -1,0 +1,250 @@
+"""Text corpora as lists of `Document`s: the committed Austen splits, users' own text files, sentence splitting.
+
+Every document is a list of paragraphs; sentences come from a small regex splitter (see `split_sentences`).
+The committed corpus lives in `data/<name>/{train,validation,test}.txt` and is checked against the sha256
+manifest `data/<name>/SHA256SUMS` every time it is read.
+
+File format of a split: each document starts with a header line `<doc id=emma-07 title="Emma" chapter=7>`,
+followed by its paragraphs, one per line; a blank line ends the document.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+DATA_ROOT = Path(__file__).resolve().parents[1] / "data"
+SPLITS = ("train", "validation", "test")
+MANIFEST = "SHA256SUMS"
+REBUILD_COMMAND = "python -m albert_mini.build_corpus"
+
+
+class CorpusError(ValueError):
+    """A corpus file that is missing, corrupt or empty; the message names the file and the fix."""
+
+
+# --------------------------------------------------------------------------- documents and sentences
+@dataclass
+class Document:
+    """One document (an Austen chapter, or a user's file): an id, a title and its paragraphs."""
+
+    id: str
+    title: str
+    paragraphs: list[str]
+    chapter: int | None = None
+
+    @property
+    def novel(self) -> str:
+        """The novel an Austen chapter belongs to (the same as `title`)."""
+        return self.title
+
+    def sentences(self) -> list[str]:
+        """All sentences in reading order; a sentence never crosses a paragraph boundary."""
+        return [s for paragraph in self.paragraphs for s in split_sentences(paragraph)]
+
+    def text(self) -> str:
+        """The whole document as one string, paragraphs separated by a blank line."""
+        return "\n\n".join(self.paragraphs)
+
+
+# A dot after these words does not end a sentence. "No" only counts before a number ("No. 97").
+ABBREVIATIONS = frozenset(
+    "Mr Mrs Ms Dr St Messrs Mme Mlle Col Capt Esq Rev Hon Gen Lieut Sgt Prof Sir Jr Sr Vol Chap viz ibid".split()
+)
+# Candidate boundary: terminal punctuation, optional closing quotes/brackets, then whitespace or a "--" dash,
+# then the start of a new sentence (an optional opening quote and a capital letter or digit).
+_BOUNDARY = re.compile(r"""[.!?]+["')\]]*(?:\s+|--)(?=["'(\[]*[A-Z0-9])""")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split one paragraph into sentences with a simple, predictable regex rule.
+
+    A sentence ends at `.`, `!` or `?` (plus any closing quotes) followed by whitespace or `--` and then a
+    capital letter or digit, possibly after an opening quote. Not a boundary: a dot after a title such as
+    Mr./Mrs./Dr./St. (see ABBREVIATIONS), after a single capital initial ("A. W."), or after "No" before a
+    number. `"What?" said she` stays one sentence because "said" is lower-case. Removing whitespace from the
+    sentences and from the paragraph gives the same string: nothing is dropped or reordered.
+    """
+    sentences, start = [], 0
+    for match in _BOUNDARY.finditer(text):
+        if _is_abbreviation(text, match):
+            continue
+        end = match.end()
+        sentence = text[start:end].strip()
+        if sentence:
+            sentences.append(sentence)
+        start = end
+    tail = text[start:].strip()
+    if tail:
+        sentences.append(tail)
+    return sentences
+
+
+def _is_abbreviation(text: str, match: re.Match) -> bool:
+    """True when the punctuation of `match` is the dot of an abbreviation or an initial, not a sentence end."""
+    if text[match.start()] != "." or match.group().startswith(".."):
+        return False
+    word = re.search(r"[\w']*$", text[:match.start()]).group()
+    if word in ABBREVIATIONS:
+        return True
+    if len(word) == 1 and word.isupper() and word != "I":  # an initial, as in "A. W." or "F. C."
+        return True
+    return word == "No" and text[match.end():match.end() + 1].isdigit()
+
+
+# --------------------------------------------------------------------------- normalisation
+_ASCII_PUNCTUATION = str.maketrans({
+    "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "--",
+    "\u2026": "...", "\u00a0": " ",
+})
+
+
+def normalize_paragraph(text: str) -> str:
+    """Curly quotes and dashes to plain ASCII, then all runs of whitespace (wrapped lines too) to one space."""
+    return " ".join(text.translate(_ASCII_PUNCTUATION).split())
+
+
+# --------------------------------------------------------------------------- the split file format
+_HEADER = re.compile(r"^<doc (.*)>$")
+_FIELD = re.compile(r'(\w+)=("[^"]*"|\S+)')
+
+
+def format_documents(documents: list[Document]) -> str:
+    """The text of a split file: a header line per document, one paragraph per line, a blank line after."""
+    blocks = []
+    for doc in documents:
+        if '"' in doc.title or any(not p or "\n" in p or p.startswith("<doc ") for p in doc.paragraphs):
+            raise CorpusError(f"document {doc.id!r} cannot be stored: empty/multi-line paragraph or quote in title")
+        chapter = f" chapter={doc.chapter}" if doc.chapter is not None else ""
+        header = f'<doc id={doc.id} title="{doc.title}"{chapter}>'
+        blocks.append("\n".join([header, *doc.paragraphs]) + "\n")
+    return "\n".join(blocks)
+
+
+def parse_documents(text: str, source: str = "<text>") -> list[Document]:
+    """Inverse of `format_documents`; `source` names the file in error messages."""
+    documents: list[Document] = []
+    for line_number, line in enumerate(text.splitlines(), start=1):
+        header = _HEADER.match(line)
+        if header:
+            fields = {k: v.strip('"') for k, v in _FIELD.findall(header.group(1))}
+            if "id" not in fields or "title" not in fields:
+                raise CorpusError(f"{source}:{line_number}: document header without id= and title=: {line!r}")
+            chapter = int(fields["chapter"]) if "chapter" in fields else None
+            documents.append(Document(fields["id"], fields["title"], [], chapter))
+        elif line.strip():
+            if not documents:
+                raise CorpusError(f"{source}:{line_number}: text before the first <doc ...> header")
+            documents[-1].paragraphs.append(line)
+    return documents
+
+
+# --------------------------------------------------------------------------- manifest
+def sha256_of(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def read_manifest(data_dir: str | Path) -> dict[str, str]:
+    """File name -> sha256 from `data_dir/SHA256SUMS` (the format `sha256sum` writes and `sha256sum -c` checks)."""
+    path = Path(data_dir) / MANIFEST
+    if not path.is_file():
+        raise CorpusError(f"checksum manifest {path} is missing; rebuild the corpus with `{REBUILD_COMMAND}`")
+    entries = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            digest, name = line.split(maxsplit=1)
+            entries[name.lstrip("*")] = digest
+    return entries
+
+
+def update_manifest(data_dir: str | Path, names: list[str]) -> None:
+    """Record the current sha256 of `names` (files in `data_dir`) in its manifest, keeping other entries."""
+    data_dir = Path(data_dir)
+    entries = read_manifest(data_dir) if (data_dir / MANIFEST).is_file() else {}
+    for name in names:
+        entries[name] = sha256_of(data_dir / name)
+    lines = [f"{entries[name]}  {name}\n" for name in sorted(entries)]
+    (data_dir / MANIFEST).write_text("".join(lines))
+
+
+def verified_path(data_dir: str | Path, name: str, rebuild: str = REBUILD_COMMAND) -> Path:
+    """`data_dir/name` after checking it exists and matches its manifest sha256; else a CorpusError saying how to fix it."""
+    path = Path(data_dir) / name
+    if not path.is_file():
+        raise CorpusError(f"corpus file {path} is missing; rebuild it with `{rebuild}`")
+    expected = read_manifest(data_dir).get(name)
+    if expected is None:
+        raise CorpusError(f"{path} is not listed in {Path(data_dir) / MANIFEST}; rebuild it with `{rebuild}`")
+    actual = sha256_of(path)
+    if actual != expected:
+        raise CorpusError(
+            f"{path} is corrupt or was edited: sha256 {actual[:16]}... differs from the manifest's "
+            f"{expected[:16]}...; restore it with `git checkout -- {path}` or rebuild it with `{rebuild}`"
+        )
+    return path
+
+
+# --------------------------------------------------------------------------- loaders
+def load_corpus(name: str = "austen", split: str = "train", data_dir: str | Path | None = None) -> list[Document]:
+    """The documents of one split ("train", "validation" or "test") of a committed corpus, sha256-checked."""
+    if split not in SPLITS:
+        raise CorpusError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+    data_dir = Path(data_dir) if data_dir is not None else DATA_ROOT / name
+    if not data_dir.is_dir():
+        available = sorted(p.name for p in DATA_ROOT.iterdir() if (p / MANIFEST).is_file()) if DATA_ROOT.is_dir() else []
+        raise CorpusError(f"no corpus folder {data_dir}; available corpora: {', '.join(available) or 'none'}")
+    path = verified_path(data_dir, f"{split}.txt")
+    documents = parse_documents(path.read_text(encoding="utf-8"), source=str(path))
+    if not documents:
+        raise CorpusError(f"{path} holds no documents; rebuild it with `{REBUILD_COMMAND}`")
+    return documents
+
+
+def load_text_files(paths_or_dir, mode: str = "file", pattern: str = "*.txt") -> list[Document]:
+    """Documents from your own UTF-8 text files.
+
+    `paths_or_dir` is a file, a folder (its `pattern` files, sorted by name) or a list of files.
+    mode="file": each file is one document; blank lines separate paragraphs, wrapped lines are joined.
+    mode="blank_line": blank lines separate documents and each line is one paragraph (BERT's input format).
+    Whitespace is collapsed and curly quotes/dashes become ASCII (`normalize_paragraph`).
+    """
+    if mode not in ("file", "blank_line"):
+        raise CorpusError(f"unknown mode {mode!r}; use mode='file' (one document per file) or 'blank_line'")
+    paths = _expand_paths(paths_or_dir, pattern)
+    documents = []
+    for path in paths:
+        blocks = re.split(r"\n[ \t]*\n", path.read_text(encoding="utf-8"))
+        if mode == "file":
+            paragraphs = [normalize_paragraph(b) for b in blocks if b.strip()]
+            if paragraphs:
+                documents.append(Document(path.stem, path.stem, paragraphs))
+        else:
+            for block in blocks:
+                paragraphs = [normalize_paragraph(line) for line in block.splitlines() if line.strip()]
+                if paragraphs:
+                    documents.append(Document(f"{path.stem}-{len(documents)}", path.stem, paragraphs))
+    if not documents:
+        names = ", ".join(str(p) for p in paths)
+        raise CorpusError(f"no text found in {names}: every file is empty or holds only whitespace")
+    return documents
+
+
+def _expand_paths(paths_or_dir, pattern: str) -> list[Path]:
+    """The list of files that `load_text_files` reads, with a clear error for anything missing or empty."""
+    if isinstance(paths_or_dir, (str, Path)):
+        root = Path(paths_or_dir)
+        if root.is_dir():
+            paths = sorted(root.glob(pattern))
+            if not paths:
+                raise CorpusError(f"folder {root} has no files matching {pattern!r}; pass pattern= or a list of files")
+            return paths
+        paths_or_dir = [root]
+    paths = [Path(p) for p in paths_or_dir]
+    if not paths:
+        raise CorpusError("no input files given; pass a file, a folder or a non-empty list of files")
+    for path in paths:
+        if not path.is_file():
+            raise CorpusError(f"text file {path} does not exist")
+    return paths
