@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
-	ALBERT_MINI_FAST=1 $(PY) -m pytest -q --nbval-lax -p no:cacheprovider $(NOTEBOOKS)
+	$(if $(NOTEBOOKS),ALBERT_MINI_FAST=1 $(PY) -m pytest -q --nbval-lax -p no:cacheprovider $(NOTEBOOKS))
 
 book: $(STAMP)
 	$(PY) -m albert_mini.book $(CHAPTERS)

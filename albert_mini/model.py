@@ -41,8 +41,8 @@ def attention_math(q, k, v, mask_bias=None, dropout_p: float = 0.0, training: bo
 
 def extended_attention_mask(attention_mask: torch.Tensor | None, dtype: torch.dtype):
     """Turn a (B, T) 1/0 keep-mask into an additive bias (B, 1, 1, T): 0 to keep, the dtype's minimum to drop."""
-    if attention_mask is None:
-        return None
+    if attention_mask is None or bool(attention_mask.all()):
+        return None  # nothing to hide: lets SDPA take its unmasked fast path
     keep = attention_mask[:, None, None, :].to(torch.bool)  # (B, 1, 1, T)
     return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
 
@@ -95,8 +95,9 @@ class AlbertAttention(nn.Module):
         # One matmul for q, k and v: the weights stay three HF-named tensors, the product is one GEMM.
         w = torch.cat([self.query.weight, self.key.weight, self.value.weight])  # (3H, H)
         b = torch.cat([self.query.bias, self.key.bias, self.value.bias])  # (3H,)
-        qkv = F.linear(h, w, b).view(B, T, 3, self.num_heads, H // self.num_heads)  # (B, T, 3, nh, d)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, nh, T, d)
+        qkv = F.linear(h, w, b)  # (B, T, 3H)
+        # (B, T, nh, d) viewed as (B, nh, T, d): the layout CPU attention kernels read and write without copies
+        q, k, v = (x.view(B, T, self.num_heads, H // self.num_heads).transpose(1, 2) for x in qkv.split(H, dim=-1))
         p = self.attention_dropout_p if self.training else 0.0
         if output_attentions:
             context, weights = attention_math(q, k, v, mask_bias, p, self.training)
