@@ -249,8 +249,8 @@ def build(source: Path | None, out_dir: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("source", nargs="?", type=Path,
-                        help=f"{PACKAGE} .deb, its extracted folder or Rdata.rdx (default: apt-get download into cache/)")
+    parser.add_argument("source", nargs="?", type=Path, help=f"{PACKAGE} .deb, its extracted folder or Rdata.rdx "
+                        "(default: apt-get download into cache/)")
     parser.add_argument("--out", type=Path, default=DATA_ROOT / "austen", help="output folder (default: data/austen)")
     args = parser.parse_args(argv)
     start = time.perf_counter()

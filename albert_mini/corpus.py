@@ -170,7 +170,7 @@ def update_manifest(data_dir: str | Path, names: list[str]) -> None:
 
 
 def verified_path(data_dir: str | Path, name: str, rebuild: str = REBUILD_COMMAND) -> Path:
-    """`data_dir/name` after checking it exists and matches its manifest sha256; else a CorpusError saying how to fix it."""
+    """`data_dir/name` once it exists and matches its manifest sha256; else a CorpusError saying how to fix it."""
     path = Path(data_dir) / name
     if not path.is_file():
         raise CorpusError(f"corpus file {path} is missing; rebuild it with `{rebuild}`")
@@ -193,7 +193,7 @@ def load_corpus(name: str = "austen", split: str = "train", data_dir: str | Path
         raise CorpusError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
     data_dir = Path(data_dir) if data_dir is not None else DATA_ROOT / name
     if not data_dir.is_dir():
-        available = sorted(p.name for p in DATA_ROOT.iterdir() if (p / MANIFEST).is_file()) if DATA_ROOT.is_dir() else []
+        available = sorted(p.parent.name for p in DATA_ROOT.glob(f"*/{MANIFEST}"))
         raise CorpusError(f"no corpus folder {data_dir}; available corpora: {', '.join(available) or 'none'}")
     path = verified_path(data_dir, f"{split}.txt")
     documents = parse_documents(path.read_text(encoding="utf-8"), source=str(path))

@@ -18,7 +18,8 @@ from pathlib import Path
 # SEXP type codes (R's Rinternals.h) and the pseudo-types of serialize.c.
 NILSXP, SYMSXP, LISTSXP, CHARSXP, LGLSXP, INTSXP, REALSXP, CPLXSXP, STRSXP = 0, 1, 2, 9, 10, 13, 14, 15, 16
 VECSXP, EXPRSXP, RAWSXP = 19, 20, 24
-ATTRLISTSXP, ALTREP_SXP, EMPTYENV_SXP, BASEENV_SXP, GLOBALENV_SXP, NILVALUE_SXP, REFSXP = 239, 238, 242, 241, 253, 254, 255
+ATTRLISTSXP, ALTREP_SXP, EMPTYENV_SXP, BASEENV_SXP = 239, 238, 242, 241
+GLOBALENV_SXP, NILVALUE_SXP, REFSXP = 253, 254, 255
 TYPE_NAMES = {3: "closure", 4: "environment", 5: "promise", 6: "language", 7: "special", 8: "builtin",
               17: "dots", 21: "bytecode", 22: "external pointer", 23: "weak reference", 25: "S4 object",
               247: "persistent reference", 248: "package environment", 249: "namespace"}

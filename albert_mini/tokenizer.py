@@ -1,0 +1,316 @@
+"""ALBERT's tokenizer: ALBERT's text preprocessing, then a SentencePiece unigram model with ALBERT's special ids.
+
+Ids 0-4 are `<pad>`, `<unk>`, `[CLS]`, `[SEP]`, `[MASK]` in every model this module accepts, the layout of the
+official `30k-clean.model`. The committed Austen model (`data/austen/spiece.model`, 8000 pieces) is rebuilt with
+`python -m albert_mini.tokenizer train --vocab-size 8000 --out data/austen/spiece.model`.
+
+Parity with Hugging Face: `transformers.AlbertTokenizer.from_pretrained(folder)`, with the model copied to
+`folder/spiece.model`, gives the same ids (tests/test_tokenizer.py). Load it with `from_pretrained(folder)`:
+`AlbertTokenizer(vocab_file=...)` in transformers 5.x ignores a self-trained model's pieces and returns `<unk>`
+ids. Pass `return_token_type_ids=True` to get token types from HF 5.x. Two documented differences:
+- HF finds special tokens written in raw text ("[MASK]" becomes id 4); here text is always just text, and
+  special ids are only ever inserted by `encode_pair` / `__call__`.
+- ALBERT's original code (and HF 4.x's slow tokenizer) re-split a piece ending in "digit," so that the comma
+  becomes its own piece. HF 5.23's AlbertTokenizer does not, so neither does this module. The Austen vocabulary
+  has no piece ending in "digit," so the quirk could not change its ids anyway (a test checks this).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import string
+import time
+import unicodedata
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+import sentencepiece as spm
+import torch
+
+from .corpus import DATA_ROOT, SPLITS, load_corpus, load_text_files, update_manifest, verified_path
+
+PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4
+SPECIAL_PIECES = {"<pad>": PAD_ID, "<unk>": UNK_ID, "[CLS]": CLS_ID, "[SEP]": SEP_ID, "[MASK]": MASK_ID}
+WORD_BOUNDARY = "\u2581"  # SentencePiece's "▁": the piece starts after a space
+DEFAULT_DIR = DATA_ROOT / "austen"
+TRAIN_COMMAND = "python -m albert_mini.tokenizer train --vocab-size 8000 --out data/austen/spiece.model"
+_PUNCTUATION = set(string.punctuation)
+_WORD_CHARS = set(string.ascii_lowercase) | _PUNCTUATION
+
+
+class TokenizerError(ValueError):
+    """A tokenizer file or input that cannot be used; the message names the problem and the fix."""
+
+
+def preprocess_text(text: str) -> str:
+    """ALBERT's preprocessing: `` and '' to ", NFKD, drop combining marks (accents), lower-case, collapse whitespace."""
+    text = text.replace("``", '"').replace("''", '"')
+    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return " ".join(text.lower().split())
+
+
+def is_word_start(piece: str) -> bool:
+    """ALBERT's whole-word rule (create_pretraining_data.py): does this piece begin a new word?
+
+    True when the piece starts with "▁" (it follows a space) or "<", is a single punctuation character, or
+    holds any character other than a-z and punctuation (so digits and non-English letters each start a word).
+    """
+    if piece.startswith((WORD_BOUNDARY, "<")) or piece in _PUNCTUATION:
+        return True
+    return not all(c.lower() in _WORD_CHARS for c in piece)
+
+
+class Tokenizer:
+    """A SentencePiece model with ALBERT's special ids, preprocessing and `[CLS] A [SEP] B [SEP]` layout."""
+
+    def __init__(self, processor: spm.SentencePieceProcessor, path: str = "<memory>"):
+        self.sp, self.path = processor, path
+        self.vocab_size: int = processor.get_piece_size()
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID
+        self._check_special_ids()
+        self.special_ids = frozenset(
+            i for i in range(self.vocab_size) if processor.is_control(i) or processor.is_unknown(i)
+        )
+        pieces = [processor.id_to_piece(i) for i in range(self.vocab_size)]
+        # Special ids count as word starts so that masking never glues them to a neighbouring word.
+        self.word_start = np.array([i in self.special_ids or is_word_start(p) for i, p in enumerate(pieces)])
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def from_file(cls, path: str | Path) -> "Tokenizer":
+        """Load a SentencePiece `.model` file (ours or ALBERT's official `30k-clean.model`)."""
+        path = Path(path)
+        if not path.is_file():
+            raise TokenizerError(f"tokenizer model {path} does not exist; train one with `{TRAIN_COMMAND}`")
+        processor = spm.SentencePieceProcessor()
+        try:
+            processor.load(str(path))
+        except (OSError, RuntimeError) as error:
+            raise TokenizerError(f"{path} is not a SentencePiece model ({error}); pass a .model file") from None
+        return cls(processor, str(path))
+
+    @classmethod
+    def from_bytes(cls, model: bytes) -> "Tokenizer":
+        """A tokenizer from the bytes of a `.model` file (what `train_sentencepiece` returns)."""
+        try:
+            return cls(spm.SentencePieceProcessor(model_proto=model))
+        except (OSError, RuntimeError) as error:
+            raise TokenizerError(f"these bytes are not a SentencePiece model ({error})") from None
+
+    @classmethod
+    def default(cls) -> "Tokenizer":
+        """The committed 8000-piece Austen model, after checking its sha256 against data/austen/SHA256SUMS."""
+        try:
+            path = verified_path(DEFAULT_DIR, "spiece.model", rebuild=TRAIN_COMMAND)
+        except ValueError as error:
+            raise TokenizerError(str(error)) from None
+        return cls.from_file(path)
+
+    def _check_special_ids(self) -> None:
+        sp = self.sp
+        wrong = [p for p, i in SPECIAL_PIECES.items() if i >= self.vocab_size or sp.id_to_piece(i) != p]
+        if wrong:
+            missing = [p for p in wrong if sp.piece_to_id(p) == sp.unk_id() and p != sp.id_to_piece(sp.unk_id())]
+            where = [f"{p} at {sp.piece_to_id(p)}" for p in wrong if p not in missing]
+            found = "; ".join(filter(None, [", ".join(where), f"missing: {' '.join(missing)}" if missing else ""]))
+            head = " ".join(sp.id_to_piece(i) for i in range(min(5, self.vocab_size)))
+            raise TokenizerError(
+                f"{self.path} does not use ALBERT's special ids <pad>=0 <unk>=1 [CLS]=2 [SEP]=3 [MASK]=4 "
+                f"(ids 0-4 hold {head}; {found}); retrain it with `{TRAIN_COMMAND}` or SentencePiece flags "
+                f"pad_id=0 unk_id=1 bos_id=-1 eos_id=-1 control_symbols=[CLS],[SEP],[MASK]"
+            )
+
+    # ------------------------------------------------------------------ pieces and ids
+    def tokenize(self, text: str) -> list[str]:
+        """The pieces of `text` after ALBERT's preprocessing (no special pieces)."""
+        return self.sp.encode(preprocess_text(text), out_type=str)
+
+    def encode(self, text: str) -> list[int]:
+        """The ids of `text` after ALBERT's preprocessing (no special ids)."""
+        if not isinstance(text, str):
+            raise TokenizerError(f"encode() takes a str, got {type(text).__name__}; use __call__ for batches")
+        return self.sp.encode(preprocess_text(text))
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text of `ids`, leaving out special ids (<pad>, <unk>, [CLS], [SEP], [MASK])."""
+        ids = ids.tolist() if isinstance(ids, (torch.Tensor, np.ndarray)) else list(ids)
+        self._check_ids(ids)
+        return self.sp.decode([i for i in ids if i not in self.special_ids])
+
+    def id_to_piece(self, i: int) -> str:
+        self._check_ids([i])
+        return self.sp.id_to_piece(int(i))
+
+    def piece_to_id(self, piece: str) -> int:
+        """The id of a piece; unlike SentencePiece, an unknown piece is an error, not <unk>'s id."""
+        i = self.sp.piece_to_id(piece)
+        if i == self.unk_id and piece != "<unk>":
+            raise TokenizerError(f"piece {piece!r} is not in the vocabulary of {self.vocab_size} pieces")
+        return i
+
+    def _check_ids(self, ids: list[int]) -> None:
+        bad = [i for i in ids if not 0 <= int(i) < self.vocab_size]
+        if bad:
+            raise TokenizerError(f"id(s) {bad[:5]} outside the vocabulary 0..{self.vocab_size - 1}")
+
+    # ------------------------------------------------------------------ model inputs
+    def encode_pair(self, a: str | Sequence[int], b: str | Sequence[int] | None = None,
+                    max_length: int | None = None) -> dict[str, list[int]]:
+        """`[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]` with token types 0 for `[CLS] A [SEP]`, 1 for `B [SEP]`.
+
+        `a` and `b` are text or already-encoded ids. With `max_length`, tokens are cut from the ends of the
+        segments, the longer one first (`truncate_pair`, HF's `truncation=True`). max_length must leave room
+        for one token per segment: at least 3 for a single segment, 5 for a pair.
+        """
+        ids_a = self.encode(a) if isinstance(a, str) else self._as_ids(a)
+        ids_b = None if b is None else (self.encode(b) if isinstance(b, str) else self._as_ids(b))
+        n_special = 2 if ids_b is None else 3
+        if max_length is not None:
+            if max_length < n_special + (1 if ids_b is None else 2):
+                need = "3 for one segment" if ids_b is None else "5 for a pair"
+                raise TokenizerError(f"max_length={max_length} leaves no room for the text; use at least {need}")
+            ids_a, ids_b = truncate_pair(ids_a, ids_b, max_length - n_special)
+        input_ids = [self.cls_id, *ids_a, self.sep_id]
+        token_type_ids = [0] * len(input_ids)
+        if ids_b is not None:
+            input_ids += [*ids_b, self.sep_id]
+            token_type_ids += [1] * (len(ids_b) + 1)
+        return {"input_ids": input_ids, "token_type_ids": token_type_ids, "attention_mask": [1] * len(input_ids)}
+
+    def _as_ids(self, ids: Sequence[int]) -> list[int]:
+        ids = [int(i) for i in ids]
+        self._check_ids(ids)
+        return ids
+
+    def __call__(self, texts: str | Sequence[str], texts_b: str | Sequence[str] | None = None,
+                 max_length: int | None = None, padding: bool | str = True) -> dict[str, torch.Tensor]:
+        """Encode a batch into LongTensors (B, T): input_ids, token_type_ids, attention_mask.
+
+        padding=True pads to the longest sequence, "max_length" to max_length, False requires equal lengths.
+        Padding uses <pad> (id 0), token type 0 and attention 0.
+        """
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        if texts_b is not None:
+            texts_b = [texts_b] if isinstance(texts_b, str) else list(texts_b)
+            if len(texts_b) != len(texts):
+                raise TokenizerError(f"texts has {len(texts)} items but texts_b has {len(texts_b)}; pair them up")
+        if not texts:
+            raise TokenizerError("empty batch: pass at least one text")
+        if padding not in (True, False, "max_length"):
+            raise TokenizerError(f"padding={padding!r}; use True (to the longest), 'max_length' or False")
+        if padding == "max_length" and max_length is None:
+            raise TokenizerError("padding='max_length' needs max_length")
+        rows = [self.encode_pair(a, None if texts_b is None else texts_b[i], max_length) for i, a in enumerate(texts)]
+        lengths = {len(r["input_ids"]) for r in rows}
+        if padding is False and len(lengths) > 1:
+            raise TokenizerError(f"sequences have lengths {sorted(lengths)}; pass padding=True to pad them")
+        width = max_length if padding == "max_length" else max(lengths)
+        batch = {}
+        for key, pad in (("input_ids", self.pad_id), ("token_type_ids", 0), ("attention_mask", 0)):
+            batch[key] = torch.tensor([r[key] + [pad] * (width - len(r[key])) for r in rows], dtype=torch.long)
+        return batch
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+    def __repr__(self) -> str:
+        return f"Tokenizer({self.path!r}, vocab_size={self.vocab_size})"
+
+
+def truncate_pair(ids_a: list[int], ids_b: list[int] | None, budget: int) -> tuple[list[int], list[int] | None]:
+    """Cut segments from their ends to fit `budget` tokens together, as HF's "longest_first" does.
+
+    Only the longer segment is cut while that suffices; otherwise both get budget // 2 and the originally
+    longer one (B on a tie) keeps the odd token. ALBERT's pretraining `truncate_seq_pair`, which removes one
+    token at a time from the longer side, gives the same lengths except which side keeps an odd token.
+    """
+    if ids_b is None:
+        return ids_a[:budget], None
+    len_a, len_b = len(ids_a), len(ids_b)
+    if len_a + len_b > budget:
+        a_longer = len_a > len_b
+        short, long = (len_b, len_a) if a_longer else (len_a, len_b)
+        long = max(short, budget - short)
+        if short + long > budget:
+            short, long = budget // 2, budget // 2 + budget % 2
+        len_a, len_b = (long, short) if a_longer else (short, long)
+    return ids_a[:len_a], ids_b[:len_b]
+
+
+# --------------------------------------------------------------------------- training
+def train_sentencepiece(texts: Iterable[str], vocab_size: int = 8000, seed: int = 0) -> bytes:
+    """Train a unigram SentencePiece model with ALBERT's special ids on `texts`; return the `.model` bytes.
+
+    Each text is one training line (we pass sentences), preprocessed with `preprocess_text`. Deterministic:
+    fixed seed, one thread, every line used in the given order, no shuffling.
+    """
+    lines = [line for line in (preprocess_text(t) for t in texts) if line]
+    if not lines:
+        raise TokenizerError("no training text: every input line is empty after preprocessing")
+    longest = max(len(line.encode("utf-8")) for line in lines)
+    model = io.BytesIO()
+    spm.set_random_generator_seed(seed)
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(lines), model_writer=model, model_type="unigram", vocab_size=vocab_size,
+            pad_id=PAD_ID, unk_id=UNK_ID, bos_id=-1, eos_id=-1, control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+            character_coverage=1.0, num_threads=1, input_sentence_size=0, shuffle_input_sentence=False,
+            max_sentence_length=max(longest, 4192), minloglevel=2,
+        )
+    except RuntimeError as error:
+        raise TokenizerError(f"SentencePiece training failed: {error} (a smaller --vocab-size may fit the text)") \
+            from None
+    return model.getvalue()
+
+
+def training_texts(corpus: str = "austen", text_paths: Sequence[str] | None = None) -> list[str]:
+    """The training lines: sentences of the corpus's train split, or of the user's text files."""
+    documents = load_text_files(text_paths) if text_paths else load_corpus(corpus, "train")
+    return [sentence for doc in documents for sentence in doc.sentences()]
+
+
+def save_model(model: bytes, out: str | Path) -> Path:
+    """Write `out` (.model) and a readable `.vocab` (piece TAB score); refresh the folder's SHA256SUMS if it has one."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(model)
+    sp = spm.SentencePieceProcessor(model_proto=model)
+    vocab = "".join(f"{sp.id_to_piece(i)}\t{sp.get_score(i):g}\n" for i in range(sp.get_piece_size()))
+    out.with_suffix(".vocab").write_text(vocab, encoding="utf-8")
+    if (out.parent / "SHA256SUMS").is_file():
+        update_manifest(out.parent, [out.name, out.with_suffix(".vocab").name])
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Train ALBERT's SentencePiece tokenizer.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    train = commands.add_parser("train", help="train a unigram model on the training split (or your files)")
+    train.add_argument("--vocab-size", type=int, default=8000)
+    train.add_argument("--out", type=Path, default=DEFAULT_DIR / "spiece.model")
+    train.add_argument("--corpus", default="austen", help="committed corpus whose train split is used")
+    train.add_argument("--text", nargs="+", help="your own text files instead (one document per file)")
+    train.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    texts = training_texts(args.corpus, args.text)
+    start = time.perf_counter()
+    model = train_sentencepiece(texts, args.vocab_size, args.seed)
+    seconds = time.perf_counter() - start
+    save_model(model, args.out)
+    tokenizer = Tokenizer.from_bytes(model)
+    print(f"trained {args.out} ({args.vocab_size} pieces) on {len(texts)} sentences in {seconds:.1f} s")
+    if not args.text:
+        for split in SPLITS:
+            documents = load_corpus(args.corpus, split)
+            tokens = sum(len(tokenizer.encode(p)) for d in documents for p in d.paragraphs)
+            words = sum(len(p.split()) for d in documents for p in d.paragraphs)
+            counts = {"split": split, "tokens": tokens, "words": words, "tokens_per_word": round(tokens / words, 3)}
+            print(json.dumps(counts))
+
+
+if __name__ == "__main__":
+    main()
