@@ -16,6 +16,7 @@ help:
 	@echo "make test        run the test suite and every chapter in fast mode (what CI runs)"
 	@echo "make book        execute every chapter in full mode, refresh notebooks and figures/"
 	@echo "make lab         open JupyterLab; chapters/*.py open as notebooks"
+	@echo "make exercises   student notebooks (solutions replaced by stubs) into build/student/"
 	@echo "make benchmark   speed benchmarks (prints ratios measured side by side)"
 
 venv: $(STAMP)
@@ -36,6 +37,9 @@ book: $(STAMP)
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab chapters/
+
+exercises: $(STAMP)
+	$(PY) -m albert_mini.exercises.student $(CHAPTERS) --out build/student
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/train_step.py

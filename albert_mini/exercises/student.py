@@ -1,0 +1,59 @@
+"""Generate student notebooks: every solution between the markers becomes a stub that raises NotImplementedError.
+
+    python -m albert_mini.exercises.student chapters/*.py --out build/student     # what `make exercises` runs
+
+In a chapter source, a solution is written inside a code cell between two marker lines:
+
+    def trust_ratio(w, u):
+        ### BEGIN SOLUTION
+        ...the reference answer...
+        ### END SOLUTION
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+_BLOCK = re.compile(rf"^([ \t]*){re.escape(BEGIN)}[^\n]*\n.*?^[ \t]*{re.escape(END)}[^\n]*$", re.M | re.S)
+
+
+def strip_solutions(source: str, label: str = "this exercise") -> str:
+    """Replace every marked solution block with a NotImplementedError stub at the same indentation."""
+    if source.count(BEGIN) != source.count(END):
+        raise ValueError(f"{label}: {source.count(BEGIN)} '{BEGIN}' markers but {source.count(END)} '{END}'")
+    return _BLOCK.sub(lambda m: f'{m.group(1)}raise NotImplementedError("write your solution here")', source)
+
+
+def student_notebook(chapter: Path):
+    """The chapter as a notebook without solutions or outputs, ready to hand out."""
+    import jupytext
+
+    notebook = jupytext.read(chapter)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.source = strip_solutions(cell.source, chapter.name)
+            cell.outputs, cell.execution_count = [], None
+    return notebook
+
+
+def main(argv: list[str] | None = None) -> int:
+    import jupytext
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("chapters", nargs="+", type=Path, help="chapter sources (chapters/NN_name.py)")
+    parser.add_argument("--out", type=Path, default=Path("build/student"), help="folder for the student notebooks")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for chapter in args.chapters:
+        target = args.out / chapter.with_suffix(".ipynb").name
+        jupytext.write(student_notebook(chapter), target)
+        print(f"{chapter} -> {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
