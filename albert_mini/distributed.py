@@ -1,0 +1,130 @@
+"""Data-parallel pretraining with DistributedDataParallel, launched by torchrun.
+
+    torchrun --standalone --nproc_per_node 2 -m albert_mini.pretrain --preset albert-nano --corpus synthetic ...
+
+runs the same CLI in 2 processes: gloo on CPU, nccl when CUDA is available (rank r then uses GPU r of its node,
+so on an 8-GPU node `--nproc_per_node 8` is all it takes; across nodes add `--nnodes N --node_rank i
+--rdzv_endpoint host:port`). Each rank reads its own shard of the data; rank 0 alone writes files and shows
+progress. torchrun gives every process OMP_NUM_THREADS=1, so on a 2-core machine 2 ranks use both cores.
+
+Effective batch per optimizer step = per-rank batch size x world size x accumulation steps.
+
+Loss weighting. Each rank's MLM loss is a sum over its masked tokens divided by the number of masked tokens in
+the WHOLE effective batch (all ranks, all accumulation steps; one all-reduce of two counts per step), and the
+sentence loss likewise over sequences. DDP averages gradients over ranks, so the trainer multiplies each rank's
+loss by the world size. The gradient of a step is then exactly that of the per-token mean over the effective
+batch in one process, however the batch is split; a per-rank mean would instead weight a token on a rank with
+few masked tokens more than one on a busy rank (that is what the reference's TPU code does, with its fixed 20
+predictions per sequence making the two nearly the same).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass, field
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    """Where this process sits: rank r of world_size processes, on `device`."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def is_distributed(self) -> bool:
+        return self.world_size > 1
+
+
+def launched_by_torchrun() -> bool:
+    """True when the launcher set the env:// rendezvous variables (RANK, WORLD_SIZE, MASTER_ADDR/PORT)."""
+    return all(k in os.environ for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
+
+
+def init_distributed(device: str | None = None) -> DistInfo:
+    """Join the process group when launched by torchrun (gloo on CPU, nccl on GPU); else a single process."""
+    use_cuda = torch.cuda.is_available() if device is None else device.startswith("cuda")
+    if not launched_by_torchrun() or int(os.environ["WORLD_SIZE"]) == 1:
+        return DistInfo(device=torch.device(device or ("cuda" if use_cuda else "cpu")))
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    if use_cuda:
+        torch.cuda.set_device(local_rank)
+    if not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+    return DistInfo(rank, world, local_rank, torch.device(f"cuda:{local_rank}" if use_cuda else "cpu"))
+
+
+def cleanup(info: DistInfo) -> None:
+    """Leave the process group (after a barrier, so no rank exits while another still writes)."""
+    if info.is_distributed and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
+def wrap_model(model: nn.Module, info: DistInfo, find_unused_parameters: bool = False) -> nn.Module:
+    """DDP around the model when there are several ranks (it broadcasts rank 0's weights); else the model."""
+    if not info.is_distributed:
+        return model
+    device_ids = [info.device.index] if info.device.type == "cuda" else None
+    return nn.parallel.DistributedDataParallel(model, device_ids=device_ids,
+                                               find_unused_parameters=find_unused_parameters)
+
+
+def barrier(info: DistInfo) -> None:
+    """Wait until every rank gets here (a no-op in one process)."""
+    if info.is_distributed:
+        dist.barrier()
+
+
+def all_reduce_sum(tensor: torch.Tensor, info: DistInfo) -> torch.Tensor:
+    """Sum `tensor` over ranks in place (a no-op in one process); returns it."""
+    if info.is_distributed:
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+    return tensor
+
+
+def broadcast_flag(flag: bool, info: DistInfo) -> bool:
+    """Rank 0's value of `flag` on every rank, so that all ranks stop at the same step."""
+    if not info.is_distributed:
+        return flag
+    t = torch.tensor([int(flag)], device=info.device)
+    dist.broadcast(t, src=0)
+    return bool(t.item())
+
+
+def gather_objects(obj, info: DistInfo) -> list:
+    """[obj of rank 0, obj of rank 1, ...] on every rank, for small states such as RNGs and data positions."""
+    if not info.is_distributed:
+        return [obj]
+    # all_gather_object cannot unpickle tensors nested in objects (torch 2.13), so ship torch.save bytes.
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    out = [None] * info.world_size
+    dist.all_gather_object(out, buffer.getvalue())
+    return [torch.load(io.BytesIO(data), weights_only=True) for data in out]
+
+
+@torch.no_grad()
+def assert_replicas_identical(model: nn.Module, info: DistInfo) -> None:
+    """Raise if any rank's parameters differ from rank 0's (compares per-tensor float64 sums and norms)."""
+    if not info.is_distributed:
+        return
+    params = list(model.parameters())
+    mine = torch.stack([torch.stack([p.double().sum(), p.double().norm()]) for p in params]).to(info.device)
+    everyone = [torch.empty_like(mine) for _ in range(info.world_size)]
+    dist.all_gather(everyone, mine)
+    for rank, theirs in enumerate(everyone):
+        if not torch.equal(theirs, everyone[0]):
+            raise RuntimeError(f"rank {rank}'s parameters differ from rank 0's: the replicas diverged")

@@ -1,0 +1,485 @@
+"""The pretraining loop used by the CLI, the chapters and the experiments.
+
+Batch-source protocol. The trainer pulls micro-batches with `next(source)` (a list or any iterable works too; it
+is wrapped in `iter`). Each batch is a dict of tensors: input_ids, attention_mask, token_type_ids (B, T);
+labels (B, T) holding the token id at masked positions and -100 elsewhere; optionally sentence_order_label (B,)
+(SOP or NSP, 1 = swapped / not next). To write checkpoints, the source must also have `state_dict()` (its exact
+position, as plain Python values or tensors) and `load_state_dict(state)`. Under DDP each rank gets its own
+source (its shard). `SyntheticBatches` below is the smallest source that follows the protocol.
+
+One optimizer step = `accumulate` micro-batches on every rank. The loss of a step is the per-token mean over the
+whole effective batch (see albert_mini.distributed for why and how), with gradients clipped to global norm 1.0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from .checkpoint import (CheckpointError, atomic_write_text, capture_rng_state, latest_checkpoint, load_checkpoint,
+                         restore_rng_state, save_checkpoint)
+from .distributed import DistInfo, all_reduce_sum, assert_replicas_identical, broadcast_flag, gather_objects, wrap_model
+from .model import IGNORE_INDEX
+from .optim import WarmupPolyDecay, build_optimizer, clip_grad_global_norm
+
+MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "labels", "sentence_order_label")
+METRICS_FILE = "metrics.jsonl"
+# Changing these between a run and its resumption would change the arithmetic, so resuming refuses it.
+RESUME_MUST_MATCH = ("accumulate", "clip_norm", "bf16")
+
+
+@dataclass
+class TrainConfig:
+    """How long and how to train; everything else (model, optimizer, schedule, data) is passed in built."""
+
+    max_steps: int  # optimizer steps; the run also stops when the data or the time budget runs out
+    max_minutes: float | None = None  # wall-clock budget of the whole run, counted across resumptions
+    accumulate: int = 1  # micro-batches per optimizer step
+    clip_norm: float | None = 1.0  # global gradient norm limit (None: no clipping)
+    log_every: int = 10  # steps between train-metric lines
+    eval_every: int = 0  # steps between evaluations on the validation batches (0: only at the end)
+    eval_batches: int | None = None  # cap on validation batches per evaluation
+    save_every: int = 0  # steps between checkpoints (0: only at the end); needs out_dir
+    keep_checkpoints: int = 2
+    out_dir: str | None = None  # metrics.jsonl and checkpoints/ go here (rank 0 only)
+    bf16: bool = False  # bf16 autocast: a GPU option; about 5x slower on AVX2 CPUs (see benchmarks/)
+    compile: bool = False  # torch.compile the model
+    progress: bool = True  # tqdm bar, shown only on a terminal, on rank 0, and never when CI=true
+    echo: bool = False  # also print one line per log step and evaluation (never when CI=true)
+    find_unused_parameters: bool = False  # DDP: set when the loss ignores a head (MLM-only training)
+
+    def __post_init__(self):
+        checks = [
+            (self.max_steps >= 1, f"max_steps must be >= 1, got {self.max_steps}"),
+            (self.accumulate >= 1, f"accumulate must be >= 1, got {self.accumulate}"),
+            (self.log_every >= 1, f"log_every must be >= 1, got {self.log_every}"),
+            (self.eval_every >= 0 and self.save_every >= 0, "eval_every and save_every must be >= 0"),
+            (self.keep_checkpoints >= 1, f"keep_checkpoints must be >= 1, got {self.keep_checkpoints}"),
+            (self.max_minutes is None or self.max_minutes > 0, f"max_minutes must be > 0, got {self.max_minutes}"),
+            (self.clip_norm is None or self.clip_norm > 0, f"clip_norm must be > 0 or None, got {self.clip_norm}"),
+            (self.eval_batches is None or self.eval_batches >= 1, "eval_batches must be >= 1 or None"),
+            (not self.save_every or self.out_dir, "save_every needs out_dir: checkpoints are written there"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
+
+@dataclass
+class TrainResult:
+    """How a call to `Trainer.train` ended."""
+
+    step: int
+    stop_reason: str  # "max_steps", "max_minutes" or "data exhausted"
+    train: dict | None  # last train metrics
+    eval: dict | None  # last evaluation
+    history: list[dict]  # every metrics line of this call, as written to metrics.jsonl
+
+
+# ---------------------------------------------------------------------- loss and metrics
+def pretraining_objective(out, batch: dict, mlm_denominator: float, sentence_denominator: float):
+    """Summed MLM and sentence losses divided by the counts of the whole effective batch.
+
+    Returns the loss to backpropagate and a float64 vector of sums for the metrics:
+    [mlm loss, mlm correct, masked tokens, sentence loss, sentence correct, sequences].
+    """
+    labels = batch["labels"]
+    targets = labels[labels != IGNORE_INDEX]  # (N,), row-major like out.mlm_logits
+    logits = out.mlm_logits.float()  # (N, V)
+    mlm_sum = F.cross_entropy(logits, targets, reduction="sum")
+    loss = mlm_sum / max(mlm_denominator, 1.0)
+    stats = [mlm_sum.detach(), (logits.argmax(-1) == targets).sum(), targets.numel()]
+    sentence = batch.get("sentence_order_label")
+    if sentence is not None:
+        y = sentence.view(-1)
+        s_logits = out.sentence_logits.float()  # (B, 2)
+        s_sum = F.cross_entropy(s_logits, y, reduction="sum")
+        loss = loss + s_sum / max(sentence_denominator, 1.0)
+        stats += [s_sum.detach(), (s_logits.argmax(-1) == y).sum(), y.numel()]
+    else:
+        stats += [0.0, 0, 0]
+    return loss, torch.tensor([float(s) for s in stats], dtype=torch.float64)
+
+
+def metrics_from_sums(sums: torch.Tensor) -> dict:
+    """Per-token MLM and per-sequence sentence loss and accuracy from a summed stats vector."""
+    mlm_loss, mlm_correct, masked, s_loss, s_correct, sequences = sums[:6].tolist()
+    # None, not NaN, when nothing was masked: metrics.jsonl stays strict JSON.
+    out = {"mlm_loss": mlm_loss / masked if masked else None, "mlm_acc": mlm_correct / masked if masked else None}
+    if sequences:
+        out["sentence_loss"], out["sentence_acc"] = s_loss / sequences, s_correct / sequences
+    parts = [out["mlm_loss"], out.get("sentence_loss", 0.0)]
+    out["loss"] = None if None in parts else sum(parts)
+    return out
+
+
+def _to_device(batch: dict, device: torch.device) -> dict:
+    missing = [k for k in ("input_ids", "labels") if k not in batch]
+    if missing:
+        raise KeyError(f"batch lacks {missing}; a batch source must yield dicts with keys {MODEL_INPUTS}")
+    return {k: batch[k].to(device) for k in MODEL_INPUTS if k in batch}
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, batches, dist: DistInfo | None = None, max_batches: int | None = None,
+             bf16: bool = False) -> dict:
+    """MLM accuracy over masked tokens and sentence-task accuracy on validation batches (summed over ranks)."""
+    if iter(batches) is batches:
+        raise TypeError("validation batches must be re-iterable (a list, or a source whose __iter__ starts over); "
+                        "wrap an iterator with list(...)")
+    dist = dist or DistInfo()
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    sums = torch.zeros(7, dtype=torch.float64)
+    try:
+        for i, batch in enumerate(batches):
+            if max_batches is not None and i >= max_batches:
+                break
+            batch = _to_device(batch, device)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                out = model(**batch)
+            _, stats = pretraining_objective(out, batch, 1.0, 1.0)
+            sums[:6] += stats
+    finally:
+        model.train(was_training)
+    all_reduce_sum(sums.to(dist.device), dist)
+    return metrics_from_sums(sums.cpu())
+
+
+def _ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+# ---------------------------------------------------------------------- the trainer
+class Trainer:
+    """Gradient accumulation, clipping, schedule, logging, evaluation, checkpoints and exact resume."""
+
+    def __init__(self, model, optimizer, schedule: WarmupPolyDecay, batches, config: TrainConfig,
+                 val_batches=None, dist: DistInfo | None = None):
+        self.model = model  # the plain module: saved, evaluated, and the one the optimizer holds
+        self.optimizer, self.schedule, self.config = optimizer, schedule, config
+        self.device = next(model.parameters()).device
+        self.dist = dist or DistInfo(device=self.device)
+        self.ddp_model = wrap_model(model, self.dist, config.find_unused_parameters)
+        self.forward_model = torch.compile(self.ddp_model) if config.compile else self.ddp_model
+        self.source = batches
+        self.batch_iter = batches if hasattr(batches, "__next__") else iter(batches)
+        self.val_batches = val_batches
+        if config.out_dir and not (hasattr(batches, "state_dict") and hasattr(batches, "load_state_dict")):
+            raise TypeError(
+                f"{type(batches).__name__} has no state_dict()/load_state_dict(), so a checkpoint could not record "
+                "the data position; give a source that has them (see SyntheticBatches) or set out_dir=None"
+            )
+        self.step = 0
+        self.elapsed = 0.0  # training wall time of the whole run, across resumptions
+        self.tokens_seen = 0
+        self.last_saved_step: int | None = None
+        self.history: list[dict] = []
+        self._sums = torch.zeros(7, dtype=torch.float64)  # the stats vector + tokens, since the last log line
+        self._norms: list[float] = []
+        self._window_seconds = 0.0  # data + train-step time since the last log line (evals and saves excluded)
+        self._lr = 0.0
+        self._last_eval_step: int | None = None
+        self._bar = None
+        self.out_dir = Path(config.out_dir) if config.out_dir else None
+        if self.out_dir is not None and self.dist.is_main:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+
+    # ------------------------------------------------------------------ one optimizer step
+    def _next_micro_batches(self) -> list[dict] | None:
+        try:
+            return [_to_device(next(self.batch_iter), self.device) for _ in range(self.config.accumulate)]
+        except StopIteration:
+            return None
+
+    def _global_counts(self, micro: list[dict] | None) -> tuple[float, float, bool]:
+        """Masked tokens and labelled sequences of the effective batch, and whether any rank ran out of data.
+
+        One all-reduce per step carries all three, so every rank agrees on the denominators and on stopping.
+        """
+        counts = torch.zeros(3, dtype=torch.float64)
+        if micro is None:
+            counts[2] = 1.0
+        else:
+            counts[0] = sum(float((b["labels"] != IGNORE_INDEX).sum()) for b in micro)
+            counts[1] = sum(float(b["sentence_order_label"].numel()) for b in micro if "sentence_order_label" in b)
+        mlm_total, sentence_total, exhausted = all_reduce_sum(counts.to(self.dist.device), self.dist).tolist()
+        return mlm_total, sentence_total, exhausted > 0
+
+    def train_step(self, micro: list[dict], counts: tuple[float, float, bool] | None = None) -> float:
+        """Forward and backward over the micro-batches, clip, update; returns the gradient norm."""
+        mlm_total, sentence_total, _ = counts if counts is not None else self._global_counts(micro)
+        self._lr = self.schedule.apply(self.optimizer, self.step)
+        for i, batch in enumerate(micro):
+            last = i == len(micro) - 1
+            # Only the last micro-batch all-reduces gradients; the others accumulate locally.
+            sync = contextlib.nullcontext() if last or not self.dist.is_distributed else self.ddp_model.no_sync()
+            with sync:
+                with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.config.bf16):
+                    out = self.forward_model(**batch)
+                loss, stats = pretraining_objective(out, batch, mlm_total, sentence_total)
+                (loss * self.dist.world_size).backward()  # DDP averages over ranks; we want the sum
+            self._sums[:6] += stats
+            self._sums[6] += batch["input_ids"].numel()
+        params = [p for p in self.model.parameters() if p.grad is not None]
+        norm = (clip_grad_global_norm(params, self.config.clip_norm) if self.config.clip_norm
+                else clip_grad_global_norm(params, float("inf")))
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
+        self._norms.append(norm)
+        return norm
+
+    # ------------------------------------------------------------------ the loop
+    def train(self) -> TrainResult:
+        """Run until max_steps, the time budget or the data ends; log, evaluate and save along the way."""
+        cfg = self.config
+        show_bar = cfg.progress and self.dist.is_main and sys.stderr.isatty() and not _ci()
+        bar = tqdm(total=cfg.max_steps, initial=self.step, desc="pretrain", dynamic_ncols=True, disable=not show_bar)
+        self._bar = bar
+        run_start = time.perf_counter() - self.elapsed
+        self.model.train()
+        last_train = last_eval = None
+        first_history = len(self.history)
+        stop_reason = None
+        while stop_reason is None:
+            self.elapsed = time.perf_counter() - run_start
+            if self.step >= cfg.max_steps:
+                stop_reason = "max_steps"
+                break
+            out_of_time = cfg.max_minutes is not None and self.elapsed >= 60 * cfg.max_minutes
+            if broadcast_flag(out_of_time, self.dist):
+                stop_reason = "max_minutes"
+                break
+            step_start = time.perf_counter()
+            micro = self._next_micro_batches()
+            counts = self._global_counts(micro)
+            if counts[2]:
+                stop_reason = "data exhausted"
+                break
+            self.train_step(micro, counts)
+            self._window_seconds += time.perf_counter() - step_start
+            bar.update(1)
+            if self.step % cfg.log_every == 0:
+                last_train = self._log_train(run_start)
+            if cfg.eval_every and self.step % cfg.eval_every == 0 and self.val_batches is not None:
+                last_eval = self._log_eval(run_start)
+            if cfg.save_every and self.step % cfg.save_every == 0:
+                self.save()
+        self.elapsed = time.perf_counter() - run_start
+        assert_replicas_identical(self.model, self.dist)  # cheap, and a silent divergence would waste the run
+        if self._norms:  # steps since the last log line
+            last_train = self._log_train(run_start)
+        if self.val_batches is not None and self._last_eval_step != self.step:
+            last_eval = self._log_eval(run_start)
+        if self.out_dir is not None and self.last_saved_step != self.step:
+            self.save()
+        bar.close()
+        return TrainResult(self.step, stop_reason, last_train, last_eval, self.history[first_history:])
+
+    # ------------------------------------------------------------------ metrics
+    def _log_train(self, run_start: float) -> dict:
+        sums = all_reduce_sum(self._sums.to(self.dist.device), self.dist).cpu()
+        self.tokens_seen += int(sums[6])
+        metrics = {"type": "train", "step": self.step, **metrics_from_sums(sums), "lr": self._lr,
+                   "grad_norm": float(np.mean(self._norms)),
+                   "tokens_per_s": float(sums[6]) / max(self._window_seconds, 1e-9),
+                   "tokens_seen": self.tokens_seen, "elapsed_s": time.perf_counter() - run_start}
+        self._sums.zero_()
+        self._norms.clear()
+        self._window_seconds = 0.0
+        self._record(metrics)
+        bar_fields = {"loss": metrics["loss"], "mlm_acc": metrics["mlm_acc"], "sent_acc": metrics.get("sentence_acc"),
+                      "tok/s": round(metrics["tokens_per_s"])}
+        bar_fields = {k: f"{v:.3f}" if isinstance(v, float) else v for k, v in bar_fields.items() if v is not None}
+        if self._bar is not None:
+            self._bar.set_postfix(bar_fields, refresh=False)
+        return metrics
+
+    def _log_eval(self, run_start: float) -> dict:
+        metrics = {"type": "eval", "step": self.step,
+                   **evaluate(self.model, self.val_batches, self.dist, self.config.eval_batches, self.config.bf16),
+                   "elapsed_s": time.perf_counter() - run_start}
+        self._record(metrics)
+        self._last_eval_step = self.step
+        return metrics
+
+    def _record(self, metrics: dict) -> None:
+        self.history.append(metrics)
+        if not self.dist.is_main:
+            return
+        line = json.dumps(metrics)
+        if self.out_dir is not None:
+            with open(self.out_dir / METRICS_FILE, "a") as f:
+                f.write(line + "\n")
+        if self.config.echo and not _ci():
+            shown = " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in metrics.items())
+            if self._bar is not None and not self._bar.disable:
+                tqdm.write(shown)
+            else:
+                print(shown, flush=True)
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict:
+        """Everything besides the weights that an exact resumption needs (RNG and data of every rank)."""
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "schedule": self.schedule.state_dict(),
+            "train_config": dataclasses.asdict(self.config),
+            "rng": gather_objects(capture_rng_state(), self.dist),
+            "data": gather_objects(self.source.state_dict(), self.dist),
+            # Stats of the steps since the last log line, so the next line covers the same steps after a resume.
+            "window": gather_objects({"sums": self._sums.clone(), "grad_norms": list(self._norms),
+                                      "seconds": self._window_seconds}, self.dist),
+            "elapsed_seconds": self.elapsed,
+            "tokens_seen": self.tokens_seen,
+            "last_eval_step": self._last_eval_step,
+            "world_size": self.dist.world_size,
+        }
+
+    def save(self) -> Path | None:
+        """Write a checkpoint of the current step to out_dir (rank 0 writes; every rank contributes its state)."""
+        if self.out_dir is None:
+            raise ValueError("save() needs TrainConfig.out_dir")
+        state = self.state_dict()
+        path = None
+        if self.dist.is_main:
+            path = save_checkpoint(self.out_dir, self.step, self.model, state, self.config.keep_checkpoints)
+        self.last_saved_step = self.step
+        return path
+
+    def resume(self, path: str | Path | None = None) -> int:
+        """Continue from `path` or from the newest checkpoint in out_dir; returns the step (0: nothing to resume)."""
+        if path is None:
+            path = latest_checkpoint(self.out_dir) if self.out_dir is not None else None
+            if path is None:
+                return 0
+        state = load_checkpoint(path, self.model, self.optimizer)
+        if state["world_size"] != self.dist.world_size:
+            raise CheckpointError(
+                f"{path} was written by {state['world_size']} processes and this run has {self.dist.world_size}; "
+                "resume with the same --nproc_per_node (each rank's data position and RNG are stored)"
+            )
+        if state["schedule"] != self.schedule.state_dict():
+            raise CheckpointError(
+                f"{path} was trained with schedule {state['schedule']}, this run uses {self.schedule.state_dict()}; "
+                "keep --steps, --lr and --warmup when resuming, or start a new run directory"
+            )
+        changed = [k for k in RESUME_MUST_MATCH if state["train_config"].get(k) != getattr(self.config, k)]
+        if changed:
+            raise CheckpointError(f"{path} was trained with different {changed}; keep them when resuming")
+        restore_rng_state(state["rng"][self.dist.rank])
+        self.source.load_state_dict(state["data"][self.dist.rank])
+        window = state["window"][self.dist.rank]
+        self._sums, self._norms = window["sums"].clone(), list(window["grad_norms"])
+        self._window_seconds = window["seconds"]
+        self.step, self.elapsed, self.tokens_seen = state["step"], state["elapsed_seconds"], state["tokens_seen"]
+        self.last_saved_step, self._last_eval_step = self.step, state["last_eval_step"]
+        if self.out_dir is not None and self.dist.is_main:
+            self._truncate_metrics(self.step)
+        self._record({"type": "resume", "step": self.step, "checkpoint": str(path)})
+        return self.step
+
+    def _truncate_metrics(self, step: int) -> None:
+        """Drop metric lines logged after `step` by the run that was interrupted, so the log reads as one run."""
+        path = self.out_dir / METRICS_FILE
+        if not path.exists():
+            return
+        kept = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= step]
+        atomic_write_text(path, "".join(line + "\n" for line in kept))
+
+
+def train(model, batches, config: TrainConfig, *, optimizer: str = "lamb", lr: float = 1e-3, warmup_steps: int = 0,
+          weight_decay: float = 0.01, val_batches=None, dist: DistInfo | None = None, resume: bool = False
+          ) -> TrainResult:
+    """Build the optimizer and schedule for `model`, then train; the one-call form for chapters."""
+    opt = build_optimizer(model, optimizer, lr=lr, weight_decay=weight_decay)
+    schedule = WarmupPolyDecay(lr, config.max_steps, warmup_steps)
+    trainer = Trainer(model, opt, schedule, batches, config, val_batches=val_batches, dist=dist)
+    if resume:
+        trainer.resume()
+    return trainer.train()
+
+
+# ---------------------------------------------------------------------- a synthetic batch source
+class SyntheticBatches:
+    """Random MLM + sentence-task batches from a seeded generator, following the batch-source protocol.
+
+    Micro-batch i on rank r is rows [r*B, (r+1)*B) of global batch i, which depends on (seed, i) only: one
+    process with batch size B * world sees exactly what the ranks see together. Rows have random lengths
+    (so ranks hold different numbers of masked tokens) and [CLS] a [SEP] b [SEP] layouts.
+    """
+
+    CLS, SEP, MASK, FIRST_WORD = 2, 3, 4, 5
+
+    def __init__(self, vocab_size: int, batch_size: int, seq_len: int, seed: int = 0, rank: int = 0,
+                 world_size: int = 1, mask_prob: float = 0.15, sentence_labels: bool = True):
+        if seq_len < 8 or vocab_size <= self.FIRST_WORD or batch_size < 1:
+            raise ValueError(f"need seq_len >= 8, vocab_size > {self.FIRST_WORD}, batch_size >= 1 "
+                             f"(got {seq_len}, {vocab_size}, {batch_size})")
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank {rank} outside 0..{world_size - 1}")
+        self.vocab_size, self.batch_size, self.seq_len, self.seed = vocab_size, batch_size, seq_len, seed
+        self.rank, self.world_size, self.mask_prob, self.sentence_labels = rank, world_size, mask_prob, sentence_labels
+        self.index = 0
+
+    def shard(self, rank: int, world_size: int) -> "SyntheticBatches":
+        """The same stream as seen by `rank` of `world_size` processes (batch_size stays per rank)."""
+        return SyntheticBatches(self.vocab_size, self.batch_size, self.seq_len, self.seed, rank, world_size,
+                                self.mask_prob, self.sentence_labels)
+
+    def batch(self, index: int) -> dict:
+        """Micro-batch number `index` of this rank."""
+        rng = np.random.default_rng([self.seed, index])
+        G, T = self.batch_size * self.world_size, self.seq_len
+        lengths = rng.integers(T // 2, T + 1, size=G)  # (G,)
+        ids = rng.integers(self.FIRST_WORD, self.vocab_size, size=(G, T))
+        position = np.arange(T)[None, :]  # (1, T)
+        middle = lengths[:, None] // 2  # (G, 1)
+        real = position < lengths[:, None]  # (G, T)
+        ids[:, 0] = self.CLS
+        ids[position == middle] = self.SEP
+        ids[position == lengths[:, None] - 1] = self.SEP
+        ids[~real] = 0
+        special = (ids == self.CLS) | (ids == self.SEP) | ~real
+        masked = (rng.random((G, T)) < self.mask_prob) & ~special
+        rows = slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
+        out = {
+            "input_ids": torch.from_numpy(np.where(masked, self.MASK, ids)[rows]),
+            "attention_mask": torch.from_numpy(real[rows].astype(np.int64)),
+            "token_type_ids": torch.from_numpy(((position > middle) & real)[rows].astype(np.int64)),
+            "labels": torch.from_numpy(np.where(masked, ids, IGNORE_INDEX)[rows]),
+        }
+        if self.sentence_labels:
+            out["sentence_order_label"] = torch.from_numpy(rng.integers(0, 2, size=G)[rows])
+        return out
+
+    def take(self, n: int) -> list[dict]:
+        """The first n micro-batches as a list (a re-iterable validation set)."""
+        return [self.batch(i) for i in range(n)]
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> dict:
+        batch = self.batch(self.index)
+        self.index += 1
+        return batch
+
+    def state_dict(self) -> dict:
+        return {"index": self.index}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.index = int(state["index"])

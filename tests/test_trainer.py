@@ -1,0 +1,240 @@
+"""The trainer: exact resume, safe checkpoints, loss weighting, budgets, logging and the CLI."""
+
+import json
+import os
+import random
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from albert_mini import AlbertConfig, AlbertForPreTraining
+from albert_mini.checkpoint import (CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint,
+                                    load_pretrained, save_checkpoint, verify_checkpoint)
+from albert_mini.optim import WarmupPolyDecay, build_optimizer
+from albert_mini.trainer import SyntheticBatches, Trainer, TrainConfig, evaluate, pretraining_objective, train
+
+# Dropout on, so that resuming must also restore the torch RNG to be exact.
+CONFIG = AlbertConfig.from_preset("albert-nano", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+B, T = 4, 32
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Small models run fastest (and steadiest on a shared machine) on one thread."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+class Killed(Exception):
+    """Stands in for the process dying."""
+
+
+class DiesAt(SyntheticBatches):
+    """A source that kills the run when asked for micro-batch `die_at`."""
+
+    die_at = None
+
+    def __next__(self):
+        if self.index == self.die_at:
+            raise Killed
+        return super().__next__()
+
+
+def make_trainer(out_dir, init_seed=0, source_class=SyntheticBatches, max_steps=6, accumulate=2, **config):
+    torch.manual_seed(init_seed)
+    model = AlbertForPreTraining(CONFIG)
+    optimizer = build_optimizer(model, "lamb", lr=2e-3)
+    schedule = WarmupPolyDecay(2e-3, max_steps, 2)
+    source = source_class(CONFIG.vocab_size, B, T, seed=5)
+    val = SyntheticBatches(CONFIG.vocab_size, B, T, seed=6).take(2)
+    cfg = TrainConfig(max_steps=max_steps, accumulate=accumulate, log_every=2, eval_every=3, save_every=3,
+                      out_dir=str(out_dir), **config)
+    return Trainer(model, optimizer, schedule, source, cfg, val_batches=val)
+
+
+def read_metrics(run_dir):
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_killed_and_resumed_run_is_bit_identical_to_an_uninterrupted_one(tmp_path):
+    straight = make_trainer(tmp_path / "straight")
+    straight.train()
+
+    DiesAt.die_at = 8  # 2 micro-batches per step: dies in step 5, after the checkpoint of step 3
+    doomed = make_trainer(tmp_path / "resumed", source_class=DiesAt)
+    with pytest.raises(Killed):
+        doomed.train()
+    assert [p.name for p in list_checkpoints(tmp_path / "resumed")] == ["step-0000003"]
+
+    # A new "process": other init, scrambled global RNGs, fresh optimizer and data source.
+    random.seed(99), np.random.seed(99), torch.manual_seed(99)
+    DiesAt.die_at = None
+    resumed = make_trainer(tmp_path / "resumed", init_seed=1, source_class=DiesAt)
+    assert resumed.resume() == 3
+    resumed.train()
+
+    a, b = straight.model.state_dict(), resumed.model.state_dict()
+    assert a.keys() == b.keys()
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+    for p, q in zip(straight.model.parameters(), resumed.model.parameters()):
+        sa, sb = straight.optimizer.state[p], resumed.optimizer.state[q]
+        assert torch.equal(sa["exp_avg"], sb["exp_avg"]) and torch.equal(sa["exp_avg_sq"], sb["exp_avg_sq"])
+    # The log reads as one run: the resumed run's lines after step 3 replace the dead run's.
+    lines = [m for m in read_metrics(tmp_path / "resumed") if m["type"] != "resume"]
+    straight_lines = read_metrics(tmp_path / "straight")
+    assert [(m["type"], m["step"]) for m in lines] == [(m["type"], m["step"]) for m in straight_lines]
+    assert [m["loss"] for m in lines] == [m["loss"] for m in straight_lines]
+
+
+def test_checkpoint_weights_load_into_a_fresh_model_with_the_tie_intact(tmp_path):
+    trainer = make_trainer(tmp_path, max_steps=3)
+    trainer.train()
+    model = load_pretrained(tmp_path)
+    assert model.predictions.decoder.weight is model.albert.embeddings.word_embeddings.weight
+    for name, tensor in trainer.model.state_dict().items():
+        assert torch.equal(model.state_dict()[name], tensor), name
+    stored = load_file(latest_checkpoint(tmp_path) / "model.safetensors")
+    assert "predictions.decoder.weight" not in stored  # tied duplicate dropped, restored on load
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "trainer_state.pt"])
+def test_a_truncated_checkpoint_file_is_reported_by_name(tmp_path, name):
+    trainer = make_trainer(tmp_path, max_steps=3)
+    trainer.train()
+    path = latest_checkpoint(tmp_path)
+    data = (path / name).read_bytes()
+    (path / name).write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match=f"{name} is corrupt"):
+        verify_checkpoint(path)
+    with pytest.raises(CheckpointError, match=name):
+        make_trainer(tmp_path, max_steps=3).resume()
+
+
+def test_a_checkpoint_of_another_config_is_refused_naming_the_field(tmp_path):
+    trainer = make_trainer(tmp_path, max_steps=3)
+    trainer.train()
+    deeper = AlbertForPreTraining(CONFIG.replace(num_hidden_layers=3))  # same tensor shapes, different model
+    with pytest.raises(CheckpointError, match="num_hidden_layers: 2 -> 3"):
+        load_checkpoint(latest_checkpoint(tmp_path), deeper)
+
+
+def test_resume_refuses_a_different_schedule(tmp_path):
+    make_trainer(tmp_path, max_steps=3).train()
+    with pytest.raises(CheckpointError, match="schedule"):
+        make_trainer(tmp_path, max_steps=4).resume()
+
+
+def test_a_failing_save_leaves_the_good_checkpoints_untouched(tmp_path, monkeypatch):
+    trainer = make_trainer(tmp_path, max_steps=3)
+    trainer.train()
+    good = latest_checkpoint(tmp_path)
+    before = {p.name: p.read_bytes() for p in good.iterdir()}
+
+    def disk_full(*args, **kwargs):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(torch, "save", disk_full)
+    trainer.step = 4
+    with pytest.raises(OSError, match="No space"):
+        trainer.save()
+    assert list_checkpoints(tmp_path) == [good]
+    assert {p.name: p.read_bytes() for p in good.iterdir()} == before
+    with pytest.raises(CheckpointError, match="never overwritten"):
+        save_checkpoint(tmp_path, 3, trainer.model, {})
+
+
+def test_only_the_newest_checkpoints_are_kept(tmp_path):
+    make_trainer(tmp_path, max_steps=7, accumulate=1, keep_checkpoints=2).train()
+    assert [p.name for p in list_checkpoints(tmp_path)] == ["step-0000006", "step-0000007"]
+
+
+def test_objective_equals_the_model_loss_on_one_batch():
+    torch.manual_seed(0)
+    model = AlbertForPreTraining(CONFIG).eval()
+    batch = SyntheticBatches(CONFIG.vocab_size, B, T, seed=2).batch(0)
+    out = model(**batch)
+    masked = float((batch["labels"] != -100).sum())
+    loss, stats = pretraining_objective(out, batch, masked, float(B))
+    assert torch.allclose(loss, out.loss, rtol=1e-6)
+    assert stats[2] == masked and stats[5] == B
+
+
+def test_accumulation_gives_the_gradient_of_the_whole_batch_per_token():
+    """Two micro-batches with different masked counts == one batch of both, to float rounding."""
+    big = SyntheticBatches(CONFIG.vocab_size, 2 * B, T, seed=3).batch(0)
+    halves = [{k: v[:B] for k, v in big.items()}, {k: v[B:] for k, v in big.items()}]
+    assert (halves[0]["labels"] != -100).sum() != (halves[1]["labels"] != -100).sum()
+    results = []
+    for batches, accumulate in (([big], 1), (halves, 2)):
+        torch.manual_seed(0)
+        model = AlbertForPreTraining(AlbertConfig.from_preset("albert-nano"))
+        train(model, batches, TrainConfig(max_steps=1, accumulate=accumulate, progress=False), lr=1e-3)
+        results.append(model.state_dict())
+    for name in results[0]:
+        assert torch.allclose(results[0][name], results[1][name], rtol=0, atol=1e-6), name
+
+
+def test_stops_on_exhausted_data_and_on_the_time_budget():
+    torch.manual_seed(0)
+    model = AlbertForPreTraining(AlbertConfig.from_preset("albert-nano"))
+    batches = SyntheticBatches(CONFIG.vocab_size, B, T).take(3)
+    result = train(model, batches, TrainConfig(max_steps=10))
+    assert (result.step, result.stop_reason) == (3, "data exhausted")
+    result = train(model, SyntheticBatches(CONFIG.vocab_size, B, T), TrainConfig(max_steps=10_000, max_minutes=0.002))
+    assert result.stop_reason == "max_minutes" and 0 < result.step < 10_000
+
+
+def test_evaluate_counts_masked_tokens_and_sentences():
+    torch.manual_seed(0)
+    model = AlbertForPreTraining(CONFIG)
+    val = SyntheticBatches(CONFIG.vocab_size, B, T, seed=4).take(3)
+    metrics = evaluate(model, val)
+    model.eval()
+    correct = total = sop_correct = 0
+    with torch.no_grad():
+        for batch in val:
+            out = model(**batch)
+            targets = batch["labels"][batch["labels"] != -100]
+            correct += int((out.mlm_logits.argmax(-1) == targets).sum())
+            total += targets.numel()
+            sop_correct += int((out.sentence_logits.argmax(-1) == batch["sentence_order_label"]).sum())
+    assert metrics["mlm_acc"] == correct / total
+    assert metrics["sentence_acc"] == sop_correct / (3 * B)
+    with pytest.raises(TypeError, match="re-iterable"):
+        evaluate(model, iter(val))
+
+
+def test_quiet_under_ci_and_clear_errors(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CI", "true")
+    torch.manual_seed(0)
+    model = AlbertForPreTraining(AlbertConfig.from_preset("albert-nano"))
+    batches = SyntheticBatches(CONFIG.vocab_size, B, T)
+    train(model, batches, TrainConfig(max_steps=2, log_every=1, echo=True, progress=True))
+    assert capsys.readouterr().err == "" and capsys.readouterr().out == ""
+    with pytest.raises(TypeError, match="state_dict"):
+        train(model, [batches.batch(0)], TrainConfig(max_steps=1, out_dir=str(tmp_path)))
+    with pytest.raises(ValueError, match="save_every needs out_dir"):
+        TrainConfig(max_steps=1, save_every=5)
+
+
+def test_cli_writes_a_run_resumes_it_and_refuses_other_settings(tmp_path, capsys):
+    from albert_mini.pretrain import main
+
+    out = tmp_path / "run"
+    flags = ["--preset", "albert-nano", "--corpus", "synthetic", "--seq-len", "32", "--batch-size", "4",
+             "--eval-every", "2", "--eval-batches", "1", "--save-every", "2", "--quiet", "--out", str(out)]
+    main(flags + ["--steps", "3"])
+    run = json.loads((out / "run.json").read_text())
+    assert run["effective_batch"] == 4 and run["settings"]["steps"] == 3
+    assert AlbertConfig.from_json(out / "config.json") == AlbertConfig.from_preset("albert-nano")
+    assert [p.name for p in list_checkpoints(out)] == ["step-0000002", "step-0000003"]
+    assert main(flags + ["--steps", "3"]).step == 3  # the same command resumes (and has nothing left to do)
+    with pytest.raises(SystemExit, match="settings.lr: 0.00176 -> 0.001"):
+        main(flags + ["--steps", "3", "--lr", "1e-3"])
+    main(flags + ["--steps", "2", "--overwrite"])
+    assert [p.name for p in list_checkpoints(out)] == ["step-0000002"]
