@@ -1,0 +1,308 @@
+"""From documents to model-ready batches: tokenize once, build instances, mask, pad, batch, resume, shard.
+
+Two modes, both fully determined by `seed`:
+- static (`dynamic=False`): the reference's offline recipe. `dupe_factor` passes over the corpus, each with
+  its own instances and masks, are built once; every epoch visits all of them, in a new order.
+- dynamic (`dynamic=True`): every epoch builds new instances and draws new masks, from (seed, epoch).
+Example i of epoch e depends only on (seed, e, i): any batch can be regenerated exactly, which is what
+resuming a run needs (`PretrainingBatches.state_dict()` records the epoch and the batch index).
+
+`PretrainingBatches` is the source the trainer pulls from (`next(batches)` gives a dict of LongTensors
+ready for `AlbertForPreTraining(**batch)`); `make_dataloader` wraps the same Dataset in a torch DataLoader.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from .instances import TASKS, TokenDocuments, as_token_documents, build_instances, check_build_arguments
+from .masking import Masker
+from .model import IGNORE_INDEX
+from .tokenizer import PAD_ID
+
+# Separate random streams, so that e.g. drawing masks never shifts which instances are built.
+INSTANCE_STREAM, MASK_STREAM, ORDER_STREAM = 0, 1, 2
+
+
+def stream_rng(seed: int, stream: int, *keys: int) -> np.random.Generator:
+    """A numpy Generator for one purpose (stream) and position (keys), independent of every other."""
+    return np.random.default_rng([seed, stream, *keys])
+
+
+def stream_seed(seed: int, stream: int, *keys: int) -> int:
+    """An integer seed (for random.Random) drawn the same way as stream_rng."""
+    return int(np.random.SeedSequence([seed, stream, *keys]).generate_state(1)[0])
+
+
+# ---------------------------------------------------------------------------------------------- tokenizing
+def tokenize_documents(documents, tokenizer) -> TokenDocuments:
+    """Tokenize every sentence once (repeated sentences are encoded once) into TokenDocuments.
+
+    A document is either an object with `.sentences()` (albert_mini.corpus.Document) or a list of sentences.
+    """
+    cache: dict[str, list[int]] = {}
+    tokenized = []
+    for doc in documents:
+        sentences = doc.sentences() if hasattr(doc, "sentences") else doc
+        if isinstance(sentences, str):
+            raise TypeError("a document must be a list of sentences (or a corpus Document), not one string; "
+                            "split it, e.g. with albert_mini.corpus.split_sentences")
+        ids = []
+        for sentence in sentences:
+            if sentence not in cache:
+                cache[sentence] = tokenizer.encode(sentence)
+            ids.append(cache[sentence])
+        tokenized.append(ids)
+    return TokenDocuments(tokenized)
+
+
+# ---------------------------------------------------------------------------------------------- the dataset
+@dataclass(frozen=True)
+class DataSettings:
+    """How instances are built and how often; with the Masker's settings, all that decides the examples."""
+
+    task: str = "sop"
+    max_seq_len: int = 128
+    seed: int = 0
+    dynamic: bool = True
+    dupe_factor: int = 1  # static mode only: how many differently built and masked copies of the corpus
+    short_seq_prob: float = 0.1
+
+
+class PretrainingDataset(Dataset):
+    """Masked pretraining examples of one epoch; call `set_epoch(e)` to move to epoch e.
+
+    `dataset[i]` is a dict of numpy arrays: input_ids, token_type_ids, labels (IGNORE_INDEX where not
+    predicted) and, unless task == "none", the int sentence_order_label.
+    """
+
+    def __init__(self, documents, masker: Masker, settings: DataSettings = DataSettings(), epoch: int = 0):
+        self.documents = as_token_documents(documents)
+        self.masker, self.settings = masker, settings
+        s = settings
+        check_build_arguments(self.documents, s.task, s.max_seq_len, s.short_seq_prob)
+        if s.dupe_factor < 1:
+            raise ValueError(f"dupe_factor must be >= 1, got {s.dupe_factor}")
+        if s.dynamic and s.dupe_factor != 1:
+            raise ValueError("dupe_factor is for static mode (dynamic=False); dynamic mode builds new instances "
+                             "every epoch, so leave dupe_factor=1")
+        self.static_examples = None if s.dynamic else self._build_static()
+        self.epoch = None
+        self.set_epoch(epoch)
+
+    def _build_static(self) -> list[dict]:
+        s, examples = self.settings, []
+        for dupe in range(s.dupe_factor):
+            instances = build_instances(self.documents, s.task, s.max_seq_len, s.short_seq_prob,
+                                        stream_seed(s.seed, INSTANCE_STREAM, dupe))
+            examples += [self._mask(inst, stream_rng(s.seed, MASK_STREAM, dupe, i)) for i, inst in enumerate(instances)]
+        return examples
+
+    def _mask(self, instance, rng: np.random.Generator) -> dict:
+        masked = self.masker(instance.tokens, rng)
+        example = {"input_ids": masked.input_ids, "token_type_ids": instance.token_type_ids, "labels": masked.labels}
+        if self.settings.task != "none":
+            example["sentence_order_label"] = instance.label
+        return example
+
+    def set_epoch(self, epoch: int) -> None:
+        """Build (dynamic) and order the examples of `epoch`; a no-op when already there."""
+        if epoch < 0:
+            raise ValueError(f"epoch must be >= 0, got {epoch}")
+        if epoch == self.epoch:
+            return
+        s = self.settings
+        if s.dynamic:
+            self.instances = build_instances(self.documents, s.task, s.max_seq_len, s.short_seq_prob,
+                                             stream_seed(s.seed, INSTANCE_STREAM, epoch))
+        n = len(self.instances) if s.dynamic else len(self.static_examples)
+        self.order = stream_rng(s.seed, ORDER_STREAM, epoch).permutation(n)
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __getitem__(self, index: int) -> dict:
+        if not 0 <= index < len(self.order):
+            raise IndexError(f"example {index} outside 0..{len(self.order) - 1} of epoch {self.epoch}")
+        j = int(self.order[index])
+        if self.static_examples is not None:
+            return self.static_examples[j]
+        return self._mask(self.instances[j], stream_rng(self.settings.seed, MASK_STREAM, self.epoch, j))
+
+    def describe(self) -> dict:
+        """Plain values of everything that decides the examples (stored with a run's data position)."""
+        return {**dataclasses.asdict(self.settings), "masking": self.masker.describe(),
+                "documents": len(self.documents), "tokens": self.documents.num_tokens()}
+
+    def shard(self, rank: int, world_size: int) -> "DatasetShard":
+        """Examples rank, rank + world_size, ...: disjoint across ranks, the same count on every rank."""
+        return DatasetShard(self, rank, world_size)
+
+
+class DatasetShard(Dataset):
+    """Every world_size-th example of a PretrainingDataset, from `rank`; the tail that would not split evenly
+    is left out, so every rank sees the same number of examples (DDP steps in lock-step)."""
+
+    def __init__(self, dataset: PretrainingDataset, rank: int, world_size: int):
+        if world_size < 1 or not 0 <= rank < world_size:
+            raise ValueError(f"need world_size >= 1 and 0 <= rank < world_size, got rank {rank} of {world_size}")
+        self.dataset, self.rank, self.world_size = dataset, rank, world_size
+
+    @property
+    def epoch(self) -> int:
+        return self.dataset.epoch
+
+    def describe(self) -> dict:
+        return self.dataset.describe()
+
+    def set_epoch(self, epoch: int) -> None:
+        self.dataset.set_epoch(epoch)
+
+    def __len__(self) -> int:
+        return len(self.dataset) // self.world_size
+
+    def __getitem__(self, index: int) -> dict:
+        if not 0 <= index < len(self):
+            raise IndexError(f"example {index} outside 0..{len(self) - 1} of shard {self.rank}/{self.world_size}")
+        return self.dataset[index * self.world_size + self.rank]
+
+
+# ---------------------------------------------------------------------------------------------- batching
+def collate(examples: Sequence[dict], pad_to: int | None = None, pad_id: int = PAD_ID) -> dict[str, torch.Tensor]:
+    """Pad examples to the longest (or to `pad_to`) and stack them into LongTensors for AlbertForPreTraining."""
+    if not examples:
+        raise ValueError("cannot collate an empty list of examples")
+    longest = max(len(e["input_ids"]) for e in examples)
+    width = longest if pad_to is None else pad_to
+    if width < longest:
+        raise ValueError(f"an example has {longest} tokens but pad_to={pad_to}; raise pad_to (or build "
+                         "shorter instances: max_seq_len)")
+    B = len(examples)
+    input_ids = np.full((B, width), pad_id, dtype=np.int64)
+    token_type_ids = np.zeros((B, width), dtype=np.int64)
+    attention_mask = np.zeros((B, width), dtype=np.int64)
+    labels = np.full((B, width), IGNORE_INDEX, dtype=np.int64)
+    for row, e in enumerate(examples):
+        n = len(e["input_ids"])
+        input_ids[row, :n] = e["input_ids"]
+        token_type_ids[row, :n] = e["token_type_ids"]
+        attention_mask[row, :n] = 1
+        labels[row, :n] = e["labels"]
+    batch = {name: torch.from_numpy(array) for name, array in (
+        ("input_ids", input_ids), ("token_type_ids", token_type_ids), ("attention_mask", attention_mask),
+        ("labels", labels))}
+    with_label = sum("sentence_order_label" in e for e in examples)
+    if with_label == B:
+        batch["sentence_order_label"] = torch.tensor([e["sentence_order_label"] for e in examples], dtype=torch.long)
+    elif with_label:
+        raise ValueError(f"{with_label} of {B} examples have a sentence_order_label; a batch mixes tasks")
+    return batch
+
+
+class PretrainingBatches:
+    """Batches over epochs from a dataset (or a shard of it): the trainer's batch source.
+
+    Batch i of epoch e holds examples [i * batch_size, (i + 1) * batch_size) of that epoch; an incomplete
+    last batch is dropped. `next(batches)` moves on, into the next epoch when one ends, and raises
+    StopIteration after `num_epochs` epochs (None: never). `state_dict()` is the exact position.
+    """
+
+    def __init__(self, dataset: PretrainingDataset | DatasetShard, batch_size: int, num_epochs: int | None = None,
+                 pad_to: int | None = None):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if num_epochs is not None and num_epochs < 1:
+            raise ValueError(f"num_epochs must be >= 1 or None, got {num_epochs}")
+        self.dataset, self.batch_size, self.num_epochs, self.pad_to = dataset, batch_size, num_epochs, pad_to
+        self.epoch, self.index = dataset.epoch, 0
+        if self.batches_per_epoch() == 0:
+            raise ValueError(f"epoch {self.epoch} has {len(dataset)} examples, fewer than one batch of "
+                             f"{batch_size}; lower batch_size or use more text")
+
+    def batches_per_epoch(self) -> int:
+        """Full batches in the current epoch (dynamic epochs differ slightly in size)."""
+        self.dataset.set_epoch(self.epoch)
+        return len(self.dataset) // self.batch_size
+
+    def batch(self, epoch: int, index: int) -> dict[str, torch.Tensor]:
+        """Batch `index` of `epoch`, regenerated from the seed."""
+        self.dataset.set_epoch(epoch)
+        if not 0 <= index < len(self.dataset) // self.batch_size:
+            raise IndexError(f"batch {index} outside 0..{len(self.dataset) // self.batch_size - 1} of epoch {epoch}")
+        start = index * self.batch_size
+        return collate([self.dataset[i] for i in range(start, start + self.batch_size)], self.pad_to)
+
+    def shard(self, rank: int, world_size: int) -> "PretrainingBatches":
+        """The batches of `rank` of `world_size` processes (batch_size stays per rank), from the start."""
+        dataset = self.dataset.dataset if isinstance(self.dataset, DatasetShard) else self.dataset
+        return PretrainingBatches(dataset.shard(rank, world_size), self.batch_size, self.num_epochs, self.pad_to)
+
+    def take(self, n: int) -> list[dict[str, torch.Tensor]]:
+        """The first n batches of the current epoch as a list (a re-iterable validation set)."""
+        return [self.batch(self.epoch, i) for i in range(n)]
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> dict[str, torch.Tensor]:
+        if self.index >= self.batches_per_epoch():
+            if self.num_epochs is not None and self.epoch + 1 >= self.num_epochs:
+                raise StopIteration
+            self.epoch, self.index = self.epoch + 1, 0
+        batch = self.batch(self.epoch, self.index)
+        self.index += 1
+        return batch
+
+    def state_dict(self) -> dict:
+        """The exact position (next batch to yield) and the settings that decide the data."""
+        return {"epoch": self.epoch, "index": self.index, "batch_size": self.batch_size,
+                "data": self.dataset.describe()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from a saved position; refuse one saved with different data settings or batch size."""
+        mine = {"batch_size": self.batch_size, "data": self.dataset.describe()}
+        for key, value in mine.items():
+            if state.get(key) != value:
+                raise ValueError(f"the saved data position was made with {key}={state.get(key)}, this source has "
+                                 f"{key}={value}; rebuild the source with the saved settings to resume exactly")
+        self.epoch, self.index = int(state["epoch"]), int(state["index"])
+        self.dataset.set_epoch(self.epoch)
+
+
+def make_dataloader(dataset: PretrainingDataset | DatasetShard, batch_size: int, start_batch: int = 0,
+                    pad_to: int | None = None, num_workers: int = 0, seed: int = 0) -> DataLoader:
+    """A torch DataLoader over the current epoch from batch `start_batch` on (to resume mid-epoch).
+
+    The dataset already orders its examples from the seed, so the loader reads them in sequence; its
+    generator is fixed anyway so nothing in it depends on global state. Call dataset.set_epoch(e) first.
+    """
+    sampler = range(start_batch * batch_size, len(dataset))
+    return DataLoader(dataset, batch_size=batch_size, sampler=sampler, drop_last=True, num_workers=num_workers,
+                      collate_fn=functools.partial(collate, pad_to=pad_to),
+                      generator=torch.Generator().manual_seed(seed))
+
+
+# ---------------------------------------------------------------------------------------------- one call
+def build_pretraining_dataset(documents, tokenizer, task: str = "sop", max_seq_len: int = 128, seed: int = 0,
+                              dynamic: bool = True, dupe_factor: int = 1, short_seq_prob: float = 0.1,
+                              **masking) -> PretrainingDataset:
+    """Tokenize `documents` once and wrap them in a PretrainingDataset.
+
+    `documents`: corpus Documents, lists of sentence strings, or TokenDocuments (already tokenized).
+    `short_seq_prob`: see DataSettings; `masking`: options of Masker (masked_lm_prob=0.15, max_predictions=20,
+    ngram=3, whole_word=True, favor_shorter_ngram=True).
+    """
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+    settings = DataSettings(task=task, max_seq_len=max_seq_len, seed=seed, dynamic=dynamic, dupe_factor=dupe_factor,
+                            short_seq_prob=short_seq_prob)
+    docs = documents if isinstance(documents, TokenDocuments) else tokenize_documents(documents, tokenizer)
+    return PretrainingDataset(docs, Masker.from_tokenizer(tokenizer, **masking), settings)
