@@ -1,6 +1,6 @@
 """Build data/austen/ from the Debian package r-cran-janeaustenr: `python -m albert_mini.build_corpus [SOURCE]`.
 
-SOURCE is the package's .deb, a folder it was extracted into (`dpkg-deb -x`), or its `Rdata.rdx`. Without
+SOURCE is the package's .deb, a folder it was extracted into (`dpkg-deb -x`), or its `Rdata.rdx`/`.rdb`. Without
 SOURCE the script runs `apt-get download r-cran-janeaustenr` into the git-ignored `cache/` folder (Debian and
 Ubuntu only). The .deb is unpacked with the standard library, so any OS can build from a copied .deb.
 
@@ -132,10 +132,11 @@ def read_novels(source: Path | None) -> tuple[dict[str, list[str]], dict]:
                 raise SystemExit(f"no janeaustenr/data/Rdata.rdx under {source}")
             rdx = found[0]
             provenance = {"package": PACKAGE, "version": None, "deb": None, "deb_sha256": None}
-        elif source.suffix == ".rdx":
-            rdx, provenance = source, {"package": PACKAGE, "version": None, "deb": None, "deb_sha256": None}
+        elif source.suffix in (".rdx", ".rdb"):  # either file of the pair names both
+            rdx = source.with_suffix(".rdx")
+            provenance = {"package": PACKAGE, "version": None, "deb": None, "deb_sha256": None}
         else:
-            raise SystemExit(f"{source}: expected a .deb, a folder or an Rdata.rdx file")
+            raise SystemExit(f"{source}: expected a .deb, a folder, or the Rdata.rdx/Rdata.rdb file")
         description = rdx.parent / "DESCRIPTION"
         if not description.is_file():
             description = rdx.parent.parent / "DESCRIPTION"
