@@ -66,7 +66,11 @@ def is_word_start(piece: str) -> bool:
 
 
 class Tokenizer:
-    """A SentencePiece model with ALBERT's special ids, preprocessing and `[CLS] A [SEP] B [SEP]` layout."""
+    """A SentencePiece model with ALBERT's special ids, preprocessing and `[CLS] A [SEP] B [SEP]` layout.
+
+    `word_start[i]` (a bool array over the vocabulary) says whether piece i begins a word, by ALBERT's rule
+    (`is_word_start`); every special id is True. `special_ids` holds the control pieces and <unk> (0-4).
+    """
 
     def __init__(self, processor: spm.SentencePieceProcessor, path: str = "<memory>"):
         self.sp, self.path = processor, path
