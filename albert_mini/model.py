@@ -92,12 +92,9 @@ class AlbertAttention(nn.Module):
 
     def forward(self, h, mask_bias=None, output_attentions: bool = False):
         B, T, H = h.shape
-        # One matmul for q, k and v: the weights stay three HF-named tensors, the product is one GEMM.
-        w = torch.cat([self.query.weight, self.key.weight, self.value.weight])  # (3H, H)
-        b = torch.cat([self.query.bias, self.key.bias, self.value.bias])  # (3H,)
-        qkv = F.linear(h, w, b)  # (B, T, 3H)
         # (B, T, nh, d) viewed as (B, nh, T, d): the layout CPU attention kernels read and write without copies
-        q, k, v = (x.view(B, T, self.num_heads, H // self.num_heads).transpose(1, 2) for x in qkv.split(H, dim=-1))
+        q, k, v = (proj(h).view(B, T, self.num_heads, H // self.num_heads).transpose(1, 2)
+                   for proj in (self.query, self.key, self.value))
         p = self.attention_dropout_p if self.training else 0.0
         if output_attentions:
             context, weights = attention_math(q, k, v, mask_bias, p, self.training)

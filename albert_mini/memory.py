@@ -1,0 +1,88 @@
+"""Training memory: parameters, gradients, optimizer states and activations, computed and measured.
+
+Sharing shrinks the first three (they scale with the distinct parameters) but not the activations, which every
+one of the L layer applications must keep for the backward pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+
+from .config import AlbertConfig
+from .counting import count_parameters
+
+OPTIMIZER_STATES = {"adamw": 2, "lamb": 2, "sgd": 0}  # fp32 values kept per parameter
+
+
+@dataclass
+class MemoryReport:
+    """Bytes needed for one training step, by kind."""
+
+    parameters: int
+    gradients: int
+    optimizer_states: int
+    activations: int
+
+    @property
+    def total(self) -> int:
+        return self.parameters + self.gradients + self.optimizer_states + self.activations
+
+    def as_dict(self) -> dict[str, int]:
+        return {**asdict(self), "total": self.total}
+
+
+def activation_bytes(config: AlbertConfig, batch_size: int, seq_len: int, masked_per_sequence: int,
+                     padded: bool = False) -> int:
+    """Bytes that albert_mini's AlbertForPreTraining saves for backward in fp32 with dropout 0 (closed form).
+
+    Exact for this implementation (see tests): per token and layer application it keeps the layer input, q, k,
+    v, the attention output and its log-sum-exp, two LayerNorm inputs with their statistics, the FFN input,
+    and the FFN's two I-wide tensors: 8H + 2I + heads + 4 floats. `padded` adds the additive attention mask.
+    """
+    B, T, N = batch_size, seq_len, batch_size * masked_per_sequence
+    E, H, I, V = config.embedding_size, config.hidden_size, config.intermediate_size, config.vocab_size
+    heads, tokens = config.num_attention_heads, batch_size * seq_len
+    applications = config.num_hidden_layers * config.inner_group_num
+    floats = tokens * (E + 2)  # embedding LayerNorm input and statistics
+    if config.embedding_projection:
+        floats += tokens * E  # the projection's input (otherwise it is the first layer's input, counted there)
+    floats += applications * tokens * (8 * H + 2 * I + heads + 4)
+    floats += tokens * H + B * H  # final hidden states (kept whole for the pooler's slice), pooler output
+    floats += N * (H + 3 * E + 2 + V)  # MLM head at the N masked positions, log-softmax over V
+    floats += 2 + 2 * B  # two scalar losses, sentence log-softmax
+    if padded:
+        floats += tokens  # the additive attention mask, shared by every layer
+    integers = 2 * tokens + T + N + B  # input ids, token types, positions, MLM and sentence targets (int64)
+    return 4 * floats + 8 * integers + tokens  # + the boolean mask of MLM positions
+
+
+def training_memory(config: AlbertConfig, batch_size: int, seq_len: int, masked_per_sequence: int | None = None,
+                    optimizer: str = "lamb") -> MemoryReport:
+    """Memory of one fp32 training step of AlbertForPreTraining, computed from the config (no tensors made)."""
+    if optimizer not in OPTIMIZER_STATES:
+        raise ValueError(f"unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZER_STATES)}")
+    if masked_per_sequence is None:
+        masked_per_sequence = min(20, max(1, round(0.15 * seq_len)))  # the reference's prediction budget
+    n = count_parameters(config, heads=True)
+    return MemoryReport(
+        parameters=4 * n, gradients=4 * n, optimizer_states=4 * n * OPTIMIZER_STATES[optimizer],
+        activations=activation_bytes(config, batch_size, seq_len, masked_per_sequence),
+    )
+
+
+def measure_activation_bytes(model: torch.nn.Module, batch: dict) -> int:
+    """Bytes of the distinct non-parameter tensors autograd saves during one forward pass of `model(**batch)`."""
+    parameter_storages = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    saved: dict[int, int] = {}
+
+    def pack(tensor):
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in parameter_storages:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        model(**batch)
+    return sum(saved.values())

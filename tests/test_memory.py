@@ -1,0 +1,48 @@
+"""Memory accounting: the closed form equals what autograd really keeps, and sharing saves what it should."""
+
+import pytest
+import torch
+
+from albert_mini import AlbertConfig, AlbertForPreTraining, count_parameters
+from albert_mini.memory import activation_bytes, measure_activation_bytes, training_memory
+
+
+def batch_for(config, B, T, masked, padded=False):
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, config.vocab_size, (B, T), generator=g)
+    labels = torch.full_like(ids, -100)
+    positions = torch.stack([torch.randperm(T - 1, generator=g)[:masked] + 1 for _ in range(B)])
+    labels.scatter_(1, positions, ids.gather(1, positions))
+    mask = torch.ones_like(ids)
+    if padded:
+        mask[0, T // 2:] = 0
+    return dict(input_ids=ids, token_type_ids=torch.zeros_like(ids), attention_mask=mask, labels=labels,
+                sentence_order_label=torch.zeros(B, dtype=torch.long))
+
+
+@pytest.mark.parametrize("preset,changes,B,T,masked,padded", [
+    ("albert-nano", {}, 2, 16, 3, False),
+    ("albert-nano", dict(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2), 3, 24, 4, False),
+    ("albert-nano", {}, 2, 16, 3, True),
+    ("albert-mini", {}, 4, 64, 10, False),
+    ("bert-mini", {}, 2, 32, 5, False),
+])
+def test_closed_form_matches_measured(preset, changes, B, T, masked, padded):
+    config = AlbertConfig.from_preset(preset, **changes)
+    model = AlbertForPreTraining(config).train()
+    measured = measure_activation_bytes(model, batch_for(config, B, T, masked, padded))
+    assert activation_bytes(config, B, T, masked, padded=padded) == measured
+
+
+def test_sharing_saves_parameters_not_activations():
+    albert = AlbertConfig.from_preset("albert-mini")
+    unshared = albert.replace(sharing="none", num_hidden_groups=albert.num_hidden_layers)
+    a, b = training_memory(albert, 32, 128), training_memory(unshared, 32, 128)
+    assert a.activations == b.activations
+    assert a.parameters < b.parameters and a.optimizer_states == 2 * a.parameters
+    assert a.parameters == 4 * count_parameters(albert, heads=True)
+
+
+def test_bad_optimizer_name():
+    with pytest.raises(ValueError, match="unknown optimizer 'adam'"):
+        training_memory(AlbertConfig.from_preset("albert-nano"), 1, 8, optimizer="adam")
