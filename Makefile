@@ -16,6 +16,7 @@ help:
 	@echo "make test        run the test suite and every chapter in fast mode (what CI runs)"
 	@echo "make book        execute every chapter in full mode, refresh notebooks and figures/"
 	@echo "make lab         open JupyterLab; chapters/*.py open as notebooks"
+	@echo "make data        rebuild the Austen corpus and tokenizer from the Debian package and verify them"
 	@echo "make exercises   student notebooks (solutions replaced by stubs) into build/student/"
 	@echo "make benchmark   speed benchmarks (prints ratios measured side by side)"
 
@@ -37,6 +38,13 @@ book: $(STAMP)
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab chapters/
+
+# Rebuild the corpus (apt-get download r-cran-janeaustenr) and the tokenizer, then show any difference from the
+# committed files: a rebuild must reproduce them byte for byte.
+data: $(STAMP)
+	$(PY) -m albert_mini.build_corpus
+	$(PY) -m albert_mini.tokenizer train --vocab-size 8000 --out data/austen/spiece.model
+	git diff --stat --exit-code -- data/austen
 
 exercises: $(STAMP)
 	$(PY) -m albert_mini.exercises.student $(CHAPTERS) --out build/student

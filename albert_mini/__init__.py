@@ -1,12 +1,15 @@
 """albert_mini: ALBERT (Lan et al., ICLR 2020) built to be read, run and pretrained on a laptop CPU."""
 
 from .config import PRESETS, AlbertConfig, ConfigError
+from .corpus import CorpusError, Document, load_corpus, load_text_files, split_sentences
 from .counting import count_parameters
 from .model import AlbertForPreTraining, AlbertModel
+from .tokenizer import Tokenizer, TokenizerError, preprocess_text
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AlbertConfig", "ConfigError", "PRESETS", "AlbertModel", "AlbertForPreTraining", "count_parameters",
-    "__version__",
+    "CorpusError", "Document", "load_corpus", "load_text_files", "split_sentences",
+    "Tokenizer", "TokenizerError", "preprocess_text", "__version__",
 ]

@@ -210,15 +210,6 @@ def test_file_format_round_trip(austen):
     assert format_documents(documents).encode() == (AUSTEN / "validation.txt").read_bytes()
 
 
-def test_rebuild_from_cached_deb_matches_committed_files(tmp_path):
-    debs = sorted(build_corpus.CACHE_DIR.glob("r-cran-janeaustenr_*.deb"))
-    if not debs:
-        pytest.skip("no cached .deb (run `python -m albert_mini.build_corpus` once to fetch it)")
-    build_corpus.build(debs[-1], tmp_path)
-    for name in ("train.txt", "validation.txt", "test.txt", "stats.json"):
-        assert sha256_of(tmp_path / name) == sha256_of(AUSTEN / name), name
-
-
 # --------------------------------------------------------------------------- loader errors
 def test_corrupt_copy_is_caught(tmp_path):
     copy = tmp_path / "austen"
