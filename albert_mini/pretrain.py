@@ -78,6 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", type=int, default=2, help="checkpoints kept on disk, newest first (default 2)")
     p.add_argument("--log-every", type=int, default=10, help="steps between metrics lines (default 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of the model init, the data order and the masking")
+    p.add_argument("--masking", default="dynamic", choices=("dynamic", "static"),
+                   help="dynamic: new instances and masks every epoch; static: built once, as the reference does")
+    p.add_argument("--dupe-factor", type=int, default=1,
+                   help="static masking only: differently masked copies of the corpus (the reference used 40)")
+    p.add_argument("--tokenizer", default=None,
+                   help="SentencePiece .model file (default: the committed Austen model, data/austen/spiece.model)")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (for GPUs; about 5x slower on AVX2 CPUs)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model (no gain measured on CPU)")
     p.add_argument("--overwrite", action="store_true",
@@ -97,6 +103,8 @@ def check_args(args: argparse.Namespace) -> None:
     for flag, value in {"--eval-every": args.eval_every, "--save-every": args.save_every}.items():
         if value < 0:
             raise SystemExit(f"error: {flag} must be >= 0 (0 means only at the end), got {value}")
+    if args.dupe_factor < 1 or (args.dupe_factor > 1 and args.masking != "static"):
+        raise SystemExit(f"error: --dupe-factor {args.dupe_factor} needs --masking static (and must be >= 1)")
     if args.minutes is not None and args.minutes <= 0:
         raise SystemExit(f"error: --minutes must be > 0, got {args.minutes}")
     if args.lr <= 0 or args.clip_norm <= 0 or args.weight_decay < 0:
@@ -118,10 +126,26 @@ def build_data(args, config: AlbertConfig, info: DistInfo):
         val = SyntheticBatches(config.vocab_size, args.batch_size, args.seq_len, seed=args.seed + 1,
                                sentence_labels=sentence).shard(info.rank, info.world_size).take(args.eval_batches)
         return train, val, None
-    raise SystemExit(
-        f"error: --corpus {args.corpus} needs albert_mini.pretraining_data, which is not wired into this CLI yet; "
-        "use --corpus synthetic to exercise the trainer"
-    )
+    from .corpus import load_corpus
+    from .pretraining_data import PretrainingBatches, build_pretraining_dataset
+    from .tokenizer import Tokenizer
+
+    tokenizer = Tokenizer.from_file(args.tokenizer) if args.tokenizer else Tokenizer.default()
+    if tokenizer.vocab_size != config.vocab_size:
+        raise SystemExit(f"error: the tokenizer {tokenizer.path} has {tokenizer.vocab_size} pieces but {args.preset} "
+                         f"has vocab_size {config.vocab_size}; pass a tokenizer and a preset that agree")
+    common = dict(task=args.task, max_seq_len=args.seq_len, seed=args.seed)
+    train_set = build_pretraining_dataset(load_corpus(args.corpus, "train"), tokenizer, **common,
+                                          dynamic=args.masking == "dynamic", dupe_factor=args.dupe_factor)
+    train = PretrainingBatches(train_set, args.batch_size).shard(info.rank, info.world_size)
+    # Held-out chapters, masked once (static) so every evaluation scores the same examples.
+    val_set = build_pretraining_dataset(load_corpus(args.corpus, "validation"), tokenizer, **common, dynamic=False)
+    val_source = PretrainingBatches(val_set, args.batch_size).shard(info.rank, info.world_size)
+    available = val_source.batches_per_epoch()
+    if args.eval_batches > available:
+        raise SystemExit(f"error: the validation split has {available} batches of {args.batch_size} per process; "
+                         f"use --eval-batches {available} or fewer")
+    return train, val_source.take(args.eval_batches), tokenizer_reference(tokenizer.path)
 
 
 def tokenizer_reference(path: str | Path | None) -> dict | None:

@@ -238,3 +238,33 @@ def test_cli_writes_a_run_resumes_it_and_refuses_other_settings(tmp_path, capsys
         main(flags + ["--steps", "3", "--lr", "1e-3"])
     main(flags + ["--steps", "2", "--overwrite"])
     assert [p.name for p in list_checkpoints(out)] == ["step-0000002"]
+
+
+def test_cli_on_austen_resumes_a_killed_run_bit_identically(tmp_path, monkeypatch):
+    from albert_mini import pretraining_data
+    from albert_mini.pretrain import main
+
+    flags = ["--preset", "albert-nano", "--corpus", "austen", "--seq-len", "64", "--batch-size", "4", "--steps", "4",
+             "--save-every", "2", "--eval-every", "0", "--eval-batches", "1", "--quiet"]
+    main(flags + ["--out", str(tmp_path / "straight")])
+
+    real_next = pretraining_data.PretrainingBatches.__next__
+
+    def dies_in_step_4(self):
+        if self.index == 3:
+            raise Killed
+        return real_next(self)
+
+    monkeypatch.setattr(pretraining_data.PretrainingBatches, "__next__", dies_in_step_4)
+    with pytest.raises(Killed):
+        main(flags + ["--out", str(tmp_path / "resumed")])
+    monkeypatch.undo()
+    assert [p.name for p in list_checkpoints(tmp_path / "resumed")] == ["step-0000002"]
+    main(flags + ["--out", str(tmp_path / "resumed")])
+    a = load_file(latest_checkpoint(tmp_path / "straight") / "model.safetensors")
+    b = load_file(latest_checkpoint(tmp_path / "resumed") / "model.safetensors")
+    assert latest_checkpoint(tmp_path / "resumed").name == "step-0000004"
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+    run = json.loads((tmp_path / "straight" / "run.json").read_text())
+    assert run["tokenizer"]["path"].endswith("spiece.model") and len(run["tokenizer"]["sha256"]) == 64
