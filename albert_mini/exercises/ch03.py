@@ -1,0 +1,69 @@
+"""Checks for Chapter 3 (factorized embeddings): the word table's parameters, the break-even E, the MLM head."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import AlbertConfig
+from ..counting import closed_form_breakdown
+from .checking import check_against_reference
+
+# (V, H) pairs from real vocabularies and widths; (21128, 2048) and (3, 3) are where the projection bias changes
+# the break-even size, so an answer that forgets it cannot pass by luck.
+_VOCAB_WIDTH = [(30000, 768), (30000, 4096), (8000, 256), (21128, 2048), (3, 3), (30000, 128)]
+
+
+def factorized_embedding_params(V: int, E: int, H: int) -> int:
+    """Parameters of a V x E word table followed by an E -> H projection with bias."""
+    return V * E + E * H + H
+
+
+def break_even_embedding_size(V: int, H: int) -> int:
+    """Smallest E at which the factorized word table (projection and bias included) is no smaller than V x H."""
+    # V*E + E*H + H >= V*H  <=>  E >= H*(V-1) / (V+H); ceiling in integers so no float rounding can creep in
+    return -(-(H * (V - 1)) // (V + H))
+
+
+def mlm_head_params(V: int, E: int, H: int) -> int:
+    """Parameters of ALBERT's MLM head (H -> E dense, LayerNorm, output bias; decoder weight tied)."""
+    config = AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H, num_attention_heads=1)
+    return closed_form_breakdown(config, heads=True)["mlm_head"]
+
+
+def _random_shapes(seed: int, n: int) -> list[tuple[int, int, int]]:
+    rng = np.random.default_rng(seed)
+    return [(int(rng.integers(2, 60000)), int(rng.integers(1, 1024)), int(rng.integers(1, 8192))) for _ in range(n)]
+
+
+def _shape_cases() -> list[tuple[tuple, dict]]:
+    fixed = [(30000, 128, 768), (30000, 128, 4096), (8000, 128, 256), (30000, 768, 768), (3, 1, 3)]
+    return [((V, E, H), {}) for V, E, H in fixed + _random_shapes(seed=3, n=8)]
+
+
+def check_factorized_embedding_params(fn) -> bool:
+    """Check `fn(V, E, H)` against the count of Embedding(V, E) followed by Linear(E, H)."""
+    return check_against_reference(
+        "factorized_embedding_params", fn, factorized_embedding_params, _shape_cases(),
+        hint="count every tensor: the V x E table, the E x H projection matrix and the projection's bias of size H.",
+    )
+
+
+def check_break_even_embedding_size(fn) -> bool:
+    """Check `fn(V, H)`: the smallest integer E whose factorized word table is at least V * H parameters."""
+    rng = np.random.default_rng(4)
+    random = [(int(rng.integers(2, 60000)), int(rng.integers(1, 8192))) for _ in range(8)]
+    cases = [((V, H), {}) for V, H in _VOCAB_WIDTH + random]
+    return check_against_reference(
+        "break_even_embedding_size", fn, break_even_embedding_size, cases,
+        hint="write the inequality V*E + E*H + H >= V*H (the bias counts), solve it for E, and return the "
+             "smallest integer that satisfies it (a ceiling, not a floor).",
+    )
+
+
+def check_mlm_head_params(fn) -> bool:
+    """Check `fn(V, E, H)` against the closed-form count of ALBERT's MLM head."""
+    return check_against_reference(
+        "mlm_head_params", fn, mlm_head_params, _shape_cases(),
+        hint="the head is Linear(H, E), LayerNorm(E) (weight and bias) and an output bias of size V; the E x V "
+             "decoder matrix is the word-embedding table itself, so it adds nothing.",
+    )

@@ -1,0 +1,411 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 3: Factorized embedding parameterization
+#
+# The first of ALBERT's three ideas touches only the bottom of the network: the table that turns token ids into
+# vectors. In BERT that table is as wide as the transformer, so making the transformer wider makes the table
+# wider too, and with a 30,000-piece vocabulary the table is a large share of the model. ALBERT gives the table its
+# own, small width E and adds one matrix that projects from E up to the hidden width H.
+#
+# ## Learning goals
+#
+# - State the factorization, $V \times H \;\to\; V \times E + E \times H$, and the two reasons the paper gives for it.
+# - Build a factorized embedding in a few lines and see that it is a low-rank $V \times H$ table in disguise.
+# - Find the same pieces in `albert_mini`: word, position and token-type tables at width E, then
+#   `embedding_hidden_mapping_in`; and the MLM head, which goes back down through E.
+# - Reproduce the parameter column of the paper's Table 3, and know which counting convention makes it match.
+# - Count the parameters yourself (exercises): the word table, the size E at which factorizing stops saving, the
+#   MLM head.
+
+# %% [markdown]
+# ## The idea: untie E from H
+#
+# Write $V$ for the vocabulary size, $E$ for the width of the token embeddings and $H$ for the hidden width of the
+# transformer layers. BERT sets $E = H$, so its word table holds $V \cdot H$ numbers. ALBERT looks each token up
+# in a narrow $V \times E$ table and then multiplies by an $E \times H$ matrix:
+#
+# $$O(V \cdot H) \quad\longrightarrow\quad O(V \cdot E + E \cdot H), \qquad E \ll H.$$
+#
+# The paper (Section 3.1) argues for this from two sides.
+#
+# - **What the two widths are for.** A token embedding is the same vector wherever the token appears, so it can
+#   only hold what the token means out of context. The hidden states are where context is mixed in, and that is
+#   where the model's strength lies. So the hidden width deserves to be large and the embedding width does not
+#   need to follow it.
+# - **What it costs.** With $E = H$, every increase of $H$ is multiplied by $V$ (30,000 for ALBERT's
+#   SentencePiece vocabulary). Most of those parameters also learn slowly: in a batch, only the rows of the
+#   tokens that occur receive a gradient.
+#
+# Every ALBERT model in the paper uses $E = 128$ (paper.md, Table 1). Here is what that buys for the word table
+# alone, at the widths of ALBERT-base and ALBERT-xxlarge:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+V, E = 30000, 128
+for H in (768, 4096):
+    tied = V * H  # BERT: the word table is as wide as the model
+    factorized = V * E + E * H + H  # V x E table, E x H projection and its bias
+    print(f"H = {H:4d}: V x H = {tied:>11,}   V x E + E x H + H = {factorized:>9,}   "
+          f"({tied / factorized:.1f}x fewer)")
+
+# %% [markdown]
+# ## Building it
+#
+# A factorized embedding is two standard layers: `nn.Embedding(V, E)` for the lookup and `nn.Linear(E, H)` for
+# the projection.
+
+# %%
+import torch
+from torch import nn
+
+
+class FactorizedEmbedding(nn.Module):
+    """Look tokens up in a V x E table, then project them to the hidden width H."""
+
+    def __init__(self, vocab_size: int, embedding_size: int, hidden_size: int):
+        super().__init__()
+        self.lookup = nn.Embedding(vocab_size, embedding_size)
+        self.project = nn.Linear(embedding_size, hidden_size)
+
+    def forward(self, ids):
+        return self.project(self.lookup(ids))  # (B, T) -> (B, T, E) -> (B, T, H)
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+torch.manual_seed(0)
+embed = FactorizedEmbedding(vocab_size=30000, embedding_size=128, hidden_size=768)
+ids = torch.randint(0, 30000, (2, 5), generator=torch.Generator().manual_seed(0))  # (B, T)
+print("ids              ", tuple(ids.shape))
+print("after the lookup ", tuple(embed.lookup(ids).shape))
+print("after projection ", tuple(embed(ids).shape))
+for name, p in embed.named_parameters():
+    print(f"{name:15s} {str(tuple(p.shape)):13s} {p.numel():>9,}")
+print(f"{'total':29s} {sum(p.numel() for p in embed.parameters()):>9,}")
+
+# %% [markdown]
+# ### A low-rank table in disguise
+#
+# Looking a token up and then projecting it is the same as looking it up in one $V \times H$ table,
+# $W_{\text{word}} W_{\text{proj}}^\top + b$: the product of a $V \times E$ and an $E \times H$ matrix, plus the
+# same bias vector in every row. Its rank is at most $E$ (apart from the bias). So the factorization does not
+# remove the $V \times H$ table; it constrains it to be low-rank, and stores only the factors. A small example
+# makes both points concrete:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+torch.manual_seed(0)
+small = FactorizedEmbedding(vocab_size=1000, embedding_size=16, hidden_size=64)
+with torch.no_grad():
+    product = small.lookup.weight @ small.project.weight.T  # (V, E) @ (E, H) -> (V, H)
+    full_table = product + small.project.bias  # the table a BERT-style model would store
+    ids = torch.randint(0, 1000, (3, 7), generator=torch.Generator().manual_seed(1))
+    same = torch.allclose(small(ids), full_table[ids], atol=1e-6)
+print("equivalent V x H table:", tuple(full_table.shape))
+print("lookup-then-project == lookup in that table:", same)
+print("rank of W_word @ W_proj^T:", int(torch.linalg.matrix_rank(product)), "(E = 16, H = 64)")
+
+# %% [markdown]
+# ### Exercise 1: count the factorized word table
+#
+# Write `factorized_embedding_params(V, E, H)`: the number of parameters of an `Embedding(V, E)` followed by a
+# `Linear(E, H)` with bias (the word table only, as in the class above; no position or token-type tables).
+
+# %%
+def factorized_embedding_params(V, E, H):
+    """Parameters of a V x E word table followed by an E -> H projection with bias."""
+    ### BEGIN SOLUTION
+    return V * E + E * H + H
+    ### END SOLUTION
+
+
+# %%
+from albert_mini.exercises import check_factorized_embedding_params
+
+check_factorized_embedding_params(factorized_embedding_params);
+
+# %% [markdown]
+# ## Where it lives in `albert_mini`
+#
+# The package splits the same two steps across two modules, with the Hugging Face names so that weights load
+# without renaming. `AlbertEmbeddings` holds the word table and also the position and token-type tables, all at
+# width E, sums them and applies a LayerNorm of width E. The encoder then begins with
+# `embedding_hidden_mapping_in`, the `Linear(E, H)`. So in the code all three tables are factorized, not only the
+# word table the paper talks about (with $V = 30{,}000$ against 512 positions and 2 types, the word table is
+# where the savings are).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from albert_mini import AlbertConfig, AlbertModel
+
+config = AlbertConfig.from_preset("albert-mini")
+print(f"albert-mini: V = {config.vocab_size}, E = {config.embedding_size}, H = {config.hidden_size}")
+torch.manual_seed(0)
+model = AlbertModel(config).eval()
+for name, p in model.named_parameters():
+    if name.startswith(("embeddings.", "encoder.embedding_hidden_mapping_in")):
+        print(f"{name:45s} {str(tuple(p.shape)):12s}")
+
+# %% [markdown]
+# To see that nothing else happens between the ids and the first layer, recompute the first hidden state
+# (`hidden_states[0]`, the input of layer 1) from the weights by hand and compare:
+
+# %%
+import torch.nn.functional as F
+
+ids = torch.randint(5, config.vocab_size, (2, 8), generator=torch.Generator().manual_seed(0))  # (B, T)
+with torch.no_grad():
+    out = model(ids, output_hidden_states=True)
+    emb, proj = model.embeddings, model.encoder.embedding_hidden_mapping_in
+    positions = torch.arange(ids.shape[1])
+    x = emb.word_embeddings.weight[ids] + emb.position_embeddings.weight[positions]  # (B, T, E)
+    x = x + emb.token_type_embeddings.weight[0]  # a single segment: every token has type 0
+    x = F.layer_norm(x, (config.embedding_size,), emb.LayerNorm.weight, emb.LayerNorm.bias, config.layer_norm_eps)
+    h0 = x @ proj.weight.T + proj.bias  # (B, T, E) -> (B, T, H)
+torch.testing.assert_close(h0, out.hidden_states[0])
+print("hand-computed h0", tuple(h0.shape), "matches the model's hidden_states[0]")
+
+# %% [markdown]
+# ## How the count grows with E
+#
+# The left panel counts the whole embedding block (three tables at width E, their LayerNorm, and the projection),
+# from the package's closed form `albert_mini.counting.closed_form_breakdown`, for the widths of ALBERT-base
+# (H = 768) and ALBERT-xxlarge (H = 4096). The dashed lines are BERT's embedding block for the same H (E = H, no
+# projection). The right panel counts the whole encoder, all layers shared as in ALBERT, for the ALBERT-base and
+# ALBERT-xxlarge shapes with E varied.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+
+from albert_mini import count_parameters
+from albert_mini.book import save_figure
+from albert_mini.counting import closed_form_breakdown
+
+
+def embedding_block_params(config):
+    """Parameters between the token ids and the first layer: tables, their LayerNorm and the projection."""
+    parts = closed_form_breakdown(config)
+    return parts["embeddings"] + parts["projection"]
+
+
+sizes = np.unique(np.geomspace(16, 4096, 40).round().astype(int))
+shapes = {"ALBERT-base shape (H = 768, L = 12)": "albert-base", "ALBERT-xxlarge shape (H = 4096, L = 12)": "albert-xxlarge"}
+fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+for (label, preset), color in zip(shapes.items(), ("tab:blue", "tab:red")):
+    configs = [AlbertConfig.from_preset(preset, embedding_size=int(E)) for E in sizes]
+    H = configs[0].hidden_size
+    bert_block = embedding_block_params(configs[0].replace(embedding_size=H, embedding_projection=False))
+    left.plot(sizes, [embedding_block_params(c) / 1e6 for c in configs], color=color, label=f"factorized, H = {H}")
+    left.axhline(bert_block / 1e6, color=color, ls="--", label=f"BERT-style E = H = {H}")
+    right.plot(sizes, [count_parameters(c) / 1e6 for c in configs], color=color, label=label)
+    released = count_parameters(AlbertConfig.from_preset(preset)) / 1e6  # the released model, E = 128
+    right.scatter([128], [released], color=color, zorder=3)
+    right.annotate(f"{released:.1f}M", (128, released), textcoords="offset points", xytext=(6, -12), color=color)
+for ax in (left, right):
+    ax.axvline(128, color="gray", ls=":", label="E = 128 (every ALBERT)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("embedding size E (log scale)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+left.set_ylabel("parameters (millions, log scale)")
+right.set_ylabel("parameters (millions, log scale)")
+left.set_title("Embedding block (V = 30,000)")
+right.set_title("Whole encoder, all layers shared (V = 30,000)")
+save_figure(fig, "03_params_vs_E.png")
+plt.show()
+
+# %% [markdown]
+# Three things to read off the figure:
+#
+# - Below the crossing with its dashed line, a factorized block is smaller than BERT's; the crossings sit just
+#   under $E = H$, because the projection costs $E \cdot H$ on top of the tables (Exercise 2 finds the exact
+#   point).
+# - At $E = 128$ the block is about 6 times smaller than BERT's for H = 768 and about 28 times smaller for
+#   H = 4096: the wider the model, the more the factorization saves.
+# - For the whole shared-layer encoder, E matters a lot for ALBERT-base, where the one shared layer is only
+#   7.1M parameters, and little for the xxlarge shape, where the shared layer (201M) dominates until E is large.
+
+# %% [markdown]
+# ### Exercise 2: where factorizing stops saving
+#
+# Write `break_even_embedding_size(V, H)`: the smallest integer E for which the factorized word table of
+# Exercise 1 (table, projection and bias) has **at least** as many parameters as an unfactorized $V \times H$
+# table. Solve the inequality rather than looping, and watch the rounding direction.
+
+# %%
+def break_even_embedding_size(V, H):
+    """Smallest E at which V*E + E*H + H >= V*H."""
+    ### BEGIN SOLUTION
+    # E * (V + H) >= H * (V - 1); the ceiling of the ratio, in integers
+    return -(-(H * (V - 1)) // (V + H))
+    ### END SOLUTION
+
+
+# %%
+from albert_mini.exercises import check_break_even_embedding_size
+
+check_break_even_embedding_size(break_even_embedding_size);
+
+# %% [markdown]
+# ## Reproducing Table 3's parameter column
+#
+# Table 3 of the paper trains ALBERT-base with four embedding sizes, once with nothing shared (a BERT-style model
+# with a factorized embedding) and once with all layers shared (paper.md, Table 3):
+#
+# | sharing | E | params | Avg |
+# |---|---|---|---|
+# | not-shared | 64 / 128 / 256 / 768 | 87M / 89M / 93M / 108M | 81.3 / 81.7 / 81.8 / 82.3 |
+# | all-shared | 64 / 128 / 256 / 768 | 10M / 12M / 16M / 31M | 79.0 / 80.1 / 79.6 / 79.8 |
+#
+# `albert_mini.paper` holds these numbers (`TABLE3`) and builds each row's config (`albert_base_variant`). Counting
+# the parameters exactly, as built, does not give the printed numbers. Two rules do, and
+# `albert_mini.paper.paper_convention_count` applies them:
+#
+# 1. the $E \to H$ projection exists only when $E \ne H$ (as in the original TensorFlow code; see the callout
+#    below), and
+# 2. the pooler ($H^2 + H$) is counted for models with shared layers but not for unshared ones.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from albert_mini.paper import TABLE3, albert_base_variant, paper_convention_count
+
+print(f"{'sharing':8s} {'E':>4s} {'paper':>7s} {'our count, paper rules':>23s} {'exact, as built':>16s} {'Avg (paper)':>12s}")
+for (sharing, E), (printed, avg) in TABLE3.items():
+    variant = albert_base_variant(E, sharing)
+    convention = paper_convention_count(variant) / 1e6
+    exact = count_parameters(variant) / 1e6
+    match = "ok" if round(convention) == printed else "differs"
+    print(f"{sharing:8s} {E:4d} {printed:6d}M {convention:18.2f}M {match:>4s} {exact:15.2f}M {avg:12.1f}")
+
+# %% [markdown]
+# All eight rows match once both rules are applied. Without them the not-shared rows would be 0.6M too high (the
+# pooler) and the $E = 768$ rows another 0.6M too high (a projection the TensorFlow code does not build).
+#
+# > **Differs from the paper.** `count_parameters` counts every tensor a model holds (pooler included, the
+# > projection whenever `embedding_projection=True`); the paper's tables follow the mixed convention above.
+# > We quote the paper's numbers next to exact counts instead of bending our counter to them.
+#
+# The **accuracy** columns are a different matter. Each row is an ALBERT-base pretrained for 125k steps at batch
+# 4096 on 16 GB of text and then fine-tuned on five benchmarks; that is far beyond a 2-core CPU. What the table
+# says: without sharing, a larger E helps a little (81.3 to 82.3 on average); with all layers shared, E = 128 is
+# best (80.1) and larger tables do not help, which is why every ALBERT uses E = 128. The experiments at the end of
+# the book pretrain the small `albert-mini` with several E on the Austen corpus and compare the trend with this
+# table, at a scale a laptop can afford.
+
+# %% [markdown]
+# ## The MLM head goes through E too
+#
+# The masked-language-model head predicts a token from a hidden state. ALBERT's head comes back down the same
+# way the embeddings went up: a `Linear(H, E)`, the activation, a LayerNorm of width E, and then the decoder from E
+# to V. The decoder's weight **is** the word-embedding table (tied), so it adds only an output bias of size V.
+#
+# $$\text{logits} = \mathrm{LN}\big(\mathrm{gelu}(W_{\text{dense}}\, h + b)\big)\; W_{\text{word}}^\top + b_{\text{out}}, \qquad
+#   h \in \mathbb{R}^H,\; W_{\text{word}} \in \mathbb{R}^{V \times E}.$$
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from albert_mini import AlbertForPreTraining
+
+config = AlbertConfig.from_preset("albert-mini")
+torch.manual_seed(0)
+pretraining = AlbertForPreTraining(config)
+head = pretraining.predictions
+print(head)
+tied = head.decoder.weight is pretraining.albert.embeddings.word_embeddings.weight
+print("decoder weight is the word-embedding table:", tied, tuple(head.decoder.weight.shape))
+
+H, E, V = config.hidden_size, config.embedding_size, config.vocab_size
+with torch.no_grad():
+    h = torch.randn(3, H, generator=torch.Generator().manual_seed(0))  # three hidden states
+    logits = head(h)  # (3, V)
+print("hidden states", tuple(h.shape), "-> transformed", tuple(head.dense(h).shape), "-> logits", tuple(logits.shape))
+print(f"MLM head parameters (counted on the model): {count_parameters(pretraining, breakdown=True)['mlm_head']:,}")
+
+# %% [markdown]
+# For the paper's sizes, the same head at width E instead of H (BERT's head transforms at width H) is much
+# smaller, although it is small next to the rest of the model in both cases:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for preset in ("albert-base", "bert-base", "albert-xxlarge"):
+    c = AlbertConfig.from_preset(preset)
+    print(f"{preset:15s} E = {c.embedding_size:4d}  MLM head: {closed_form_breakdown(c, heads=True)['mlm_head']:>10,}")
+
+# %% [markdown]
+# ### Exercise 3: count the MLM head
+#
+# Write `mlm_head_params(V, E, H)`: the parameters that ALBERT's MLM head adds to a model whose word table is
+# $V \times E$ and whose hidden width is $H$. Remember which tensor the decoder borrows.
+
+# %%
+def mlm_head_params(V, E, H):
+    """Parameters of ALBERT's MLM head with the decoder weight tied to the word embeddings."""
+    ### BEGIN SOLUTION
+    dense = H * E + E
+    layer_norm = 2 * E
+    output_bias = V
+    return dense + layer_norm + output_bias
+    ### END SOLUTION
+
+
+# %%
+from albert_mini.exercises import check_mlm_head_params
+
+check_mlm_head_params(mlm_head_params);
+
+# %% [markdown]
+# > **Differs from BERT.** BERT ties the embedding width to the hidden width, $E = H$: its token table is
+# > $V \times H$, there is no projection, and its MLM head transforms at width $H$ before the tied $H \times V$
+# > decoder. ALBERT chooses E independently (128 in every model) and pays one $E \times H$ projection at the bottom
+# > and one $H \times E$ matrix in the head.
+#
+# > **Differs from the reference code.** The original TensorFlow code builds `embedding_hidden_mapping_in` only
+# > when $E \ne H$; the Hugging Face port always builds it, even for $E = H$. Every released ALBERT has $E = 128 \ne H$,
+# > so the two agree on all of them. `albert_mini` makes the choice explicit with the config flag
+# > `embedding_projection`: `True` (the default) follows Hugging Face, and the BERT presets set it to `False`
+# > (which the config allows only when $E = H$). The difference is one $H \times H$ matrix and its bias:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+with_projection = albert_base_variant(768, "all")
+without = with_projection.replace(embedding_projection=False)
+print(f"ALBERT-base, E = H = 768, all shared: with projection {count_parameters(with_projection):,}, "
+      f"without {count_parameters(without):,}, difference {count_parameters(with_projection) - count_parameters(without):,}")
+print("bert-base preset uses the projection:", AlbertConfig.from_preset("bert-base").embedding_projection)
+
+# %% [markdown]
+# ## Summary
+#
+# - ALBERT unties the embedding width from the hidden width: a $V \times E$ table and an $E \times H$ projection
+#   replace BERT's $V \times H$ table. With $V = 30{,}000$, $E = 128$ and $H = 768$ the word table shrinks from
+#   23.0M to 3.9M parameters; with $H = 4096$, from 122.9M to 4.4M.
+# - The factorized embedding equals a lookup in a $V \times H$ table of rank at most $E$ (plus a bias): the model
+#   keeps the shape of BERT's table and stores only its factors.
+# - In `albert_mini` the word, position and token-type tables all live at width E (`AlbertEmbeddings`); the
+#   projection is `encoder.embedding_hidden_mapping_in`. The MLM head goes H to E to V with the decoder tied to
+#   the word table.
+# - Table 3's parameter column is reproduced exactly under the paper's convention (projection only when
+#   $E \ne H$, pooler only for shared models). Its accuracies need 125k steps of pretraining at scale; in the
+#   paper, E = 128 is the best choice for all-shared models.
+#
+# ## Further reading / pointers
+#
+# - The paper, Section 3.1 ("Factorized embedding parameterization") and Section 4.4 with Table 3.
+# - Code: `AlbertEmbeddings` and `AlbertTransformer` in `albert_mini/model.py`; `closed_form_breakdown` in
+#   `albert_mini/counting.py`; `paper_convention_count` in `albert_mini/paper.py`.
+# - Next: Chapter 4 (`04_cross_layer_sharing`), the second idea, which shrinks the other side of the count: the
+#   layers.
