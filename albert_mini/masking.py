@@ -105,6 +105,9 @@ class Masker:
     def choose_spans(self, tokens: np.ndarray, rng: np.random.Generator) -> list[Span]:
         """The n-gram spans to predict, in the order they were taken."""
         tokens = np.asarray(tokens)
+        if len(tokens) and (tokens.min() < 0 or tokens.max() >= self.vocab_size):
+            raise ValueError(f"token ids must lie in 0..{self.vocab_size - 1} (the vocabulary this Masker was "
+                             f"built for), got {tokens.min()}..{tokens.max()}; build it from the same tokenizer")
         special = self.special[tokens]  # (T,)
         after_special = np.concatenate([[True], special[:-1]])
         starts = ~special & (self.word_start[tokens] | after_special)  # a special token ends a word

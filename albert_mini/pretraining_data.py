@@ -88,6 +88,8 @@ class PretrainingDataset(Dataset):
         self.masker, self.settings = masker, settings
         s = settings
         check_build_arguments(self.documents, s.task, s.max_seq_len, s.short_seq_prob)
+        if isinstance(s.seed, bool) or not isinstance(s.seed, int) or s.seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {s.seed!r}")
         if s.dupe_factor < 1:
             raise ValueError(f"dupe_factor must be >= 1, got {s.dupe_factor}")
         if s.dynamic and s.dupe_factor != 1:
@@ -253,7 +255,7 @@ class PretrainingBatches:
         return self
 
     def __next__(self) -> dict[str, torch.Tensor]:
-        if self.index >= self.batches_per_epoch():
+        while self.index >= self.batches_per_epoch():
             if self.num_epochs is not None and self.epoch + 1 >= self.num_epochs:
                 raise StopIteration
             self.epoch, self.index = self.epoch + 1, 0

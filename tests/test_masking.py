@@ -209,3 +209,5 @@ def test_bad_settings_raise():
         Masker(tok.word_start, tok.special_ids, 7)
     with pytest.raises(ValueError, match="outside the vocabulary"):
         Masker(tok.word_start, [0, 9000], 0)
+    with pytest.raises(ValueError, match="build it from the same tokenizer"):
+        Masker.from_tokenizer(tok)(np.array([2, 10, 8000, 3]), np.random.default_rng(0))

@@ -111,6 +111,8 @@ def test_dupe_factor_is_static_only_and_validated():
         dataset(dynamic=True, dupe_factor=3)
     with pytest.raises(ValueError, match="dupe_factor must be >= 1"):
         dataset(dynamic=False, dupe_factor=0)
+    with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+        dataset(seed=-1)
 
 
 # ---------------------------------------------------------------------------------------------- resume
