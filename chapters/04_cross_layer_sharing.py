@@ -1,0 +1,572 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 4: Cross-layer parameter sharing
+#
+# BERT-base stacks twelve transformer layers, and each one owns about seven million parameters. ALBERT keeps the
+# twelve *applications* but builds only **one** layer: the same weights transform the hidden states twelve times
+# in a row. This chapter takes that idea apart: what exactly is shared, how many parameters it saves, what it
+# does to gradients, what it does *not* save (compute), and what the paper's Figure 1 claims it does to the path
+# a token's representation takes through the network.
+#
+# ## Learning goals
+#
+# - Describe the four sharing strategies of the paper's Table 4 and recognise them in a built model by object
+#   identity of its modules.
+# - Map a layer application to its weights with groups and inner groups (`num_hidden_groups`, `inner_group_num`),
+#   and know why the exact integer formula `i * G // L` beats the original floating-point one.
+# - Reproduce the parameter counts of Table 4 and explain the counting convention behind the printed numbers.
+# - Show that a shared weight receives the *sum* of the gradients of all its applications, and that sharing
+#   leaves the compute per token unchanged.
+# - Measure the layer-to-layer "smoothness" of Figure 1, and say precisely what a measurement at
+#   initialisation can and cannot tell you.
+
+# %%
+import inspect
+import statistics
+import time
+
+import matplotlib.pyplot as plt
+import torch
+
+from albert_mini import AlbertConfig, AlbertModel, count_parameters
+from albert_mini.settings import pick
+
+# %% [markdown]
+# ## The idea: one layer, applied L times
+#
+# A BERT encoder with L layers computes $h_l = f_{\theta_l}(h_{l-1})$ for $l = 1, \dots, L$, with a separate
+# parameter set $\theta_l$ per layer. ALBERT's default is
+#
+# $$h_l = f_{\theta}(h_{l-1}), \qquad l = 1, \dots, L,$$
+#
+# the *same* $\theta$ at every step. The network is still L layers deep: the input passes through L
+# attention blocks and L feed-forward blocks. Only the number of distinct weight tensors shrinks, by a factor of
+# L for the encoder.
+#
+# In `albert_mini` the encoder keeps its distinct layers in `albert_layer_groups` and asks `layer_plan()` which
+# one to run at each step. The whole loop is a few lines:
+
+# %%
+from albert_mini.model import AlbertTransformer
+
+print(inspect.getsource(AlbertTransformer.layer_plan))
+print(inspect.getsource(AlbertTransformer.forward))
+
+# %% [markdown]
+# For the classroom model `albert-mini` (L = 6) there is one group, so the plan runs group 0 six times:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+torch.manual_seed(0)
+mini = AlbertModel(AlbertConfig.from_preset("albert-mini"))
+print("layer plan:", mini.encoder.layer_plan())
+print("distinct layer groups held:", len(mini.encoder.albert_layer_groups))
+
+# %% [markdown]
+# ## Four ways to share (the paper's Table 4)
+#
+# A transformer layer has two blocks: multi-head attention and the feed-forward network (FFN), each closed by a
+# residual connection and a LayerNorm. The paper's ablation (Table 4, on ALBERT-base) tries four choices:
+#
+# | `sharing=` | paper's name | attention blocks | FFN blocks |
+# |---|---|---|---|
+# | `"all"` | all-shared (ALBERT's default) | 1 | 1 |
+# | `"attention"` | shared-attention | 1 | L |
+# | `"ffn"` | shared-FFN | L | 1 |
+# | `"none"` | not-shared (BERT-style) | L | L |
+#
+# The config field `sharing` selects the strategy. To *see* which weights a layer application uses, we build
+# each strategy on a small model with L = 4 and label every attention and FFN module by the order in which we
+# first meet it. Two applications that show the same label hold the very same Python object, hence the same
+# tensors.
+
+# %%
+def block_usage(model: AlbertModel) -> list[tuple[int, int, int, int]]:
+    """For each layer computation: (application, group, attention label, FFN label); labels by first appearance."""
+    attention_ids, ffn_ids, rows = {}, {}, []
+    for application, group in enumerate(model.encoder.layer_plan()):
+        for layer in model.encoder.albert_layer_groups[group].albert_layers:
+            attention = attention_ids.setdefault(id(layer.attention), len(attention_ids))
+            ffn = ffn_ids.setdefault(id(layer.ffn), len(ffn_ids))
+            rows.append((application, group, attention, ffn))
+    return rows
+
+
+def small_config(sharing: str, layers: int = 4, **changes) -> AlbertConfig:
+    """albert-nano widths with a given sharing strategy (groups set to what the strategy needs)."""
+    fields = dict(num_hidden_layers=layers, sharing=sharing, num_hidden_groups=layers if sharing == "none" else 1)
+    return AlbertConfig.from_preset("albert-nano", **{**fields, **changes})
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for sharing in ("all", "attention", "ffn", "none"):
+    torch.manual_seed(0)
+    model = AlbertModel(small_config(sharing))
+    uses = "  ".join(f"L{i + 1}:A{a}/F{f}" for i, _, a, f in block_usage(model))
+    n_attention, n_ffn = model.config.num_distinct_blocks()
+    parts = count_parameters(model, breakdown=True)
+    print(f"{sharing:9s} {uses}   distinct blocks: {n_attention} attention, {n_ffn} FFN; "
+          f"layer parameters {parts['attention'] + parts['ffn']:,}")
+
+# %% [markdown]
+# Read the rows as "layer application 3 runs attention block A0 and FFN block F2". With `"all"` every application
+# shows A0/F0; with `"none"` every application has its own pair. The two partial strategies are built by
+# creating L ordinary layers and then pointing each layer's `attention` (or FFN) attribute at the first layer's
+# module, so PyTorch's `named_parameters()` sees each shared tensor once and counts it once.
+#
+# > **Differs from the paper / reference code.** The paper does not say which LayerNorm belongs to "the FFN". In
+# > `albert_mini`, `sharing="ffn"` shares the two FFN matrices *and* the LayerNorm that closes the FFN block
+# > (`full_layer_layer_norm`), mirroring `"attention"`, which shares the attention block with its own LayerNorm.
+# > The LayerNorm holds only 2H parameters, so Table 4's counts do not depend on this choice. The official
+# > TensorFlow code and the Hugging Face port have no shared-attention or shared-FFN mode at all (only whole layers
+# > in groups), so `albert_mini.hf.to_hf` refuses to export these two strategies.
+
+# %% [markdown]
+# ## Groups and inner groups
+#
+# The official code generalises "one shared layer" with two numbers:
+#
+# - `num_hidden_groups` = G distinct **groups**; layer application $i$ (counting from 0) runs group
+#   $\lfloor iG/L \rfloor$, so consecutive applications share a group: with L = 6 and G = 3 the plan is
+#   0, 0, 1, 1, 2, 2.
+# - `inner_group_num` = K layers **inside** each group. Every time a group is called, all K of its layers run one
+#   after another.
+#
+# So the network computes L·K layer steps with only G·K distinct layers. Every released ALBERT uses G = K = 1;
+# BERT is G = L, K = 1. Here is a mixed case, L = 6, G = 3, K = 2:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+torch.manual_seed(0)
+grouped = AlbertModel(small_config("all", layers=6, num_hidden_groups=3, inner_group_num=2))
+print("layer plan (group per application):", grouped.encoder.layer_plan())
+for application, group, attention, ffn in block_usage(grouped):
+    print(f"application {application}: group {group}, attention A{attention}, FFN F{ffn}")
+steps = len(block_usage(grouped))
+print(f"layer steps computed: {steps} (= L*K), distinct layers: {grouped.config.num_distinct_blocks()[0]} (= G*K)")
+
+# %% [markdown]
+# ### A floating-point quirk in the original formula
+#
+# The TensorFlow code picks the group with `int(i / L * G)`, floating-point arithmetic. It looks equivalent to
+# $\lfloor iG/L \rfloor$, but rounding can land a hair *below* an integer and the truncation then drops to the
+# previous group. Hugging Face's port writes `int(i / (L / G))`. A brute-force search over every L up to 48 and
+# every G that divides L finds where each formula disagrees with the exact integer one:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def exact_group(i: int, L: int, G: int) -> int:
+    return i * G // L
+
+
+def tf_group(i: int, L: int, G: int) -> int:
+    return int(i / L * G)
+
+
+def hf_group(i: int, L: int, G: int) -> int:
+    return int(i / (L / G))
+
+
+cases = [(i, L, G) for L in range(1, 49) for G in range(1, L + 1) if L % G == 0 for i in range(L)]
+tf_wrong = [(i, L, G) for i, L, G in cases if tf_group(i, L, G) != exact_group(i, L, G)]
+hf_wrong = [(i, L, G) for i, L, G in cases if hf_group(i, L, G) != exact_group(i, L, G)]
+print(f"checked {len(cases)} (i, L, G) cases")
+print(f"TF formula wrong in {len(tf_wrong)} cases, e.g. (i, L, G) = {tf_wrong[:3]}")
+print(f"HF formula wrong in {len(hf_wrong)} cases")
+print("L = 22, G = 22, i = 15:", f"15 / 22 * 22 = {15 / 22 * 22!r} -> group {tf_group(15, 22, 22)} (exact: 15)")
+print("wrong cases with L in (6, 12, 24, 48):", [c for c in tf_wrong if c[1] in (6, 12, 24, 48)])
+
+# %% [markdown]
+# Every released model has G = 1 and L in {12, 24}, so nothing released is affected; the quirk only bites an
+# unusual config such as one group per layer with L = 22. `albert_mini` uses the integer form `i * G // L` and
+# its config refuses any G that does not divide L, so that every group serves the same number of applications.
+
+# %% [markdown]
+# ## How many parameters does each strategy keep? (Table 4)
+#
+# Table 4 of the paper ablates the four strategies on ALBERT-base (L = 12, H = 768) at two embedding sizes. The
+# printed parameter counts (millions) are in `albert_mini.paper.TABLE4`. We compare them with two counts of our
+# own:
+#
+# - **exact**: every tensor of `AlbertModel` (embeddings, E→H projection, encoder, pooler), from the closed form
+#   in `albert_mini.counting`;
+# - **paper convention**: `paper_convention_count`, the rule that reproduces the printed numbers. The tables count
+#   the pooler ($H^2 + H$) for models with any sharing but not for unshared ones, and there is no E→H projection
+#   when E = H (as in the original TensorFlow code).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from albert_mini.paper import TABLE4, albert_base_variant, paper_convention_count
+
+STRATEGIES = ("all", "attention", "ffn", "none")
+print(f"{'E':>4s} {'strategy':10s} {'paper (M)':>9s} {'convention (M)':>14s} {'exact':>12s}  avg score")
+for E in (768, 128):
+    for sharing in STRATEGIES:
+        config = albert_base_variant(E, sharing)
+        printed, score = TABLE4[(E, sharing)]
+        convention = paper_convention_count(config)
+        print(f"{E:4d} {sharing:10s} {printed:9d} {convention / 1e6:14.1f} {count_parameters(config):12,d}  {score}")
+
+# %% [markdown]
+# All eight printed numbers are the paper-convention counts rounded to millions. The gaps between strategies are
+# easy to read off the per-layer shapes: one attention block has $4(H^2 + H) + 2H \approx 2.4$M parameters and
+# one FFN block $8H^2 + 7H \approx 4.7$M at H = 768. Sharing attention therefore saves 11 × 2.4 ≈ 26M, sharing
+# the FFN saves 11 × 4.7 ≈ 52M, and sharing both saves ≈ 78M. The scores tell the other half of the story: with
+# E = 128, sharing attention costs almost nothing (Avg 81.7 vs 81.6 not-shared), while sharing the FFN is what
+# hurts (80.2), and sharing everything lands at 80.1 with 12M parameters instead of 89M. ALBERT takes the
+# all-shared point because it then spends the saved parameters on a much wider layer (Chapter 9).
+#
+# The bar chart breaks each exact count into its parts. The black marks are the paper's printed numbers.
+
+# %%
+from albert_mini.counting import closed_form_breakdown
+
+PARTS = {"embeddings + projection": ("embeddings", "projection"), "attention blocks": ("attention",),
+         "FFN blocks": ("ffn",), "pooler": ("pooler",)}
+fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+for ax, E in zip(axes, (128, 768)):
+    bottom = [0.0] * len(STRATEGIES)
+    for label, keys in PARTS.items():
+        heights = [sum(closed_form_breakdown(albert_base_variant(E, s))[k] for k in keys) / 1e6 for s in STRATEGIES]
+        ax.bar(STRATEGIES, heights, bottom=bottom, label=label)
+        bottom = [b + h for b, h in zip(bottom, heights)]
+    ax.scatter(STRATEGIES, [TABLE4[(E, s)][0] for s in STRATEGIES], color="black", marker="_", s=400,
+               linewidths=3, zorder=3, label="paper, Table 4")
+    ax.set(title=f"ALBERT-base shape, E = {E}", xlabel="sharing strategy", ylabel="parameters (millions)")
+    ax.grid(axis="y", alpha=0.3)
+axes[0].legend(loc="upper left", fontsize=8)
+fig.suptitle("Parameters per sharing strategy (L = 12, H = 768, V = 30000)")
+fig.tight_layout()
+from albert_mini.book import save_figure
+
+save_figure(fig, "04_params_by_strategy.png")
+plt.show()
+
+# %% [markdown]
+# At E = 768 the black marks sit about 0.6M under the all/attention/FFN bars: that is the E→H projection the
+# paper's convention leaves out when E = H. Under "none" the mark drops by another 0.6M, the pooler the
+# convention leaves out of unshared models.
+#
+# > **Differs from BERT.** BERT gives each of its L layers its own weights, so encoder parameters grow linearly
+# > with depth. In ALBERT (all-shared) the encoder's parameter count is independent of L: a 24-layer ALBERT-large
+# > has exactly as many layer weights as a 1-layer model of the same width. Depth becomes a pure compute knob.
+
+# %% [markdown]
+# ## Gradients: a shared weight collects the sum
+#
+# If a weight $W$ is used at L places in the graph, the chain rule adds up the contributions of every use:
+#
+# $$\frac{\partial \mathcal{L}}{\partial W} = \sum_{l=1}^{L} \frac{\partial \mathcal{L}}{\partial W^{(l)}},$$
+#
+# where $W^{(l)}$ stands for "W as used by application l". We can check this with autograd. Build a small
+# all-shared model, then an **unshared twin** whose L layers are copies of the shared layer. The two compute the
+# same function; the twin simply keeps a separate gradient for every copy. The shared model's gradient should be
+# the sum of the twin's per-layer gradients.
+
+# %%
+def untied_twin(shared: AlbertModel) -> AlbertModel:
+    """An unshared model (G = L) whose every layer is a copy of the shared model's single layer."""
+    config = shared.config
+    if config.sharing != "all" or config.num_hidden_groups != 1 or config.inner_group_num != 1:
+        raise ValueError("untied_twin expects one shared layer: sharing='all', G = 1, K = 1")
+    L = config.num_hidden_layers
+    twin = AlbertModel(config.replace(sharing="none", num_hidden_groups=L))
+    state = {}
+    for name, tensor in shared.state_dict().items():
+        if name.startswith("encoder.albert_layer_groups.0."):
+            for group in range(L):  # the one layer's tensors, copied into every group of the twin
+                state[name.replace("groups.0.", f"groups.{group}.", 1)] = tensor.clone()
+        else:
+            state[name] = tensor.clone()
+    twin.load_state_dict(state)
+    return twin
+
+
+torch.manual_seed(0)
+shared = AlbertModel(small_config("all", layers=3))
+twin = untied_twin(shared)
+ids = torch.randint(5, shared.config.vocab_size, (2, 16), generator=torch.Generator().manual_seed(1))
+probe = torch.randn(2, 16, shared.config.hidden_size, generator=torch.Generator().manual_seed(2))
+for model in (shared, twin):  # any scalar of the output works as a loss; a fixed random projection will do
+    (model(ids).last_hidden_state * probe).sum().backward()
+
+# %%
+# NBVAL_CHECK_OUTPUT
+same_output = torch.allclose(shared(ids).last_hidden_state, twin(ids).last_hidden_state, atol=1e-6)
+print("shared model and untied twin compute the same output:", same_output)
+shared_layer = shared.encoder.albert_layer_groups[0].albert_layers[0]
+twin_layers = [group.albert_layers[0] for group in twin.encoder.albert_layer_groups]
+shared_grad = shared_layer.attention.query.weight.grad
+per_application = [layer.attention.query.weight.grad for layer in twin_layers]
+print("gradient norm of attention.query.weight, per application:", [f"{g.norm():.3g}" for g in per_application])
+print(f"gradient norm of the shared attention.query.weight:        {shared_grad.norm():.3g}")
+print("shared gradient == sum over applications:", torch.allclose(shared_grad, sum(per_application), atol=1e-7))
+every_tensor = all(torch.allclose(param.grad, sum(layer.get_parameter(name).grad for layer in twin_layers), atol=1e-7)
+                   for name, param in shared_layer.named_parameters())
+print("the same holds for every tensor of the shared layer:", every_tensor)
+
+# %% [markdown]
+# Two consequences are worth remembering:
+#
+# - **The optimizer sees one tensor.** Adam's moments and LAMB's trust ratio ($\lVert w \rVert / \lVert u \rVert$,
+#   per tensor) are computed once for the shared weight, from the summed gradient. An unshared model adapts
+#   each layer separately.
+# - **Gradient scale grows with depth.** Summing L contributions makes the shared gradient up to L times larger
+#   than a single application's when they point the same way, and less when they partly cancel. In the cell above
+#   the first application contributes almost nothing, and the other two point nearly the same way: their norms
+#   0.248 and 0.247 add up to the shared gradient's 0.498. Global gradient clipping and the learning rate see
+#   that larger norm.
+
+# %% [markdown]
+# ## What sharing does *not* save: compute
+#
+# Each application still multiplies every token by the layer's matrices, so the floating-point work per token
+# is that of an unshared model of the same L and H. The compute parameters, the weights a token is multiplied
+# by on its way through, count a shared layer L times:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def matmul_parameters_per_token(config: AlbertConfig) -> int:
+    """Weights each token is multiplied by in the encoder: E->H projection plus L*K applications of a layer."""
+    H, I = config.hidden_size, config.intermediate_size
+    projection = config.embedding_size * H if config.embedding_projection else 0
+    return projection + config.num_hidden_layers * config.inner_group_num * (4 * H * H + 2 * H * I)
+
+
+for preset in ("albert-mini", "bert-mini"):
+    config = AlbertConfig.from_preset(preset)
+    print(f"{preset:12s} stored parameters {count_parameters(config):>10,}   "
+          f"weights applied per token {matmul_parameters_per_token(config):>10,}")
+
+# %% [markdown]
+# `albert-mini` stores about a fifth of `bert-mini`'s parameters (mostly because of the factorized embedding and
+# the single layer) but multiplies each token by slightly *more* weights (its E→H projection). Timing a forward
+# pass agrees. The ratio below is measured on your machine at run time, so it varies from run to run; on a quiet
+# machine it stays close to 1.
+
+# %%
+torch.manual_seed(0)
+albert_model = AlbertModel(AlbertConfig.from_preset("albert-mini")).eval()
+bert_model = AlbertModel(AlbertConfig.from_preset("bert-mini")).eval()
+batch = torch.randint(5, 8000, (pick(fast=4, full=16), 128), generator=torch.Generator().manual_seed(0))
+seconds = {"albert-mini": [], "bert-mini": []}
+with torch.no_grad():
+    for model in (albert_model, bert_model):
+        model(batch)  # warm-up
+    for _ in range(pick(fast=3, full=9)):  # alternate the two so a noisy neighbour hits both alike
+        for name, model in (("albert-mini", albert_model), ("bert-mini", bert_model)):
+            start = time.perf_counter()
+            model(batch)
+            seconds[name].append(time.perf_counter() - start)
+median = {name: statistics.median(times) for name, times in seconds.items()}
+for name, value in median.items():
+    print(f"{name:12s} median forward time {value * 1000:.0f} ms for {batch.numel()} tokens")
+print(f"time ratio albert-mini / bert-mini: {median['albert-mini'] / median['bert-mini']:.2f}")
+
+# %% [markdown]
+# This is the most common surprise with ALBERT in practice: a model with 12M parameters runs exactly as slowly
+# as BERT-base, and ALBERT-xxlarge (H = 4096) is much *slower* than BERT-large. Sharing saves memory for weights,
+# gradients and optimizer states, and bandwidth when gradients are exchanged between machines; it does not save
+# arithmetic, and it does not shrink activations, which every application stores for the backward pass.
+# Chapter 9 puts numbers on this for the paper's models.
+
+# %% [markdown]
+# ## Figure 1: smoother transitions between layers
+#
+# The paper's Figure 1 plots, for every layer of BERT-large and ALBERT-large (24 layers), how far the layer moves
+# its input: the L2 distance and the angle between the layer's input and output embeddings. ALBERT's curves are
+# much smoother (small and steadily shrinking changes) while BERT's jump around; neither goes to 0, so ALBERT's
+# embeddings do not converge to a fixed point.
+#
+# The paper does not say how it averages. `albert_mini.analysis.layer_smoothness` makes these choices, and
+# everything below uses them:
+#
+# - $h_0$ is the embedding **after** the E→H projection (`hidden_states[0]`); layer $l$ maps $h_{l-1}$ to $h_l$.
+#   With K inner layers a "layer" here is one application of a group.
+# - For every token separately: $d_l = \lVert h_l - h_{l-1} \rVert_2$ and $\theta_l$ = the angle between
+#   $h_l$ and $h_{l-1}$ in degrees.
+# - Both are averaged over every **non-pad** token of the batches (the attention mask says which are pad).
+# - The angle is computed as $2\,\mathrm{atan2}(\lVert u - v\rVert, \lVert u + v\rVert)$ for the unit vectors $u, v$:
+#   equal to $\arccos(u \cdot v)$ but accurate near 0°, where arccos of a cosine rounded to 1 loses all precision.
+
+# %%
+from albert_mini.analysis import layer_distances
+
+print(inspect.getsource(layer_distances))
+
+# %% [markdown]
+# ### A control: the same measurement at initialisation
+#
+# Figure 1 is about **trained** models. Training even a mini model takes longer than a chapter cell, so here we
+# run the measurement on untrained models, as a control that tells us what the architecture alone does before
+# any learning. We build three 24-layer models of `albert-mini` width (H = 256), all from seed 0:
+#
+# - **ALBERT, shared**: E = 128, one layer applied 24 times;
+# - **unshared twin**: the same E and projection, but 24 independent layers (only sharing differs);
+# - **BERT-style**: `bert-mini` widths with 24 layers (E = H = 256, no projection, nothing shared), like the paper's
+#   BERT-large.
+#
+# The input is a batch of random token ids, with the last sequences partly padded to exercise the mask.
+
+# %%
+L_DEEP = 24
+deep_configs = {
+    "ALBERT (shared)": AlbertConfig.from_preset("albert-mini", num_hidden_layers=L_DEEP),
+    "unshared twin": AlbertConfig.from_preset("albert-mini", num_hidden_layers=L_DEEP, sharing="none",
+                                              num_hidden_groups=L_DEEP),
+    "BERT-style": AlbertConfig.from_preset("bert-mini", num_hidden_layers=L_DEEP, num_hidden_groups=L_DEEP),
+}
+generator = torch.Generator().manual_seed(0)
+random_ids = torch.randint(5, 8000, (8, 128), generator=generator)  # ids 0-4 are <pad>, <unk> and specials
+attention_mask = torch.ones_like(random_ids)
+attention_mask[4:, 96:] = 0  # the last four sequences end in 32 pad positions
+random_ids[attention_mask == 0] = 0
+smoothness_batches = [{"input_ids": random_ids, "attention_mask": attention_mask}]
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from albert_mini.analysis import layer_smoothness, plot_smoothness
+
+at_init = {}
+for label, config in deep_configs.items():
+    torch.manual_seed(0)
+    at_init[label] = layer_smoothness(AlbertModel(config), smoothness_batches)
+print(f"averaged over {at_init['ALBERT (shared)'].tokens} non-pad tokens")
+print(f"{'model':16s} {'L2 at layer 1, 2, 12, 24':>28s}   {'angle (deg) at layer 1, 2, 12, 24':>34s}")
+for label, result in at_init.items():
+    l2 = ", ".join(f"{result.l2[l - 1]:.2f}" for l in (1, 2, 12, 24))
+    degrees = ", ".join(f"{result.degrees[l - 1]:.2f}" for l in (1, 2, 12, 24))
+    print(f"{label:16s} {l2:>28s}   {degrees:>34s}")
+
+# %%
+fig = plot_smoothness(at_init, title="Layer input vs output at initialisation (24 layers, H = 256, random ids)")
+fig.axes[0].set_yscale("log")  # layer 1 of the projected models is an order of magnitude above the rest
+save_figure(fig, "04_smoothness_init.png")
+plt.show()
+
+# %% [markdown]
+# What the control shows:
+#
+# - **Layer 1 of the two projected models** moves its input a long way in L2 (about 12) but only by about 8°:
+#   $h_0$ comes out of the E→H projection with small norm (its weights are initialised with standard deviation
+#   0.02), while every layer ends in a LayerNorm that rescales to norm about $\sqrt{H} = 16$. That is a change of
+#   length, not of direction. The BERT-style model starts from a LayerNorm-ed embedding and has no such jump.
+# - **After layer 1, the unshared models are flat**: each fresh random layer nudges the representation by about
+#   7°, at every depth.
+# - **The shared model's changes shrink with depth** even before any training: from about 7° at layer 2 to under
+#   3° at layer 24. Applying the same small update map again and again tends to push the representation toward
+#   directions that map changes less, while independent random layers push in a new direction every time.
+#
+# So part of Figure 1's smoothness is a property of weight sharing itself, visible with random weights. Whether
+# it survives training (and how BERT's trained curves look) is a question only trained models can answer.
+
+# %% [markdown]
+# ### The trained comparison
+#
+# The experiments (`make experiments`) pretrain `albert-mini` and its unshared twin on the Austen corpus and
+# write the same measurement on held-out text to `data/results/smoothness.json`: one entry per model, each with
+# the fields of `Smoothness` (`l2`, `degrees`, `tokens`). If that file exists, the next cell plots it; otherwise
+# it says so.
+
+# %%
+import json
+from pathlib import Path
+
+from albert_mini.analysis import Smoothness
+from albert_mini.book import repo_root
+
+results_file = repo_root() / "data" / "results" / "smoothness.json"
+if results_file.exists():
+    stored = json.loads(results_file.read_text())
+    trained = {label: Smoothness(**{k: entry[k] for k in ("l2", "degrees", "tokens")})
+               for label, entry in stored.items()}
+    fig = plot_smoothness(trained, title="Layer input vs output after pretraining (data/results/smoothness.json)")
+    plt.show()
+else:
+    print(f"{results_file.relative_to(repo_root())} is not yet produced: run `make experiments` to create it.")
+
+# %% [markdown]
+# ## Exercises
+#
+# ### Exercise 1: the layer schedule of a grouped model
+#
+# Write `layer_schedule(L, G, K)`. A model with L layer applications, G groups (G divides L) and K inner layers
+# per group stores G·K distinct layers, numbered `g * K + k` for inner layer k of group g (the order of
+# `albert_layer_groups`). Return the list of the L·K distinct-layer numbers the forward pass runs, in order.
+# For L = 4, G = 2, K = 2 it is `[0, 1, 0, 1, 2, 3, 2, 3]`. Use exact integer arithmetic: the checker includes
+# the shapes where the original floating-point formula picks the wrong group, and compares with built models.
+
+# %%
+def layer_schedule(L: int, G: int, K: int) -> list[int]:
+    ### BEGIN SOLUTION
+    return [(i * G // L) * K + k for i in range(L) for k in range(K)]
+    ### END SOLUTION
+
+
+# %%
+from albert_mini.exercises import check_layer_schedule
+
+check_layer_schedule(layer_schedule)
+
+# %% [markdown]
+# ### Exercise 2: the sharing plan
+#
+# Write `sharing_plan(strategy, L)` for the four strategies of Table 4 with one group (G = K = 1 for the sharing
+# strategies, G = L for `"none"`). It returns a list of L pairs `(attention_block, ffn_block)`: the indices of
+# the distinct attention and FFN blocks that layer application `i` uses, numbered 0, 1, 2, ... in order of first
+# use (the labels `A0`/`F0` of the table near the start of this chapter). For example,
+# `sharing_plan("ffn", 3)` is `[(0, 0), (1, 0), (2, 0)]`. The checker compares with models built in every
+# strategy.
+
+# %%
+def sharing_plan(strategy: str, L: int) -> list[tuple[int, int]]:
+    ### BEGIN SOLUTION
+    attention_shared = strategy in ("all", "attention")
+    ffn_shared = strategy in ("all", "ffn")
+    return [(0 if attention_shared else i, 0 if ffn_shared else i) for i in range(L)]
+    ### END SOLUTION
+
+
+# %%
+from albert_mini.exercises import check_sharing_plan
+
+check_sharing_plan(sharing_plan)
+
+# %% [markdown]
+# ## Summary
+#
+# - ALBERT applies one layer L times: `layer_plan()` maps every application to a group, and with G = 1 all of
+#   them run the same weights. Depth is kept, distinct parameters shrink by a factor of L in the encoder.
+# - Table 4's strategies share everything, only attention, only the FFN, or nothing. Our exact counts match the
+#   printed numbers under one stated convention (pooler counted only for shared models, no projection when E = H).
+# - Sharing attention is almost free in accuracy; sharing the FFN is what costs. ALBERT shares all and spends the
+#   savings on width.
+# - A shared weight's gradient is the sum of the gradients of its L uses; the optimizer sees one tensor.
+# - Sharing does not reduce compute or activation memory: `albert-mini` and `bert-mini` take about the same time
+#   per forward pass.
+# - Groups map application i to group $\lfloor iG/L \rfloor$; compute it with integers, not floats.
+# - At initialisation the shared model's layer-to-layer changes already shrink with depth while unshared models
+#   stay flat; Figure 1 itself is about trained models, compared in `data/results/smoothness.json`.
+#
+# ## Further reading / pointers
+#
+# - The paper, Section 3.1 ("Cross-layer parameter sharing"), Figure 1, and Section 4.5 with Table 4.
+# - `albert_mini/model.py`: `build_layer_groups` and `AlbertTransformer`; `albert_mini/analysis.py` for the
+#   smoothness measurement; `albert_mini/paper.py` for the tables and the counting convention.
+# - Dehghani et al., "Universal Transformers" (2019), and Bai et al., "Deep Equilibrium Models" (2019): two other
+#   takes on applying one layer repeatedly, which the paper contrasts with ALBERT's oscillating (non-converging)
+#   embeddings.
+# - Chapter 9 scales these ideas up to the paper's largest models; the next chapter continues with the next idea.
