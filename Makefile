@@ -51,6 +51,7 @@ exercises: $(STAMP)
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/train_step.py
+	$(PY) benchmarks/data_pipeline.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

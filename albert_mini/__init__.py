@@ -3,7 +3,10 @@
 from .config import PRESETS, AlbertConfig, ConfigError
 from .corpus import CorpusError, Document, load_corpus, load_text_files, split_sentences
 from .counting import count_parameters
+from .instances import build_instances
+from .masking import Masker
 from .model import AlbertForPreTraining, AlbertModel
+from .pretraining_data import PretrainingBatches, PretrainingDataset, build_pretraining_dataset, collate
 from .tokenizer import Tokenizer, TokenizerError, preprocess_text
 
 __version__ = "0.1.0"
@@ -11,5 +14,6 @@ __version__ = "0.1.0"
 __all__ = [
     "AlbertConfig", "ConfigError", "PRESETS", "AlbertModel", "AlbertForPreTraining", "count_parameters",
     "CorpusError", "Document", "load_corpus", "load_text_files", "split_sentences",
-    "Tokenizer", "TokenizerError", "preprocess_text", "__version__",
+    "Tokenizer", "TokenizerError", "preprocess_text", "build_instances", "Masker", "PretrainingBatches",
+    "PretrainingDataset", "build_pretraining_dataset", "collate", "__version__",
 ]
