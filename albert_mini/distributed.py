@@ -73,13 +73,17 @@ def cleanup(info: DistInfo) -> None:
         dist.destroy_process_group()
 
 
-def wrap_model(model: nn.Module, info: DistInfo, find_unused_parameters: bool = False) -> nn.Module:
-    """DDP around the model when there are several ranks (it broadcasts rank 0's weights); else the model."""
+def wrap_model(model: nn.Module, info: DistInfo) -> nn.Module:
+    """DDP around the model when there are several ranks (it broadcasts rank 0's weights); else the model.
+
+    DDP expects a gradient for every parameter that requires one, so freeze what the loss ignores (the pooler
+    and sentence head in MLM-only training). Its find_unused_parameters would not help: the unused head still
+    produces an output (sentence_logits), so DDP would count it as used and wait for its gradient.
+    """
     if not info.is_distributed:
         return model
     device_ids = [info.device.index] if info.device.type == "cuda" else None
-    return nn.parallel.DistributedDataParallel(model, device_ids=device_ids,
-                                               find_unused_parameters=find_unused_parameters)
+    return nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
 
 
 def barrier(info: DistInfo) -> None:
@@ -121,10 +125,12 @@ def assert_replicas_identical(model: nn.Module, info: DistInfo) -> None:
     """Raise if any rank's parameters differ from rank 0's (compares per-tensor float64 sums and norms)."""
     if not info.is_distributed:
         return
-    params = list(model.parameters())
+    names, params = zip(*model.named_parameters())
     mine = torch.stack([torch.stack([p.double().sum(), p.double().norm()]) for p in params]).to(info.device)
     everyone = [torch.empty_like(mine) for _ in range(info.world_size)]
     dist.all_gather(everyone, mine)
     for rank, theirs in enumerate(everyone):
-        if not torch.equal(theirs, everyone[0]):
-            raise RuntimeError(f"rank {rank}'s parameters differ from rank 0's: the replicas diverged")
+        differ = [n for n, a, b in zip(names, theirs, everyone[0]) if not torch.equal(a, b)]
+        if differ:
+            raise RuntimeError(f"rank {rank}'s parameters differ from rank 0's ({', '.join(differ[:5])}"
+                               f"{', ...' if len(differ) > 5 else ''}): the replicas diverged")

@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="static masking only: differently masked copies of the corpus (the reference used 40)")
     p.add_argument("--tokenizer", default=None,
                    help="SentencePiece .model file (default: the committed Austen model, data/austen/spiece.model)")
-    p.add_argument("--bf16", action="store_true", help="bf16 autocast (for GPUs; about 5x slower on AVX2 CPUs)")
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast: faster on GPUs and CPUs with AMX, about 5x slower on AVX2-only CPUs; "
+                        "not bit-comparable with fp32 runs")
     p.add_argument("--compile", action="store_true", help="torch.compile the model (no gain measured on CPU)")
     p.add_argument("--overwrite", action="store_true",
                    help="delete a different run already in --out (its config, metrics and checkpoints) first")
@@ -218,6 +219,9 @@ def run(args: argparse.Namespace, info: DistInfo) -> TrainResult:
     config = AlbertConfig.from_preset(args.preset)
     seed_everything(args.seed)
     model = AlbertForPreTraining(config).to(info.device)  # identical on every rank; DDP broadcasts rank 0's anyway
+    if args.task == "none":  # MLM only: nothing trains the pooler and sentence head, so keep them as initialized
+        model.albert.pooler.requires_grad_(False)
+        model.sop_classifier.requires_grad_(False)
     torch.manual_seed(args.seed + 1 + info.rank)  # dropout masks differ between ranks
     train_data, val_data, tokenizer = build_data(args, config, info)
     out = Path(args.out)
@@ -230,7 +234,6 @@ def run(args: argparse.Namespace, info: DistInfo) -> TrainResult:
         log_every=args.log_every, eval_every=args.eval_every, eval_batches=args.eval_batches,
         save_every=args.save_every, keep_checkpoints=args.keep, out_dir=str(out), bf16=args.bf16,
         compile=args.compile, progress=not args.quiet, echo=not args.quiet,
-        find_unused_parameters=args.task == "none",  # MLM only: the sentence head gets no gradient
     )
     trainer = Trainer(model, optimizer, schedule, train_data, train_config, val_batches=val_data, dist=info)
     if resuming and trainer.resume():

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from tqdm import tqdm
 
 from .checkpoint import (CheckpointError, atomic_write_text, capture_rng_state, latest_checkpoint, load_checkpoint,
@@ -53,11 +52,10 @@ class TrainConfig:
     save_every: int = 0  # steps between checkpoints (0: only at the end); needs out_dir
     keep_checkpoints: int = 2
     out_dir: str | None = None  # metrics.jsonl and checkpoints/ go here (rank 0 only)
-    bf16: bool = False  # bf16 autocast: a GPU option; about 5x slower on AVX2 CPUs (see benchmarks/)
+    bf16: bool = False  # bf16 autocast: for GPUs and AMX CPUs; about 5x slower on AVX2-only CPUs
     compile: bool = False  # torch.compile the model
     progress: bool = True  # tqdm bar, shown only on a terminal, on rank 0, and never when CI=true
     echo: bool = False  # also print one line per log step and evaluation (never when CI=true)
-    find_unused_parameters: bool = False  # DDP: set when the loss ignores a head (MLM-only training)
 
     def __post_init__(self):
         checks = [
@@ -89,24 +87,24 @@ class TrainResult:
 
 # ---------------------------------------------------------------------- loss and metrics
 def pretraining_objective(out, batch: dict, mlm_denominator: float, sentence_denominator: float):
-    """Summed MLM and sentence losses divided by the counts of the whole effective batch.
+    """Summed MLM and sentence losses of a micro-batch divided by the counts of the whole effective batch.
 
+    The sums are the model's own means times this micro-batch's counts (no second cross-entropy).
     Returns the loss to backpropagate and a float64 vector of sums for the metrics:
     [mlm loss, mlm correct, masked tokens, sentence loss, sentence correct, sequences].
     """
+    if out.mlm_loss is None:
+        raise ValueError("the model was called without labels; a pretraining batch needs 'labels'")
     labels = batch["labels"]
     targets = labels[labels != IGNORE_INDEX]  # (N,), row-major like out.mlm_logits
-    logits = out.mlm_logits.float()  # (N, V)
-    mlm_sum = F.cross_entropy(logits, targets, reduction="sum")
+    mlm_sum = out.mlm_loss * targets.numel()
     loss = mlm_sum / max(mlm_denominator, 1.0)
-    stats = [mlm_sum.detach(), (logits.argmax(-1) == targets).sum(), targets.numel()]
-    sentence = batch.get("sentence_order_label")
-    if sentence is not None:
-        y = sentence.view(-1)
-        s_logits = out.sentence_logits.float()  # (B, 2)
-        s_sum = F.cross_entropy(s_logits, y, reduction="sum")
+    stats = [mlm_sum.detach(), (out.mlm_logits.argmax(-1) == targets).sum(), targets.numel()]
+    if out.sentence_loss is not None:
+        y = batch["sentence_order_label"].view(-1)
+        s_sum = out.sentence_loss * y.numel()
         loss = loss + s_sum / max(sentence_denominator, 1.0)
-        stats += [s_sum.detach(), (s_logits.argmax(-1) == y).sum(), y.numel()]
+        stats += [s_sum.detach(), (out.sentence_logits.argmax(-1) == y).sum(), y.numel()]
     else:
         stats += [0.0, 0, 0]
     return loss, torch.tensor([float(s) for s in stats], dtype=torch.float64)
@@ -154,8 +152,7 @@ def evaluate(model: torch.nn.Module, batches, dist: DistInfo | None = None, max_
             sums[:6] += stats
     finally:
         model.train(was_training)
-    all_reduce_sum(sums.to(dist.device), dist)
-    return metrics_from_sums(sums.cpu())
+    return metrics_from_sums(all_reduce_sum(sums.to(dist.device), dist).cpu())
 
 
 def _ci() -> bool:
@@ -172,7 +169,7 @@ class Trainer:
         self.optimizer, self.schedule, self.config = optimizer, schedule, config
         self.device = next(model.parameters()).device
         self.dist = dist or DistInfo(device=self.device)
-        self.ddp_model = wrap_model(model, self.dist, config.find_unused_parameters)
+        self.ddp_model = wrap_model(model, self.dist)
         self.forward_model = torch.compile(self.ddp_model) if config.compile else self.ddp_model
         self.source = batches
         self.batch_iter = batches if hasattr(batches, "__next__") else iter(batches)

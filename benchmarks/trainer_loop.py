@@ -32,7 +32,7 @@ def make_source(kind: str, config: AlbertConfig, batch_size: int, seq_len: int):
     from albert_mini.tokenizer import Tokenizer
 
     start = time.perf_counter()
-    dataset = build_pretraining_dataset(load_corpus("austen", "train"), Tokenizer.load(), task="sop",
+    dataset = build_pretraining_dataset(load_corpus("austen", "train"), Tokenizer.default(), task="sop",
                                         max_seq_len=seq_len, seed=0)
     print(f"  austen dataset built in {time.perf_counter() - start:.1f} s (tokenized once, outside the loop)")
     return PretrainingBatches(dataset, batch_size)
