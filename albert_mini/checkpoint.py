@@ -115,9 +115,9 @@ def save_checkpoint(run_dir: str | Path, step: int, model: torch.nn.Module, trai
     if final.exists():
         raise CheckpointError(f"{final} already exists; checkpoints are never overwritten. Use a new run directory")
     final.parent.mkdir(parents=True, exist_ok=True)
+    for stale in final.parent.glob(".tmp-*"):  # left by a run killed mid-save; one writer per run directory
+        shutil.rmtree(stale)
     tmp = final.parent / f".tmp-{final.name}-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
     tmp.mkdir()
     save_model(model, str(tmp / MODEL_FILE), metadata={"format": str(FORMAT_VERSION), "step": str(step)})
     torch.save({"format": FORMAT_VERSION, "step": step, **trainer_state}, tmp / STATE_FILE)

@@ -40,11 +40,14 @@ effective batch per optimizer step = --batch-size x world size x --accumulate
   (world size = number of processes: 1, or --nproc_per_node x nodes under torchrun)
 
 resuming: if --out already holds a run, the same command continues it from its newest checkpoint, bit for bit
-  (weights, optimizer, schedule, data position and RNG states are all restored). A run with different settings
-  is refused; use a new --out, or --overwrite to delete the old run's files.
+  on the same machine, thread count and process count (weights, optimizer, schedule, data position and RNG
+  states are all restored). A run with different settings is refused; use a new --out, or --overwrite to
+  delete the old run's files. --minutes, --eval-every, --save-every, --log-every, --keep, --compile, --quiet may change.
 
-several processes (DDP, gloo on CPU, nccl on GPUs; rank 0 writes files and shows progress):
+several processes (DDP: gloo on CPU, nccl on GPUs; each process reads its own shard; rank 0 writes files
+and shows progress):
   torchrun --standalone --nproc_per_node 2 -m albert_mini.pretrain --corpus synthetic --steps 20 --out runs/ddp
+  on a node with 8 GPUs: torchrun --standalone --nproc_per_node 8 -m albert_mini.pretrain ... (one GPU each)
 """
 
 
@@ -59,13 +62,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, required=True,
                    help="optimizer steps; also the length of the learning-rate decay, which reaches 0 here")
     p.add_argument("--minutes", type=float, default=None,
-                   help="stop after this much training wall time (whole run, counted across resumptions)")
+                   help="also stop after this much training wall time (whole run, counted across resumptions); "
+                        "the learning rate still follows --steps, so it has not reached 0 when time runs out")
     p.add_argument("--out", required=True, help="run directory: config, metrics and checkpoints; resumed if present")
     p.add_argument("--batch-size", type=int, default=32, help="sequences per micro-batch per process (default 32)")
     p.add_argument("--seq-len", type=int, default=128, help="tokens per sequence (default 128)")
     p.add_argument("--lr", type=float, default=1.76e-3, help="peak learning rate (default 1.76e-3, the paper's)")
     p.add_argument("--warmup", type=int, default=None,
-                   help="linear warmup steps (default: 2.5%% of --steps, the paper's 3125 / 125000)")
+                   help="linear warmup steps, 0 for none (default: 2.5%% of --steps, the paper's 3125 / 125000)")
     p.add_argument("--optimizer", default="lamb", choices=OPTIMIZERS, help="lamb (the paper's) or adamw")
     p.add_argument("--weight-decay", type=float, default=0.01, help="decoupled weight decay (default 0.01)")
     p.add_argument("--clip-norm", type=float, default=1.0, help="global gradient-norm limit (default 1.0)")

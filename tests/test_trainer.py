@@ -146,6 +146,11 @@ def test_a_failing_save_leaves_the_good_checkpoints_untouched(tmp_path, monkeypa
     assert {p.name: p.read_bytes() for p in good.iterdir()} == before
     with pytest.raises(CheckpointError, match="never overwritten"):
         save_checkpoint(tmp_path, 3, trainer.model, {})
+    monkeypatch.undo()  # the disk has room again: the next save succeeds and sweeps the half-written directory
+    assert list((tmp_path / "checkpoints").glob(".tmp-*"))
+    trainer.save()
+    assert [p.name for p in list_checkpoints(tmp_path)] == ["step-0000003", "step-0000004"]
+    assert not list((tmp_path / "checkpoints").glob(".tmp-*"))
 
 
 def test_only_the_newest_checkpoints_are_kept(tmp_path):
@@ -268,3 +273,12 @@ def test_cli_on_austen_resumes_a_killed_run_bit_identically(tmp_path, monkeypatc
         assert torch.equal(a[name], b[name]), name
     run = json.loads((tmp_path / "straight" / "run.json").read_text())
     assert run["tokenizer"]["path"].endswith("spiece.model") and len(run["tokenizer"]["sha256"]) == 64
+
+
+def test_every_cli_flag_is_explained():
+    from albert_mini.pretrain import build_parser
+
+    parser = build_parser()
+    for action in parser._actions:
+        assert action.help and len(action.help) > 10, action.option_strings
+    assert "x world size x --accumulate" in parser.format_help()
