@@ -161,7 +161,11 @@ def _ci() -> bool:
 
 # ---------------------------------------------------------------------- the trainer
 class Trainer:
-    """Gradient accumulation, clipping, schedule, logging, evaluation, checkpoints and exact resume."""
+    """Gradient accumulation, clipping, schedule, logging, evaluation, checkpoints and exact resume.
+
+    `schedule` is a WarmupPolyDecay or anything with `apply(optimizer, step) -> lr` and `state_dict()`;
+    `batches` follows the batch-source protocol above; `val_batches` is re-iterable (e.g. a list of batches).
+    """
 
     def __init__(self, model, optimizer, schedule: WarmupPolyDecay, batches, config: TrainConfig,
                  val_batches=None, dist: DistInfo | None = None):
@@ -288,7 +292,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ metrics
     def _log_train(self, run_start: float) -> dict:
-        sums = all_reduce_sum(self._sums.to(self.dist.device), self.dist).cpu()
+        sums = all_reduce_sum(self._sums.clone().to(self.dist.device), self.dist).cpu()
         self.tokens_seen += int(sums[6])
         metrics = {"type": "train", "step": self.step, **metrics_from_sums(sums), "lr": self._lr,
                    "grad_norm": float(np.mean(self._norms)),
