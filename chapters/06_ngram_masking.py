@@ -440,7 +440,8 @@ for inst in instances:
     for span in out.spans:
         size = span.end - span.start
         spans_seen, fully = all_masked.get(size, (0, 0))
-        all_masked[size] = (spans_seen + 1, fully + bool(np.all(out.input_ids[span.start:span.end] == tokenizer.mask_id)))
+        all_mask = bool(np.all(out.input_ids[span.start:span.end] == tokenizer.mask_id))
+        all_masked[size] = (spans_seen + 1, fully + all_mask)
 total = kind_counts["[MASK]"] + kind_counts["unchanged"] + kind_counts["random"]
 for kind in ("[MASK]", "random", "unchanged"):
     print(f"{kind:10s} {kind_counts[kind] / total:.3f}")
