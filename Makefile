@@ -17,6 +17,7 @@ help:
 	@echo "make book        execute every chapter in full mode, refresh notebooks and figures/"
 	@echo "make lab         open JupyterLab; chapters/*.py open as notebooks"
 	@echo "make data        rebuild the Austen corpus and tokenizer from the Debian package and verify them"
+	@echo "make experiments regenerate data/results/*.json and their figures (full settings)"
 	@echo "make exercises   student notebooks (solutions replaced by stubs) into build/student/"
 	@echo "make benchmark   speed benchmarks (prints ratios measured side by side)"
 
@@ -46,12 +47,17 @@ data: $(STAMP)
 	$(PY) -m albert_mini.tokenizer train --vocab-size 8000 --out data/austen/spiece.model
 	git diff --stat --exit-code -- data/austen
 
+# The paper's findings at mini scale: data/results/*.json and figures/experiment_*.png (full settings).
+experiments: $(STAMP)
+	$(PY) -m albert_mini.experiments all
+
 exercises: $(STAMP)
 	$(PY) -m albert_mini.exercises.student $(CHAPTERS) --out build/student
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/train_step.py
 	$(PY) benchmarks/data_pipeline.py
+	$(PY) benchmarks/trainer_loop.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

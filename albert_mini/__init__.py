@@ -8,6 +8,9 @@ from .masking import Masker
 from .model import AlbertForPreTraining, AlbertModel
 from .pretraining_data import PretrainingBatches, PretrainingDataset, build_pretraining_dataset, collate
 from .tokenizer import Tokenizer, TokenizerError, preprocess_text
+from .checkpoint import CheckpointError, load_pretrained
+from .optim import Lamb, WarmupPolyDecay, build_optimizer, clip_grad_global_norm, param_groups
+from .trainer import SyntheticBatches, TrainConfig, Trainer, TrainResult, evaluate, train
 
 __version__ = "0.1.0"
 
@@ -15,5 +18,7 @@ __all__ = [
     "AlbertConfig", "ConfigError", "PRESETS", "AlbertModel", "AlbertForPreTraining", "count_parameters",
     "CorpusError", "Document", "load_corpus", "load_text_files", "split_sentences",
     "Tokenizer", "TokenizerError", "preprocess_text", "build_instances", "Masker", "PretrainingBatches",
-    "PretrainingDataset", "build_pretraining_dataset", "collate", "__version__",
+    "PretrainingDataset", "build_pretraining_dataset", "collate", "CheckpointError", "load_pretrained", "Lamb",
+    "WarmupPolyDecay", "build_optimizer", "clip_grad_global_norm", "param_groups", "SyntheticBatches",
+    "TrainConfig", "Trainer", "TrainResult", "evaluate", "train", "__version__",
 ]
