@@ -41,8 +41,8 @@ def attention_math(q, k, v, mask_bias=None, dropout_p: float = 0.0, training: bo
 
 def extended_attention_mask(attention_mask: torch.Tensor | None, dtype: torch.dtype):
     """Turn a (B, T) 1/0 keep-mask into an additive bias (B, 1, 1, T): 0 to keep, the dtype's minimum to drop."""
-    if attention_mask is None or bool(attention_mask.all()):
-        return None  # nothing to hide: lets SDPA take its unmasked fast path
+    if attention_mask is None or (not torch.compiler.is_compiling() and bool(attention_mask.all())):
+        return None  # nothing to hide: lets SDPA take its unmasked fast path (eager only: no graph break)
     keep = attention_mask[:, None, None, :].to(torch.bool)  # (B, 1, 1, T)
     return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
 
