@@ -310,6 +310,14 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
         """The MLM decoder reuses the input word embeddings (one V x E table)."""
         self.predictions.decoder.weight = self.albert.embeddings.word_embeddings.weight
 
+    @torch.no_grad()
+    def init_output_bias(self, log_prior: torch.Tensor) -> None:
+        """Start the MLM output bias at token log-frequencies (see pretraining_data.unigram_log_prior)."""
+        if log_prior.shape != self.predictions.bias.shape:
+            raise ValueError(f"log_prior has shape {tuple(log_prior.shape)}, the output bias "
+                             f"{tuple(self.predictions.bias.shape)}")
+        self.predictions.bias.copy_(log_prior)
+
     def forward(
         self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
         labels=None, sentence_order_label=None,

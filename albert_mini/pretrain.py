@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=None,
                    help="linear warmup steps, 0 for none (default: 2.5%% of --steps, the paper's 3125 / 125000)")
     p.add_argument("--optimizer", default="lamb", choices=OPTIMIZERS, help="lamb (the paper's) or adamw")
+    p.add_argument("--output-bias", default="unigram", choices=("unigram", "zeros"),
+                   help="start of the MLM output bias: unigram = log token frequencies of the training text "
+                        "(skips the phase where the model only learns frequencies; default), zeros = the reference")
     p.add_argument("--weight-decay", type=float, default=0.01, help="decoupled weight decay (default 0.01)")
     p.add_argument("--clip-norm", type=float, default=1.0, help="global gradient-norm limit (default 1.0)")
     p.add_argument("--accumulate", type=int, default=1, help="micro-batches per optimizer step (default 1)")
@@ -228,6 +231,11 @@ def run(args: argparse.Namespace, info: DistInfo) -> TrainResult:
         model.sop_classifier.requires_grad_(False)
     torch.manual_seed(args.seed + 1 + info.rank)  # dropout masks differ between ranks
     train_data, val_data, tokenizer = build_data(args, config, info)
+    if args.output_bias == "unigram" and args.corpus != "synthetic":
+        from .pretraining_data import unigram_log_prior
+
+        shard = train_data.dataset  # a DatasetShard of the training PretrainingDataset
+        model.init_output_bias(unigram_log_prior(shard.dataset.documents, config.vocab_size).to(info.device))
     out = Path(args.out)
     resuming = prepare_run_dir(out, run_record(args, config, info, tokenizer), args.overwrite, info)
     warmup = args.warmup if args.warmup is not None else round(0.025 * args.steps)

@@ -63,6 +63,24 @@ def tokenize_documents(documents, tokenizer) -> TokenDocuments:
     return TokenDocuments(tokenized)
 
 
+def unigram_log_prior(documents, vocab_size: int, smoothing: float = 1.0) -> torch.Tensor:
+    """log p(token) over a tokenized corpus with add-`smoothing` counts: a starting point for the MLM output bias.
+
+    An MLM head first learns how frequent each token is, which takes the output bias hundreds of steps at the
+    learning rates a small model trains with; starting the bias at the log frequencies skips that phase.
+    (The reference starts it at zero.)
+    """
+    docs = as_token_documents(documents)
+    streams = [s for s in docs.streams if len(s)]
+    if not streams:
+        raise ValueError("unigram_log_prior needs at least one token")
+    counts = np.bincount(np.concatenate(streams), minlength=vocab_size).astype(np.float64)
+    if len(counts) > vocab_size:
+        raise ValueError(f"token id {len(counts) - 1} is outside a vocabulary of {vocab_size}")
+    counts += smoothing
+    return torch.from_numpy(np.log(counts / counts.sum())).float()
+
+
 # ---------------------------------------------------------------------------------------------- the dataset
 @dataclass(frozen=True)
 class DataSettings:

@@ -477,9 +477,10 @@ plt.show()
 # ### The trained comparison
 #
 # The experiments (`make experiments`) pretrain `albert-mini` and its unshared twin on the Austen corpus and
-# write the same measurement on held-out text to `data/results/smoothness.json`: one entry per model, each with
-# the fields of `Smoothness` (`l2`, `degrees`, `tokens`). If that file exists, the next cell plots it; otherwise
-# it says so.
+# write the same measurement on held-out text to `data/results/smoothness.json`: under `models`, one entry per
+# model (trained, and at initialisation as a control), each with the fields of `Smoothness` (`l2`, `degrees`,
+# `tokens`); `meta` records the command, budget, seed and git revision. If that file exists, the next cell plots
+# it; otherwise it says so.
 
 # %%
 import json
@@ -492,7 +493,7 @@ results_file = repo_root() / "data" / "results" / "smoothness.json"
 if results_file.exists():
     stored = json.loads(results_file.read_text())
     trained = {label: Smoothness(**{k: entry[k] for k in ("l2", "degrees", "tokens")})
-               for label, entry in stored.items()}
+               for label, entry in stored["models"].items()}
     fig = plot_smoothness(trained, title="Layer input vs output after pretraining (data/results/smoothness.json)")
     plt.show()
 else:

@@ -237,3 +237,27 @@ def test_build_pretraining_dataset_from_corpus_documents():
         build_pretraining_dataset(documents, tokenizer(), task="mlm")
     with pytest.raises(TypeError, match="unexpected keyword"):
         build_pretraining_dataset(documents, tokenizer(), masking_prob=0.2)
+
+
+def test_unigram_log_prior_matches_counts():
+    import math
+
+    import torch
+
+    from albert_mini import AlbertConfig, AlbertForPreTraining
+    from albert_mini.pretraining_data import unigram_log_prior
+
+    docs = [[[5, 6, 6], [7]], [[6, 5]]]  # token 5 twice, 6 three times, 7 once
+    prior = unigram_log_prior(docs, vocab_size=10, smoothing=1.0)
+    total = 6 + 10  # six tokens plus one pseudo-count per vocabulary entry
+    assert prior.shape == (10,)
+    assert math.isclose(prior[6].item(), math.log(4 / total), rel_tol=1e-6)
+    assert math.isclose(prior[0].item(), math.log(1 / total), rel_tol=1e-6)
+    assert math.isclose(prior.exp().sum().item(), 1.0, rel_tol=1e-5)
+    model = AlbertForPreTraining(AlbertConfig.from_preset("albert-nano", vocab_size=10))
+    model.init_output_bias(prior)
+    assert torch.equal(model.predictions.decoder.bias, prior)  # one tensor under both names
+    with pytest.raises(ValueError, match="outside a vocabulary of 4"):
+        unigram_log_prior(docs, vocab_size=4)
+    with pytest.raises(ValueError, match="log_prior has shape"):
+        model.init_output_bias(prior[:5])
