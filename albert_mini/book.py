@@ -35,9 +35,9 @@ def figure_path(name: str) -> Path:
     return folder / name
 
 
-def save_figure(fig, name: str) -> Path:
-    """Save a matplotlib figure for the book (PNG, 120 dpi, tight) and return its path."""
-    path = figure_path(name)
+def save_figure(fig, name: str, folder: Path | None = None) -> Path:
+    """Save a matplotlib figure for the book (PNG, 120 dpi, tight) and return its path (default: figure_path)."""
+    path = figure_path(name) if folder is None else Path(folder) / name
     fig.savefig(path, dpi=120, bbox_inches="tight", metadata={"Software": None})
     return path
 

@@ -375,8 +375,8 @@ def run(name: str, budget: Budget | None = None, out_dir: Path | None = None) ->
     payload = globals()[name](budget)
     path = write_result(name, payload, budget, out_dir or results_dir(), time.perf_counter() - start)
     fig = figure(name, json.loads(path.read_text()))
-    if fig is not None:
-        save_figure(fig, f"experiment_{name}.png")
+    if fig is not None:  # figures/ only for the full budget; fast runs keep theirs beside their results
+        save_figure(fig, f"experiment_{name}.png", None if budget == FULL else path.parent)
     return path
 
 
