@@ -128,53 +128,41 @@ for name in PAPER_MODELS:
 # ### Activations do not shrink
 #
 # For the backward pass every layer *application* keeps its own intermediate results (inputs of matrix products,
-# attention weights, LayerNorm statistics), whether its weights are shared or not. We can measure this directly:
-# `torch.autograd.graph.saved_tensors_hooks` shows us every tensor autograd saves during a forward pass. We add up
-# their storage, skipping the parameters themselves (which are saved too, but are not activations).
+# q, k and v, LayerNorm statistics), whether its weights are shared or not. We can measure this directly:
+# `albert_mini.memory.measure_activation_bytes` hooks `torch.autograd.graph.saved_tensors_hooks`, sees every
+# tensor autograd saves during a forward pass, and adds up their storage, skipping the parameters themselves
+# (which are saved too, but are not activations).
 
 # %%
-def saved_activation_bytes(model: torch.nn.Module, input_ids: torch.Tensor) -> int:
-    """Bytes of the tensors autograd keeps for the backward pass of one forward, parameters excluded."""
-    parameter_storages = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    saved = {}  # storage address -> size: a storage saved twice is held in memory once
-
-    def remember(tensor):
-        storage = tensor.untyped_storage()
-        if storage.data_ptr() not in parameter_storages:
-            saved[storage.data_ptr()] = storage.nbytes()
-        return tensor
-
-    with torch.autograd.graph.saved_tensors_hooks(remember, lambda tensor: tensor):
-        model(input_ids)
-    return sum(saved.values())
-
+from albert_mini.memory import activation_bytes, measure_activation_bytes, training_memory
 
 ids = torch.randint(5, 8000, (pick(fast=2, full=8), 128), generator=torch.Generator().manual_seed(0))
 for name in ("albert-mini", "bert-mini"):
     torch.manual_seed(0)
     model = AlbertModel(AlbertConfig.from_preset(name))
     print(f"{name:12s} parameters {count_parameters(model):>10,}   "
-          f"activations saved for backward: {saved_activation_bytes(model, ids) / 2**20:.1f} MiB "
+          f"activations saved for backward: {measure_activation_bytes(model, {'input_ids': ids}) / 2**20:.1f} MiB "
           f"for {ids.numel()} tokens")
 
 # %% [markdown]
 # `albert-mini` has 28% of `bert-mini`'s parameters, yet it stores the same activations: six applications of a
-# 256-wide layer either way. For the paper's models, what a layer application saves per token grows with H, with
-# the FFN width I, and with heads × sequence length for the attention weights. Multiplying each by the number of
-# applications gives a rough comparison (sequence length 512):
+# 256-wide layer either way. The same module has the closed form of what our implementation keeps, exact for
+# `AlbertForPreTraining` (a test compares it with the measurement): per token and layer application
+# 8H + 2I + heads + 4 floats. For the paper's models, with a batch of 8 sequences of 512 tokens and 20 masked
+# positions each, in fp32:
 
 # %%
 # NBVAL_CHECK_OUTPUT
 for name in ("bert-large", "albert-large", "albert-xxlarge"):
-    c = AlbertConfig.from_preset(name)
-    L = c.num_hidden_layers
-    print(f"{name:15s} L*H = {L * c.hidden_size:7,d}   L*I = {L * c.intermediate_size:7,d}   "
-          f"L*heads*T = {L * c.num_attention_heads * 512:7,d}")
+    report = training_memory(AlbertConfig.from_preset(name), batch_size=8, seq_len=512, masked_per_sequence=20)
+    print(f"{name:15s} weights+grads+LAMB {(report.parameters + report.gradients + report.optimizer_states) / 2**30:6.2f} GiB"
+          f"   activations {report.activations / 2**30:6.2f} GiB")
 
 # %% [markdown]
-# ALBERT-xxlarge stores about **twice** BERT-large's activations per token on every count. That is why users of
-# the released checkpoints found that ALBERT-xxlarge needs far more accelerator memory than BERT-large, even
-# though its weights are smaller.
+# ALBERT-large keeps as many activations as BERT-large (6.0 GiB here) with a twentieth of the memory for weights,
+# gradients and optimizer states; ALBERT-xxlarge keeps about **twice** BERT-large's activations (12.1 GiB). That
+# is why users of the released checkpoints found that ALBERT-xxlarge needs far more accelerator memory than
+# BERT-large, even though its weights are smaller.
 
 # %% [markdown]
 # ### Compute per token
