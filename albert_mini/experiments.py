@@ -54,7 +54,7 @@ class Budget:
     max_documents: int | None = None  # use only the first chapters of each split (fast mode)
 
 
-FULL = Budget(steps=400)
+FULL = Budget(steps=300)
 FAST = Budget(steps=2, batch_size=4, seq_len=64, warmup=1, eval_batches=1, probe_train=32, probe_eval=32,
               probe_steps=5, max_documents=6)
 
