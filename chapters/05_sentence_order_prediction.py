@@ -371,11 +371,13 @@ for task, row in TABLE5.items():
 # ## A label leak in the reference recipe
 #
 # SOP removes the topic shortcut, but a sloppy data pipeline can open another one. The reference
-# `create_pretraining_data.py` (see `albert_reference.md`, section 3) fills a chunk with sentences until it
-# reaches the target length, *overshooting* it, splits it into A and B, decides the order, and only then
-# truncates the pair to fit, trimming the longer side from a random end. Truncation cuts mid-sentence, and
-# which segment gets cut, and how much, depends on which one is longer, which depends on where the chunk ended.
-# The surface of the instance, not its meaning, ends up correlated with the label.
+# `create_pretraining_data.py` (see `albert_reference.md`, section 3) adds sentences to a chunk until it
+# reaches the target length, so the last sentence usually pushes the chunk *past* the target. It then splits
+# the chunk into A and B, decides the order, and only then truncates the pair to fit, trimming the longer side
+# from the front or the back at random. In text order the later segment carries the overshoot: it tends to be
+# the longer one, so it is the one trimmed, and it often loses its final full stop. After a swap that segment
+# comes first. The lengths, and whether each segment ends like a sentence, then say something about the label
+# that has nothing to do with meaning.
 #
 # `albert_mini.leak_probe` measures this with five surface features (the two lengths, their difference, and
 # whether A and B each end like a sentence, with `.`, `!` or `?`), a logistic regression and a single-threshold
@@ -395,11 +397,26 @@ for name, instances in (("reference recipe (truncate after the swap)", reference
           f"logistic {result['logistic']:.3f}  stump {result['stump']:.3f}")
 
 # %% [markdown]
-# On the reference recipe, the surface alone predicts the order about 58% of the time; on ours it is at chance
-# (51%). Part of the reference's 58% also comes from its label-1 share above one half: a one-sentence chunk gets
-# its B from another document and is always labelled "swapped" (albert#234), so a short, unpaired A is a cue too.
-# 58% may look harmless, but a network is a far better probe than five features, and any reliable cue is learnt
-# before the hard thing the task was designed to teach.
+# The cues behind the reference's score, averaged per label over the same pass:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from albert_mini.leak_probe import FEATURE_NAMES, surface_features
+
+leaky = reference_style_instances(train_docs, 128, seed=0)
+x = surface_features(leaky, final, closing)
+y = np.array([inst.label for inst in leaky])
+for k, feature in enumerate(FEATURE_NAMES):
+    print(f"{feature:18s} label 0 (in order): {x[y == 0, k].mean():6.2f}   label 1 (swapped): {x[y == 1, k].mean():6.2f}")
+
+# %% [markdown]
+# In order, A is shorter than B by about 10 tokens and ends like a sentence more often than B; swapped, the
+# other way round. So on the reference recipe the surface alone predicts the order about 58% of the time, and on
+# ours the same probe is at chance (51%). Part of the reference's score is its label imbalance: 53% of its
+# labels are 1, because a one-sentence chunk gets its B from another document and is always labelled "swapped"
+# (albert#234), so a constant answer already scores 53% and the surface cues add the rest. A few points may
+# look harmless, but a network is a far better probe than five features, and any reliable cue is learnt before
+# the hard thing the task was designed to teach.
 #
 # > **Differs from the reference code.** Our `build_instances` makes SOP pairs differently, on purpose
 # > (its module docstring gives the details):
