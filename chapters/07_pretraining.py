@@ -364,6 +364,12 @@ print(f"stopped at step {result.step} ({result.stop_reason}); held-out MLM accur
 # Kill the run and **run the same command again**: it finds `runs/mini-sop/run.json`, checks the settings match,
 # and continues from the newest checkpoint, bit for bit on the same machine and thread count. A command with
 # different settings is refused (use a new `--out`, or `--overwrite`).
+#
+# > **Differs from the paper.** The recipe is the paper's (LAMB, warmup then linear decay, clipping at 1.0,
+# > weight decay 0.01, SOP with n-gram masking), the sizes are not: 32 sequences of 128 tokens per step instead of
+# > 4096 of 512, 1,200 steps instead of 125k, a 50-step warmup (4%) instead of 3,125 (2.5%), and a peak rate of
+# > 5e-3 instead of 0.00176. The higher rate suits a short run of a small model (LAMB's step is relative to each
+# > tensor's norm, so the rate is a fraction per step, not an absolute size); plus the unigram prior above.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -473,7 +479,7 @@ for part in parts:
     heights = np.array([getattr(reports[name], part) / MIB for name in twins])
     ax.bar(list(twins), heights, bottom=bottom, label=part.replace("_", " "))
     bottom += heights
-ax.set(ylabel="memory of one training step (MiB, fp32)",
+ax.set(ylabel="memory of one training step (MiB, fp32)", ylim=(0, 1.3 * bottom.max()),
        title="Training memory at batch 32 x 128 with LAMB: sharing saves weights, not activations")
 ax.legend()
 fig.tight_layout()
@@ -567,4 +573,5 @@ for batch_size, world, accumulate in ((32, 1, 1), (16, 2, 1), (16, 1, 2), (32, 2
 #   (`python -m albert_mini.pretrain --help`), `albert_mini/distributed.py` (why the loss is a per-token mean
 #   over the effective batch), `albert_mini/memory.py`.
 # - Chapter 4 for sharing's effect on parameters, chapter 5 for SOP versus NSP, chapter 6 for the masks these
-#   runs train on. The next chapter fine-tunes the pretrained model.
+#   runs train on. Chapter 9 takes the same machinery to the paper's model sizes: memory against compute, and
+#   `torchrun` on several processes.
