@@ -47,10 +47,12 @@
 #   w \leftarrow w - \eta\, r\, u$$
 #
 # Three details matter. There is **no bias correction**: Adam divides $m$ by $1-\beta_1^t$ and $v$ by
-# $1-\beta_2^t$; the reference does not, so the first steps are damped (at step 1, $m/\sqrt{v}$ is
-# $0.1 g / (0.0316 |g|)$, about 3.2 per coordinate instead of 1; the trust ratio then rescales the whole tensor
-# anyway). The weight decay sits **inside** $u$, so the trust ratio scales it too. And the norms are of
-# **whole tensors**, not of layers or coordinates. Here is the step for one tensor:
+# $1-\beta_2^t$; the reference does not. Early on that makes $m/\sqrt{v}$ *larger* than Adam's: at step 1 it
+# is $0.1\,g / (0.0316\,|g|)$, about 3.2 per coordinate instead of 1; for a steady gradient it peaks near 6.6
+# around step 12 and only settles near 1 after a few thousand steps. For adapted tensors the trust ratio rescales
+# $u$ anyway; for LayerNorm and bias tensors the warmup keeps these early steps small. The weight decay sits
+# **inside** $u$, so the trust ratio scales it too. And the norms are of **whole tensors**, not of layers or
+# coordinates. Here is the step for one tensor:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -435,8 +437,8 @@ plt.show()
 # **Reading the curves honestly.** The MLM part learned something: held-out accuracy rose from the 6-7% of
 # frequency guessing to 14.8%, and it was still creeping up when the learning rate reached zero. The SOP part
 # learned nothing: its loss stayed at $\ln 2$ and its held-out accuracy ended at 53.5%, exactly the share of the
-# majority label, so the model settled on always giving one answer (the dips to 46.5% are the steps where it
-# preferred the other one).
+# majority label, so the model settled on giving one answer to almost every pair (the dips to 46.5%, the
+# minority share, are evaluations where it preferred the other answer).
 #
 # That is not a bug in SOP; it is scale. Telling whether two Austen passages are in their original order needs
 # representations of discourse (who is speaking, what answers what, how a paragraph moves on), and a model only
