@@ -54,7 +54,7 @@ class Budget:
     max_documents: int | None = None  # use only the first chapters of each split (fast mode)
 
 
-FULL = Budget(steps=300)
+FULL = Budget(steps=200)
 FAST = Budget(steps=2, batch_size=4, seq_len=64, warmup=1, eval_batches=1, probe_train=32, probe_eval=32,
               probe_steps=5, max_documents=6)
 
@@ -108,8 +108,12 @@ def pretrain(config: AlbertConfig, task: str, budget: Budget) -> tuple[AlbertFor
     key = (config.to_json(), task, budget)
     if key in _trained:
         return _trained[key]
+    from .pretraining_data import unigram_log_prior
+
     torch.manual_seed(budget.seed)
     model = AlbertForPreTraining(config)
+    # The CLI's default: the MLM output bias starts at the training text's log unigram frequencies.
+    model.init_output_bias(unigram_log_prior(_Data.documents("train", budget.max_documents), config.vocab_size))
     if task == "none":  # nothing trains the pooler and the sentence head: leave them as initialised
         model.albert.pooler.requires_grad_(False)
         model.sop_classifier.requires_grad_(False)
@@ -380,11 +384,75 @@ def run(name: str, budget: Budget | None = None, out_dir: Path | None = None) ->
     return path
 
 
+def _pct(value) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
+
+
+def results_tables(folder: Path) -> str:
+    """Markdown tables of every result in `folder`, each next to the paper's numbers."""
+    from .paper import TABLE3, TABLE4, TABLE5
+
+    def load(name):
+        path = folder / f"{name}.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+    out = []
+    if (r := load("sentence_task")) is not None:
+        out += ["### Sentence task (Table 5 analog)", "",
+                "| trained with | MLM acc | NSP acc | SOP acc | paper: MLM / NSP / SOP |", "|---|---|---|---|---|"]
+        for task, row in r["rows"].items():
+            p = TABLE5[task]
+            out.append(f"| {task} | {_pct(row['mlm_acc'])} | {_pct(row['nsp']['accuracy'])} | "
+                       f"{_pct(row['sop']['accuracy'])} | {p['mlm']} / {p['nsp']} / {p['sop']} |")
+        nsp = r["rows"]["nsp"]["nsp"]
+        if "negatives_other_novel" in nsp:
+            out += ["", f"NSP-trained model on NSP negatives from another novel: "
+                        f"{_pct(nsp['negatives_other_novel']['accuracy'])}% ({nsp['negatives_other_novel']['examples']}), "
+                        f"from the same novel: {_pct(nsp['negatives_same_novel']['accuracy'])}% "
+                        f"({nsp['negatives_same_novel']['examples']}), true next: {_pct(nsp['positives']['accuracy'])}% "
+                        f"({nsp['positives']['examples']})."]
+        out.append("")
+    for name, title, paper, key in (("sharing", "Sharing strategies (Table 4 analog)", TABLE4, lambda row: (row["E"] if row["E"] != 256 else 768, row["sharing"])),
+                                    ("embedding_size", "Embedding size (Table 3 analog)", TABLE3, lambda row: (row["sharing"], {32: 64, 64: 128, 128: 256, 256: 768}[row["E"]]))):
+        if (r := load(name)) is None:
+            continue
+        out += [f"### {title}", "", "| model | params | MLM acc | SOP acc | paper row: params, Avg |", "|---|---|---|---|---|"]
+        for label, row in r["rows"].items():
+            ref = paper.get(key(row))
+            ref_text = f"{ref[0]}M, {ref[1]}" if ref else "-"
+            out.append(f"| {label} | {row['params'] / 1e6:.2f}M | {_pct(row['mlm_acc'])} | {_pct(row['sop'])} | {ref_text} |")
+        out.append("")
+    if (r := load("throughput")) is not None:
+        out += ["### Training throughput relative to BERT-large (Table 2's Speedup column)", "",
+                "| model | tokens/s here | speedup here | FLOP ratio | paper |", "|---|---|---|---|---|"]
+        for name, row in r["rows"].items():
+            out.append(f"| {name} | {row['tokens_per_second']:.0f} | {row['speedup']:.2f} | {row['flop_ratio']:.2f} | "
+                       f"{row['paper_speedup'] if row['paper_speedup'] is not None else '-'} |")
+        out.append("")
+    if (r := load("memory")) is not None:
+        out += ["### Training memory (fp32, LAMB)", "", "| model | weights + grads + optimizer (MiB) | activations (MiB) |",
+                "|---|---|---|"]
+        for name, row in r["rows"].items():
+            fixed = row["parameters"] + row["gradients"] + row["optimizer_states"]
+            out.append(f"| {name} | {fixed / 2**20:.1f} | {row['activations'] / 2**20:.1f} |")
+        out.append("")
+    if (r := load("smoothness")) is not None:
+        out += ["### Smoothness (Figure 1 analog): mean angle in degrees per layer", ""]
+        for label, entry in r["models"].items():
+            out.append(f"- {label}: " + ", ".join(f"{d:.1f}" for d in entry["degrees"]))
+        out.append("")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("names", nargs="+", choices=EXPERIMENTS + ("all",), help="experiments to run")
+    parser.add_argument("names", nargs="+", choices=EXPERIMENTS + ("all", "tables"),
+                        help="experiments to run; `tables` prints markdown tables of the results in --out")
     parser.add_argument("--out", type=Path, default=None, help="results folder (default: data/results)")
     args = parser.parse_args(argv)
+    if args.names == ["tables"]:
+        print(results_tables(args.out or results_dir()))
+        return 0
     names = EXPERIMENTS if "all" in args.names else args.names
     start = time.perf_counter()
     for name in names:

@@ -66,3 +66,13 @@ def test_throughput_and_memory(results):
 def test_unknown_experiment():
     with pytest.raises(ValueError, match="unknown experiment 'speed'"):
         experiments.run("speed", experiments.FAST)
+
+
+def test_results_tables_put_ours_next_to_the_paper(results, tmp_path):
+    for name, result in results.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(result))
+    text = experiments.results_tables(tmp_path)
+    assert "| sop |" in text and "54.0 / 78.9 / 86.5" in text  # Table 5's SOP row
+    assert "| E=128 all | 1.98M |" in text and "12M, 80.1" in text  # Table 4's ALBERT-base row
+    assert "| none E=256 |" in text and "108M, 82.3" in text  # Table 3's BERT-base row
+    assert "speedup here" in text and "activations (MiB)" in text
