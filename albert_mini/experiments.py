@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import platform
 import subprocess
@@ -131,8 +132,11 @@ def pretrain(config: AlbertConfig, task: str, budget: Budget) -> tuple[AlbertFor
 
 
 # ---------------------------------------------------------------------------------------------- evaluation
+@functools.lru_cache(maxsize=None)
 def _sentence_set(task: str, split: str, budget: Budget, limit: int, seed: int):
-    """Up to `limit` unmasked instances of an SOP or NSP split as padded tensors, with their sources."""
+    """Up to `limit` unmasked instances of an SOP or NSP split as padded tensors, with their sources.
+
+    Cached: every model of an experiment is scored on the same sets, so they are built once (read only)."""
     from .instances import build_instances
 
     docs = _Data.documents(split, budget.max_documents)
