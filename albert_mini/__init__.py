@@ -6,6 +6,7 @@ from .counting import count_parameters
 from .instances import build_instances
 from .masking import Masker
 from .model import AlbertForPreTraining, AlbertModel
+from .heads import AlbertForMultipleChoice, AlbertForQuestionAnswering, AlbertForSequenceClassification, TaskOutput
 from .pretraining_data import PretrainingBatches, PretrainingDataset, build_pretraining_dataset, collate
 from .tokenizer import Tokenizer, TokenizerError, preprocess_text
 from .checkpoint import CheckpointError, load_pretrained
@@ -16,6 +17,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AlbertConfig", "ConfigError", "PRESETS", "AlbertModel", "AlbertForPreTraining", "count_parameters",
+    "AlbertForSequenceClassification", "AlbertForMultipleChoice", "AlbertForQuestionAnswering", "TaskOutput",
     "CorpusError", "Document", "load_corpus", "load_text_files", "split_sentences",
     "Tokenizer", "TokenizerError", "preprocess_text", "build_instances", "Masker", "PretrainingBatches",
     "PretrainingDataset", "build_pretraining_dataset", "collate", "CheckpointError", "load_pretrained", "Lamb",

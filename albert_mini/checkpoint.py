@@ -238,3 +238,26 @@ def load_pretrained(path: str | Path) -> torch.nn.Module:
     except (SafetensorError, RuntimeError) as err:
         raise CheckpointError(f"{path / MODEL_FILE} does not fit its config: {err}") from err
     return model
+
+
+def export_pretrained(source: str | Path, out_dir: str | Path) -> Path:
+    """Copy the weights and config of a checkpoint (or a run's newest) into `out_dir`, without trainer state.
+
+    The result is what `load_pretrained` and the fine-tuning code read: model.safetensors, config.json and a
+    manifest with their sha256, small enough to ship (the optimizer state of a run is twice the weights).
+    """
+    source = Path(source)
+    if not (source / MANIFEST_FILE).exists():
+        latest = latest_checkpoint(source)
+        if latest is None:
+            raise CheckpointError(f"{source} holds no checkpoint; pass a run directory written by albert_mini.pretrain")
+        source = latest
+    manifest = verify_checkpoint(source)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in (MODEL_FILE, CONFIG_FILE):
+        shutil.copyfile(source / name, out / name)
+    exported = {"format": FORMAT_VERSION, "step": manifest["step"],
+                "sha256": {name: manifest["sha256"][name] for name in (MODEL_FILE, CONFIG_FILE)}}
+    atomic_write_text(out / MANIFEST_FILE, json.dumps(exported, indent=2) + "\n")
+    return out

@@ -8,12 +8,16 @@ import torch
 from torch import nn
 
 from .config import AlbertConfig
+from .heads import AlbertForMultipleChoice, AlbertForQuestionAnswering, AlbertForSequenceClassification
 from .model import AlbertForPreTraining, AlbertModel
 
-# HF class name -> albert_mini class. Later modules (fine-tuning heads) register theirs here too.
+# HF class name -> albert_mini class (the HF class of the same name has the same parameter names).
 HF_TO_OURS: dict[str, type[nn.Module]] = {
     "AlbertModel": AlbertModel,
     "AlbertForPreTraining": AlbertForPreTraining,
+    "AlbertForSequenceClassification": AlbertForSequenceClassification,
+    "AlbertForMultipleChoice": AlbertForMultipleChoice,
+    "AlbertForQuestionAnswering": AlbertForQuestionAnswering,
 }
 # HF spellings of the tanh-approximated GELU all mean our gelu_new.
 _ACTIVATION_FROM_HF = {"gelu_new": "gelu_new", "gelu_pytorch_tanh": "gelu_new", "gelu_fast": "gelu_new",
@@ -84,8 +88,10 @@ def from_hf(hf_model_or_dir) -> nn.Module:
     if kind not in HF_TO_OURS:
         raise ValueError(f"cannot convert {kind}; albert_mini reads {sorted(HF_TO_OURS)}")
     config = config_from_hf(hf_model.config)
+    # The label count lives in HF's config and in our classifier's constructor.
+    extra = {"num_labels": hf_model.config.num_labels} if kind == "AlbertForSequenceClassification" else {}
     with torch.device("meta"):
-        model = HF_TO_OURS[kind](config)
+        model = HF_TO_OURS[kind](config, **extra)
     state = {k: v for k, v in hf_model.state_dict().items() if not k.endswith(("position_ids", "token_type_ids"))}
     _check_keys(model, state, kind)
     model.load_state_dict(state, strict=False, assign=True)
@@ -100,7 +106,8 @@ def to_hf(model: nn.Module):
     if kind is None:
         raise ValueError(f"no HF class for {type(model).__name__}; convertible: {[c.__name__ for c in HF_TO_OURS.values()]}")
     config = model.config
-    hf_model = getattr(transformers, kind)(config_to_hf(config))
+    extra = {"num_labels": model.num_labels} if hasattr(model, "num_labels") else {}
+    hf_model = getattr(transformers, kind)(config_to_hf(config, **extra))
     state = dict(model.state_dict())
     if not config.embedding_projection:  # BERT-style E == H: HF always has the projection, so make it exact
         prefix = "albert." if kind != "AlbertModel" else ""

@@ -122,37 +122,67 @@ def metrics_from_sums(sums: torch.Tensor) -> dict:
     return out
 
 
-def _to_device(batch: dict, device: torch.device) -> dict:
-    missing = [k for k in ("input_ids", "labels") if k not in batch]
+class PretrainingObjective:
+    """What the trainer optimises and reports for pretraining: MLM plus the sentence task.
+
+    An objective tells the trainer which batch keys go to the model (`inputs`, of which `required` must be
+    present), the denominators of a micro-batch (summed over the effective batch before the loss is formed),
+    how to turn a model output into a loss and a float64 stats vector of length `n_stats`, and how summed stats
+    become metrics. Fine-tuning (albert_mini.finetune) plugs its own objective into the same trainer.
+    """
+
+    name = "pretrain"  # the progress bar's label
+    inputs = MODEL_INPUTS
+    required = ("input_ids", "labels")
+    n_stats = 6
+    n_denominators = 2
+    progress = {"loss": "loss", "mlm_acc": "mlm_acc", "sentence_acc": "sent_acc"}
+
+    def denominators(self, batch: dict) -> list[float]:
+        """Masked tokens and labelled sequences of one micro-batch."""
+        sequences = float(batch["sentence_order_label"].numel()) if "sentence_order_label" in batch else 0.0
+        return [float((batch["labels"] != IGNORE_INDEX).sum()), sequences]
+
+    def __call__(self, out, batch: dict, denominators) -> tuple[torch.Tensor, torch.Tensor]:
+        return pretraining_objective(out, batch, *denominators)
+
+    def metrics(self, sums: torch.Tensor) -> dict:
+        return metrics_from_sums(sums)
+
+
+def _to_device(batch: dict, device: torch.device, objective=None) -> dict:
+    objective = objective or PretrainingObjective()
+    missing = [k for k in objective.required if k not in batch]
     if missing:
-        raise KeyError(f"batch lacks {missing}; a batch source must yield dicts with keys {MODEL_INPUTS}")
-    return {k: batch[k].to(device) for k in MODEL_INPUTS if k in batch}
+        raise KeyError(f"batch lacks {missing}; a batch source must yield dicts with keys {objective.inputs}")
+    return {k: batch[k].to(device) for k in objective.inputs if k in batch}
 
 
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, batches, dist: DistInfo | None = None, max_batches: int | None = None,
-             bf16: bool = False) -> dict:
-    """MLM accuracy over masked tokens and sentence-task accuracy on validation batches (summed over ranks)."""
+             bf16: bool = False, objective=None) -> dict:
+    """The objective's metrics on validation batches, summed over ranks (pretraining: MLM and sentence accuracy)."""
     if iter(batches) is batches:
         raise TypeError("validation batches must be re-iterable (a list, or a source whose __iter__ starts over); "
                         "wrap an iterator with list(...)")
     dist = dist or DistInfo()
+    objective = objective or PretrainingObjective()
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
-    sums = torch.zeros(7, dtype=torch.float64)
+    sums = torch.zeros(objective.n_stats, dtype=torch.float64)
     try:
         for i, batch in enumerate(batches):
             if max_batches is not None and i >= max_batches:
                 break
-            batch = _to_device(batch, device)
+            batch = _to_device(batch, device, objective)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                 out = model(**batch)
-            _, stats = pretraining_objective(out, batch, 1.0, 1.0)
-            sums[:6] += stats
+            _, stats = objective(out, batch, [1.0] * objective.n_denominators)
+            sums += stats
     finally:
         model.train(was_training)
-    return metrics_from_sums(all_reduce_sum(sums.to(dist.device), dist).cpu())
+    return objective.metrics(all_reduce_sum(sums.to(dist.device), dist).cpu())
 
 
 def _ci() -> bool:
@@ -164,11 +194,13 @@ class Trainer:
     """Gradient accumulation, clipping, schedule, logging, evaluation, checkpoints and exact resume.
 
     `schedule` is a WarmupPolyDecay or anything with `apply(optimizer, step) -> lr` and `state_dict()`;
-    `batches` follows the batch-source protocol above; `val_batches` is re-iterable (e.g. a list of batches).
+    `batches` follows the batch-source protocol above; `val_batches` is re-iterable (e.g. a list of batches);
+    `objective` defaults to pretraining (see PretrainingObjective; fine-tuning passes its own).
     """
 
     def __init__(self, model, optimizer, schedule: WarmupPolyDecay, batches, config: TrainConfig,
-                 val_batches=None, dist: DistInfo | None = None):
+                 val_batches=None, dist: DistInfo | None = None, objective=None):
+        self.objective = objective or PretrainingObjective()
         self.model = model  # the plain module: saved, evaluated, and the one the optimizer holds
         self.optimizer, self.schedule, self.config = optimizer, schedule, config
         self.device = next(model.parameters()).device
@@ -188,7 +220,8 @@ class Trainer:
         self.tokens_seen = 0
         self.last_saved_step: int | None = None
         self.history: list[dict] = []
-        self._sums = torch.zeros(7, dtype=torch.float64)  # the stats vector + tokens, since the last log line
+        # The objective's stats vector + tokens seen, since the last log line.
+        self._sums = torch.zeros(self.objective.n_stats + 1, dtype=torch.float64)
         self._norms: list[float] = []
         self._window_seconds = 0.0  # data + train-step time since the last log line (evals and saves excluded)
         self._lr = 0.0
@@ -201,27 +234,30 @@ class Trainer:
     # ------------------------------------------------------------------ one optimizer step
     def _next_micro_batches(self) -> list[dict] | None:
         try:
-            return [_to_device(next(self.batch_iter), self.device) for _ in range(self.config.accumulate)]
+            return [_to_device(next(self.batch_iter), self.device, self.objective)
+                    for _ in range(self.config.accumulate)]
         except StopIteration:
             return None
 
-    def _global_counts(self, micro: list[dict] | None) -> tuple[float, float, bool]:
-        """Masked tokens and labelled sequences of the effective batch, and whether any rank ran out of data.
+    def _global_counts(self, micro: list[dict] | None) -> tuple:
+        """The objective's denominators over the effective batch, then whether any rank ran out of data.
 
-        One all-reduce per step carries all three, so every rank agrees on the denominators and on stopping.
+        Pretraining: (masked tokens, labelled sequences, exhausted). One all-reduce per step carries them all,
+        so every rank agrees on the denominators and on stopping.
         """
-        counts = torch.zeros(3, dtype=torch.float64)
+        k = self.objective.n_denominators
+        counts = torch.zeros(k + 1, dtype=torch.float64)
         if micro is None:
-            counts[2] = 1.0
+            counts[k] = 1.0
         else:
-            counts[0] = sum(float((b["labels"] != IGNORE_INDEX).sum()) for b in micro)
-            counts[1] = sum(float(b["sentence_order_label"].numel()) for b in micro if "sentence_order_label" in b)
-        mlm_total, sentence_total, exhausted = all_reduce_sum(counts.to(self.dist.device), self.dist).tolist()
-        return mlm_total, sentence_total, exhausted > 0
+            for b in micro:
+                counts[:k] += torch.tensor(self.objective.denominators(b), dtype=torch.float64)
+        *totals, exhausted = all_reduce_sum(counts.to(self.dist.device), self.dist).tolist()
+        return (*totals, exhausted > 0)
 
     def train_step(self, micro: list[dict], counts: tuple[float, float, bool] | None = None) -> float:
         """Forward and backward over the micro-batches, clip, update; returns the gradient norm."""
-        mlm_total, sentence_total, _ = counts if counts is not None else self._global_counts(micro)
+        *totals, _ = counts if counts is not None else self._global_counts(micro)
         self._lr = self.schedule.apply(self.optimizer, self.step)
         for i, batch in enumerate(micro):
             last = i == len(micro) - 1
@@ -230,10 +266,10 @@ class Trainer:
             with sync:
                 with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.config.bf16):
                     out = self.forward_model(**batch)
-                loss, stats = pretraining_objective(out, batch, mlm_total, sentence_total)
+                loss, stats = self.objective(out, batch, totals)
                 (loss * self.dist.world_size).backward()  # DDP averages over ranks; we want the sum
-            self._sums[:6] += stats
-            self._sums[6] += batch["input_ids"].numel()
+            self._sums[:-1] += stats
+            self._sums[-1] += batch["input_ids"].numel()
         params = [p for p in self.model.parameters() if p.grad is not None]
         norm = (clip_grad_global_norm(params, self.config.clip_norm) if self.config.clip_norm
                 else clip_grad_global_norm(params, float("inf")))
@@ -248,7 +284,7 @@ class Trainer:
         """Run until max_steps, the time budget or the data ends; log, evaluate and save along the way."""
         cfg = self.config
         show_bar = cfg.progress and self.dist.is_main and sys.stderr.isatty() and not _ci()
-        bar = tqdm(total=cfg.max_steps, initial=self.step, desc="pretrain", dynamic_ncols=True, disable=not show_bar)
+        bar = tqdm(total=cfg.max_steps, initial=self.step, desc=self.objective.name, dynamic_ncols=True, disable=not show_bar)
         self._bar = bar
         run_start = time.perf_counter() - self.elapsed
         self.model.train()
@@ -267,7 +303,7 @@ class Trainer:
             step_start = time.perf_counter()
             micro = self._next_micro_batches()
             counts = self._global_counts(micro)
-            if counts[2]:
+            if counts[-1]:
                 stop_reason = "data exhausted"
                 break
             self.train_step(micro, counts)
@@ -293,17 +329,17 @@ class Trainer:
     # ------------------------------------------------------------------ metrics
     def _log_train(self, run_start: float) -> dict:
         sums = all_reduce_sum(self._sums.clone().to(self.dist.device), self.dist).cpu()
-        self.tokens_seen += int(sums[6])
-        metrics = {"type": "train", "step": self.step, **metrics_from_sums(sums), "lr": self._lr,
+        self.tokens_seen += int(sums[-1])
+        metrics = {"type": "train", "step": self.step, **self.objective.metrics(sums[:-1]), "lr": self._lr,
                    "grad_norm": float(np.mean(self._norms)),
-                   "tokens_per_s": float(sums[6]) / max(self._window_seconds, 1e-9),
+                   "tokens_per_s": float(sums[-1]) / max(self._window_seconds, 1e-9),
                    "tokens_seen": self.tokens_seen, "elapsed_s": time.perf_counter() - run_start}
         self._sums.zero_()
         self._norms.clear()
         self._window_seconds = 0.0
         self._record(metrics)
-        bar_fields = {"loss": metrics["loss"], "mlm_acc": metrics["mlm_acc"], "sent_acc": metrics.get("sentence_acc"),
-                      "tok/s": round(metrics["tokens_per_s"])}
+        bar_fields = {shown: metrics.get(key) for key, shown in self.objective.progress.items()}
+        bar_fields["tok/s"] = round(metrics["tokens_per_s"])
         bar_fields = {k: f"{v:.3f}" if isinstance(v, float) else v for k, v in bar_fields.items() if v is not None}
         if self._bar is not None:
             self._bar.set_postfix(bar_fields, refresh=False)
@@ -311,7 +347,8 @@ class Trainer:
 
     def _log_eval(self, run_start: float) -> dict:
         metrics = {"type": "eval", "step": self.step,
-                   **evaluate(self.model, self.val_batches, self.dist, self.config.eval_batches, self.config.bf16),
+                   **evaluate(self.model, self.val_batches, self.dist, self.config.eval_batches, self.config.bf16,
+                              self.objective),
                    "elapsed_s": time.perf_counter() - run_start}
         self._record(metrics)
         self._last_eval_step = self.step
@@ -403,12 +440,12 @@ class Trainer:
 
 
 def train(model, batches, config: TrainConfig, *, optimizer: str = "lamb", lr: float = 1e-3, warmup_steps: int = 0,
-          weight_decay: float = 0.01, val_batches=None, dist: DistInfo | None = None, resume: bool = False
-          ) -> TrainResult:
+          weight_decay: float = 0.01, val_batches=None, dist: DistInfo | None = None, resume: bool = False,
+          objective=None) -> TrainResult:
     """Build the optimizer and schedule for `model`, then train; the one-call form for chapters."""
     opt = build_optimizer(model, optimizer, lr=lr, weight_decay=weight_decay)
     schedule = WarmupPolyDecay(lr, config.max_steps, warmup_steps)
-    trainer = Trainer(model, opt, schedule, batches, config, val_batches=val_batches, dist=dist)
+    trainer = Trainer(model, opt, schedule, batches, config, val_batches=val_batches, dist=dist, objective=objective)
     if resume:
         trainer.resume()
     return trainer.train()

@@ -1,0 +1,193 @@
+"""Fine-tuning: the pretraining trainer with a task objective, batches of task features, and task metrics.
+
+The loop is `albert_mini.trainer.Trainer` (accumulation, clipping, schedule, logging, checkpoints, resume)
+with `TaskObjective` in place of the pretraining objective. A model starts from a pretrained albert_mini
+checkpoint, from Hugging Face weights, or from random initialisation (the control every result is compared to).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from .checkpoint import CheckpointError, load_pretrained
+from .config import AlbertConfig
+from .heads import AlbertForMultipleChoice, AlbertForQuestionAnswering, AlbertForSequenceClassification
+
+HEADS: dict[str, type[nn.Module]] = {
+    "classification": AlbertForSequenceClassification,
+    "multiple_choice": AlbertForMultipleChoice,
+    "span": AlbertForQuestionAnswering,
+}
+_ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+class TaskObjective:
+    """The trainer's objective for a fine-tuning head: mean loss per example, and accuracy.
+
+    Accuracy is the arg-max label (classification, multiple choice) or, for spans, both the arg-max start and
+    the arg-max end token right; the task metrics proper (exact match, F1) come from `evaluate_spans`.
+    """
+
+    name = "finetune"
+    n_stats = 3  # [loss summed over examples, correct, examples]
+    n_denominators = 1
+    progress = {"loss": "loss", "acc": "acc"}
+
+    def __init__(self, kind: str):
+        if kind not in HEADS:
+            raise ValueError(f"unknown task kind {kind!r}; choose one of {sorted(HEADS)}")
+        self.kind = kind
+        targets = ("start_positions", "end_positions") if kind == "span" else ("labels",)
+        self.inputs = (*_ENCODER_INPUTS, *targets)
+        self.required = ("input_ids", *targets)
+
+    def denominators(self, batch: dict) -> list[float]:
+        """Examples in the micro-batch (a multiple-choice example counts once, whatever its options)."""
+        return [float(batch["input_ids"].shape[0])]
+
+    def __call__(self, out, batch: dict, denominators) -> tuple[torch.Tensor, torch.Tensor]:
+        n = batch["input_ids"].shape[0]
+        loss_sum = out.loss * n
+        if self.kind == "span":
+            hits = ((out.start_logits.argmax(-1) == batch["start_positions"].view(-1))
+                    & (out.end_logits.argmax(-1) == batch["end_positions"].view(-1)))
+        elif out.logits.shape[-1] == 1:  # regression has no accuracy
+            hits = torch.zeros(0)
+        else:
+            hits = out.logits.argmax(-1) == batch["labels"].view(-1)
+        stats = torch.tensor([float(loss_sum.detach()), float(hits.sum()), float(n)], dtype=torch.float64)
+        return loss_sum / max(denominators[0], 1.0), stats
+
+    def metrics(self, sums: torch.Tensor) -> dict:
+        loss, correct, n = sums.tolist()
+        return {"loss": loss / n if n else None, "acc": correct / n if n else None}
+
+
+class TaskBatches:
+    """Shuffled mini-batches of task features, epoch after epoch, with a resumable position.
+
+    `features` is any sequence; `collate` turns a list of them into a dict of tensors. Each epoch is a fresh
+    permutation from a generator seeded with (seed, epoch), so a resumed run sees the same batches.
+    """
+
+    def __init__(self, features: Sequence, collate: Callable[[list], dict], batch_size: int, seed: int = 0,
+                 drop_last: bool = True):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if len(features) < (batch_size if drop_last else 1):
+            raise ValueError(f"{len(features)} features cannot fill one batch of {batch_size}; "
+                             "lower batch_size or add data")
+        self.features, self.collate, self.batch_size, self.seed = features, collate, batch_size, seed
+        self.drop_last = drop_last
+        self.epoch, self.position = 0, 0
+        self._order = self._permutation(0)
+
+    def _permutation(self, epoch: int) -> np.ndarray:
+        return np.random.default_rng([self.seed, epoch]).permutation(len(self.features))
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> dict:
+        end = self.position + self.batch_size
+        if end > len(self.features) or (not self.drop_last and self.position >= len(self.features)):
+            self.epoch, self.position = self.epoch + 1, 0
+            self._order = self._permutation(self.epoch)
+            end = self.batch_size
+        chosen = self._order[self.position:end]
+        self.position = end
+        return self.collate([self.features[i] for i in chosen])
+
+    def state_dict(self) -> dict:
+        return {"epoch": self.epoch, "position": self.position}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.epoch, self.position = state["epoch"], state["position"]
+        self._order = self._permutation(self.epoch)
+
+
+def in_order(features: Sequence, collate: Callable[[list], dict], batch_size: int) -> list[dict]:
+    """Evaluation batches: every feature once, in order, the last batch possibly smaller."""
+    return [collate(list(features[i:i + batch_size])) for i in range(0, len(features), batch_size)]
+
+
+# ---------------------------------------------------------------------- models
+def build_task_model(kind: str, init: str | Path | nn.Module | None = None, config: AlbertConfig | None = None,
+                     num_labels: int = 2, seed: int = 0) -> nn.Module:
+    """A task head whose encoder comes from `init`: None/"random", a pretraining checkpoint, an HF dir or a model.
+
+    Only `albert.*` weights are taken from the source; the head itself always starts from random weights
+    drawn with `seed`, so a pretrained and a random-init model differ only in their encoders.
+    """
+    if kind not in HEADS:
+        raise ValueError(f"unknown task kind {kind!r}; choose one of {sorted(HEADS)}")
+    source = None if init in (None, "random") else _encoder_source(init)
+    if source is not None:
+        config = source.config
+    if config is None:
+        raise ValueError("random initialisation needs a config, e.g. AlbertConfig.from_preset('albert-mini')")
+    extra = {"num_labels": num_labels} if kind == "classification" else {}
+    torch.manual_seed(seed)
+    model = HEADS[kind](config, **extra)
+    if source is not None:
+        encoder = {k: v for k, v in source.state_dict().items() if k.startswith("albert.")}
+        missing, _ = model.load_state_dict(encoder, strict=False)
+        if any(k.startswith("albert.") for k in missing):
+            raise CheckpointError(f"{init} lacks encoder weights {[k for k in missing if k.startswith('albert.')][:3]}")
+    return model
+
+
+def _encoder_source(init) -> nn.Module:
+    """A model whose `albert.*` weights are the encoder to start from."""
+    if isinstance(init, nn.Module):
+        model = init
+    else:
+        path = Path(init)
+        if not path.exists():
+            raise FileNotFoundError(f"{path} does not exist; pass a pretraining run or checkpoint directory "
+                                    "(python -m albert_mini.pretrain), an HF save_pretrained directory, or 'random'")
+        if (path / "config.json").exists() and not (path / "manifest.json").exists() and _is_hf_dir(path):
+            from .hf import from_hf
+
+            model = from_hf(path)
+        else:
+            model = load_pretrained(path)
+    if type(model).__name__ == "AlbertModel":  # a bare encoder: give its weights the `albert.` prefix
+        wrapper = nn.Module()
+        wrapper.albert, wrapper.config = model, model.config
+        return wrapper
+    if not hasattr(model, "albert"):
+        raise TypeError(f"{type(model).__name__} has no ALBERT encoder to fine-tune")
+    return model
+
+
+def _is_hf_dir(path: Path) -> bool:
+    import json
+
+    return "architectures" in json.loads((path / "config.json").read_text())
+
+
+# ---------------------------------------------------------------------- prediction
+@torch.no_grad()
+def predict_logits(model: nn.Module, batches: Sequence[dict]) -> torch.Tensor:
+    """Concatenated logits of the model over evaluation batches (eval mode, targets not needed)."""
+    was_training = model.training
+    model.eval()
+    try:
+        outs = [model(**{k: b[k] for k in _ENCODER_INPUTS if k in b}).logits for b in batches]
+    finally:
+        model.train(was_training)
+    return torch.cat(outs)
+
+
+def accuracy(logits: torch.Tensor, labels: Sequence[int]) -> float:
+    """Fraction of rows whose arg-max is the label."""
+    labels = torch.as_tensor(list(labels))
+    if logits.shape[0] != labels.shape[0]:
+        raise ValueError(f"{logits.shape[0]} predictions for {labels.shape[0]} labels")
+    return float((logits.argmax(-1) == labels).float().mean())
