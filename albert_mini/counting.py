@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 from torch import nn
 
 from .config import AlbertConfig
@@ -61,3 +63,98 @@ def count_parameters(config_or_model, breakdown: bool = False, pooler: bool = Tr
     else:
         raise TypeError(f"count_parameters takes an AlbertConfig or an nn.Module, not {type(config_or_model).__name__}")
     return counts if breakdown else sum(counts.values())
+
+
+# ---------------------------------------------------------------------------------------------- tables
+SHAPE_COLUMNS = ("V", "E", "H", "L", "A", "I", "sharing")
+_HEADERS = {
+    "name": "model", "V": "V", "E": "E", "H": "H", "L": "L", "A": "heads", "I": "FFN I", "sharing": "sharing",
+    "embeddings": "embeddings", "projection": "projection", "attention": "attention", "ffn": "FFN",
+    "pooler": "pooler", "mlm_head": "MLM head", "sentence_head": "sentence head", "total": "total",
+    "paper_convention": "total, paper's rules",
+}
+
+
+def parameter_table(configs: Mapping[str, AlbertConfig] | Iterable[str], pooler: bool = True, heads: bool = False,
+                    paper_convention: bool = False) -> list[dict]:
+    """One row per config: its shape, the closed-form count of every component, and the total.
+
+    `configs` is {name: AlbertConfig} or a list of preset names. Row keys: name, V, E, H, L, A (attention heads),
+    I (FFN width), sharing, the COMPONENTS, total; with paper_convention=True also "paper_convention", the total
+    counted as the paper's tables count it (albert_mini.paper.paper_convention_count, which ignores `pooler` and
+    `heads`).
+    """
+    named = _named_configs(configs)
+    rows = []
+    for name, config in named.items():
+        parts = closed_form_breakdown(config, pooler=pooler, heads=heads)
+        row = {"name": name, "V": config.vocab_size, "E": config.embedding_size, "H": config.hidden_size,
+               "L": config.num_hidden_layers, "A": config.num_attention_heads, "I": config.intermediate_size,
+               "sharing": config.sharing, **parts, "total": sum(parts.values())}
+        if paper_convention:
+            from .paper import paper_convention_count  # paper.py imports from this module: no cycle
+
+            row["paper_convention"] = paper_convention_count(config)
+        rows.append(row)
+    return rows
+
+
+def _named_configs(configs) -> dict[str, AlbertConfig]:
+    if isinstance(configs, str):
+        raise TypeError(f"parameter_table takes a list of preset names, not one string; write [{configs!r}]")
+    if isinstance(configs, Mapping):
+        for name, config in configs.items():
+            if not isinstance(config, AlbertConfig):
+                raise TypeError(f"parameter_table: entry {name!r} is a {type(config).__name__}, not an AlbertConfig; "
+                                f"build it with AlbertConfig.from_preset(...) or pass preset names as a list")
+        named = dict(configs)
+    elif isinstance(configs, Iterable):
+        names = list(configs)
+        for name in names:
+            if not isinstance(name, str):
+                raise TypeError(f"parameter_table: {name!r} is not a preset name; pass a list of preset names "
+                                f"or a {{name: AlbertConfig}} dict")
+        named = {name: AlbertConfig.from_preset(name) for name in names}  # unknown names raise ConfigError
+    else:
+        raise TypeError(f"parameter_table takes {{name: AlbertConfig}} or a list of preset names, "
+                        f"not {type(configs).__name__}")
+    if not named:
+        raise ValueError("parameter_table got no configs; pass at least one preset name or config")
+    return named
+
+
+def format_parameter_table(rows: list[dict], unit: str = "M") -> str:
+    """A markdown table of parameter_table rows; counts in millions ("M", 2 decimals) or exact ("exact", 1,234).
+
+    With unit="M", counts under 10,000 are printed exactly (2,112, not 0.00M). Component columns that are zero
+    in every row (e.g. the heads when they were not counted) are left out.
+    """
+    if unit not in ("M", "exact"):
+        raise ValueError(f"format_parameter_table: unknown unit {unit!r}; use 'M' (millions) or 'exact'")
+    if not rows:
+        raise ValueError("format_parameter_table got no rows; build them with parameter_table(...)")
+    needed = ("name", *SHAPE_COLUMNS, *COMPONENTS, "total")
+    for number, row in enumerate(rows, start=1):
+        missing = [key for key in needed if key not in row]
+        if missing:
+            raise KeyError(f"format_parameter_table: row {number} ({row.get('name', '?')}) lacks {missing}; "
+                           f"build rows with parameter_table(...)")
+    components = [c for c in COMPONENTS if any(row[c] for row in rows)]
+    counts = [*components, "total"] + (["paper_convention"] if all("paper_convention" in r for r in rows) else [])
+    columns = ["name", *SHAPE_COLUMNS, *counts]
+
+    def cell(key: str, value) -> str:
+        if key in counts:
+            return _format_count(value, unit)
+        return f"{value:,}" if isinstance(value, int) else str(value)
+
+    align = ["---" if key in ("name", "sharing") else "---:" for key in columns]
+    lines = ["| " + " | ".join(_HEADERS[key] for key in columns) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(cell(key, row[key]) for key in columns) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _format_count(count: int, unit: str) -> str:
+    if unit == "exact" or count < 10_000:  # below 0.01M two decimals would print a misleading 0.00M
+        return f"{count:,}"
+    return f"{count / 1e6:,.2f}M"

@@ -34,7 +34,8 @@ from .counting import count_parameters
 from .model import AlbertForPreTraining
 from .settings import fast_mode
 
-EXPERIMENTS = ("sentence_task", "sharing", "embedding_size", "smoothness", "throughput", "memory")
+EXPERIMENTS = ("sentence_task", "sharing", "embedding_size", "smoothness", "throughput", "memory", "finetune")
+PRETRAINED_DIR = Path(__file__).resolve().parents[1] / "data" / "pretrained" / "albert-mini-austen"
 
 
 @dataclass(frozen=True)
@@ -297,6 +298,37 @@ def memory(budget: Budget) -> dict:
     return {"rows": rows, "batch": {"mini": [budget.batch_size, budget.seq_len], "paper_configs": [8, 512]}}
 
 
+def finetune_settings(budget: Budget) -> dict:
+    """The fixed fine-tuning budget per task (FinetuneSettings), the same for both encoders."""
+    from .finetune import FinetuneSettings
+
+    if budget == FAST:
+        return {name: FinetuneSettings(steps=2, batch_size=4, seed=budget.seed, max_train_examples=16,
+                                       max_eval_examples=16) for name in ("polarity", "austen-mc", "austen-span")}
+    return {"polarity": FinetuneSettings(steps=400, batch_size=32, seed=budget.seed),
+            "austen-mc": FinetuneSettings(steps=300, batch_size=8, seed=budget.seed),
+            "austen-span": FinetuneSettings(steps=400, batch_size=16, seed=budget.seed)}
+
+
+def finetune(budget: Budget) -> dict:
+    """Does pretraining help? Each task fine-tuned from the shipped pretrained encoder and from random weights."""
+    from .checkpoint import load_pretrained
+    from .finetune import run_task
+
+    pretrained = load_pretrained(PRETRAINED_DIR)  # fails with a clear message when the weights are missing
+    rows = {}
+    for name, settings in finetune_settings(budget).items():
+        rows[name] = {}
+        for init in ("pretrained", "random"):
+            source = PRETRAINED_DIR if init == "pretrained" else "random"
+            result = run_task(name, source, settings, config=pretrained.config)
+            result.pop("model")
+            rows[name][init] = {**result, "init": init, "settings": dataclasses.asdict(settings)}
+    manifest = json.loads((PRETRAINED_DIR / "manifest.json").read_text())
+    return {"rows": rows, "pretrained": {"path": "data/pretrained/albert-mini-austen", "step": manifest["step"],
+                                         "sha256": manifest["sha256"]}}
+
+
 # ---------------------------------------------------------------------------------------------- figures
 def figure(name: str, result: dict):
     """The figure of one experiment's result (a matplotlib Figure), or None for results shown as tables."""
@@ -307,6 +339,8 @@ def figure(name: str, result: dict):
     if name == "smoothness":
         models = {k: Smoothness(**v) for k, v in result["models"].items()}
         return plot_smoothness(models, title=f"Layer input vs output embeddings, held-out Austen ({setting})")
+    if name == "finetune":
+        return finetune_figure(result)
     if name == "sentence_task":
         rows = result["rows"]
         fig, ax = plt.subplots(figsize=(7, 3.6))
@@ -354,6 +388,35 @@ def figure(name: str, result: dict):
 
 
 # ---------------------------------------------------------------------------------------------- output
+def finetune_figure(result: dict):
+    """Bars: each task's test metric after the same fine-tuning budget, pretrained vs random encoder."""
+    import matplotlib.pyplot as plt
+
+    rows = result["rows"]
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    labels = []
+    for i, (task, pair) in enumerate(rows.items()):
+        metric = "accuracy" if "accuracy" in pair["pretrained"] else "f1"
+        labels.append(f"{task}\n({'accuracy' if metric == 'accuracy' else 'F1'}, "
+                      f"{pair['pretrained']['settings']['steps']} steps)")
+        for j, (init, colour) in enumerate((("pretrained", "tab:blue"), ("random", "tab:grey"))):
+            value = pair[init][metric] * (100 if metric == "accuracy" else 1)
+            ax.bar(i + (j - 0.5) * 0.38, value, 0.38, color=colour, label=f"{init} encoder" if i == 0 else None)
+            ax.text(i + (j - 0.5) * 0.38, value + 1, f"{value:.1f}", ha="center", fontsize=8)
+    chance = {"polarity": 50, "austen-mc": 25}
+    for i, task in enumerate(rows):
+        if task in chance:
+            ax.hlines(chance[task], i - 0.45, i + 0.45, colors="black", linestyles="dotted",
+                      label="chance" if i == 0 else None)
+    ax.set_xticks(range(len(rows)), labels)
+    ax.set_ylabel("test score (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title(f"Fine-tuning albert-mini: pretrained on Austen (step {result['pretrained']['step']}) vs random init")
+    ax.legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    return fig
+
+
 def _git_revision() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -439,6 +502,18 @@ def results_tables(folder: Path) -> str:
         for name, row in r["rows"].items():
             fixed = row["parameters"] + row["gradients"] + row["optimizer_states"]
             out.append(f"| {name} | {fixed / 2**20:.1f} | {row['activations'] / 2**20:.1f} |")
+        out.append("")
+    if (r := load("finetune")) is not None:
+        out += ["### Fine-tuning: pretrained vs random encoder (same budget)", "",
+                "| task | metric | pretrained | random init | steps x batch | epochs |", "|---|---|---|---|---|---|"]
+        for task, pair in r["rows"].items():
+            p, q = pair["pretrained"], pair["random"]
+            if "accuracy" in p:
+                metric, a, b = "accuracy", _pct(p["accuracy"]), _pct(q["accuracy"])
+            else:
+                metric, a, b = "EM / F1", f"{p['exact_match']:.1f} / {p['f1']:.1f}", f"{q['exact_match']:.1f} / {q['f1']:.1f}"
+            s = p["settings"]
+            out.append(f"| {task} | {metric} | {a} | {b} | {s['steps']} x {s['batch_size']} | {p['epochs']:.1f} |")
         out.append("")
     if (r := load("smoothness")) is not None:
         out += ["### Smoothness (Figure 1 analog): mean angle in degrees per layer", ""]

@@ -7,6 +7,7 @@ checkpoint, from Hugging Face weights, or from random initialisation (the contro
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -191,3 +192,124 @@ def accuracy(logits: torch.Tensor, labels: Sequence[int]) -> float:
     if logits.shape[0] != labels.shape[0]:
         raise ValueError(f"{logits.shape[0]} predictions for {labels.shape[0]} labels")
     return float((logits.argmax(-1) == labels).float().mean())
+
+
+# ---------------------------------------------------------------------- tasks
+@dataclass(frozen=True)
+class Task:
+    """A fine-tuning task: its head, where its examples come from, and how they become model inputs."""
+
+    name: str
+    kind: str  # a key of HEADS
+    splits: tuple[str, ...]  # the first is trained on, the last is reported
+    max_length: int
+    num_labels: int = 2
+    max_qa_length: int = 64  # multiple choice: question + option tokens kept (their last ones)
+    doc_stride: int = 128  # spans: how far consecutive windows of a long context are apart
+    max_query_length: int = 64  # spans: question tokens kept (their first ones)
+
+    def load(self, split: str) -> list:
+        """The task's examples of `split`, read from data/ (or cache/ for data that may not be committed)."""
+        if split not in self.splits:
+            raise ValueError(f"{self.name} has splits {self.splits}, not {split!r}")
+        if self.name == "polarity":
+            from .polarity import load_polarity
+
+            return load_polarity(split)
+        from .derived_tasks import load_austen_mc, load_austen_span
+
+        return (load_austen_mc if self.kind == "multiple_choice" else load_austen_span)(split)
+
+    def features(self, tokenizer, examples) -> list:
+        """Model-ready features: one per example, or one per context window for spans."""
+        from . import task_inputs as ti
+
+        if self.kind == "classification":
+            return ti.classification_features(tokenizer, examples, self.max_length)
+        if self.kind == "multiple_choice":
+            return [ti.race_features(tokenizer, e, self.max_length, self.max_qa_length) for e in examples]
+        return [f for e in examples
+                for f in ti.squad_features(tokenizer, e, self.max_length, self.doc_stride, self.max_query_length)]
+
+    def collate(self, features) -> dict:
+        from . import task_inputs as ti
+
+        return {"classification": ti.collate_classification, "multiple_choice": ti.collate_multiple_choice,
+                "span": ti.collate_spans}[self.kind](features)
+
+
+# 128 tokens everywhere: the shipped encoder was pretrained on 128-token sequences, so positions beyond that have
+# never been trained (data/tasks keeps passages short enough to fit).
+TASKS: dict[str, Task] = {
+    "polarity": Task("polarity", "classification", ("train", "validation", "test"), max_length=128),
+    "austen-mc": Task("austen-mc", "multiple_choice", ("train", "test"), max_length=128, max_qa_length=64),
+    "austen-span": Task("austen-span", "span", ("train", "test"), max_length=128, doc_stride=64,
+                        max_query_length=48),
+}
+
+
+def get_task(name: str) -> Task:
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
+    return TASKS[name]
+
+
+def evaluate_task(model: nn.Module, task: Task, tokenizer, examples: Sequence, features: Sequence | None = None,
+                  batch_size: int = 32) -> dict:
+    """The task's metric on labelled examples: accuracy, or exact match and F1 (in %) for spans."""
+    from .squad_metrics import squad_scores
+    from .task_inputs import decode_spans
+
+    features = task.features(tokenizer, examples) if features is None else features
+    logits = predict_logits(model, in_order(features, task.collate, batch_size))
+    if task.kind != "span":
+        return {"accuracy": accuracy(logits, [f.label for f in features]), "n": len(features)}
+    contexts = {e.id: e.context for e in examples}
+    predictions = decode_spans(features, logits[..., 0], logits[..., 1], contexts)
+    return squad_scores(predictions, examples)
+
+
+@dataclass
+class FinetuneSettings:
+    """A fixed fine-tuning budget: the same for a pretrained and a randomly initialised encoder."""
+
+    steps: int
+    batch_size: int
+    lr: float = 3e-4
+    warmup_fraction: float = 0.1
+    weight_decay: float = 0.01
+    optimizer: str = "adamw"
+    seed: int = 0
+    max_train_examples: int | None = None  # fast mode: the first examples only
+    max_eval_examples: int | None = None
+
+
+def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None, config: AlbertConfig | None = None,
+             out_dir: str | Path | None = None, progress: bool = False) -> dict:
+    """Fine-tune a fresh head on `task` from `init` (a checkpoint, an HF dir or "random"); score the test split."""
+    import time
+
+    from .tokenizer import Tokenizer
+    from .trainer import TrainConfig, train
+
+    task = get_task(task) if isinstance(task, str) else task
+    tokenizer = tokenizer or Tokenizer.default()
+    train_examples = task.load(task.splits[0])[:settings.max_train_examples]
+    test_examples = task.load(task.splits[-1])[:settings.max_eval_examples]
+    train_features = task.features(tokenizer, train_examples)
+    test_features = task.features(tokenizer, test_examples)
+    model = build_task_model(task.kind, init, config=config, num_labels=task.num_labels, seed=settings.seed)
+    start = time.perf_counter()
+    result = train(model, TaskBatches(train_features, task.collate, settings.batch_size, seed=settings.seed),
+                   TrainConfig(max_steps=settings.steps, out_dir=None if out_dir is None else str(out_dir),
+                               progress=progress, log_every=max(1, settings.steps // 20)),
+                   optimizer=settings.optimizer, lr=settings.lr, weight_decay=settings.weight_decay,
+                   warmup_steps=round(settings.warmup_fraction * settings.steps), objective=TaskObjective(task.kind))
+    seconds = time.perf_counter() - start
+    scores = evaluate_task(model, task, tokenizer, test_examples, test_features)
+    return {"task": task.name, "init": "random" if init in (None, "random") else str(init), "split": task.splits[-1],
+            **scores, "train_examples": len(train_examples), "train_features": len(train_features),
+            "epochs": settings.steps * settings.batch_size / len(train_features), "train_seconds": round(seconds, 1),
+            "final_train_loss": result.train["loss"] if result.train else None,
+            "history": [{"step": h["step"], "loss": h["loss"], "acc": h["acc"]} for h in result.history
+                        if h["type"] == "train"], "model": model}

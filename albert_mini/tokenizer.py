@@ -54,6 +54,59 @@ def preprocess_text(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+def preprocess_with_origins(text: str) -> tuple[str, list[int], list[int]]:
+    """`preprocess_text(text)` and, for each of its characters, the span [start, end) of `text` it came from.
+
+    The steps of `preprocess_text` are replayed one character at a time so that every output character keeps
+    the index of its source: a `` or '' pair gives one '"' spanning both quotes, a character that NFKD expands
+    ("\ufb01" -> "fi") gives several characters with the same span, a combining accent that is dropped widens
+    the span of the character before it (so "e\u0301" maps back whole), and a run of whitespace gives one space
+    spanning the first whitespace character.
+    """
+    chars: list[str] = []
+    starts: list[int] = []  # chars[k] came from text[starts[k]:ends[k]]
+    ends: list[int] = []
+    i = 0
+    while i < len(text):
+        if text[i:i + 2] in ("``", "''"):
+            chars.append('"'), starts.append(i), ends.append(i + 2)
+            i += 2
+            continue
+        char = text[i]
+        kept = char if char < "\x80" else [  # ASCII is its own NFKD form and has no combining marks
+            c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c)]
+        for c in kept:
+            chars.append(c), starts.append(i), ends.append(i + 1)
+        if not kept and ends and ends[-1] == i:
+            ends[-1] = i + 1  # a lone accent belongs to the letter it sits on
+        i += 1
+    # Lower-case the whole string (Greek final sigma depends on context). Once NFKD has split off the marks, no
+    # character in Unicode lower-cases to several ("İ" is "I" + a dropped dot), so positions still line up; the
+    # comparison with preprocess_text below would catch it if a future Unicode version broke that.
+    chars = list("".join(chars).lower())
+    out: list[int] = []  # indices into chars of the characters that survive whitespace collapsing
+    space_at: int | None = None
+    for k, char in enumerate(chars):
+        if char.isspace():
+            if out and space_at is None:
+                space_at = k  # a run of whitespace becomes one space, kept only if text follows
+            continue
+        if space_at is not None:
+            out.append(space_at)
+            space_at = None
+        out.append(k)
+    norm = "".join(" " if chars[k].isspace() else chars[k] for k in out)
+    expected = preprocess_text(text)
+    if norm != expected:
+        diverge = next((k for k, (a, b) in enumerate(zip(norm, expected)) if a != b), min(len(norm), len(expected)))
+        raise TokenizerError(
+            f"cannot align preprocessed text with its source: replaying preprocess_text character by character "
+            f"gives {norm[max(0, diverge - 10):diverge + 10]!r} where preprocess_text gives "
+            f"{expected[max(0, diverge - 10):diverge + 10]!r} (character {diverge}); report this text as a bug"
+        )
+    return norm, [starts[k] for k in out], [ends[k] for k in out]
+
+
 def is_word_start(piece: str) -> bool:
     """ALBERT's whole-word rule (create_pretraining_data.py): does this piece begin a new word?
 
@@ -139,6 +192,47 @@ class Tokenizer:
         if not isinstance(text, str):
             raise TokenizerError(f"encode() takes a str, got {type(text).__name__}; use __call__ for batches")
         return self.sp.encode(preprocess_text(text))
+
+    def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        """`encode(text)` and, for each id, the span (start, end) of the ORIGINAL `text` its piece covers.
+
+        Spans leave out the space that a "▁" piece stands for, so a lone "▁" piece (SentencePiece puts one
+        before characters it must spell separately, such as unknown ones) gets an empty span (p, p) at the
+        character that follows it. Pieces cut from one source character (NFKD turns "\ufb01" into "fi") share
+        that character's span.
+        """
+        if not isinstance(text, str):
+            raise TokenizerError(f"encode_with_offsets() takes a str, got {type(text).__name__}")
+        norm, starts, ends = preprocess_with_origins(text)
+        proto = self.sp.encode(norm, return_type="proto")
+        # SentencePiece reports UTF-8 byte offsets into `norm`; map each character boundary byte to its index.
+        char_at_byte: dict[int, int] = {}
+        n_bytes = 0
+        for index, char in enumerate(norm):
+            char_at_byte[n_bytes] = index
+            n_bytes += len(char.encode("utf-8"))
+        char_at_byte[n_bytes] = len(norm)
+        utf8 = norm.encode("utf-8")
+        ids: list[int] = []
+        offsets: list[tuple[int, int]] = []
+        for piece in proto.pieces:
+            if piece.begin not in char_at_byte or piece.end not in char_at_byte or \
+                    utf8[piece.begin:piece.end].decode("utf-8") != piece.surface:
+                raise TokenizerError(
+                    f"SentencePiece gave piece {piece.piece!r} the byte span {piece.begin}:{piece.end}, which is not "
+                    f"its surface {piece.surface!r} in the preprocessed text; this sentencepiece version reports "
+                    f"offsets differently, so encode_with_offsets cannot be used with it"
+                )
+            begin, end = char_at_byte[piece.begin], char_at_byte[piece.end]
+            if begin < end and norm[begin] == " ":
+                begin += 1  # the space "▁" stands for is not part of the word
+            if begin < end:
+                offsets.append((starts[begin], ends[end - 1]))
+            else:
+                where = starts[begin] if begin < len(norm) else len(text)
+                offsets.append((where, where))
+            ids.append(piece.id)
+        return ids, offsets
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of `ids`, leaving out special ids (<pad>, <unk>, [CLS], [SEP], [MASK])."""

@@ -183,16 +183,20 @@ print("hand-computed h0", tuple(h0.shape), "matches the model's hidden_states[0]
 # The left panel counts the whole embedding block (three tables at width E, their LayerNorm, and the projection),
 # from the package's closed form `albert_mini.counting.closed_form_breakdown`, for the widths of ALBERT-base
 # (H = 768) and ALBERT-xxlarge (H = 4096). The dashed lines are BERT's embedding block for the same H (E = H, no
-# projection). The right panel counts the whole encoder, all layers shared as in ALBERT, for the ALBERT-base and
-# ALBERT-xxlarge shapes with E varied.
+# projection). The middle and right panels count the whole encoder of the ALBERT-base and ALBERT-xxlarge shapes
+# with E varied, once with nothing shared and once with all layers shared as in ALBERT; the package draws them
+# with `albert_mini.parameter_plots.plot_parameters_vs_embedding`, which also marks Table 3's printed counts
+# (circles) on the ALBERT-base panel.
 
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import ScalarFormatter
 
 from albert_mini import count_parameters
 from albert_mini.book import save_figure
 from albert_mini.counting import closed_form_breakdown
+from albert_mini.parameter_plots import plot_parameters_vs_embedding
 
 
 def embedding_block_params(config):
@@ -202,34 +206,30 @@ def embedding_block_params(config):
 
 
 sizes = np.unique(np.geomspace(16, 4096, 40).round().astype(int))
-shapes = {"ALBERT-base shape (H = 768, L = 12)": "albert-base", "ALBERT-xxlarge shape (H = 4096, L = 12)": "albert-xxlarge"}
-fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-for (label, preset), color in zip(shapes.items(), ("tab:blue", "tab:red")):
+fig, (left, middle, right) = plt.subplots(1, 3, figsize=(17, 4.6))
+for preset, color in (("albert-base", "tab:blue"), ("albert-xxlarge", "tab:red")):
     configs = [AlbertConfig.from_preset(preset, embedding_size=int(E)) for E in sizes]
     H = configs[0].hidden_size
     bert_block = embedding_block_params(configs[0].replace(embedding_size=H, embedding_projection=False))
     left.plot(sizes, [embedding_block_params(c) / 1e6 for c in configs], color=color, label=f"factorized, H = {H}")
     left.axhline(bert_block / 1e6, color=color, ls="--", label=f"BERT-style E = H = {H}")
-    right.plot(sizes, [count_parameters(c) / 1e6 for c in configs], color=color, label=label)
-    released = count_parameters(AlbertConfig.from_preset(preset)) / 1e6  # the released model, E = 128
-    right.scatter([128], [released], color=color, zorder=3)
-    right.annotate(f"{released:.1f}M", (128, released), textcoords="offset points", xytext=(6, -12), color=color)
-for ax in (left, right):
-    ax.axvline(128, color="gray", ls=":", label="E = 128 (every ALBERT)")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("embedding size E (log scale)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+left.axvline(128, color="gray", ls=":", label="E = 128 (every ALBERT)")
+left.set_xscale("log", base=2)
+left.xaxis.set_major_formatter(ScalarFormatter())
+left.set_yscale("log")
+left.set_xlabel("embedding size E (log2 scale)")
 left.set_ylabel("parameters (millions, log scale)")
-right.set_ylabel("parameters (millions, log scale)")
 left.set_title("Embedding block (V = 30,000)")
-right.set_title("Whole encoder, all layers shared (V = 30,000)")
+left.grid(True, which="both", alpha=0.3)
+left.legend(fontsize=8)
+plot_parameters_vs_embedding("albert-base", sizes, ax=middle)
+plot_parameters_vs_embedding("albert-xxlarge", sizes, ax=right)
+fig.tight_layout()
 save_figure(fig, "03_params_vs_E.png")
 plt.show()
 
 # %% [markdown]
-# Three things to read off the figure:
+# Four things to read off the figure:
 #
 # - Below the crossing with its dashed line, a factorized block is smaller than BERT's; the crossings sit just
 #   under $E = H$, because the projection costs $E \cdot H$ on top of the tables (Exercise 2 finds the exact
@@ -238,6 +238,9 @@ plt.show()
 #   H = 4096: the wider the model, the more the factorization saves.
 # - For the whole shared-layer encoder, E matters a lot for ALBERT-base, where the one shared layer is only
 #   7.1M parameters, and little for the xxlarge shape, where the shared layer (201M) dominates until E is large.
+# - Without sharing, the twelve layers dominate at every E: Table 3's not-shared ALBERT-base grows only from 87M
+#   (E = 64) to 108M (E = 768), while the all-shared one triples, from 10M to 31M. The circles sit on the exact
+#   curves; the paper's counting convention differs from the exact count by at most 1.2M (next section).
 
 # %% [markdown]
 # ### Exercise 2: where factorizing stops saving
@@ -305,6 +308,21 @@ for (sharing, E), (printed, avg) in TABLE3.items():
 # best (80.1) and larger tables do not help, which is why every ALBERT uses E = 128. The experiments at the end of
 # the book pretrain the small `albert-mini` with several E on the Austen corpus and compare the trend with this
 # table, at a scale a laptop can afford.
+
+# %% [markdown]
+# To see where the parameters sit, `albert_mini.counting.parameter_table` counts any set of configs (a dict of
+# configs or a list of preset names) by component from the closed form, and `format_parameter_table` prints the
+# rows as a markdown table. With `paper_convention=True` each row also carries the total under the paper's rules.
+# The eight Table 3 models: the embedding block is what E changes; the attention and FFN columns are what sharing
+# changes.
+
+# %%
+from IPython.display import Markdown, display
+
+from albert_mini.counting import format_parameter_table, parameter_table
+
+table3_configs = {f"{sharing}, E = {E}": albert_base_variant(E, sharing) for sharing, E in TABLE3}
+display(Markdown(format_parameter_table(parameter_table(table3_configs, paper_convention=True))))
 
 # %% [markdown]
 # ## The MLM head goes through E too
