@@ -207,11 +207,21 @@ class Task:
     max_qa_length: int = 64  # multiple choice: question + option tokens kept (their last ones)
     doc_stride: int = 128  # spans: how far consecutive windows of a long context are apart
     max_query_length: int = 64  # spans: question tokens kept (their first ones)
+    files: tuple[tuple[str, str], ...] = ()  # (split, path) of official-format files, for tasks made by file_task
 
     def load(self, split: str) -> list:
         """The task's examples of `split`, read from data/ (or cache/ for data that may not be committed)."""
         if split not in self.splits:
             raise ValueError(f"{self.name} has splits {self.splits}, not {split!r}")
+        if self.files:
+            from . import task_data
+
+            path = dict(self.files)[split]
+            if self.kind == "multiple_choice":
+                return task_data.load_race_json(path)
+            if self.kind == "span":
+                return task_data.load_squad_json(path)
+            return task_data.load_glue_tsv(path, self.name.split(":")[0])
         if self.name == "polarity":
             from .polarity import load_polarity
 
@@ -246,6 +256,20 @@ TASKS: dict[str, Task] = {
     "austen-span": Task("austen-span", "span", ("train", "test"), max_length=128, doc_stride=64,
                         max_query_length=48),
 }
+
+
+FILE_FORMATS = {"race": ("multiple_choice", 1), "squad": ("span", 2), "sst2": ("classification", 2),
+                "mnli": ("classification", 3)}
+
+
+def file_task(fmt: str, train_path: str | Path, test_path: str | Path, max_length: int = 128) -> Task:
+    """A task read from official-format files: RACE JSON, SQuAD v1.1 JSON, or GLUE TSV (SST-2, MNLI)."""
+    if fmt not in FILE_FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FILE_FORMATS)}")
+    kind, labels = FILE_FORMATS[fmt]
+    return Task(f"{fmt}:{Path(train_path).name}", kind, ("train", "test"), max_length=max_length,
+                num_labels=labels if kind == "classification" else 2,
+                files=(("train", str(train_path)), ("test", str(test_path))))
 
 
 def get_task(name: str) -> Task:
@@ -313,3 +337,53 @@ def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None,
             "final_train_loss": result.train["loss"] if result.train else None,
             "history": [{"step": h["step"], "loss": h["loss"], "acc": h["acc"]} for h in result.history
                         if h["type"] == "train"], "model": model}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: fine-tune one task from a pretrained encoder (or random init) and print its test score."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(
+        description="Fine-tune albert_mini on a task and score its test split.",
+        epilog="examples: python -m albert_mini.finetune --task polarity --init data/pretrained/albert-mini-austen; "
+               "python -m albert_mini.finetune --format squad --train-file train.json --test-file dev.json --init DIR")
+    parser.add_argument("--task", choices=sorted(TASKS), help="a built-in task")
+    parser.add_argument("--format", choices=sorted(FILE_FORMATS), help="or: files in an official format")
+    parser.add_argument("--train-file")
+    parser.add_argument("--test-file")
+    parser.add_argument("--init", default="data/pretrained/albert-mini-austen",
+                        help="pretraining run/checkpoint directory, HF save_pretrained directory, or 'random'")
+    parser.add_argument("--preset", default="albert-mini", help="model shape for --init random")
+    parser.add_argument("--tokenizer", default=None, help="SentencePiece .model (default: the Austen tokenizer)")
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=3e-4)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=None, help="run directory for metrics.jsonl and checkpoints")
+    parser.add_argument("--save", default=None, help="write the fine-tuned weights (safetensors) here")
+    args = parser.parse_args(argv)
+    if (args.task is None) == (args.format is None):
+        parser.error("give either --task or --format with --train-file and --test-file")
+    if args.format and not (args.train_file and args.test_file):
+        parser.error("--format needs --train-file and --test-file")
+    from .tokenizer import Tokenizer
+
+    task = get_task(args.task) if args.task else file_task(args.format, args.train_file, args.test_file)
+    tokenizer = Tokenizer.from_file(args.tokenizer) if args.tokenizer else Tokenizer.default()
+    config = AlbertConfig.from_preset(args.preset) if args.init == "random" else None
+    settings = FinetuneSettings(steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed)
+    result = run_task(task, args.init, settings, tokenizer=tokenizer, config=config, out_dir=args.out, progress=True)
+    model = result.pop("model")
+    if args.save:
+        from safetensors.torch import save_model
+
+        Path(args.save).parent.mkdir(parents=True, exist_ok=True)
+        save_model(model, args.save)
+    result.pop("history")
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

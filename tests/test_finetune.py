@@ -143,3 +143,43 @@ def test_bad_sources_are_explained(tmp_path):
         build_task_model("span", "random")
     with pytest.raises(ValueError, match="unknown task kind"):
         TaskObjective("regression")
+
+
+# ------------------------------------------------------------------ whole tasks, tiny budgets
+FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures" / "tasks"
+
+
+@pytest.mark.parametrize("task", ["austen-mc", "austen-span"])
+def test_built_in_tasks_run_end_to_end(task):
+    from albert_mini.finetune import FinetuneSettings, run_task
+
+    settings = FinetuneSettings(steps=2, batch_size=4, max_train_examples=8, max_eval_examples=8)
+    result = run_task(task, "random", settings, config=AlbertConfig.from_preset("albert-nano"))
+    model = result.pop("model")
+    assert result["train_examples"] == 8 and len(result["history"]) == 2
+    if task == "austen-span":
+        assert 0.0 <= result["exact_match"] <= result["f1"] <= 100.0 and result["n"] == 8
+        assert type(model).__name__ == "AlbertForQuestionAnswering"
+    else:
+        assert 0.0 <= result["accuracy"] <= 1.0 and result["n"] == 8
+
+
+@pytest.mark.parametrize("fmt,train_file", [("squad", "squad.json"), ("race", "race"), ("sst2", "sst2.tsv"),
+                                            ("mnli", "mnli.tsv")])
+def test_official_format_files_fine_tune_through_the_cli(fmt, train_file, capsys):
+    from albert_mini.finetune import main
+
+    path = FIXTURES / train_file
+    assert main(["--format", fmt, "--train-file", str(path), "--test-file", str(path), "--init", "random",
+                 "--preset", "albert-nano", "--steps", "1", "--batch-size", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert ('"f1"' if fmt == "squad" else '"accuracy"') in printed
+
+
+def test_cli_refuses_ambiguous_task_choice():
+    from albert_mini.finetune import main
+
+    with pytest.raises(SystemExit):
+        main(["--task", "polarity", "--format", "race"])
+    with pytest.raises(SystemExit):
+        main(["--format", "race"])
