@@ -217,16 +217,22 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.o
     return state
 
 
+def resolve_checkpoint(path: str | Path) -> Path:
+    """`path` itself when it is a checkpoint (it has a manifest), else the newest checkpoint of the run in it."""
+    path = Path(path)
+    if (path / MANIFEST_FILE).exists():
+        return path
+    latest = latest_checkpoint(path)
+    if latest is None:
+        raise CheckpointError(f"{path} holds no checkpoint; pass a run directory written by albert_mini.pretrain")
+    return latest
+
+
 def load_pretrained(path: str | Path) -> torch.nn.Module:
     """An AlbertForPreTraining with the weights of a checkpoint directory, or of a run's newest checkpoint."""
     from .model import AlbertForPreTraining
 
-    path = Path(path)
-    if not (path / MANIFEST_FILE).exists():
-        latest = latest_checkpoint(path)
-        if latest is None:
-            raise CheckpointError(f"{path} holds no checkpoint; pass a run directory written by albert_mini.pretrain")
-        path = latest
+    path = resolve_checkpoint(path)
     verify_checkpoint(path)
     try:
         config = AlbertConfig.from_json(path / CONFIG_FILE)
@@ -246,12 +252,7 @@ def export_pretrained(source: str | Path, out_dir: str | Path) -> Path:
     The result is what `load_pretrained` and the fine-tuning code read: model.safetensors, config.json and a
     manifest with their sha256, small enough to ship (the optimizer state of a run is twice the weights).
     """
-    source = Path(source)
-    if not (source / MANIFEST_FILE).exists():
-        latest = latest_checkpoint(source)
-        if latest is None:
-            raise CheckpointError(f"{source} holds no checkpoint; pass a run directory written by albert_mini.pretrain")
-        source = latest
+    source = resolve_checkpoint(source)
     manifest = verify_checkpoint(source)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

