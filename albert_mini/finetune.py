@@ -183,6 +183,11 @@ def predict_logits(model: nn.Module, batches: Sequence[dict]) -> torch.Tensor:
         outs = [model(**{k: b[k] for k in _ENCODER_INPUTS if k in b}).logits for b in batches]
     finally:
         model.train(was_training)
+    if outs and outs[0].dim() == 3:  # span logits (B, T, 2): batches are padded to different lengths T
+        width = max(o.shape[1] for o in outs)
+        # A padded position must never win an arg-max, so it gets the lowest score there is.
+        outs = [torch.nn.functional.pad(o, (0, 0, 0, width - o.shape[1]), value=torch.finfo(o.dtype).min)
+                for o in outs]
     return torch.cat(outs)
 
 

@@ -183,3 +183,26 @@ def test_cli_refuses_ambiguous_task_choice():
         main(["--task", "polarity", "--format", "race"])
     with pytest.raises(SystemExit):
         main(["--format", "race"])
+
+
+def test_span_predictions_over_batches_of_different_lengths():
+    """Evaluation batches are padded to their own longest window; the logits still line up row by row."""
+    from albert_mini.finetune import evaluate_task, get_task
+    from albert_mini.tokenizer import Tokenizer
+
+    task = get_task("austen-span")
+    tokenizer = Tokenizer.default()
+    examples = task.load("test")[:6]
+    features = task.features(tokenizer, examples)
+    torch.manual_seed(0)
+    model = build_task_model("span", config=AlbertConfig.from_preset("albert-nano"))
+    batches = in_order(features, task.collate, batch_size=2)
+    assert len({b["input_ids"].shape[1] for b in batches}) > 1  # the case that matters
+    logits = predict_logits(model, batches)
+    alone = predict_logits(model, in_order(features[:1], task.collate, batch_size=1))
+    T = alone.shape[1]
+    assert torch.allclose(logits[0, :T], alone[0], atol=1e-5)
+    assert (logits[0, T:] == torch.finfo(logits.dtype).min).all()
+    small = evaluate_task(model, task, tokenizer, examples, features, batch_size=2)
+    large = evaluate_task(model, task, tokenizer, examples, features, batch_size=64)
+    assert small == large
