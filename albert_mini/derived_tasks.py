@@ -1,8 +1,8 @@
 """Two fine-tuning tasks derived from held-out Austen chapters, stored in the official RACE and SQuAD formats.
 
-- austen-mc (RACE JSON): a passage of 4-6 consecutive sentences, the question "Which sentence comes next?" and
+- austen-mc (RACE JSON): a passage of 2-4 consecutive sentences, the question "Which sentence comes next?" and
   four options: the true next sentence and three sentences from other chapters of the same novel.
-- austen-span (SQuAD v1.1 JSON): a passage of 3-5 sentences; the question is one of its sentences with a
+- austen-span (SQuAD v1.1 JSON): a passage of 2-4 sentences; the question is one of its sentences with a
   character's name replaced by "___", and the answer is that name where it stands in the passage.
 
 The pretrained models saw only the corpus's "train" chapters, so the fine-tuning train sets come from the
@@ -117,8 +117,8 @@ def _build_mc(documents: list[Document], size: int, seed: str | int, step: int
               ) -> tuple[list[MultipleChoiceExample], int]:
     """The examples of `build_austen_mc` and the number of candidates they were sampled from.
 
-    Every `step`-th sentence of a chapter (from the 5th on) is a candidate answer, preceded by a passage of the
-    4-6 sentences before it; a sentence is the answer of at most one example. Distractors come from the other
+    Every `step`-th sentence of a chapter (from the 3rd on) is a candidate answer, preceded by a passage of the
+    MC_PASSAGE_SENTENCES (2-4) sentences before it; a sentence is the answer of at most one example. Distractors come from the other
     chapters of the same novel in `documents`, so character names do not reveal the answer. The answer's
     position among the options is uniformly random.
     """
@@ -150,7 +150,7 @@ def _build_mc(documents: list[Document], size: int, seed: str | int, step: int
 
 # --------------------------------------------------------------------------- austen-span
 def _span_windows(chapter: list[str], rng: random.Random) -> list[tuple[int, list[str]]]:
-    """Consecutive, non-overlapping windows of 3-5 sentences, cut short to stay under the word limit."""
+    """Consecutive, non-overlapping windows of SPAN_PASSAGE_SENTENCES (2-4), cut short to stay under the word limit."""
     windows, start = [], 0
     while start < len(chapter):
         window = chapter[start:start + rng.randint(*SPAN_PASSAGE_SENTENCES)]
@@ -245,6 +245,13 @@ def load_austen_span(split: str, tasks_dir: str | Path | None = None) -> list[Sp
 
 
 # --------------------------------------------------------------------------- README
+def _shared_sentences(longest_passage: int, step: int) -> str:
+    """How many sentences two neighbouring test passages can share, in words for the README."""
+    shared = max(0, longest_passage - step)
+    return "no two test passages share a sentence" if shared == 0 else \
+        f"two test passages share at most {shared} sentence{'s' if shared > 1 else ''}"
+
+
 def _readme(out_dir: Path, files: list[str], counts: dict[str, dict[str, int]],
             available: dict[str, dict[str, int]], names: dict[str, list[str]], seed: int,
             mc_sizes: dict[str, int], span_sizes: dict[str, int]) -> str:
@@ -291,7 +298,7 @@ one question each. Ids: `<chapter>-s<answer sentence>-0`.
   {MC_OPTION_WORDS[0]}-{MC_OPTION_WORDS[1]} words. The answer's position is uniformly random (seeded): always
   picking one letter scores about 25 %.
 - Any sentence of a chapter may be a train answer, so train passages overlap; test answers are
-  {MC_STEPS["test"]} sentences apart, so two test passages share at most two sentences. No sentence is the
+  {MC_STEPS["test"]} sentences apart, so {_shared_sentences(mc_high, MC_STEPS["test"])}. No sentence is the
   answer of two examples.
 - What it tests: local coherence and narrative continuity (who is speaking, what was just said, pronouns that
   need an antecedent). What it does not: it is not a test of reasoning or world knowledge; some items stay
