@@ -156,6 +156,25 @@ class AlbertConfig:
         return cls.from_dict(json.loads(text))
 
 
+def as_config(base: "str | AlbertConfig") -> AlbertConfig:
+    """A preset name or a config, as a config (an unknown name raises ConfigError listing the presets)."""
+    if isinstance(base, AlbertConfig):
+        return base
+    if isinstance(base, str):
+        return AlbertConfig.from_preset(base)
+    raise TypeError(f"base must be a preset name or an AlbertConfig, not {type(base).__name__}")
+
+
+def embedding_variant(base: "str | AlbertConfig", embedding_size: int, sharing: str) -> AlbertConfig:
+    """The base shape with embedding size E and a sharing strategy ('none' gets one group per layer)."""
+    config = as_config(base)
+    groups = config.num_hidden_layers if sharing == "none" else 1
+    # A BERT-style base (no projection) needs the E -> H matrix as soon as E differs from H.
+    projection = config.embedding_projection or embedding_size != config.hidden_size
+    return config.replace(embedding_size=embedding_size, sharing=sharing, num_hidden_groups=groups,
+                          inner_group_num=1, embedding_projection=projection)
+
+
 def _divisors_hint(hidden: int, heads: int) -> str:
     options = [d for d in range(1, min(hidden, 128) + 1) if hidden % d == 0 and hidden // d >= 8]
     return ", ".join(str(d) for d in sorted(options, key=lambda d: abs(d - heads))[:3]) or "1"

@@ -5,7 +5,7 @@ Parameter counts are in millions as printed. Scores are dev-set numbers; SQuAD e
 
 from __future__ import annotations
 
-from .config import AlbertConfig
+from .config import AlbertConfig, embedding_variant
 
 # Table 1: the model configurations and their printed parameter counts (millions).
 TABLE1 = {
@@ -47,9 +47,7 @@ KNOWN_DISAGREEMENTS = {
 
 def albert_base_variant(embedding_size: int, sharing: str) -> AlbertConfig:
     """The ALBERT-base shape with a given E and sharing strategy, as in Tables 3 and 4."""
-    groups = 12 if sharing == "none" else 1
-    return AlbertConfig.from_preset("albert-base", embedding_size=embedding_size, sharing=sharing,
-                                    num_hidden_groups=groups)
+    return embedding_variant("albert-base", embedding_size, sharing)
 
 
 def paper_convention_count(config: AlbertConfig) -> int:

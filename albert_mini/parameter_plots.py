@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from numbers import Integral
 
-from .config import AlbertConfig
+from .config import AlbertConfig, as_config, embedding_variant
 from .counting import count_parameters
 from .paper import TABLE3
 
@@ -13,16 +13,6 @@ DEFAULT_SIZES = (16, 32, 64, 128, 256, 512, 768, 1024, 2048, 4096)
 CURVES = {"none": ("not shared", "tab:orange"), "all": ("all shared", "tab:blue")}  # sharing -> (name, colour)
 _SHAPE_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
                  "max_position_embeddings", "type_vocab_size")
-
-
-def embedding_variant(base: str | AlbertConfig, embedding_size: int, sharing: str) -> AlbertConfig:
-    """The base shape with embedding size E and a sharing strategy ('none' gets one group per layer)."""
-    config = _base_config(base)
-    groups = config.num_hidden_layers if sharing == "none" else 1
-    # A BERT-style base (no projection) needs the E -> H matrix as soon as E differs from H.
-    projection = config.embedding_projection or embedding_size != config.hidden_size
-    return config.replace(embedding_size=embedding_size, sharing=sharing, num_hidden_groups=groups,
-                          inner_group_num=1, embedding_projection=projection)
 
 
 def plot_parameters_vs_embedding(base: str | AlbertConfig = "albert-base", sizes: Iterable[int] = DEFAULT_SIZES,
@@ -35,7 +25,7 @@ def plot_parameters_vs_embedding(base: str | AlbertConfig = "albert-base", sizes
     import matplotlib.pyplot as plt
     from matplotlib.ticker import ScalarFormatter
 
-    config = _base_config(base)
+    config = as_config(base)
     sizes = _checked_sizes(sizes)  # before any figure exists, so bad input leaves nothing behind
     if ax is None:
         _, ax = plt.subplots(figsize=(6.4, 4.4))
@@ -59,14 +49,6 @@ def plot_parameters_vs_embedding(base: str | AlbertConfig = "albert-base", sizes
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return ax.figure
-
-
-def _base_config(base: str | AlbertConfig) -> AlbertConfig:
-    if isinstance(base, AlbertConfig):
-        return base
-    if isinstance(base, str):
-        return AlbertConfig.from_preset(base)  # an unknown name raises ConfigError listing the presets
-    raise TypeError(f"base must be a preset name or an AlbertConfig, not {type(base).__name__}")
 
 
 def _checked_sizes(sizes: Iterable[int]) -> list[int]:
