@@ -73,18 +73,17 @@ class TaskBatches:
     """Shuffled mini-batches of task features, epoch after epoch, with a resumable position.
 
     `features` is any sequence; `collate` turns a list of them into a dict of tensors. Each epoch is a fresh
-    permutation from a generator seeded with (seed, epoch), so a resumed run sees the same batches.
+    permutation from a generator seeded with (seed, epoch), so a resumed run sees the same batches. Every batch
+    is full: the last `len(features) % batch_size` features of an epoch's permutation wait for a later epoch.
     """
 
-    def __init__(self, features: Sequence, collate: Callable[[list], dict], batch_size: int, seed: int = 0,
-                 drop_last: bool = True):
+    def __init__(self, features: Sequence, collate: Callable[[list], dict], batch_size: int, seed: int = 0):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if len(features) < (batch_size if drop_last else 1):
+        if len(features) < batch_size:
             raise ValueError(f"{len(features)} features cannot fill one batch of {batch_size}; "
                              "lower batch_size or add data")
         self.features, self.collate, self.batch_size, self.seed = features, collate, batch_size, seed
-        self.drop_last = drop_last
         self.epoch, self.position = 0, 0
         self._order = self._permutation(0)
 
@@ -96,7 +95,7 @@ class TaskBatches:
 
     def __next__(self) -> dict:
         end = self.position + self.batch_size
-        if end > len(self.features) or (not self.drop_last and self.position >= len(self.features)):
+        if end > len(self.features):
             self.epoch, self.position = self.epoch + 1, 0
             self._order = self._permutation(self.epoch)
             end = self.batch_size

@@ -84,7 +84,7 @@ def test_task_batches_resume_exactly_and_cover_each_epoch():
     source = TaskBatches(data, lambda rows: {"input_ids": torch.tensor(rows)}, batch_size=3, seed=4)
     first_epoch = [next(source)["input_ids"].tolist() for _ in range(3)]
     flat = sum(first_epoch, [])
-    assert len(set(flat)) == 9  # drop_last: 3 full batches of distinct items per epoch
+    assert len(set(flat)) == 9  # 3 full batches of distinct items per epoch; the 10th waits
     state = source.state_dict()
     expected = [next(source)["input_ids"].tolist() for _ in range(4)]
     again = TaskBatches(data, lambda rows: {"input_ids": torch.tensor(rows)}, batch_size=3, seed=4)
