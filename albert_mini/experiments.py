@@ -320,7 +320,8 @@ def finetune(budget: Budget) -> dict:
     for name, settings in finetune_settings(budget).items():
         rows[name] = {}
         for init in ("pretrained", "random"):
-            source = PRETRAINED_DIR if init == "pretrained" else "random"
+            # The loaded model, not its path: read and verified once, not once per run.
+            source = pretrained if init == "pretrained" else "random"
             result = run_task(name, source, settings, config=pretrained.config)
             result.pop("model")
             rows[name][init] = {**result, "init": init, "settings": dataclasses.asdict(settings)}

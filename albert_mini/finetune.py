@@ -335,7 +335,8 @@ def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None,
                    warmup_steps=round(settings.warmup_fraction * settings.steps), objective=TaskObjective(task.kind))
     seconds = time.perf_counter() - start
     scores = evaluate_task(model, task, tokenizer, test_examples, test_features)
-    return {"task": task.name, "init": "random" if init in (None, "random") else str(init), "split": task.splits[-1],
+    label = "random" if init in (None, "random") else (type(init).__name__ if isinstance(init, nn.Module) else str(init))
+    return {"task": task.name, "init": label, "split": task.splits[-1],
             **scores, "train_examples": len(train_examples), "train_features": len(train_features),
             "epochs": settings.steps * settings.batch_size / len(train_features), "train_seconds": round(seconds, 1),
             "final_train_loss": result.train["loss"] if result.train else None,
