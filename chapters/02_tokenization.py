@@ -38,9 +38,9 @@
 #
 # The text comes from the Debian package **`r-cran-janeaustenr`** (version 1.0.0-1), which ships the novels as R
 # data (one string per line of text) with the Project Gutenberg header and licence already removed. The novels are
-# in the public domain; the R package is under the MIT licence. `python -m albert_mini.build_corpus` fetches the
+# in the public domain; the R package is under the MIT licence. `python -m albert_mini.text.build_corpus` fetches the
 # package with `apt-get download` (or takes a copied `.deb`), reads the R data with a small standard-library
-# reader (`albert_mini/rdata.py`), and writes `data/austen/`. The build is deterministic: it reproduces the
+# reader (`albert_mini/text/rdata.py`), and writes `data/austen/`. The build is deterministic: it reproduces the
 # committed files byte for byte, and a sha256 manifest (`data/austen/SHA256SUMS`) is checked every time a split
 # is read. Nothing is downloaded when you run this chapter.
 #
@@ -53,7 +53,7 @@
 # NBVAL_CHECK_OUTPUT
 import json
 
-from albert_mini.corpus import DATA_ROOT
+from albert_mini.text.corpus import DATA_ROOT
 
 stats = json.loads((DATA_ROOT / "austen" / "stats.json").read_text())
 print(f"source: {stats['source']['package']} {stats['source']['version']}")
@@ -70,7 +70,7 @@ for split, counts in stats["splits"].items():
 # NBVAL_CHECK_OUTPUT
 from collections import Counter
 
-from albert_mini.corpus import SPLITS, load_corpus
+from albert_mini.text.corpus import SPLITS, load_corpus
 
 
 def split_of(chapter: int) -> str:
@@ -95,7 +95,7 @@ print("first sentence:", first.sentences()[0])
 # ## ALBERT's preprocessing
 #
 # Before SentencePiece sees a line, ALBERT normalises it. The English ALBERT models are *uncased*, and they do not
-# keep accents. The steps, in `albert_mini.tokenizer.preprocess_text`:
+# keep accents. The steps, in `albert_mini.text.tokenizer.preprocess_text`:
 #
 # 1. TeX-style quotes ` `` ` and `''` become `"`;
 # 2. Unicode **NFKD** normalisation: every character is decomposed into its base character plus combining marks
@@ -108,7 +108,7 @@ print("first sentence:", first.sentences()[0])
 # %%
 import inspect
 
-from albert_mini.tokenizer import preprocess_text
+from albert_mini.text.tokenizer import preprocess_text
 
 print(inspect.getsource(preprocess_text))
 
@@ -128,7 +128,7 @@ for text in tricky:
 # Note what is *not* normalised: curly quotes and the em dash pass through unchanged, because NFKD has no
 # decomposition for them. Whether that matters depends on the vocabulary: the Austen text is plain ASCII apart
 # from a single `£` (the corpus builder would turn curly quotes into straight ones anyway), so our tokenizer has
-# never seen `“` or `—`, and maps them to the unknown id. `albert_mini.corpus.load_text_files` normalises them for you when you bring your own
+# never seen `“` or `—`, and maps them to the unknown id. `albert_mini.text.corpus.load_text_files` normalises them for you when you bring your own
 # text.
 #
 # > **Differs from the reference code.** ALBERT's TensorFlow `preprocess_text` does steps 2-5 only; the
@@ -155,7 +155,7 @@ def albert_preprocess(text):
 
 
 # %%
-from albert_mini.exercises import check_albert_preprocess
+from albert_mini.book.exercises import check_albert_preprocess
 
 check_albert_preprocess(albert_preprocess);
 
@@ -179,7 +179,7 @@ check_albert_preprocess(albert_preprocess);
 # > vocabulary, continuations marked with `##`. SentencePiece needs no language-specific pre-splitting and marks
 # > word *starts* (`▁`) instead of continuations.
 #
-# `albert_mini.tokenizer.train_sentencepiece` trains a model with ALBERT's flags: `<pad>` at id 0, `<unk>` at 1,
+# `albert_mini.text.tokenizer.train_sentencepiece` trains a model with ALBERT's flags: `<pad>` at id 0, `<unk>` at 1,
 # no begin/end-of-sentence ids, and `[CLS]`, `[SEP]`, `[MASK]` as control symbols (ids 2, 3, 4). It is
 # deterministic: one thread, a fixed seed, every line in file order. Let us train a small model, 1,000 pieces, on
 # the 27,077 sentences of the training split (a few seconds):
@@ -187,7 +187,7 @@ check_albert_preprocess(albert_preprocess);
 # %%
 import time
 
-from albert_mini.tokenizer import Tokenizer, train_sentencepiece, training_texts
+from albert_mini.text.tokenizer import Tokenizer, train_sentencepiece, training_texts
 
 sentences = training_texts()  # the sentences of corpus["train"], in order
 start = time.perf_counter()
@@ -197,7 +197,7 @@ small = Tokenizer.from_bytes(small_model)
 
 # %% [markdown]
 # The book's tokenizer was trained the same way with 8,000 pieces and is committed as `data/austen/spiece.model`
-# (rebuild it with `python -m albert_mini.tokenizer train --vocab-size 8000 --out data/austen/spiece.model`).
+# (rebuild it with `python -m albert_mini.text.tokenizer train --vocab-size 8000 --out data/austen/spiece.model`).
 # `Tokenizer.default()` loads it after checking its sha256. The same sentence with both:
 
 # %%
@@ -265,7 +265,7 @@ for name, tk in (("1,000", small), ("8,000", tokenizer)):
 import matplotlib.pyplot as plt
 import numpy as np
 
-from albert_mini.book import save_figure
+from albert_mini.paths import save_figure
 
 validation_words = [w for doc in corpus["validation"] for p in doc.paragraphs for w in p.split()]
 fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
@@ -348,7 +348,7 @@ print("special_ids:", sorted(tokenizer.special_ids))
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.tokenizer import is_word_start
+from albert_mini.text.tokenizer import is_word_start
 
 for piece in ["▁the", "ing", ",", "--", "0,000", "▁1", "'", "s"]:
     print(f"{piece!r:9s} starts a word: {is_word_start(piece)}")
@@ -404,7 +404,7 @@ for key, values in pair.items():
 # for a single segment, `[CLS] A [SEP] B [SEP]` for a pair, with the token types above. Use `CLS_ID` and `SEP_ID`.
 
 # %%
-from albert_mini.tokenizer import CLS_ID, SEP_ID
+from albert_mini.text.tokenizer import CLS_ID, SEP_ID
 
 
 def pair_layout(ids_a, ids_b=None):
@@ -420,7 +420,7 @@ def pair_layout(ids_a, ids_b=None):
 
 
 # %%
-from albert_mini.exercises import check_pair_layout
+from albert_mini.book.exercises import check_pair_layout
 
 check_pair_layout(pair_layout);
 
@@ -453,20 +453,20 @@ def truncate_longest_first(ids_a, ids_b, max_total):
 
 
 # %%
-from albert_mini.exercises import check_truncate_longest_first
+from albert_mini.book.exercises import check_truncate_longest_first
 
 check_truncate_longest_first(truncate_longest_first);
 
 # %% [markdown]
 # `encode_pair(a, b, max_length=...)` truncates too, but it follows Hugging Face's `truncation="longest_first"`
-# (`albert_mini.tokenizer.truncate_pair`), so that our inputs equal HF's. The two rules keep the same total and
+# (`albert_mini.text.tokenizer.truncate_pair`), so that our inputs equal HF's. The two rules keep the same total and
 # almost always the same lengths; they disagree only on which segment keeps the odd token when both have to be
 # cut:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.exercises.ch02 import truncate_longest_first as albert_rule  # Exercise 3's reference answer
-from albert_mini.tokenizer import truncate_pair
+from albert_mini.book.exercises.ch02 import truncate_longest_first as albert_rule  # Exercise 3's reference answer
+from albert_mini.text.tokenizer import truncate_pair
 
 for len_a, len_b, budget in [(10, 3, 8), (3, 10, 8), (6, 5, 7), (5, 5, 7), (5, 6, 7)]:
     a, b = list(range(len_a)), list(range(len_b))
@@ -503,7 +503,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from albert_mini.tokenizer import DEFAULT_DIR
+from albert_mini.text.tokenizer import DEFAULT_DIR
 
 import warnings
 
@@ -554,7 +554,7 @@ print("'10,000 pounds' ->", tokenizer.tokenize("10,000 pounds"))
 # ## Summary
 #
 # - The book's corpus is Austen's six novels from the Debian package `r-cran-janeaustenr`: 269 chapters split by
-#   chapter (train 220, validation 25, test 24), rebuilt byte for byte by `python -m albert_mini.build_corpus`
+#   chapter (train 220, validation 25, test 24), rebuilt byte for byte by `python -m albert_mini.text.build_corpus`
 #   and sha256-checked on every load.
 # - ALBERT's preprocessing lower-cases, strips accents through NFKD and collapses whitespace; characters it does not
 #   normalise (curly quotes, dashes) must be in the vocabulary or become `<unk>`.
@@ -569,7 +569,7 @@ print("'10,000 pounds' ->", tokenizer.tokenize("10,000 pounds"))
 #
 # - The paper, Section 4.1 (SentencePiece vocabulary of 30,000, as in XLNet); Kudo and Richardson (2018) for
 #   SentencePiece and Kudo (2018) for the unigram model.
-# - Code: `albert_mini/corpus.py`, `albert_mini/build_corpus.py`, `albert_mini/tokenizer.py`; `data/README.md` for
+# - Code: `albert_mini/text/corpus.py`, `albert_mini/text/build_corpus.py`, `albert_mini/text/tokenizer.py`; `data/README.md` for
 #   the corpus's provenance, normalisation and counts.
 # - Next: Chapter 3 (`03_factorized_embeddings`), where these ids meet ALBERT's first idea, the factorized
 #   embedding table; and Chapter 6 (`06_ngram_masking`) for the masking that uses `word_start`.

@@ -132,7 +132,7 @@ def factorized_embedding_params(V, E, H):
 
 
 # %%
-from albert_mini.exercises import check_factorized_embedding_params
+from albert_mini.book.exercises import check_factorized_embedding_params
 
 check_factorized_embedding_params(factorized_embedding_params);
 
@@ -181,11 +181,11 @@ print("hand-computed h0", tuple(h0.shape), "matches the model's hidden_states[0]
 # ## How the count grows with E
 #
 # The left panel counts the whole embedding block (three tables at width E, their LayerNorm, and the projection),
-# from the package's closed form `albert_mini.counting.closed_form_breakdown`, for the widths of ALBERT-base
+# from the package's closed form `albert_mini.model.counting.closed_form_breakdown`, for the widths of ALBERT-base
 # (H = 768) and ALBERT-xxlarge (H = 4096). The dashed lines are BERT's embedding block for the same H (E = H, no
 # projection). The middle and right panels count the whole encoder of the ALBERT-base and ALBERT-xxlarge shapes
 # with E varied, once with nothing shared and once with all layers shared as in ALBERT; the package draws them
-# with `albert_mini.parameter_plots.plot_parameters_vs_embedding`, which also marks Table 3's printed counts
+# with `albert_mini.study.parameter_plots.plot_parameters_vs_embedding`, which also marks Table 3's printed counts
 # (circles) on the ALBERT-base panel.
 
 # %%
@@ -194,9 +194,9 @@ import numpy as np
 from matplotlib.ticker import ScalarFormatter
 
 from albert_mini import count_parameters
-from albert_mini.book import save_figure
-from albert_mini.counting import closed_form_breakdown
-from albert_mini.parameter_plots import plot_parameters_vs_embedding
+from albert_mini.paths import save_figure
+from albert_mini.model.counting import closed_form_breakdown
+from albert_mini.study.parameter_plots import plot_parameters_vs_embedding
 
 
 def embedding_block_params(config):
@@ -259,7 +259,7 @@ def break_even_embedding_size(V, H):
 
 
 # %%
-from albert_mini.exercises import check_break_even_embedding_size
+from albert_mini.book.exercises import check_break_even_embedding_size
 
 check_break_even_embedding_size(break_even_embedding_size);
 
@@ -274,9 +274,9 @@ check_break_even_embedding_size(break_even_embedding_size);
 # | not-shared | 64 / 128 / 256 / 768 | 87M / 89M / 93M / 108M | 81.3 / 81.7 / 81.8 / 82.3 |
 # | all-shared | 64 / 128 / 256 / 768 | 10M / 12M / 16M / 31M | 79.0 / 80.1 / 79.6 / 79.8 |
 #
-# `albert_mini.paper` holds these numbers (`TABLE3`) and builds each row's config (`albert_base_variant`). Counting
+# `albert_mini.study.paper` holds these numbers (`TABLE3`) and builds each row's config (`albert_base_variant`). Counting
 # the parameters exactly, as built, does not give the printed numbers. Two rules do, and
-# `albert_mini.paper.paper_convention_count` applies them:
+# `albert_mini.study.paper.paper_convention_count` applies them:
 #
 # 1. the $E \to H$ projection exists only when $E \ne H$ (as in the original TensorFlow code; see the callout
 #    below), and
@@ -284,7 +284,7 @@ check_break_even_embedding_size(break_even_embedding_size);
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.paper import TABLE3, albert_base_variant, paper_convention_count
+from albert_mini.study.paper import TABLE3, albert_base_variant, paper_convention_count
 
 print(f"{'sharing':8s} {'E':>4s} {'paper':>7s} {'our count, paper rules':>23s} {'exact, as built':>16s} {'Avg (paper)':>12s}")
 for (sharing, E), (printed, avg) in TABLE3.items():
@@ -310,7 +310,7 @@ for (sharing, E), (printed, avg) in TABLE3.items():
 # table, at a scale a laptop can afford.
 
 # %% [markdown]
-# To see where the parameters sit, `albert_mini.counting.parameter_table` counts any set of configs (a dict of
+# To see where the parameters sit, `albert_mini.model.counting.parameter_table` counts any set of configs (a dict of
 # configs or a list of preset names) by component from the closed form, and `format_parameter_table` prints the
 # rows as a markdown table. With `paper_convention=True` each row also carries the total under the paper's rules.
 # The eight Table 3 models: the embedding block is what E changes; the attention and FFN columns are what sharing
@@ -319,7 +319,7 @@ for (sharing, E), (printed, avg) in TABLE3.items():
 # %%
 from IPython.display import Markdown, display
 
-from albert_mini.counting import format_parameter_table, parameter_table
+from albert_mini.model.counting import format_parameter_table, parameter_table
 
 table3_configs = {f"{sharing}, E = {E}": albert_base_variant(E, sharing) for sharing, E in TABLE3}
 display(Markdown(format_parameter_table(parameter_table(table3_configs, paper_convention=True))))
@@ -381,7 +381,7 @@ def mlm_head_params(V, E, H):
 
 
 # %%
-from albert_mini.exercises import check_mlm_head_params
+from albert_mini.book.exercises import check_mlm_head_params
 
 check_mlm_head_params(mlm_head_params);
 
@@ -423,7 +423,7 @@ print("bert-base preset uses the projection:", AlbertConfig.from_preset("bert-ba
 # ## Further reading / pointers
 #
 # - The paper, Section 3.1 ("Factorized embedding parameterization") and Section 4.4 with Table 3.
-# - Code: `AlbertEmbeddings` and `AlbertTransformer` in `albert_mini/model.py`; `closed_form_breakdown` in
-#   `albert_mini/counting.py`; `paper_convention_count` in `albert_mini/paper.py`.
+# - Code: `AlbertEmbeddings` and `AlbertTransformer` in `albert_mini/model/albert.py`; `closed_form_breakdown` in
+#   `albert_mini/model/counting.py`; `paper_convention_count` in `albert_mini/study/paper.py`.
 # - Next: Chapter 4 (`04_cross_layer_sharing`), the second idea, which shrinks the other side of the count: the
 #   layers.

@@ -59,7 +59,7 @@ from albert_mini.settings import pick
 # one to run at each step. The whole loop is a few lines:
 
 # %%
-from albert_mini.model import AlbertTransformer
+from albert_mini.model.albert import AlbertTransformer
 
 print(inspect.getsource(AlbertTransformer.layer_plan))
 print(inspect.getsource(AlbertTransformer.forward))
@@ -132,7 +132,7 @@ for sharing in ("all", "attention", "ffn", "none"):
 # > (`full_layer_layer_norm`), mirroring `"attention"`, which shares the attention block with its own LayerNorm.
 # > The LayerNorm holds only 2H parameters, so Table 4's counts do not depend on this choice. The official
 # > TensorFlow code and the Hugging Face port have no shared-attention or shared-FFN mode at all (only whole layers
-# > in groups), so `albert_mini.hf.to_hf` refuses to export these two strategies.
+# > in groups), so `albert_mini.model.hf.to_hf` refuses to export these two strategies.
 
 # %% [markdown]
 # ## Groups and inner groups
@@ -198,18 +198,18 @@ print("wrong cases with L in (6, 12, 24, 48):", [c for c in tf_wrong if c[1] in 
 # ## How many parameters does each strategy keep? (Table 4)
 #
 # Table 4 of the paper ablates the four strategies on ALBERT-base (L = 12, H = 768) at two embedding sizes. The
-# printed parameter counts (millions) are in `albert_mini.paper.TABLE4`. We compare them with two counts of our
+# printed parameter counts (millions) are in `albert_mini.study.paper.TABLE4`. We compare them with two counts of our
 # own:
 #
 # - **exact**: every tensor of `AlbertModel` (embeddings, E→H projection, encoder, pooler), from the closed form
-#   in `albert_mini.counting`;
+#   in `albert_mini.model.counting`;
 # - **paper convention**: `paper_convention_count`, the rule that reproduces the printed numbers. The tables count
 #   the pooler ($H^2 + H$) for models with any sharing but not for unshared ones, and there is no E→H projection
 #   when E = H (as in the original TensorFlow code).
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.paper import TABLE4, albert_base_variant, paper_convention_count
+from albert_mini.study.paper import TABLE4, albert_base_variant, paper_convention_count
 
 STRATEGIES = ("all", "attention", "ffn", "none")
 print(f"{'E':>4s} {'strategy':10s} {'paper (M)':>9s} {'convention (M)':>14s} {'exact':>12s}  avg score")
@@ -232,7 +232,7 @@ for E in (768, 128):
 # The bar chart breaks each exact count into its parts. The black marks are the paper's printed numbers.
 
 # %%
-from albert_mini.counting import closed_form_breakdown
+from albert_mini.model.counting import closed_form_breakdown
 
 PARTS = {"embeddings + projection": ("embeddings", "projection"), "attention blocks": ("attention",),
          "FFN blocks": ("ffn",), "pooler": ("pooler",)}
@@ -250,7 +250,7 @@ for ax, E in zip(axes, (128, 768)):
 axes[0].legend(loc="upper left", fontsize=8)
 fig.suptitle("Parameters per sharing strategy (L = 12, H = 768, V = 30000)")
 fig.tight_layout()
-from albert_mini.book import save_figure
+from albert_mini.paths import save_figure
 
 save_figure(fig, "04_params_by_strategy.png")
 plt.show()
@@ -391,7 +391,7 @@ print(f"time ratio albert-mini / bert-mini: {median['albert-mini'] / median['ber
 # much smoother (small and steadily shrinking changes) while BERT's jump around; neither goes to 0, so ALBERT's
 # embeddings do not converge to a fixed point.
 #
-# The paper does not say how it averages. `albert_mini.analysis.layer_smoothness` makes these choices, and
+# The paper does not say how it averages. `albert_mini.study.smoothness.layer_smoothness` makes these choices, and
 # everything below uses them:
 #
 # - $h_0$ is the embedding **after** the E→H projection (`hidden_states[0]`); layer $l$ maps $h_{l-1}$ to $h_l$.
@@ -403,7 +403,7 @@ print(f"time ratio albert-mini / bert-mini: {median['albert-mini'] / median['ber
 #   equal to $\arccos(u \cdot v)$ but accurate near 0°, where arccos of a cosine rounded to 1 loses all precision.
 
 # %%
-from albert_mini.analysis import layer_distances
+from albert_mini.study.smoothness import layer_distances
 
 print(inspect.getsource(layer_distances))
 
@@ -438,7 +438,7 @@ smoothness_batches = [{"input_ids": random_ids, "attention_mask": attention_mask
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.analysis import layer_smoothness, plot_smoothness
+from albert_mini.study.smoothness import layer_smoothness, plot_smoothness
 
 at_init = {}
 for label, config in deep_configs.items():
@@ -486,8 +486,8 @@ plt.show()
 import json
 from pathlib import Path
 
-from albert_mini.analysis import Smoothness
-from albert_mini.book import repo_root
+from albert_mini.study.smoothness import Smoothness
+from albert_mini.paths import repo_root
 
 results_file = repo_root() / "data" / "results" / "smoothness.json"
 if results_file.exists():
@@ -518,7 +518,7 @@ def layer_schedule(L: int, G: int, K: int) -> list[int]:
 
 
 # %%
-from albert_mini.exercises import check_layer_schedule
+from albert_mini.book.exercises import check_layer_schedule
 
 check_layer_schedule(layer_schedule)
 
@@ -542,7 +542,7 @@ def sharing_plan(strategy: str, L: int) -> list[tuple[int, int]]:
 
 
 # %%
-from albert_mini.exercises import check_sharing_plan
+from albert_mini.book.exercises import check_sharing_plan
 
 check_sharing_plan(sharing_plan)
 
@@ -565,8 +565,8 @@ check_sharing_plan(sharing_plan)
 # ## Further reading / pointers
 #
 # - The paper, Section 3.1 ("Cross-layer parameter sharing"), Figure 1, and Section 4.5 with Table 4.
-# - `albert_mini/model.py`: `build_layer_groups` and `AlbertTransformer`; `albert_mini/analysis.py` for the
-#   smoothness measurement; `albert_mini/paper.py` for the tables and the counting convention.
+# - `albert_mini/model/albert.py`: `build_layer_groups` and `AlbertTransformer`; `albert_mini/study/smoothness.py` for the
+#   smoothness measurement; `albert_mini/study/paper.py` for the tables and the counting convention.
 # - Dehghani et al., "Universal Transformers" (2019), and Bai et al., "Deep Equilibrium Models" (2019): two other
 #   takes on applying one layer repeatedly, which the paper contrasts with ALBERT's oscillating (non-converging)
 #   embeddings.

@@ -49,7 +49,7 @@
 # | NSP (BERT) | B is the text that follows A in the same document | B is text from another, random document |
 # | SOP (ALBERT) | A then B, two consecutive segments in text order | the same two segments swapped: B then A |
 #
-# A *segment* is a run of whole sentences, not necessarily one sentence. `albert_mini.instances.build_instances`
+# A *segment* is a run of whole sentences, not necessarily one sentence. `albert_mini.text.instances.build_instances`
 # builds one pass of either task over tokenized documents, every random choice drawn from its `seed`. Each
 # `Instance` keeps the token ids, the two lengths, the label, and where each segment came from:
 # `source_a = (document, first token, end token)` in that document's token stream, and the same for B.
@@ -63,10 +63,10 @@ from collections import Counter
 
 import numpy as np
 
-from albert_mini.corpus import load_corpus
-from albert_mini.instances import build_instances
-from albert_mini.pretraining_data import tokenize_documents
-from albert_mini.tokenizer import Tokenizer
+from albert_mini.text.corpus import load_corpus
+from albert_mini.text.instances import build_instances
+from albert_mini.text.batches import tokenize_documents
+from albert_mini.text.tokenizer import Tokenizer
 
 tokenizer = Tokenizer.default()
 val_chapters = load_corpus("austen", "validation")
@@ -154,7 +154,7 @@ def sop_pair(segment_a, segment_b, swap):
 
 
 # %%
-from albert_mini.exercises import check_sop_pair
+from albert_mini.book.exercises import check_sop_pair
 
 check_sop_pair(sop_pair);
 
@@ -175,7 +175,7 @@ def nsp_label_from_sources(source_a, source_b):
 
 
 # %%
-from albert_mini.exercises import check_nsp_label_from_sources
+from albert_mini.book.exercises import check_nsp_label_from_sources
 
 check_nsp_label_from_sources(nsp_label_from_sources);
 
@@ -201,7 +201,7 @@ check_nsp_label_from_sources(nsp_label_from_sources);
 #
 # A logistic regression on these three numbers is fitted on one pass of instances from the 220 *training*
 # chapters and scored on five passes (seeds 0-4) of the validation chapters, once for NSP and once for SOP.
-# The regression is the small Newton-method fit that `albert_mini.leak_probe` also uses.
+# The regression is the small Newton-method fit that `albert_mini.study.leak_probe` also uses.
 
 # %%
 train_chapters = load_corpus("austen", "train")
@@ -249,7 +249,7 @@ def topic_features(instances):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.leak_probe import fit_logistic_regression
+from albert_mini.study.leak_probe import fit_logistic_regression
 
 FEATURES = ("overlap", "tf-idf cosine", "same-novel prob.")
 data = {}
@@ -298,7 +298,7 @@ for name, value in accuracy.items():
 # %%
 import matplotlib.pyplot as plt
 
-from albert_mini.book import save_figure
+from albert_mini.paths import save_figure
 
 fig, ax = plt.subplots(figsize=(8, 4))
 names = list(accuracy)
@@ -334,7 +334,7 @@ def overlap_feature(tokens_a, tokens_b):
 
 
 # %%
-from albert_mini.exercises import check_overlap_feature
+from albert_mini.book.exercises import check_overlap_feature
 
 check_overlap_feature(overlap_feature);
 
@@ -343,11 +343,11 @@ check_overlap_feature(overlap_feature);
 #
 # The paper pretrains ALBERT-base three times, with no sentence loss, with NSP and with SOP, and scores every
 # model on all three pretraining tasks ("intrinsic" accuracies, on held-out pretraining data) as well as on
-# downstream tasks (the average over SQuAD, MNLI, SST-2 and RACE). The table below is `albert_mini.paper.TABLE5`.
+# downstream tasks (the average over SQuAD, MNLI, SST-2 and RACE). The table below is `albert_mini.study.paper.TABLE5`.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.paper import TABLE5
+from albert_mini.study.paper import TABLE5
 
 print(f"{'sentence loss':14s} {'MLM acc':>8s} {'NSP acc':>8s} {'SOP acc':>8s} {'downstream Avg':>15s}")
 for task, row in TABLE5.items():
@@ -379,7 +379,7 @@ for task, row in TABLE5.items():
 # comes first. The lengths, and whether each segment ends like a sentence, then say something about the label
 # that has nothing to do with meaning.
 #
-# `albert_mini.leak_probe` measures this with five surface features (the two lengths, their difference, and
+# `albert_mini.study.leak_probe` measures this with five surface features (the two lengths, their difference, and
 # whether A and B each end like a sentence, with `.`, `!` or `?`), a logistic regression and a single-threshold
 # "stump", each fitted on half the instances and scored on the other half. `reference_style_instances`
 # rebuilds SOP pairs the reference way; `build_instances` is ours. We run it on one pass over the training
@@ -387,11 +387,11 @@ for task, row in TABLE5.items():
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.leak_probe import probe_order_leak, reference_style_instances, sentence_end_pieces
+from albert_mini.study.leak_probe import probe_order_leak, reference_style_instances, sentence_end_pieces
 
 final, closing = sentence_end_pieces(tokenizer)
 for name, instances in (("reference recipe (truncate after the swap)", reference_style_instances(train_docs, 128, seed=0)),
-                        ("albert_mini.instances (whole sentences)", build_instances(train_docs, "sop", 128, seed=0))):
+                        ("albert_mini.text.instances (whole sentences)", build_instances(train_docs, "sop", 128, seed=0))):
     result = probe_order_leak(instances, final, closing, seed=0)
     print(f"{name:44s} {result['n_test']:5d} held-out  label-1 share {result['label_mean']:.3f}  "
           f"logistic {result['logistic']:.3f}  stump {result['stump']:.3f}")
@@ -401,7 +401,7 @@ for name, instances in (("reference recipe (truncate after the swap)", reference
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.leak_probe import FEATURE_NAMES, surface_features
+from albert_mini.study.leak_probe import FEATURE_NAMES, surface_features
 
 leaky = reference_style_instances(train_docs, 128, seed=0)
 x = surface_features(leaky, final, closing)
@@ -442,7 +442,7 @@ for k, feature in enumerate(FEATURE_NAMES):
 # NBVAL_CHECK_OUTPUT
 import json
 
-from albert_mini.book import repo_root
+from albert_mini.paths import repo_root
 
 run_dir = repo_root() / "data/results/pretrain_albert_mini_sop_15min"
 records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
@@ -508,7 +508,7 @@ if results.exists():
     print("(NSP/SOP for a model not trained on that task: a linear probe on its frozen pooled output)")
 else:
     print(f"{results.relative_to(repo_root())} does not exist yet: `make experiments` produces it "
-          "(python -m albert_mini.experiments sentence_task)")
+          "(python -m albert_mini.study.experiments sentence_task)")
 
 # %% [markdown]
 # ## Summary
@@ -529,8 +529,8 @@ else:
 # ## Further reading / pointers
 #
 # - The paper, Section 3 ("inter-sentence coherence loss") and Section 4.6 with Table 5.
-# - `albert_mini/instances.py`: the module docstring lists every departure from the reference builder;
-#   `albert_mini/leak_probe.py` for the surface probe; `albert_reference.md`, section 3, for the reference
+# - `albert_mini/text/instances.py`: the module docstring lists every departure from the reference builder;
+#   `albert_mini/study/leak_probe.py` for the surface probe; `albert_reference.md`, section 3, for the reference
 #   algorithm and albert#234.
-# - `albert_mini/experiments.py` (`sentence_task`) for the Table 5 analog at mini scale.
+# - `albert_mini/study/experiments/common.py` (`sentence_task`) for the Table 5 analog at mini scale.
 # - Next: Chapter 6, n-gram masking, the other half of the pretraining data.

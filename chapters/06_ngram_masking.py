@@ -35,17 +35,17 @@
 # ## Sequences to mask
 #
 # Masking works on finished pretraining instances, `[CLS] A [SEP] B [SEP]`, built from the training split of the
-# Austen corpus by `albert_mini.instances` (sentence-order pairs of at most 128 tokens, as ALBERT's pretraining
+# Austen corpus by `albert_mini.text.instances` (sentence-order pairs of at most 128 tokens, as ALBERT's pretraining
 # uses them). We tokenize the 220 training chapters once and build one pass of instances with a fixed seed.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 import numpy as np
 
-from albert_mini.corpus import load_corpus
-from albert_mini.instances import build_instances
-from albert_mini.pretraining_data import tokenize_documents
-from albert_mini.tokenizer import Tokenizer
+from albert_mini.text.corpus import load_corpus
+from albert_mini.text.instances import build_instances
+from albert_mini.text.batches import tokenize_documents
+from albert_mini.text.tokenizer import Tokenizer
 
 tokenizer = Tokenizer.default()
 documents = tokenize_documents(load_corpus("austen", "train"), tokenizer)
@@ -62,8 +62,8 @@ print(f"{len(instances):,} instances, {lengths.sum():,} tokens; length min {leng
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.masking import Masker
-from albert_mini.model import IGNORE_INDEX
+from albert_mini.text.masking import Masker
+from albert_mini.model.albert import IGNORE_INDEX
 
 masker = Masker.from_tokenizer(tokenizer)  # the reference's defaults: 15%, at most 20, n <= 3, whole words
 print(masker.describe())
@@ -162,7 +162,7 @@ def ngram_probabilities(max_n):
 
 
 # %%
-from albert_mini.exercises import check_ngram_probabilities
+from albert_mini.book.exercises import check_ngram_probabilities
 
 check_ngram_probabilities(ngram_probabilities);
 
@@ -185,7 +185,7 @@ def sample_span_length(rng, max_n=3):
 
 
 # %%
-from albert_mini.exercises import check_sample_span_length
+from albert_mini.book.exercises import check_sample_span_length
 
 check_sample_span_length(sample_span_length);
 
@@ -238,7 +238,7 @@ print(f"mean words per kept span {sum(n * c for n, c in kept_all.items()) / sum(
 # %%
 import matplotlib.pyplot as plt
 
-from albert_mini.book import save_figure
+from albert_mini.paths import save_figure
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
 x = np.arange(len(ns))
@@ -279,7 +279,7 @@ plt.show()
 # %%
 import textwrap
 
-from albert_mini.tokenizer import WORD_BOUNDARY
+from albert_mini.text.tokenizer import WORD_BOUNDARY
 
 
 def render(ids: np.ndarray, spans=(), separate=False) -> str:
@@ -396,7 +396,7 @@ def prediction_budget(n_tokens, max_predictions=20, masked_lm_prob=0.15):
 
 
 # %%
-from albert_mini.exercises import check_prediction_budget
+from albert_mini.book.exercises import check_prediction_budget
 
 check_prediction_budget(prediction_budget);
 
@@ -476,7 +476,7 @@ def apply_80_10_10(tokens, spans, rng, mask_id, replacement_ids):
 
 
 # %%
-from albert_mini.exercises import check_apply_80_10_10
+from albert_mini.book.exercises import check_apply_80_10_10
 
 check_apply_80_10_10(apply_80_10_10);
 
@@ -544,7 +544,7 @@ print("seed 7 twice, same input_ids and labels:",
 print("seed 7 vs seed 8, same labels:", np.array_equal(first.labels, other.labels))
 
 # %% [markdown]
-# The pretraining dataset (`albert_mini.pretraining_data`) builds on this: example i of epoch e is masked with a
+# The pretraining dataset (`albert_mini.text.batches`) builds on this: example i of epoch e is masked with a
 # generator seeded by (seed, e, i), so any batch can be regenerated exactly when a run resumes, and dynamic
 # masking (a new mask every epoch) is as reproducible as static masking.
 #
@@ -582,9 +582,9 @@ print("seed 7 vs seed 8, same labels:", np.array_equal(first.labels, other.label
 # ## Further reading / pointers
 #
 # - The paper, Section 4.1 (experimental setup: n-gram masking, citing Joshi et al., 2019, SpanBERT).
-# - Code: `albert_mini/masking.py` (`Masker.choose_spans`, `Masker.__call__`), `is_word_start` in
-#   `albert_mini/tokenizer.py`, and `PretrainingDataset` in `albert_mini/pretraining_data.py` for static versus
+# - Code: `albert_mini/text/masking.py` (`Masker.choose_spans`, `Masker.__call__`), `is_word_start` in
+#   `albert_mini/text/tokenizer.py`, and `PretrainingDataset` in `albert_mini/text/batches.py` for static versus
 #   dynamic masking.
-# - Chapter 2 (`02_tokenization`) for the pieces and the word-start rule; `albert_mini/instances.py` for how the
+# - Chapter 2 (`02_tokenization`) for the pieces and the word-start rule; `albert_mini/text/instances.py` for how the
 #   `[CLS] A [SEP] B [SEP]` instances are cut from the documents. The next chapter feeds the masked sequences
 #   to pretraining.

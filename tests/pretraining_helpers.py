@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import functools
 
-from albert_mini.corpus import load_corpus
-from albert_mini.instances import TokenDocuments
-from albert_mini.pretraining_data import tokenize_documents
-from albert_mini.tokenizer import Tokenizer
+from albert_mini.text.corpus import load_corpus
+from albert_mini.text.instances import TokenDocuments
+from albert_mini.text.batches import tokenize_documents
+from albert_mini.text.tokenizer import Tokenizer
 
 
 @functools.lru_cache(maxsize=None)

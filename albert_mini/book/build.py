@@ -1,6 +1,6 @@
-"""Build the textbook: pair each chapter's .py source with its .ipynb and execute it; save chapter figures.
+"""Build the textbook: pair each chapter's .py source with its .ipynb and execute it in full mode.
 
-    python -m albert_mini.book chapters/03_factorized_embeddings.py ...   # what `make book` runs
+    python -m albert_mini.book.build chapters/03_factorized_embeddings.py ...   # what `make book` runs
 """
 
 from __future__ import annotations
@@ -11,35 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from .settings import FAST_ENV, fast_mode
+from ..settings import FAST_ENV
 
 CELL_TIMEOUT_SECONDS = 1800
-
-
-def repo_root(start: Path | None = None) -> Path:
-    """The checkout that holds chapters/, figures/ and data/ (found from the working directory upwards)."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / "pyproject.toml").exists() and (folder / "chapters").is_dir():
-            return folder
-    package_checkout = Path(__file__).resolve().parents[1]
-    if (package_checkout / "chapters").is_dir():
-        return package_checkout
-    raise FileNotFoundError("cannot find the albert-mini checkout (a folder with pyproject.toml and chapters/)")
-
-
-def figure_path(name: str) -> Path:
-    """Where a chapter saves figure `name`: figures/ in full mode, a git-ignored cache in fast mode."""
-    folder = repo_root() / ("cache/figures-fast" if fast_mode() else "figures")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / name
-
-
-def save_figure(fig, name: str, folder: Path | None = None) -> Path:
-    """Save a matplotlib figure for the book (PNG, 120 dpi, tight) and return its path (default: figure_path)."""
-    path = figure_path(name) if folder is None else Path(folder) / name
-    fig.savefig(path, dpi=120, bbox_inches="tight", metadata={"Software": None})
-    return path
 
 
 def build_chapter(source: Path, timeout: int = CELL_TIMEOUT_SECONDS) -> float:

@@ -1,7 +1,7 @@
 """ALBERT in one file: factorized embeddings, a post-LN encoder whose layers share weights, pooler and heads.
 
 Module and parameter names follow Hugging Face's port (`albert.encoder.albert_layer_groups.0...`), so a
-state dict moves between the two without renaming (see `albert_mini.hf`).
+state dict moves between the two without renaming (see `albert_mini.model.hf`).
 """
 
 from __future__ import annotations

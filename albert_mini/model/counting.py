@@ -81,7 +81,7 @@ def parameter_table(configs: Mapping[str, AlbertConfig] | Iterable[str], pooler:
 
     `configs` is {name: AlbertConfig} or a list of preset names. Row keys: name, V, E, H, L, A (attention heads),
     I (FFN width), sharing, the COMPONENTS, total; with paper_convention=True also "paper_convention", the total
-    counted as the paper's tables count it (albert_mini.paper.paper_convention_count, which ignores `pooler` and
+    counted as the paper's tables count it (albert_mini.study.paper.paper_convention_count, which ignores `pooler` and
     `heads`).
     """
     named = _named_configs(configs)
@@ -92,7 +92,7 @@ def parameter_table(configs: Mapping[str, AlbertConfig] | Iterable[str], pooler:
                "L": config.num_hidden_layers, "A": config.num_attention_heads, "I": config.intermediate_size,
                "sharing": config.sharing, **parts, "total": sum(parts.values())}
         if paper_convention:
-            from .paper import paper_convention_count  # paper.py imports from this module: no cycle
+            from ..study.paper import paper_convention_count  # paper.py imports from this module: no cycle
 
             row["paper_convention"] = paper_convention_count(config)
         rows.append(row)

@@ -1,7 +1,7 @@
 """Fine-tuning heads on top of `AlbertModel`: sequence classification, multiple choice and span extraction.
 
 Module names, shapes and losses follow Hugging Face's `AlbertForSequenceClassification`,
-`AlbertForMultipleChoice` and `AlbertForQuestionAnswering`, so `albert_mini.hf.from_hf` / `to_hf` move their
+`AlbertForMultipleChoice` and `AlbertForQuestionAnswering`, so `albert_mini.model.hf.from_hf` / `to_hf` move their
 weights both ways and the outputs agree to float precision (tests/test_heads.py).
 
 Differs from the reference code: the TF classifier initialises its output weights with a truncated normal;
@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import AlbertConfig
-from .model import AlbertModel, AlbertPreTrainedModel
+from .albert import AlbertModel, AlbertPreTrainedModel
 
 
 @dataclass

@@ -9,7 +9,7 @@ from torch import nn
 
 from .config import AlbertConfig
 from .heads import AlbertForMultipleChoice, AlbertForQuestionAnswering, AlbertForSequenceClassification
-from .model import AlbertForPreTraining, AlbertModel
+from .albert import AlbertForPreTraining, AlbertModel
 
 # HF class name -> albert_mini class (the HF class of the same name has the same parameter names).
 HF_TO_OURS: dict[str, type[nn.Module]] = {
@@ -35,7 +35,7 @@ def _transformers():
         import transformers
     except ImportError as error:  # pragma: no cover - exercised only without the extra installed
         raise ImportError(
-            "albert_mini.hf needs Hugging Face transformers: pip install 'albert-mini[test]' "
+            "albert_mini.model.hf needs Hugging Face transformers: pip install 'albert-mini[test]' "
             "(or pip install transformers sentencepiece protobuf)"
         ) from error
     return transformers

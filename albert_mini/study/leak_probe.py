@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .instances import SPECIALS_PER_PAIR, Instance, as_token_documents, pair_tokens
+from ..text.instances import SPECIALS_PER_PAIR, Instance, as_token_documents, pair_tokens
 
 SENTENCE_FINAL = ".!?"
 CLOSERS = "\"')]\u2019\u201d"  # may follow the final punctuation: ." or ?' or .)

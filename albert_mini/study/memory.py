@@ -10,8 +10,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from .config import AlbertConfig
-from .counting import count_parameters
+from ..model.config import AlbertConfig
+from ..model.counting import count_parameters
 
 OPTIMIZER_STATES = {"adamw": 2, "lamb": 2, "sgd": 0}  # fp32 values kept per parameter
 

@@ -5,7 +5,7 @@ Parameter counts are in millions as printed. Scores are dev-set numbers; SQuAD e
 
 from __future__ import annotations
 
-from .config import AlbertConfig, embedding_variant
+from ..model.config import AlbertConfig, embedding_variant
 
 # Table 1: the model configurations and their printed parameter counts (millions).
 TABLE1 = {
@@ -56,7 +56,7 @@ def paper_convention_count(config: AlbertConfig) -> int:
     Two rules reproduce the printed numbers: the E -> H projection exists only when E != H (as in the original
     TensorFlow code), and the pooler is counted for models with any sharing but not for unshared ones.
     """
-    from .counting import closed_form_breakdown
+    from ..model.counting import closed_form_breakdown
 
     parts = closed_form_breakdown(config, pooler=config.sharing != "none")
     if config.embedding_size == config.hidden_size:

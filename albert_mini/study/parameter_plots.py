@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from numbers import Integral
 
-from .config import AlbertConfig, as_config, embedding_variant
-from .counting import count_parameters
+from ..model.config import AlbertConfig, as_config, embedding_variant
+from ..model.counting import count_parameters
 from .paper import TABLE3
 
 DEFAULT_SIZES = (16, 32, 64, 128, 256, 512, 768, 1024, 2048, 4096)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .model import AlbertModel
+from ..model.albert import AlbertModel
 
 
 @dataclass

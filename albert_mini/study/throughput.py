@@ -8,7 +8,7 @@ import time
 
 import torch
 
-from .config import AlbertConfig
+from ..model.config import AlbertConfig
 
 
 def flops_per_token(config: AlbertConfig, seq_len: int) -> float:
@@ -22,7 +22,7 @@ def flops_per_token(config: AlbertConfig, seq_len: int) -> float:
 def measure_training_throughput(config: AlbertConfig, batch_size: int = 2, seq_len: int = 64, steps: int = 3,
                                 seed: int = 0) -> float:
     """Median tokens/s of forward + backward of AlbertModel (no optimizer step) on random token ids."""
-    from .model import AlbertModel
+    from ..model.albert import AlbertModel
 
     torch.manual_seed(seed)
     config = config.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)

@@ -1,8 +1,8 @@
 """Model inputs for fine-tuning: GLUE-style classification, RACE multiple choice, SQuAD v1 span extraction.
 
-Each `*_features` function turns examples (albert_mini.task_data) into features that hold plain Python lists of
+Each `*_features` function turns examples (albert_mini.tasks.formats) into features that hold plain Python lists of
 ids; each `collate_*` function pads a list of features into a dict of LongTensors that the matching head in
-albert_mini.heads accepts as keyword arguments. Bookkeeping that is not a tensor (example ids, the character
+albert_mini.model.heads accepts as keyword arguments. Bookkeeping that is not a tensor (example ids, the character
 span of each context token, the max-context flags) stays on the features, so keep the feature list next to the
 batches and use `decode_spans` to turn span logits back into answer text.
 
@@ -22,8 +22,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
-from .task_data import ClassificationExample, MultipleChoiceExample, RecordError, SpanExample
-from .tokenizer import CLS_ID, PAD_ID, SEP_ID, Tokenizer
+from .formats import ClassificationExample, MultipleChoiceExample, RecordError, SpanExample
+from ..text.tokenizer import CLS_ID, PAD_ID, SEP_ID, Tokenizer
 
 CharSpan = tuple[int, int]
 

@@ -1,6 +1,6 @@
 """Fine-tuning: the pretraining trainer with a task objective, batches of task features, and task metrics.
 
-The loop is `albert_mini.trainer.Trainer` (accumulation, clipping, schedule, logging, checkpoints, resume)
+The loop is `albert_mini.training.trainer.Trainer` (accumulation, clipping, schedule, logging, checkpoints, resume)
 with `TaskObjective` in place of the pretraining objective. A model starts from a pretrained albert_mini
 checkpoint, from Hugging Face weights, or from random initialisation (the control every result is compared to).
 """
@@ -15,9 +15,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from .checkpoint import CheckpointError, load_pretrained
-from .config import AlbertConfig
-from .heads import AlbertForMultipleChoice, AlbertForQuestionAnswering, AlbertForSequenceClassification
+from ..training.checkpoint import CheckpointError, load_pretrained
+from ..model.config import AlbertConfig
+from ..model.heads import AlbertForMultipleChoice, AlbertForQuestionAnswering, AlbertForSequenceClassification
 
 HEADS: dict[str, type[nn.Module]] = {
     "classification": AlbertForSequenceClassification,
@@ -150,9 +150,9 @@ def _encoder_source(init) -> nn.Module:
         path = Path(init)
         if not path.exists():
             raise FileNotFoundError(f"{path} does not exist; pass a pretraining run or checkpoint directory "
-                                    "(python -m albert_mini.pretrain), an HF save_pretrained directory, or 'random'")
+                                    "(python -m albert_mini.training.pretrain), an HF save_pretrained directory, or 'random'")
         if (path / "config.json").exists() and not (path / "manifest.json").exists() and _is_hf_dir(path):
-            from .hf import from_hf
+            from ..model.hf import from_hf
 
             model = from_hf(path)
         else:
@@ -218,7 +218,7 @@ class Task:
         if split not in self.splits:
             raise ValueError(f"{self.name} has splits {self.splits}, not {split!r}")
         if self.files:
-            from . import task_data
+            from . import formats as task_data
 
             path = dict(self.files)[split]
             if self.kind == "multiple_choice":
@@ -230,13 +230,13 @@ class Task:
             from .polarity import load_polarity
 
             return load_polarity(split)
-        from .derived_tasks import load_austen_mc, load_austen_span
+        from .austen_tasks import load_austen_mc, load_austen_span
 
         return (load_austen_mc if self.kind == "multiple_choice" else load_austen_span)(split)
 
     def features(self, tokenizer, examples) -> list:
         """Model-ready features: one per example, or one per context window for spans."""
-        from . import task_inputs as ti
+        from . import features as ti
 
         if self.kind == "classification":
             return ti.classification_features(tokenizer, examples, self.max_length)
@@ -246,7 +246,7 @@ class Task:
                 for f in ti.squad_features(tokenizer, e, self.max_length, self.doc_stride, self.max_query_length)]
 
     def collate(self, features) -> dict:
-        from . import task_inputs as ti
+        from . import features as ti
 
         return {"classification": ti.collate_classification, "multiple_choice": ti.collate_multiple_choice,
                 "span": ti.collate_spans}[self.kind](features)
@@ -286,7 +286,7 @@ def evaluate_task(model: nn.Module, task: Task, tokenizer, examples: Sequence, f
                   batch_size: int = 32) -> dict:
     """The task's metric on labelled examples: accuracy, or exact match and F1 (in %) for spans."""
     from .squad_metrics import squad_scores
-    from .task_inputs import decode_spans
+    from .features import decode_spans
 
     features = task.features(tokenizer, examples) if features is None else features
     logits = predict_logits(model, in_order(features, task.collate, batch_size))
@@ -317,8 +317,8 @@ def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None,
     """Fine-tune a fresh head on `task` from `init` (a checkpoint, an HF dir or "random"); score the test split."""
     import time
 
-    from .tokenizer import Tokenizer
-    from .trainer import TrainConfig, train
+    from ..text.tokenizer import Tokenizer
+    from ..training.trainer import TrainConfig, train
 
     task = get_task(task) if isinstance(task, str) else task
     tokenizer = tokenizer or Tokenizer.default()
@@ -351,8 +351,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(
         description="Fine-tune albert_mini on a task and score its test split.",
-        epilog="examples: python -m albert_mini.finetune --task polarity --init data/pretrained/albert-mini-austen; "
-               "python -m albert_mini.finetune --format squad --train-file train.json --test-file dev.json --init DIR")
+        epilog="examples: python -m albert_mini.tasks.finetune --task polarity --init data/pretrained/albert-mini-austen; "
+               "python -m albert_mini.tasks.finetune --format squad --train-file train.json --test-file dev.json --init DIR")
     parser.add_argument("--task", choices=sorted(TASKS), help="a built-in task")
     parser.add_argument("--format", choices=sorted(FILE_FORMATS), help="or: files in an official format")
     parser.add_argument("--train-file")
@@ -372,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give either --task or --format with --train-file and --test-file")
     if args.format and not (args.train_file and args.test_file):
         parser.error("--format needs --train-file and --test-file")
-    from .tokenizer import Tokenizer
+    from ..text.tokenizer import Tokenizer
 
     task = get_task(args.task) if args.task else file_task(args.format, args.train_file, args.test_file)
     tokenizer = Tokenizer.from_file(args.tokenizer) if args.tokenizer else Tokenizer.default()

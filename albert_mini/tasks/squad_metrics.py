@@ -12,7 +12,7 @@ import string
 from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
-from .task_data import SpanExample
+from .formats import SpanExample
 
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

@@ -24,7 +24,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from .instances import TASKS, TokenDocuments, as_token_documents, build_instances, check_build_arguments
 from .masking import Masker
-from .model import IGNORE_INDEX
+from ..model.albert import IGNORE_INDEX
 from .tokenizer import PAD_ID
 
 # Separate random streams, so that e.g. drawing masks never shifts which instances are built.
@@ -45,7 +45,7 @@ def stream_seed(seed: int, stream: int, *keys: int) -> int:
 def tokenize_documents(documents, tokenizer) -> TokenDocuments:
     """Tokenize every sentence once (repeated sentences are encoded once) into TokenDocuments.
 
-    A document is either an object with `.sentences()` (albert_mini.corpus.Document) or a list of sentences.
+    A document is either an object with `.sentences()` (albert_mini.text.corpus.Document) or a list of sentences.
     """
     cache: dict[str, list[int]] = {}
     tokenized = []
@@ -53,7 +53,7 @@ def tokenize_documents(documents, tokenizer) -> TokenDocuments:
         sentences = doc.sentences() if hasattr(doc, "sentences") else doc
         if isinstance(sentences, str):
             raise TypeError("a document must be a list of sentences (or a corpus Document), not one string; "
-                            "split it, e.g. with albert_mini.corpus.split_sentences")
+                            "split it, e.g. with albert_mini.text.corpus.split_sentences")
         ids = []
         for sentence in sentences:
             if sentence not in cache:

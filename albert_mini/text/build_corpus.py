@@ -1,4 +1,4 @@
-"""Build data/austen/ from the Debian package r-cran-janeaustenr: `python -m albert_mini.build_corpus [SOURCE]`.
+"""Build data/austen/ from the Debian package r-cran-janeaustenr: `python -m albert_mini.text.build_corpus [SOURCE]`.
 
 SOURCE is the package's .deb, a folder it was extracted into (`dpkg-deb -x`), or its `Rdata.rdx`/`.rdb`. Without
 SOURCE the script runs `apt-get download r-cran-janeaustenr` into the git-ignored `cache/` folder (Debian and
@@ -31,13 +31,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..paths import CACHE_ROOT
 from .corpus import DATA_ROOT, SPLITS, Document, format_documents, normalize_paragraph, update_manifest
 from .rdata import read_lazyload_db
 
 PACKAGE = "r-cran-janeaustenr"
 RDATA_IN_DEB = "usr/lib/R/site-library/janeaustenr/data/"
 DESCRIPTION_IN_DEB = "usr/lib/R/site-library/janeaustenr/DESCRIPTION"
-CACHE_DIR = Path(__file__).resolve().parents[1] / "cache"
+CACHE_DIR = CACHE_ROOT
 NOVELS = {  # R object name -> title, in publication order
     "sensesensibility": "Sense and Sensibility",
     "prideprejudice": "Pride and Prejudice",
@@ -60,7 +61,7 @@ def download_deb(cache_dir: Path = CACHE_DIR) -> Path:
     if shutil.which("apt-get") is None:
         raise SystemExit(
             f"apt-get not found: downloading {PACKAGE} needs Debian or Ubuntu. Copy the .deb from such a "
-            f"machine (`apt-get download {PACKAGE}`) and run `python -m albert_mini.build_corpus PATH.deb`."
+            f"machine (`apt-get download {PACKAGE}`) and run `python -m albert_mini.text.build_corpus PATH.deb`."
         )
     cache_dir.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(["apt-get", "download", PACKAGE], cwd=cache_dir, capture_output=True, text=True)

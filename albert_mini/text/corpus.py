@@ -15,10 +15,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-DATA_ROOT = Path(__file__).resolve().parents[1] / "data"
+from ..paths import DATA_ROOT
+
 SPLITS = ("train", "validation", "test")
 MANIFEST = "SHA256SUMS"
-REBUILD_COMMAND = "python -m albert_mini.build_corpus"
+REBUILD_COMMAND = "python -m albert_mini.text.build_corpus"
 
 
 class CorpusError(ValueError):

@@ -32,7 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .model import IGNORE_INDEX
+from ..model.albert import IGNORE_INDEX
 from .tokenizer import CLS_ID, SEP_ID
 
 TASKS = ("sop", "nsp", "none")

@@ -25,7 +25,7 @@ from typing import Iterable
 
 import numpy as np
 
-from .model import IGNORE_INDEX
+from ..model.albert import IGNORE_INDEX
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +85,7 @@ class Masker:
 
     @classmethod
     def from_tokenizer(cls, tokenizer, mask_id: int | None = None, **options) -> "Masker":
-        """A Masker for a `albert_mini.tokenizer.Tokenizer` (uses its word_start and special_ids)."""
+        """A Masker for a `albert_mini.text.tokenizer.Tokenizer` (uses its word_start and special_ids)."""
         if mask_id is None:
             from .tokenizer import MASK_ID
             mask_id = MASK_ID

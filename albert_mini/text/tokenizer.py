@@ -2,7 +2,7 @@
 
 Ids 0-4 are `<pad>`, `<unk>`, `[CLS]`, `[SEP]`, `[MASK]` in every model this module accepts, the layout of the
 official `30k-clean.model`. The committed Austen model (`data/austen/spiece.model`, 8000 pieces) is rebuilt with
-`python -m albert_mini.tokenizer train --vocab-size 8000 --out data/austen/spiece.model`.
+`python -m albert_mini.text.tokenizer train --vocab-size 8000 --out data/austen/spiece.model`.
 
 Parity with Hugging Face: `transformers.AlbertTokenizer.from_pretrained(folder)`, with the model copied to
 `folder/spiece.model`, gives the same ids (tests/test_tokenizer.py). Load it with `from_pretrained(folder)`:
@@ -38,7 +38,7 @@ PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4
 SPECIAL_PIECES = {"<pad>": PAD_ID, "<unk>": UNK_ID, "[CLS]": CLS_ID, "[SEP]": SEP_ID, "[MASK]": MASK_ID}
 WORD_BOUNDARY = "\u2581"  # SentencePiece's "▁": the piece starts after a space
 DEFAULT_DIR = DATA_ROOT / "austen"
-TRAIN_COMMAND = "python -m albert_mini.tokenizer train --vocab-size 8000 --out data/austen/spiece.model"
+TRAIN_COMMAND = "python -m albert_mini.text.tokenizer train --vocab-size 8000 --out data/austen/spiece.model"
 _PUNCTUATION = set(string.punctuation)
 _WORD_CHARS = set(string.ascii_lowercase) | _PUNCTUATION
 

@@ -6,7 +6,7 @@ import pytest
 
 jupytext = pytest.importorskip("jupytext")
 
-CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
+CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
 SOURCES = sorted(CHAPTERS.glob("[0-9][0-9]_*.py"))
 
 

@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from albert_mini import AlbertConfig
-from albert_mini.exercises import ExerciseFailed, check_post_ln_block
-from albert_mini.exercises import ch01
-from albert_mini.model import AlbertLayer
+from albert_mini.book.exercises import ExerciseFailed, check_post_ln_block
+from albert_mini.book.exercises import ch01
+from albert_mini.model.albert import AlbertLayer
 
 
 def not_written(*args):

@@ -4,11 +4,11 @@ import unicodedata
 
 import pytest
 
-from albert_mini.exercises import (
+from albert_mini.book.exercises import (
     ExerciseFailed, check_albert_preprocess, check_pair_layout, check_truncate_longest_first,
 )
-from albert_mini.exercises import ch02
-from albert_mini.tokenizer import CLS_ID, SEP_ID, Tokenizer, truncate_pair
+from albert_mini.book.exercises import ch02
+from albert_mini.text.tokenizer import CLS_ID, SEP_ID, Tokenizer, truncate_pair
 
 
 def not_written(*args):

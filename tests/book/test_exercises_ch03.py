@@ -5,11 +5,11 @@ import torch
 from torch import nn
 
 from albert_mini import AlbertConfig, AlbertForPreTraining, count_parameters
-from albert_mini.exercises import (
+from albert_mini.book.exercises import (
     ExerciseFailed, check_break_even_embedding_size, check_factorized_embedding_params, check_mlm_head_params,
 )
-from albert_mini.exercises import ch03
-from albert_mini.model import AlbertMLMHead
+from albert_mini.book.exercises import ch03
+from albert_mini.model.albert import AlbertMLMHead
 
 
 def not_written(*args):

@@ -2,8 +2,8 @@
 
 import pytest
 
-from albert_mini.exercises import ExerciseFailed, check_layer_schedule, check_sharing_plan
-from albert_mini.exercises.ch04 import FLOAT_FORMULA_TRAPS
+from albert_mini.book.exercises import ExerciseFailed, check_layer_schedule, check_sharing_plan
+from albert_mini.book.exercises.ch04 import FLOAT_FORMULA_TRAPS
 
 
 def right_schedule(L, G, K):

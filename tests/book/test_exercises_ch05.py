@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from albert_mini.exercises import (
+from albert_mini.book.exercises import (
     ExerciseFailed, check_nsp_label_from_sources, check_overlap_feature, check_sop_pair,
 )
-from albert_mini.exercises import ch05
-from albert_mini.instances import build_instances
+from albert_mini.book.exercises import ch05
+from albert_mini.text.instances import build_instances
 
 
 def not_written(*args):

@@ -6,13 +6,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from albert_mini.exercises import (
+from albert_mini.book.exercises import (
     ExerciseFailed, check_apply_80_10_10, check_ngram_probabilities, check_prediction_budget,
     check_sample_span_length,
 )
-from albert_mini.exercises import ch06
-from albert_mini.masking import Masker
-from albert_mini.model import IGNORE_INDEX
+from albert_mini.book.exercises import ch06
+from albert_mini.text.masking import Masker
+from albert_mini.model.albert import IGNORE_INDEX
 
 
 def not_written(*args):

@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from albert_mini.exercises import ExerciseFailed, check_lamb_update, check_trust_ratio, check_warmup_poly_lr
-from albert_mini.exercises import ch07
+from albert_mini.book.exercises import ExerciseFailed, check_lamb_update, check_trust_ratio, check_warmup_poly_lr
+from albert_mini.book.exercises import ch07
 
 
 def not_written(*args, **kwargs):

@@ -3,7 +3,7 @@
 import pytest
 
 from albert_mini import AlbertConfig
-from albert_mini.exercises import ExerciseFailed, check_mlm_head_flops_per_token, check_training_memory_bytes
+from albert_mini.book.exercises import ExerciseFailed, check_mlm_head_flops_per_token, check_training_memory_bytes
 
 
 def stub(*args):

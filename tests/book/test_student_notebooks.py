@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from albert_mini.exercises.student import BEGIN, END, strip_solutions, student_notebook
+from albert_mini.book.exercises.student import BEGIN, END, strip_solutions, student_notebook
 
-CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
+CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
 WITH_EXERCISES = [p for p in sorted(CHAPTERS.glob("[0-9][0-9]_*.py")) if BEGIN in p.read_text()]
 STUB = 'raise NotImplementedError("write your solution here")'
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from albert_mini import AlbertConfig, AlbertForPreTraining, AlbertModel, count_parameters
-from albert_mini.paper import (KNOWN_DISAGREEMENTS, TABLE1, TABLE3, TABLE4, albert_base_variant,
+from albert_mini.study.paper import (KNOWN_DISAGREEMENTS, TABLE1, TABLE3, TABLE4, albert_base_variant,
                                paper_convention_count)
 
 PAPER = ["albert-base", "albert-large", "albert-xlarge", "albert-xxlarge", "bert-base", "bert-large", "bert-xlarge"]
@@ -20,7 +20,7 @@ def hf_count(name):
                 num_hidden_layers=config.num_hidden_layers, num_attention_heads=config.num_attention_heads,
                 intermediate_size=config.intermediate_size))
         else:
-            from albert_mini.hf import config_to_hf
+            from albert_mini.model.hf import config_to_hf
             hf = transformers.AlbertModel(config_to_hf(config))
     return sum(p.numel() for p in hf.parameters())
 
@@ -88,8 +88,8 @@ def test_table4_counts(key):
 
 
 # ---------------------------------------------------------------------------------------------- parameter tables
-from albert_mini.config import ConfigError  # noqa: E402
-from albert_mini.counting import COMPONENTS, closed_form_breakdown, format_parameter_table, parameter_table  # noqa: E402
+from albert_mini.model.config import ConfigError  # noqa: E402
+from albert_mini.model.counting import COMPONENTS, closed_form_breakdown, format_parameter_table, parameter_table  # noqa: E402
 
 
 def test_parameter_table_rows_from_preset_names():
@@ -167,7 +167,7 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from albert_mini.parameter_plots import embedding_variant, plot_parameters_vs_embedding  # noqa: E402
+from albert_mini.study.parameter_plots import embedding_variant, plot_parameters_vs_embedding  # noqa: E402
 
 
 def _artist(ax, gid):

@@ -7,7 +7,7 @@ transformers = pytest.importorskip("transformers")  # a test/interop dependency,
 
 import albert_mini  # noqa: E402
 from albert_mini import AlbertConfig  # noqa: E402
-from albert_mini.hf import config_to_hf, from_hf, to_hf  # noqa: E402
+from albert_mini.model.hf import config_to_hf, from_hf, to_hf  # noqa: E402
 
 from test_hf_parity import CONFIGS, random_batch  # noqa: E402
 

@@ -6,7 +6,7 @@ import torch
 transformers = pytest.importorskip("transformers")  # a test/interop dependency, installed by `make test`
 
 from albert_mini import AlbertConfig, AlbertForPreTraining, AlbertModel  # noqa: E402
-from albert_mini.hf import config_to_hf, from_hf, to_hf  # noqa: E402
+from albert_mini.model.hf import config_to_hf, from_hf, to_hf  # noqa: E402
 
 TOL = 1e-5
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from albert_mini import AlbertConfig, AlbertForPreTraining, AlbertModel, count_parameters
-from albert_mini.model import attention_math
+from albert_mini.model.albert import attention_math
 
 
 def nano(**changes):

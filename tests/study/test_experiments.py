@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from albert_mini import experiments
+from albert_mini.study.experiments import common as experiments
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +18,7 @@ def results(tmp_path_factory):
 def test_result_has_provenance(results, name):
     meta = results[name]["meta"]
     assert meta["experiment"] == name and meta["fast_mode"] is True
-    assert meta["command"] == f"python -m albert_mini.experiments {name}"
+    assert meta["command"] == f"python -m albert_mini.study.experiments {name}"
     assert meta["budget"]["steps"] == experiments.FAST.steps and meta["git_revision"]
 
 

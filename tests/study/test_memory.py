@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from albert_mini import AlbertConfig, AlbertForPreTraining, count_parameters
-from albert_mini.memory import activation_bytes, measure_activation_bytes, training_memory
+from albert_mini.study.memory import activation_bytes, measure_activation_bytes, training_memory
 
 
 def batch_for(config, B, T, masked, padded=False):

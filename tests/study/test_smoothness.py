@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from albert_mini import AlbertConfig, AlbertModel
-from albert_mini.analysis import angle_degrees, layer_distances, layer_smoothness
+from albert_mini.study.smoothness import angle_degrees, layer_distances, layer_smoothness
 
 
 class Scale(nn.Module):

@@ -3,7 +3,7 @@
 import pytest
 
 from albert_mini import AlbertConfig
-from albert_mini.throughput import flops_per_token, relative_throughput
+from albert_mini.study.throughput import flops_per_token, relative_throughput
 
 
 def test_sharing_does_not_change_flops():

@@ -9,12 +9,12 @@ from functools import lru_cache
 import pytest
 
 from albert_mini import load_corpus
-from albert_mini.corpus import CorpusError
-from albert_mini.derived_tasks import (
+from albert_mini.text.corpus import CorpusError
+from albert_mini.tasks.austen_tasks import (
     BLANK, MC_QUESTION, TASKS_DIR, build_all, build_austen_mc, build_austen_span, character_names, load_austen_mc,
     load_austen_span,
 )
-from albert_mini.task_data import load_race_json, load_squad_json
+from albert_mini.tasks.formats import load_race_json, load_squad_json
 
 FILES = ["austen_mc/test.json", "austen_mc/train.json", "austen_span/test.json", "austen_span/train.json"]
 
@@ -136,7 +136,7 @@ def test_span_names_are_people_and_questions_blank_one_of_them():
 
 
 def test_character_names_skip_sentence_initial_words_and_places():
-    from albert_mini.corpus import Document
+    from albert_mini.text.corpus import Document
 
     text = ('"Pray," said Anne, "walk with me." Walking is good. Mr. Elliot came. Anne and Mr. Elliot walked to '
             'Bath. They saw Bath.')

@@ -5,13 +5,13 @@ import random
 import pytest
 import torch
 
-from albert_mini.task_data import Answer, ClassificationExample, MultipleChoiceExample, RecordError, SpanExample
-from albert_mini.task_inputs import (
+from albert_mini.tasks.formats import Answer, ClassificationExample, MultipleChoiceExample, RecordError, SpanExample
+from albert_mini.tasks.features import (
     answer_token_span, classification_features, collate_classification, collate_multiple_choice, collate_spans,
     decode_spans, max_context_window, race_features, race_pack, race_qa_text, squad_features, window_starts,
 )
-from albert_mini.tokenizer import CLS_ID, SEP_ID, Tokenizer, TokenizerError, preprocess_text, preprocess_with_origins
-from albert_mini.squad_metrics import normalize_answer
+from albert_mini.text.tokenizer import CLS_ID, SEP_ID, Tokenizer, TokenizerError, preprocess_text, preprocess_with_origins
+from albert_mini.tasks.squad_metrics import normalize_answer
 
 # Words chosen to exercise every preprocessing step: accents (composed and decomposed), curly and TeX quotes,
 # digits, a ligature, characters the Austen vocabulary does not know (em dash, CJK), punctuation.

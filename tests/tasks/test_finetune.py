@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from albert_mini import AlbertConfig, AlbertForPreTraining, TrainConfig
-from albert_mini.checkpoint import CheckpointError, export_pretrained, load_pretrained, save_checkpoint
-from albert_mini.finetune import TaskBatches, TaskObjective, accuracy, build_task_model, in_order, predict_logits
-from albert_mini.trainer import Trainer, train
-from albert_mini.optim import WarmupPolyDecay, build_optimizer
+from albert_mini.training.checkpoint import CheckpointError, export_pretrained, load_pretrained, save_checkpoint
+from albert_mini.tasks.finetune import TaskBatches, TaskObjective, accuracy, build_task_model, in_order, predict_logits
+from albert_mini.training.trainer import Trainer, train
+from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
 
 NANO = dict(vocab_size=50, embedding_size=8, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
             intermediate_size=32, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
@@ -74,7 +74,7 @@ def test_span_objective_needs_both_positions_right():
     logits[1, 2, 0] = logits[1, 2, 1] = 1.0  # row 1 predicts (2, 2)
     batch = {"input_ids": torch.ones(2, 6, dtype=torch.long), "start_positions": torch.tensor([1, 2]),
              "end_positions": torch.tensor([3, 4])}
-    from albert_mini.heads import TaskOutput
+    from albert_mini.model.heads import TaskOutput
     _, stats = objective(TaskOutput(torch.tensor(1.0), logits), batch, [2.0])
     assert stats[1].item() == 1.0
 
@@ -151,7 +151,7 @@ FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures" / "tasks"
 
 @pytest.mark.parametrize("task", ["austen-mc", "austen-span"])
 def test_built_in_tasks_run_end_to_end(task):
-    from albert_mini.finetune import FinetuneSettings, run_task
+    from albert_mini.tasks.finetune import FinetuneSettings, run_task
 
     settings = FinetuneSettings(steps=2, batch_size=4, max_train_examples=8, max_eval_examples=8)
     result = run_task(task, "random", settings, config=AlbertConfig.from_preset("albert-nano"))
@@ -167,7 +167,7 @@ def test_built_in_tasks_run_end_to_end(task):
 @pytest.mark.parametrize("fmt,train_file", [("squad", "squad.json"), ("race", "race"), ("sst2", "sst2.tsv"),
                                             ("mnli", "mnli.tsv")])
 def test_official_format_files_fine_tune_through_the_cli(fmt, train_file, capsys):
-    from albert_mini.finetune import main
+    from albert_mini.tasks.finetune import main
 
     path = FIXTURES / train_file
     assert main(["--format", fmt, "--train-file", str(path), "--test-file", str(path), "--init", "random",
@@ -177,7 +177,7 @@ def test_official_format_files_fine_tune_through_the_cli(fmt, train_file, capsys
 
 
 def test_cli_refuses_ambiguous_task_choice():
-    from albert_mini.finetune import main
+    from albert_mini.tasks.finetune import main
 
     with pytest.raises(SystemExit):
         main(["--task", "polarity", "--format", "race"])
@@ -187,8 +187,8 @@ def test_cli_refuses_ambiguous_task_choice():
 
 def test_span_predictions_over_batches_of_different_lengths():
     """Evaluation batches are padded to their own longest window; the logits still line up row by row."""
-    from albert_mini.finetune import evaluate_task, get_task
-    from albert_mini.tokenizer import Tokenizer
+    from albert_mini.tasks.finetune import evaluate_task, get_task
+    from albert_mini.text.tokenizer import Tokenizer
 
     task = get_task("austen-span")
     tokenizer = Tokenizer.default()

@@ -9,12 +9,12 @@ from collections import Counter
 
 import pytest
 
-from albert_mini import polarity
-from albert_mini.polarity import (
+from albert_mini.tasks import polarity
+from albert_mini.tasks.polarity import (
     CACHE_DIR, MEMBER, SENTENCES_FILE, PolarityDataMissing, PolarityError, extract_sentences, load_polarity,
     parse_polarity_csv, stratified_split,
 )
-from albert_mini.task_data import RecordError
+from albert_mini.tasks.formats import RecordError
 
 from test_corpus import tar_gz  # a gzipped tar built in memory, like the sdist
 

@@ -8,13 +8,13 @@ import torch
 from pretraining_helpers import austen_documents, austen_token_documents, austen_token_documents_head, tokenizer
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
-from albert_mini.masking import Masker
-from albert_mini.model import IGNORE_INDEX
-from albert_mini.pretraining_data import (
+from albert_mini.text.masking import Masker
+from albert_mini.model.albert import IGNORE_INDEX
+from albert_mini.text.batches import (
     DataSettings, PretrainingBatches, PretrainingDataset, build_pretraining_dataset, collate, make_dataloader,
     tokenize_documents,
 )
-from albert_mini.tokenizer import PAD_ID
+from albert_mini.text.tokenizer import PAD_ID
 
 
 def dataset(head: bool = False, **settings):
@@ -148,9 +148,9 @@ def test_resume_refuses_a_different_data_setting():
 
 
 def test_trainer_resumed_from_a_checkpoint_ends_with_identical_weights(tmp_path):
-    """End to end with albert_mini.trainer: 6 steps of 3 micro-batches over a 2-batch epoch, interrupted after
+    """End to end with albert_mini.training.trainer: 6 steps of 3 micro-batches over a 2-batch epoch, interrupted after
     step 4, resumed from its checkpoint: the data position restores exactly, so the weights match bit for bit."""
-    from albert_mini.trainer import TrainConfig, train
+    from albert_mini.training.trainer import TrainConfig, train
 
     def source():
         return PretrainingBatches(build_pretraining_dataset(austen_documents()[:2], tokenizer(), "sop", 32), 8)
@@ -245,7 +245,7 @@ def test_unigram_log_prior_matches_counts():
     import torch
 
     from albert_mini import AlbertConfig, AlbertForPreTraining
-    from albert_mini.pretraining_data import unigram_log_prior
+    from albert_mini.text.batches import unigram_log_prior
 
     docs = [[[5, 6, 6], [7]], [[6, 5]]]  # token 5 twice, 6 three times, 7 once
     prior = unigram_log_prior(docs, vocab_size=10, smoothing=1.0)

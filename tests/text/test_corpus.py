@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from albert_mini import build_corpus, rdata
-from albert_mini.corpus import (
+from albert_mini.text import build_corpus, rdata
+from albert_mini.text.corpus import (
     DATA_ROOT, SPLITS, CorpusError, Document, format_documents, load_corpus, load_text_files, parse_documents,
     sha256_of, split_sentences,
 )
@@ -226,7 +226,7 @@ def test_missing_file_and_bad_split(tmp_path):
     copy = tmp_path / "austen"
     shutil.copytree(AUSTEN, copy)
     (copy / "train.txt").unlink()
-    with pytest.raises(CorpusError, match=r"train\.txt is missing.*python -m albert_mini.build_corpus"):
+    with pytest.raises(CorpusError, match=r"train\.txt is missing.*python -m albert_mini.text.build_corpus"):
         load_corpus(split="train", data_dir=copy)
     with pytest.raises(CorpusError, match="unknown split 'dev'"):
         load_corpus(split="dev")

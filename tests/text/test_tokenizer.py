@@ -8,9 +8,9 @@ import pytest
 import sentencepiece as spm
 import torch
 
-from albert_mini import tokenizer as tok
-from albert_mini.corpus import load_corpus, read_manifest, sha256_of
-from albert_mini.tokenizer import Tokenizer, TokenizerError, preprocess_text, train_sentencepiece
+from albert_mini.text import tokenizer as tok
+from albert_mini.text.corpus import load_corpus, read_manifest, sha256_of
+from albert_mini.text.tokenizer import Tokenizer, TokenizerError, preprocess_text, train_sentencepiece
 
 transformers = pytest.importorskip("transformers")
 

@@ -1,7 +1,7 @@
 """Checks for the chapters' exercises: `check_<name>(learner_function)` compares with the package's reference.
 
 Each chapter's checks live in their own module (`ch03.py`, ...); every `check_*` function is re-exported here,
-so a chapter writes `from albert_mini.exercises import check_factorized_parameter_count`.
+so a chapter writes `from albert_mini.book.exercises import check_factorized_parameter_count`.
 """
 
 import importlib

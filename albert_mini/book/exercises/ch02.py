@@ -6,7 +6,7 @@ import functools
 
 import numpy as np
 
-from ..tokenizer import Tokenizer, preprocess_text
+from ...text.tokenizer import Tokenizer, preprocess_text
 from .checking import check_against_reference
 
 # Strings that tell the steps apart: accents, ligatures and fractions (NFKD, not NFD or NFKC), combining marks,
@@ -54,8 +54,8 @@ def _as_lists(result):
 
 
 def check_albert_preprocess(fn) -> bool:
-    """Check `fn(text)` against albert_mini.tokenizer.preprocess_text on tricky strings and Austen sentences."""
-    from ..corpus import load_corpus
+    """Check `fn(text)` against albert_mini.text.tokenizer.preprocess_text on tricky strings and Austen sentences."""
+    from ...text.corpus import load_corpus
 
     sentences = [s for doc in load_corpus("austen", "validation")[:2] for s in doc.sentences()][:20]
     cases = [((text,), {}) for text in TRICKY_TEXTS + sentences]

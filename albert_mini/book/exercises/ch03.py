@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import AlbertConfig
-from ..counting import closed_form_breakdown
+from ...model.config import AlbertConfig
+from ...model.counting import closed_form_breakdown
 from .checking import check_against_reference
 
 # (V, H) pairs from real vocabularies and widths; (21128, 2048) and (3, 3) are where the projection bias changes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..masking import Masker
+from ...text.masking import Masker
 from .checking import check_against_reference
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ..optim import Lamb, WarmupPolyDecay
-from ..optim import trust_ratio as package_trust_ratio
+from ...training.optim import Lamb, WarmupPolyDecay
+from ...training.optim import trust_ratio as package_trust_ratio
 from .checking import check_against_reference
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import random
 from typing import Any, Sequence
 
-from .. import squad_metrics, task_inputs
-from ..tokenizer import CLS_ID, SEP_ID
+from ...tasks import features as task_inputs
+from ...tasks import squad_metrics
+from ...text.tokenizer import CLS_ID, SEP_ID
 from .checking import check_against_reference
 
 # Passage and question+option ids come from two ranges that never meet, so a packed row reads as runs.

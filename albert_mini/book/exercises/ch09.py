@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from ..config import PRESETS, AlbertConfig
+from ...model.config import PRESETS, AlbertConfig
 from .checking import check_against_reference
 
 # fp32 tensors kept per parameter besides the weight and its gradient.

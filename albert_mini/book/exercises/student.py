@@ -1,6 +1,6 @@
 """Generate student notebooks: every solution between the markers becomes a stub that raises NotImplementedError.
 
-    python -m albert_mini.exercises.student chapters/*.py --out build/student     # what `make exercises` runs
+    python -m albert_mini.book.exercises.student chapters/*.py --out build/student     # what `make exercises` runs
 
 In a chapter source, a solution is written inside a code cell between two marker lines:
 

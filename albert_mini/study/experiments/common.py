@@ -1,9 +1,9 @@
 """The paper's findings at mini scale: one function per experiment, fast and full settings, one command.
 
-    python -m albert_mini.experiments all               # what `make experiments` runs (full settings)
-    python -m albert_mini.experiments sentence_task     # one of: sentence_task sharing embedding_size
+    python -m albert_mini.study.experiments all               # what `make experiments` runs (full settings)
+    python -m albert_mini.study.experiments sentence_task     # one of: sentence_task sharing embedding_size
                                                         #         smoothness throughput memory
-    ALBERT_MINI_FAST=1 python -m albert_mini.experiments all   # seconds, for tests; writes to cache/
+    ALBERT_MINI_FAST=1 python -m albert_mini.study.experiments all   # seconds, for tests; writes to cache/
 
 Every experiment pretrains the classroom model (or a variant) on the Austen training chapters with the same
 recipe and a fixed step budget, evaluates on held-out chapters, and writes `data/results/<name>.json` holding the
@@ -27,15 +27,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .analysis import Smoothness, layer_smoothness, plot_smoothness
-from .book import save_figure
-from .config import AlbertConfig
-from .counting import count_parameters
-from .model import AlbertForPreTraining
-from .settings import fast_mode
+from ..smoothness import Smoothness, layer_smoothness, plot_smoothness
+from ...model.config import AlbertConfig
+from ...model.counting import count_parameters
+from ...model.albert import AlbertForPreTraining
+from ...paths import PRETRAINED_MODEL, REPO_ROOT, save_figure
+from ...settings import fast_mode
 
 EXPERIMENTS = ("sentence_task", "sharing", "embedding_size", "smoothness", "throughput", "memory", "finetune")
-PRETRAINED_DIR = Path(__file__).resolve().parents[1] / "data" / "pretrained" / "albert-mini-austen"
+PRETRAINED_DIR = PRETRAINED_MODEL
 
 
 @dataclass(frozen=True)
@@ -68,9 +68,7 @@ def current_budget() -> Budget:
 
 def results_dir() -> Path:
     """data/results in full mode; a git-ignored cache folder in fast mode."""
-    from .book import repo_root
-
-    return repo_root() / ("cache/results-fast" if fast_mode() else "data/results")
+    return REPO_ROOT / ("cache/results-fast" if fast_mode() else "data/results")
 
 
 # ---------------------------------------------------------------------------------------------- data
@@ -82,17 +80,17 @@ class _Data:
     @classmethod
     def documents(cls, split: str, limit: int | None = None):
         if (split, limit) not in cls._cache:
-            from .corpus import load_corpus
-            from .pretraining_data import tokenize_documents
-            from .tokenizer import Tokenizer
+            from ...text.corpus import load_corpus
+            from ...text.batches import tokenize_documents
+            from ...text.tokenizer import Tokenizer
 
             cls._cache[split, limit] = tokenize_documents(load_corpus("austen", split)[:limit], Tokenizer.default())
         return cls._cache[split, limit]
 
 
 def _batches(task: str, split: str, budget: Budget, dynamic: bool, seed: int):
-    from .pretraining_data import PretrainingBatches, build_pretraining_dataset
-    from .tokenizer import Tokenizer
+    from ...text.batches import PretrainingBatches, build_pretraining_dataset
+    from ...text.tokenizer import Tokenizer
 
     dataset = build_pretraining_dataset(_Data.documents(split, budget.max_documents), Tokenizer.default(), task, budget.seq_len,
                                         seed=seed, dynamic=dynamic)
@@ -105,12 +103,12 @@ _trained: dict = {}
 
 def pretrain(config: AlbertConfig, task: str, budget: Budget) -> tuple[AlbertForPreTraining, dict]:
     """Pretrain `config` on the Austen training chapters with `task` beside MLM; cached per process."""
-    from .trainer import TrainConfig, train
+    from ...training.trainer import TrainConfig, train
 
     key = (config.to_json(), task, budget)
     if key in _trained:
         return _trained[key]
-    from .pretraining_data import unigram_log_prior
+    from ...text.batches import unigram_log_prior
 
     torch.manual_seed(budget.seed)
     model = AlbertForPreTraining(config)
@@ -138,7 +136,7 @@ def _sentence_set(task: str, split: str, budget: Budget, limit: int, seed: int):
     """Up to `limit` unmasked instances of an SOP or NSP split as padded tensors, with their sources.
 
     Cached: every model of an experiment is scored on the same sets, so they are built once (read only)."""
-    from .instances import build_instances
+    from ...text.instances import build_instances
 
     docs = _Data.documents(split, budget.max_documents)
     instances = build_instances(docs, task, budget.seq_len, seed=seed)
@@ -196,7 +194,7 @@ def sentence_accuracy(model, task: str, trained_task: str, budget: Budget) -> di
     correct = (predictions == test_y).float()
     result = {"accuracy": float(correct.mean()), "examples": len(test_y), "method": method}
     if task == "nsp":  # negatives whose B comes from another novel vs from the same novel
-        from .corpus import load_corpus
+        from ...text.corpus import load_corpus
 
         novel = [d.novel for d in load_corpus("austen", "validation")[:budget.max_documents]]
         cross = torch.tensor([x.label == 1 and novel[x.source_a[0]] != novel[x.source_b[0]] for x in test_instances])
@@ -268,8 +266,8 @@ def smoothness(budget: Budget) -> dict:
 
 def throughput(budget: Budget) -> dict:
     """Relative training speed of the seven paper configs on this CPU, next to the paper's Speedup column."""
-    from .paper import TABLE2_SPEEDUP
-    from .throughput import relative_throughput
+    from ..paper import TABLE2_SPEEDUP
+    from ..throughput import relative_throughput
 
     names = ["bert-base", "bert-large", "bert-xlarge", "albert-base", "albert-large", "albert-xlarge", "albert-xxlarge"]
     if budget == FAST:
@@ -283,7 +281,7 @@ def throughput(budget: Budget) -> dict:
 
 def memory(budget: Budget) -> dict:
     """What sharing saves: training memory of mini presets (computed and measured) and of the paper configs."""
-    from .memory import measure_activation_bytes, training_memory
+    from ..memory import measure_activation_bytes, training_memory
 
     rows = {}
     for name in ("albert-mini", "bert-mini"):
@@ -300,7 +298,7 @@ def memory(budget: Budget) -> dict:
 
 def finetune_settings(budget: Budget) -> dict:
     """The fixed fine-tuning budget per task (FinetuneSettings), the same for both encoders."""
-    from .finetune import FinetuneSettings
+    from ...tasks.finetune import FinetuneSettings
 
     if budget == FAST:
         return {name: FinetuneSettings(steps=2, batch_size=4, seed=budget.seed, max_train_examples=16,
@@ -312,8 +310,8 @@ def finetune_settings(budget: Budget) -> dict:
 
 def finetune(budget: Budget) -> dict:
     """Does pretraining help? Each task fine-tuned from the shipped pretrained encoder and from random weights."""
-    from .checkpoint import load_pretrained
-    from .finetune import run_task
+    from ...training.checkpoint import load_pretrained
+    from ...tasks.finetune import run_task
 
     pretrained = load_pretrained(PRETRAINED_DIR)  # fails with a clear message when the weights are missing
     rows = {}
@@ -428,7 +426,7 @@ def _git_revision() -> str:
 
 def write_result(name: str, payload: dict, budget: Budget, out_dir: Path, seconds: float) -> Path:
     """data/results/<name>.json: the numbers and everything needed to reproduce them."""
-    meta = {"experiment": name, "command": f"python -m albert_mini.experiments {name}",
+    meta = {"experiment": name, "command": f"python -m albert_mini.study.experiments {name}",
             "fast_mode": budget == FAST, "budget": dataclasses.asdict(budget), "git_revision": _git_revision(),
             "torch": torch.__version__, "python": platform.python_version(), "wall_seconds": round(seconds, 1),
             "threads": torch.get_num_threads()}
@@ -458,7 +456,7 @@ def _pct(value) -> str:
 
 def results_tables(folder: Path) -> str:
     """Markdown tables of every result in `folder`, each next to the paper's numbers."""
-    from .paper import TABLE3, TABLE4, TABLE5
+    from ..paper import TABLE3, TABLE4, TABLE5
 
     def load(name):
         path = folder / f"{name}.json"

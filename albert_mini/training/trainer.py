@@ -8,7 +8,7 @@ position, as plain Python values or tensors) and `load_state_dict(state)`. Under
 source (its shard). `SyntheticBatches` below is the smallest source that follows the protocol.
 
 One optimizer step = `accumulate` micro-batches on every rank. The loss of a step is the per-token mean over the
-whole effective batch (see albert_mini.distributed for why and how), with gradients clipped to global norm 1.0.
+whole effective batch (see albert_mini.training.distributed for why and how), with gradients clipped to global norm 1.0.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from tqdm import tqdm
 from .checkpoint import (CheckpointError, atomic_write_text, capture_rng_state, latest_checkpoint, load_checkpoint,
                          restore_rng_state, save_checkpoint)
 from .distributed import DistInfo, all_reduce_sum, assert_replicas_identical, broadcast_flag, gather_objects, wrap_model
-from .model import IGNORE_INDEX
+from ..model.albert import IGNORE_INDEX
 from .optim import WarmupPolyDecay, build_optimizer, clip_grad_global_norm
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "labels", "sentence_order_label")
@@ -128,7 +128,7 @@ class PretrainingObjective:
     An objective tells the trainer which batch keys go to the model (`inputs`, of which `required` must be
     present), the denominators of a micro-batch (summed over the effective batch before the loss is formed),
     how to turn a model output into a loss and a float64 stats vector of length `n_stats`, and how summed stats
-    become metrics. Fine-tuning (albert_mini.finetune) plugs its own objective into the same trainer.
+    become metrics. Fine-tuning (albert_mini.tasks.finetune) plugs its own objective into the same trainer.
     """
 
     name = "pretrain"  # the progress bar's label

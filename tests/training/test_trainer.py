@@ -10,10 +10,10 @@ import torch
 from safetensors.torch import load_file
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
-from albert_mini.checkpoint import (CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint,
+from albert_mini.training.checkpoint import (CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint,
                                     load_pretrained, save_checkpoint, verify_checkpoint)
-from albert_mini.optim import WarmupPolyDecay, build_optimizer
-from albert_mini.trainer import SyntheticBatches, Trainer, TrainConfig, evaluate, pretraining_objective, train
+from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
+from albert_mini.training.trainer import SyntheticBatches, Trainer, TrainConfig, evaluate, pretraining_objective, train
 
 # Dropout on, so that resuming must also restore the torch RNG to be exact.
 CONFIG = AlbertConfig.from_preset("albert-nano", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
@@ -228,7 +228,7 @@ def test_quiet_under_ci_and_clear_errors(tmp_path, monkeypatch, capsys):
 
 
 def test_cli_writes_a_run_resumes_it_and_refuses_other_settings(tmp_path, capsys):
-    from albert_mini.pretrain import main
+    from albert_mini.training.pretrain import main
 
     out = tmp_path / "run"
     flags = ["--preset", "albert-nano", "--corpus", "synthetic", "--seq-len", "32", "--batch-size", "4",
@@ -246,8 +246,8 @@ def test_cli_writes_a_run_resumes_it_and_refuses_other_settings(tmp_path, capsys
 
 
 def test_cli_on_austen_resumes_a_killed_run_bit_identically(tmp_path, monkeypatch):
-    from albert_mini import pretraining_data
-    from albert_mini.pretrain import main
+    from albert_mini.text import batches as pretraining_data
+    from albert_mini.training.pretrain import main
 
     flags = ["--preset", "albert-nano", "--corpus", "austen", "--seq-len", "64", "--batch-size", "4", "--steps", "4",
              "--save-every", "2", "--eval-every", "0", "--eval-batches", "1", "--quiet"]
@@ -276,7 +276,7 @@ def test_cli_on_austen_resumes_a_killed_run_bit_identically(tmp_path, monkeypatc
 
 
 def test_every_cli_flag_is_explained():
-    from albert_mini.pretrain import build_parser
+    from albert_mini.training.pretrain import build_parser
 
     parser = build_parser()
     for action in parser._actions:

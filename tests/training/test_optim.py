@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
-from albert_mini.optim import (Lamb, WarmupPolyDecay, build_optimizer, clip_grad_global_norm, is_excluded,
+from albert_mini.training.optim import (Lamb, WarmupPolyDecay, build_optimizer, clip_grad_global_norm, is_excluded,
                                param_groups)
 
 
@@ -27,7 +27,7 @@ class Toy(nn.Module):
 
 def numpy_lamb(weights: dict, grads_per_step: list[dict], lr: float, excluded: set, b1=0.9, b2=0.999, eps=1e-6,
                wd=0.01) -> dict:
-    """The reference update, in float64, written out independently of albert_mini.optim."""
+    """The reference update, in float64, written out independently of albert_mini.training.optim."""
     w = {k: v.astype(np.float64).copy() for k, v in weights.items()}
     m = {k: np.zeros_like(v) for k, v in w.items()}
     v = {k: np.zeros_like(x) for k, x in w.items()}

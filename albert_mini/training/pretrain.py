@@ -1,8 +1,8 @@
 """Pretrain ALBERT from the command line; rerun the same command to resume a killed run exactly.
 
-    python -m albert_mini.pretrain --preset albert-mini --corpus austen --task sop --steps 600 --minutes 15 \
+    python -m albert_mini.training.pretrain --preset albert-mini --corpus austen --task sop --steps 600 --minutes 15 \
         --out runs/mini
-    torchrun --standalone --nproc_per_node 2 -m albert_mini.pretrain ...   (DDP, see albert_mini.distributed)
+    torchrun --standalone --nproc_per_node 2 -m albert_mini.training.pretrain ...   (DDP, see albert_mini.training.distributed)
 
 The run directory gets config.json (the model), run.json (these settings, the tokenizer's path and sha256,
 the world size), metrics.jsonl (one line per log step and evaluation) and checkpoints/step-NNNNNNN/.
@@ -21,10 +21,10 @@ import numpy as np
 import torch
 
 from .checkpoint import CHECKPOINTS, atomic_write_text, config_differences, sha256_file
-from .config import PRESETS, AlbertConfig
-from .counting import count_parameters
+from ..model.config import PRESETS, AlbertConfig
+from ..model.counting import count_parameters
 from .distributed import DistInfo, barrier, cleanup, init_distributed
-from .model import AlbertForPreTraining
+from ..model.albert import AlbertForPreTraining
 from .optim import OPTIMIZERS, WarmupPolyDecay, build_optimizer
 from .trainer import METRICS_FILE, SyntheticBatches, Trainer, TrainConfig, TrainResult
 
@@ -46,13 +46,13 @@ resuming: if --out already holds a run, the same command continues it from its n
 
 several processes (DDP: gloo on CPU, nccl on GPUs; each process reads its own shard; rank 0 writes files
 and shows progress):
-  torchrun --standalone --nproc_per_node 2 -m albert_mini.pretrain --corpus synthetic --steps 20 --out runs/ddp
-  on a node with 8 GPUs: torchrun --standalone --nproc_per_node 8 -m albert_mini.pretrain ... (one GPU each)
+  torchrun --standalone --nproc_per_node 2 -m albert_mini.training.pretrain --corpus synthetic --steps 20 --out runs/ddp
+  on a node with 8 GPUs: torchrun --standalone --nproc_per_node 8 -m albert_mini.training.pretrain ... (one GPU each)
 """
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m albert_mini.pretrain", description=__doc__.split("\n")[0],
+    p = argparse.ArgumentParser(prog="python -m albert_mini.training.pretrain", description=__doc__.split("\n")[0],
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", default="albert-mini", choices=list(PRESETS), help="model size (default: albert-mini)")
     p.add_argument("--corpus", default="austen", choices=CORPORA,
@@ -134,9 +134,9 @@ def build_data(args, config: AlbertConfig, info: DistInfo):
         val = SyntheticBatches(config.vocab_size, args.batch_size, args.seq_len, seed=args.seed + 1,
                                sentence_labels=sentence).shard(info.rank, info.world_size).take(args.eval_batches)
         return train, val, None
-    from .corpus import load_corpus
-    from .pretraining_data import PretrainingBatches, build_pretraining_dataset
-    from .tokenizer import Tokenizer
+    from ..text.corpus import load_corpus
+    from ..text.batches import PretrainingBatches, build_pretraining_dataset
+    from ..text.tokenizer import Tokenizer
 
     tokenizer = Tokenizer.from_file(args.tokenizer) if args.tokenizer else Tokenizer.default()
     if tokenizer.vocab_size != config.vocab_size:
@@ -232,7 +232,7 @@ def run(args: argparse.Namespace, info: DistInfo) -> TrainResult:
     torch.manual_seed(args.seed + 1 + info.rank)  # dropout masks differ between ranks
     train_data, val_data, tokenizer = build_data(args, config, info)
     if args.output_bias == "unigram" and args.corpus != "synthetic":
-        from .pretraining_data import unigram_log_prior
+        from ..text.batches import unigram_log_prior
 
         shard = train_data.dataset  # a DatasetShard of the training PretrainingDataset
         model.init_output_bias(unigram_log_prior(shard.dataset.documents, config.vocab_size).to(info.device))

@@ -25,7 +25,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 
-from .config import AlbertConfig, ConfigError
+from ..model.config import AlbertConfig, ConfigError
 
 FORMAT_VERSION = 1
 CHECKPOINTS = "checkpoints"
@@ -208,7 +208,7 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.o
         if saved_names != current_names:
             raise CheckpointError(
                 f"{path / STATE_FILE} holds optimizer state for other parameter groups; build the optimizer "
-                "with albert_mini.optim.build_optimizer on the same model"
+                "with albert_mini.training.optim.build_optimizer on the same model"
             )
         try:
             optimizer.load_state_dict(state["optimizer"])
@@ -224,13 +224,13 @@ def resolve_checkpoint(path: str | Path) -> Path:
         return path
     latest = latest_checkpoint(path)
     if latest is None:
-        raise CheckpointError(f"{path} holds no checkpoint; pass a run directory written by albert_mini.pretrain")
+        raise CheckpointError(f"{path} holds no checkpoint; pass a run directory written by albert_mini.training.pretrain")
     return latest
 
 
 def load_pretrained(path: str | Path) -> torch.nn.Module:
     """An AlbertForPreTraining with the weights of a checkpoint directory, or of a run's newest checkpoint."""
-    from .model import AlbertForPreTraining
+    from ..model.albert import AlbertForPreTraining
 
     path = resolve_checkpoint(path)
     verify_checkpoint(path)

@@ -1,0 +1,1 @@
+"""The textbook's machinery: building the chapters and checking their exercises."""

@@ -1,0 +1,103 @@
+"""Where the project's files live, and how shipped files are checked: one repository-root rule, one sha256.
+
+The root is the checkout that holds this package (so commands work from any working directory), unless the
+environment variable ALBERT_MINI_ROOT names another folder with the same layout (data/, cache/, figures/), e.g.
+for a non-editable install. It is read once, when this module is first imported.
+
+Shipped data folders carry a manifest, `SHA256SUMS`, in the format `sha256sum` writes and `sha256sum -c` checks;
+`verified_path` checks a file against it every time the file is read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from .settings import fast_mode
+
+ROOT_ENV = "ALBERT_MINI_ROOT"
+MANIFEST = "SHA256SUMS"
+
+
+def repo_root() -> Path:
+    """The folder holding data/, cache/ and figures/: $ALBERT_MINI_ROOT, else the checkout of this package."""
+    override = os.environ.get(ROOT_ENV, "").strip()
+    return Path(override).expanduser().resolve() if override else Path(__file__).resolve().parents[1]
+
+
+REPO_ROOT = repo_root()
+DATA_ROOT = REPO_ROOT / "data"
+CACHE_ROOT = REPO_ROOT / "cache"  # git-ignored: downloads, fast-mode outputs
+FIGURES_ROOT = REPO_ROOT / "figures"
+PRETRAINED_MODEL = DATA_ROOT / "pretrained" / "albert-mini-austen"  # the shipped classroom model
+
+
+# --------------------------------------------------------------------------- figures
+def figure_path(name: str) -> Path:
+    """Where figure `name` is saved: figures/ in full mode, a git-ignored cache folder in fast mode."""
+    folder = CACHE_ROOT / "figures-fast" if fast_mode() else FIGURES_ROOT
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / name
+
+
+def save_figure(fig, name: str, folder: str | Path | None = None) -> Path:
+    """Save a matplotlib figure as PNG (120 dpi, tight, no timestamp) to `folder` or figure_path; return its path."""
+    path = figure_path(name) if folder is None else Path(folder) / name
+    fig.savefig(path, dpi=120, bbox_inches="tight", metadata={"Software": None})
+    return path
+
+
+# --------------------------------------------------------------------------- sha256 and manifests
+def sha256_bytes(data: bytes) -> str:
+    """Hex sha256 of bytes in memory (a download before it is written)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB chunks so large checkpoints never sit in memory whole."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_manifest(folder: str | Path, error: type[Exception] = ValueError, rebuild: str | None = None) -> dict[str, str]:
+    """File name -> sha256 from `folder/SHA256SUMS`; a missing manifest raises `error` naming the `rebuild` command."""
+    path = Path(folder) / MANIFEST
+    if not path.is_file():
+        fix = f"; rebuild it with `{rebuild}`" if rebuild else ""
+        raise error(f"checksum manifest {path} is missing{fix}")
+    entries = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            digest, name = line.split(maxsplit=1)
+            entries[name.lstrip("*")] = digest
+    return entries
+
+
+def update_manifest(folder: str | Path, names: list[str]) -> None:
+    """Record the current sha256 of `names` (files in `folder`) in its manifest, keeping the other entries."""
+    folder = Path(folder)
+    entries = read_manifest(folder) if (folder / MANIFEST).is_file() else {}
+    for name in names:
+        entries[name] = sha256_file(folder / name)
+    (folder / MANIFEST).write_text("".join(f"{entries[name]}  {name}\n" for name in sorted(entries)))
+
+
+def verified_path(folder: str | Path, name: str, rebuild: str, error: type[Exception] = ValueError) -> Path:
+    """`folder/name` once it exists and matches its manifest sha256; else `error` saying how to restore it."""
+    path = Path(folder) / name
+    if not path.is_file():
+        raise error(f"{path} is missing; rebuild it with `{rebuild}`")
+    expected = read_manifest(folder, error, rebuild).get(name)
+    if expected is None:
+        raise error(f"{path} is not listed in {Path(folder) / MANIFEST}; rebuild it with `{rebuild}`")
+    actual = sha256_file(path)
+    if actual != expected:
+        raise error(
+            f"{path} is corrupt or was edited: sha256 {actual[:16]}... differs from the manifest's "
+            f"{expected[:16]}...; restore it with `git checkout -- {path}` or rebuild it with `{rebuild}`"
+        )
+    return path

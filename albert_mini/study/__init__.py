@@ -1,0 +1,1 @@
+"""The paper's claims, measured: its numbers, smoothness, memory, throughput, probes and the experiments."""

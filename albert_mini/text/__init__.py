@@ -1,0 +1,1 @@
+"""From raw text to model-ready batches: corpora, the tokenizer, pretraining instances, masking, batching."""
