@@ -53,7 +53,7 @@
 # NBVAL_CHECK_OUTPUT
 import json
 
-from albert_mini.text.corpus import DATA_ROOT
+from albert_mini.paths import DATA_ROOT
 
 stats = json.loads((DATA_ROOT / "austen" / "stats.json").read_text())
 print(f"source: {stats['source']['package']} {stats['source']['version']}")
@@ -404,7 +404,7 @@ for key, values in pair.items():
 # for a single segment, `[CLS] A [SEP] B [SEP]` for a pair, with the token types above. Use `CLS_ID` and `SEP_ID`.
 
 # %%
-from albert_mini.text.tokenizer import CLS_ID, SEP_ID
+from albert_mini.specials import CLS_ID, SEP_ID
 
 
 def pair_layout(ids_a, ids_b=None):

@@ -63,7 +63,7 @@ print(f"{len(instances):,} instances, {lengths.sum():,} tokens; length min {leng
 # %%
 # NBVAL_CHECK_OUTPUT
 from albert_mini.text.masking import Masker
-from albert_mini.model.albert import IGNORE_INDEX
+from albert_mini.specials import IGNORE_INDEX
 
 masker = Masker.from_tokenizer(tokenizer)  # the reference's defaults: 15%, at most 20, n <= 3, whole words
 print(masker.describe())

@@ -446,7 +446,7 @@ with torch.no_grad():
 # and question+option ids from 5000, so that its feedback shows which ids you kept.
 
 # %%
-from albert_mini.text.tokenizer import CLS_ID, SEP_ID
+from albert_mini.specials import CLS_ID, SEP_ID
 
 
 def race_pack(passage_ids, qa_ids, max_length=512, max_qa_length=128):

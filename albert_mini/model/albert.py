@@ -13,9 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..specials import IGNORE_INDEX
 from .config import AlbertConfig
-
-IGNORE_INDEX = -100  # label value of positions that carry no MLM target (as in HF and torch's cross_entropy)
 
 
 def activation_fn(name: str):

@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..specials import PAD_ID
+
 SHARING_STRATEGIES = ("all", "attention", "ffn", "none")
 ACTIVATIONS = ("gelu_new", "gelu", "relu")
 
@@ -40,7 +42,7 @@ class AlbertConfig:
     type_vocab_size: int = 2
     layer_norm_eps: float = 1e-12
     initializer_range: float = 0.02
-    pad_token_id: int = 0
+    pad_token_id: int = PAD_ID
 
     def __post_init__(self):
         self.validate()

@@ -9,6 +9,7 @@ import time
 import torch
 
 from ..model.config import AlbertConfig
+from ..specials import FIRST_ORDINARY_ID
 
 
 def flops_per_token(config: AlbertConfig, seq_len: int) -> float:
@@ -28,7 +29,7 @@ def measure_training_throughput(config: AlbertConfig, batch_size: int = 2, seq_l
     config = config.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     model = AlbertModel(config).train()
     g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(5, config.vocab_size, (batch_size, seq_len), generator=g)
+    ids = torch.randint(FIRST_ORDINARY_ID, config.vocab_size, (batch_size, seq_len), generator=g)
     times = []
     for step in range(steps + 1):  # the first step warms up allocator and kernels
         start = time.perf_counter()

@@ -19,7 +19,8 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from ..text.corpus import DATA_ROOT, Document, load_corpus, sha256_of, update_manifest, verified_path
+from ..paths import DATA_ROOT, MANIFEST, sha256_file, update_manifest, verified_path
+from ..text.corpus import CorpusError, Document, load_corpus
 from .formats import (
     Answer, MultipleChoiceExample, SpanExample, load_race_json, load_squad_json, write_race_json, write_squad_json,
 )
@@ -221,7 +222,7 @@ def build_all(out_dir: str | Path = TASKS_DIR, mc_sizes: dict[str, int] | None =
         counts["austen_mc"][split], counts["austen_span"][split] = len(mc), len(span)
         files += [f"austen_mc/{split}.json", f"austen_span/{split}.json"]
     files.sort()
-    (out_dir / "SHA256SUMS").unlink(missing_ok=True)
+    (out_dir / MANIFEST).unlink(missing_ok=True)
     update_manifest(out_dir, files)
     readme = _readme(out_dir, files, counts, available, names, seed, mc_sizes, span_sizes)
     (out_dir / "README.md").write_text(readme, encoding="utf-8")
@@ -231,7 +232,8 @@ def build_all(out_dir: str | Path = TASKS_DIR, mc_sizes: dict[str, int] | None =
 def _task_path(task: str, split: str, tasks_dir: str | Path | None) -> Path:
     if split not in SOURCE_SPLITS:
         raise ValueError(f"unknown split {split!r}; the derived tasks have {', '.join(SOURCE_SPLITS)}")
-    return verified_path(Path(tasks_dir) if tasks_dir else TASKS_DIR, f"{task}/{split}.json", REBUILD_COMMAND)
+    return verified_path(Path(tasks_dir) if tasks_dir else TASKS_DIR, f"{task}/{split}.json", REBUILD_COMMAND,
+                         CorpusError)
 
 
 def load_austen_mc(split: str, tasks_dir: str | Path | None = None) -> list[MultipleChoiceExample]:
@@ -260,7 +262,7 @@ def _readme(out_dir: Path, files: list[str], counts: dict[str, dict[str, int]],
     for f in files:
         task, split = f.split("/")[0], Path(f).stem
         rows.append(f"| `{f}` | {counts[task][split]:,} | {available[task][split]:,} | "
-                    f"{(out_dir / f).stat().st_size:,} | `{sha256_of(out_dir / f)}` |")
+                    f"{(out_dir / f).stat().st_size:,} | `{sha256_file(out_dir / f)}` |")
     table = "\n".join(rows)
     name_lines = "\n".join(f"  - *{novel}*: {', '.join(words)}" for novel, words in names.items())
     mc_low, mc_high = MC_PASSAGE_SENTENCES

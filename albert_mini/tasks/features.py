@@ -23,7 +23,8 @@ import numpy as np
 import torch
 
 from .formats import ClassificationExample, MultipleChoiceExample, RecordError, SpanExample
-from ..text.tokenizer import CLS_ID, PAD_ID, SEP_ID, Tokenizer
+from ..specials import CLS_ID, PAD_ID, SEP_ID
+from ..text.tokenizer import Tokenizer
 
 CharSpan = tuple[int, int]
 

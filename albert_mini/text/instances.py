@@ -32,8 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..model.albert import IGNORE_INDEX
-from .tokenizer import CLS_ID, SEP_ID
+from ..specials import CLS_ID, IGNORE_INDEX, SEP_ID
 
 TASKS = ("sop", "nsp", "none")
 SPECIALS_PER_PAIR = 3  # [CLS] A [SEP] B [SEP]

@@ -25,7 +25,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ..model.albert import IGNORE_INDEX
+from ..specials import IGNORE_INDEX, MASK_ID
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +84,8 @@ class Masker:
         self.ngram_probs = weights / weights.sum()
 
     @classmethod
-    def from_tokenizer(cls, tokenizer, mask_id: int | None = None, **options) -> "Masker":
+    def from_tokenizer(cls, tokenizer, mask_id: int = MASK_ID, **options) -> "Masker":
         """A Masker for a `albert_mini.text.tokenizer.Tokenizer` (uses its word_start and special_ids)."""
-        if mask_id is None:
-            from .tokenizer import MASK_ID
-            mask_id = MASK_ID
         return cls(tokenizer.word_start, tokenizer.special_ids, mask_id, **options)
 
     def describe(self) -> dict:

@@ -32,10 +32,10 @@ import numpy as np
 import sentencepiece as spm
 import torch
 
-from .corpus import DATA_ROOT, SPLITS, load_corpus, load_text_files, update_manifest, verified_path
+from ..specials import CLS_ID, MASK_ID, PAD_ID, SEP_ID, SPECIAL_PIECES, UNK_ID
+from ..paths import DATA_ROOT, MANIFEST, update_manifest, verified_path
+from .corpus import SPLITS, load_corpus, load_text_files
 
-PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4
-SPECIAL_PIECES = {"<pad>": PAD_ID, "<unk>": UNK_ID, "[CLS]": CLS_ID, "[SEP]": SEP_ID, "[MASK]": MASK_ID}
 WORD_BOUNDARY = "\u2581"  # SentencePiece's "▁": the piece starts after a space
 DEFAULT_DIR = DATA_ROOT / "austen"
 TRAIN_COMMAND = "python -m albert_mini.text.tokenizer train --vocab-size 8000 --out data/austen/spiece.model"
@@ -162,11 +162,7 @@ class Tokenizer:
     @classmethod
     def default(cls) -> "Tokenizer":
         """The committed 8000-piece Austen model, after checking its sha256 against data/austen/SHA256SUMS."""
-        try:
-            path = verified_path(DEFAULT_DIR, "spiece.model", rebuild=TRAIN_COMMAND)
-        except ValueError as error:
-            raise TokenizerError(str(error)) from None
-        return cls.from_file(path)
+        return cls.from_file(verified_path(DEFAULT_DIR, "spiece.model", TRAIN_COMMAND, TokenizerError))
 
     def _check_special_ids(self) -> None:
         sp = self.sp
@@ -380,7 +376,7 @@ def save_model(model: bytes, out: str | Path) -> Path:
     sp = spm.SentencePieceProcessor(model_proto=model)
     vocab = "".join(f"{sp.id_to_piece(i)}\t{sp.get_score(i):g}\n" for i in range(sp.get_piece_size()))
     out.with_suffix(".vocab").write_text(vocab, encoding="utf-8")
-    if (out.parent / "SHA256SUMS").is_file():
+    if (out.parent / MANIFEST).is_file():
         update_manifest(out.parent, [out.name, out.with_suffix(".vocab").name])
     return out
 

@@ -12,7 +12,6 @@ killed mid-save leaves either the old set of checkpoints or the old set plus a c
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -26,6 +25,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 
 from ..model.config import AlbertConfig, ConfigError
+from ..paths import sha256_file
 
 FORMAT_VERSION = 1
 CHECKPOINTS = "checkpoints"
@@ -57,14 +57,6 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         os.fsync(f.fileno())
     os.replace(tmp, path)
     _fsync_path(path.parent)
-
-
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 # ---------------------------------------------------------------------- RNG states

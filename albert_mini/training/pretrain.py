@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .checkpoint import CHECKPOINTS, atomic_write_text, config_differences, sha256_file
+from ..paths import sha256_file
+from .checkpoint import CHECKPOINTS, atomic_write_text, config_differences
 from ..model.config import PRESETS, AlbertConfig
 from ..model.counting import count_parameters
 from .distributed import DistInfo, barrier, cleanup, init_distributed

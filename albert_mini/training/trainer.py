@@ -2,7 +2,7 @@
 
 Batch-source protocol. The trainer pulls micro-batches with `next(source)` (a list or any iterable works too; it
 is wrapped in `iter`). Each batch is a dict of tensors: input_ids, attention_mask, token_type_ids (B, T);
-labels (B, T) holding the token id at masked positions and -100 elsewhere; optionally sentence_order_label (B,)
+labels (B, T) holding the token id at masked positions and IGNORE_INDEX (-100) elsewhere; optionally sentence_order_label (B,)
 (SOP or NSP, 1 = swapped / not next). To write checkpoints, the source must also have `state_dict()` (its exact
 position, as plain Python values or tensors) and `load_state_dict(state)`. Under DDP each rank gets its own
 source (its shard). `SyntheticBatches` below is the smallest source that follows the protocol.
@@ -29,7 +29,7 @@ from tqdm import tqdm
 from .checkpoint import (CheckpointError, atomic_write_text, capture_rng_state, latest_checkpoint, load_checkpoint,
                          restore_rng_state, save_checkpoint)
 from .distributed import DistInfo, all_reduce_sum, assert_replicas_identical, broadcast_flag, gather_objects, wrap_model
-from ..model.albert import IGNORE_INDEX
+from ..specials import CLS_ID, FIRST_ORDINARY_ID, IGNORE_INDEX, MASK_ID, PAD_ID, SEP_ID
 from .optim import WarmupPolyDecay, build_optimizer, clip_grad_global_norm
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "labels", "sentence_order_label")
@@ -460,12 +460,10 @@ class SyntheticBatches:
     (so ranks hold different numbers of masked tokens) and [CLS] a [SEP] b [SEP] layouts.
     """
 
-    CLS, SEP, MASK, FIRST_WORD = 2, 3, 4, 5
-
     def __init__(self, vocab_size: int, batch_size: int, seq_len: int, seed: int = 0, rank: int = 0,
                  world_size: int = 1, mask_prob: float = 0.15, sentence_labels: bool = True):
-        if seq_len < 8 or vocab_size <= self.FIRST_WORD or batch_size < 1:
-            raise ValueError(f"need seq_len >= 8, vocab_size > {self.FIRST_WORD}, batch_size >= 1 "
+        if seq_len < 8 or vocab_size <= FIRST_ORDINARY_ID or batch_size < 1:
+            raise ValueError(f"need seq_len >= 8, vocab_size > {FIRST_ORDINARY_ID}, batch_size >= 1 "
                              f"(got {seq_len}, {vocab_size}, {batch_size})")
         if not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} outside 0..{world_size - 1}")
@@ -483,19 +481,19 @@ class SyntheticBatches:
         rng = np.random.default_rng([self.seed, index])
         G, T = self.batch_size * self.world_size, self.seq_len
         lengths = rng.integers(T // 2, T + 1, size=G)  # (G,)
-        ids = rng.integers(self.FIRST_WORD, self.vocab_size, size=(G, T))
+        ids = rng.integers(FIRST_ORDINARY_ID, self.vocab_size, size=(G, T))
         position = np.arange(T)[None, :]  # (1, T)
         middle = lengths[:, None] // 2  # (G, 1)
         real = position < lengths[:, None]  # (G, T)
-        ids[:, 0] = self.CLS
-        ids[position == middle] = self.SEP
-        ids[position == lengths[:, None] - 1] = self.SEP
-        ids[~real] = 0
-        special = (ids == self.CLS) | (ids == self.SEP) | ~real
+        ids[:, 0] = CLS_ID
+        ids[position == middle] = SEP_ID
+        ids[position == lengths[:, None] - 1] = SEP_ID
+        ids[~real] = PAD_ID
+        special = (ids == CLS_ID) | (ids == SEP_ID) | ~real
         masked = (rng.random((G, T)) < self.mask_prob) & ~special
         rows = slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
         out = {
-            "input_ids": torch.from_numpy(np.where(masked, self.MASK, ids)[rows]),
+            "input_ids": torch.from_numpy(np.where(masked, MASK_ID, ids)[rows]),
             "attention_mask": torch.from_numpy(real[rows].astype(np.int64)),
             "token_type_ids": torch.from_numpy(((position > middle) & real)[rows].astype(np.int64)),
             "labels": torch.from_numpy(np.where(masked, ids, IGNORE_INDEX)[rows]),

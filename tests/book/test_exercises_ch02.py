@@ -8,7 +8,8 @@ from albert_mini.book.exercises import (
     ExerciseFailed, check_albert_preprocess, check_pair_layout, check_truncate_longest_first,
 )
 from albert_mini.book.exercises import ch02
-from albert_mini.text.tokenizer import CLS_ID, SEP_ID, Tokenizer, truncate_pair
+from albert_mini.specials import CLS_ID, SEP_ID
+from albert_mini.text.tokenizer import Tokenizer, truncate_pair
 
 
 def not_written(*args):

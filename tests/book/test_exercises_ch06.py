@@ -12,7 +12,7 @@ from albert_mini.book.exercises import (
 )
 from albert_mini.book.exercises import ch06
 from albert_mini.text.masking import Masker
-from albert_mini.model.albert import IGNORE_INDEX
+from albert_mini.specials import IGNORE_INDEX
 
 
 def not_written(*args):

@@ -9,12 +9,12 @@ from pretraining_helpers import austen_documents, austen_token_documents, austen
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
 from albert_mini.text.masking import Masker
-from albert_mini.model.albert import IGNORE_INDEX
+from albert_mini.specials import IGNORE_INDEX
 from albert_mini.text.batches import (
     DataSettings, PretrainingBatches, PretrainingDataset, build_pretraining_dataset, collate, make_dataloader,
     tokenize_documents,
 )
-from albert_mini.text.tokenizer import PAD_ID
+from albert_mini.specials import PAD_ID
 
 
 def dataset(head: bool = False, **settings):

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from albert_mini.paths import DATA_ROOT, sha256_file
 from albert_mini.text import build_corpus, rdata
 from albert_mini.text.corpus import (
-    DATA_ROOT, SPLITS, CorpusError, Document, format_documents, load_corpus, load_text_files, parse_documents,
-    sha256_of, split_sentences,
+    SPLITS, CorpusError, Document, format_documents, load_corpus, load_text_files, parse_documents, split_sentences,
 )
 
 AUSTEN = DATA_ROOT / "austen"
@@ -151,7 +151,7 @@ def test_build_from_a_deb(tmp_path):
 
     stats = build_corpus.build(deb, tmp_path / "out")
     assert stats["source"]["version"] == "9.9.9-1" and stats["source"]["r_package_version"] == "9.9.9"
-    assert stats["source"]["deb_sha256"] == sha256_of(deb)
+    assert stats["source"]["deb_sha256"] == sha256_file(deb)
     train = load_corpus(split="train", data_dir=tmp_path / "out")
     emma = [d for d in train if d.id.startswith("emma-")]
     assert [d.chapter for d in emma] == [1, 2]  # Emma-style numerals restarting per volume still count 1, 2

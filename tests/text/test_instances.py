@@ -10,8 +10,8 @@ from albert_mini.text.instances import (
     TokenDocuments, build_instances, pack_chunks, pack_chunks_either_way,
 )
 from albert_mini.study.leak_probe import probe_order_leak, reference_style_instances, sentence_end_pieces
-from albert_mini.model.albert import IGNORE_INDEX
-from albert_mini.text.tokenizer import CLS_ID, SEP_ID
+from albert_mini.specials import IGNORE_INDEX
+from albert_mini.specials import CLS_ID, SEP_ID
 
 
 def passes(task, n_passes, max_seq_len=128, **kw):

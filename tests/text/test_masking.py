@@ -8,8 +8,8 @@ from pretraining_helpers import austen_token_documents, tokenizer
 
 from albert_mini.text.instances import build_instances
 from albert_mini.text.masking import Masker
-from albert_mini.model.albert import IGNORE_INDEX
-from albert_mini.text.tokenizer import CLS_ID, MASK_ID, SEP_ID
+from albert_mini.specials import IGNORE_INDEX
+from albert_mini.specials import CLS_ID, MASK_ID, SEP_ID
 
 
 @pytest.fixture(scope="module")

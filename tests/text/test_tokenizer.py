@@ -9,7 +9,8 @@ import sentencepiece as spm
 import torch
 
 from albert_mini.text import tokenizer as tok
-from albert_mini.text.corpus import load_corpus, read_manifest, sha256_of
+from albert_mini.paths import read_manifest, sha256_file
+from albert_mini.text.corpus import load_corpus
 from albert_mini.text.tokenizer import Tokenizer, TokenizerError, preprocess_text, train_sentencepiece
 
 transformers = pytest.importorskip("transformers")
@@ -242,4 +243,4 @@ def test_retraining_reproduces_the_committed_model():
         pytest.skip(f"the committed model was trained with sentencepiece 0.2.3, this is {spm.__version__}")
     model = train_sentencepiece(tok.training_texts("austen"), vocab_size=8000)
     assert model == (tok.DEFAULT_DIR / "spiece.model").read_bytes()
-    assert sha256_of(tok.DEFAULT_DIR / "spiece.model") == read_manifest(tok.DEFAULT_DIR)["spiece.model"]
+    assert sha256_file(tok.DEFAULT_DIR / "spiece.model") == read_manifest(tok.DEFAULT_DIR)["spiece.model"]

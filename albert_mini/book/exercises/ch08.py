@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from ...tasks import features as task_inputs
 from ...tasks import squad_metrics
-from ...text.tokenizer import CLS_ID, SEP_ID
+from ...specials import CLS_ID, SEP_ID
 from .checking import check_against_reference
 
 # Passage and question+option ids come from two ranges that never meet, so a packed row reads as runs.
