@@ -312,17 +312,19 @@ for (sharing, E), (printed, avg) in TABLE3.items():
 # %% [markdown]
 # To see where the parameters sit, `albert_mini.model.counting.parameter_table` counts any set of configs (a dict of
 # configs or a list of preset names) by component from the closed form, and `format_parameter_table` prints the
-# rows as a markdown table. With `paper_convention=True` each row also carries the total under the paper's rules.
+# rows as a markdown table. `albert_mini.study.paper.paper_parameter_table` builds the same rows with one more
+# count: the total under the paper's rules.
 # The eight Table 3 models: the embedding block is what E changes; the attention and FFN columns are what sharing
 # changes.
 
 # %%
 from IPython.display import Markdown, display
 
-from albert_mini.model.counting import format_parameter_table, parameter_table
+from albert_mini.model.counting import format_parameter_table
+from albert_mini.study.paper import paper_parameter_table
 
 table3_configs = {f"{sharing}, E = {E}": albert_base_variant(E, sharing) for sharing, E in TABLE3}
-display(Markdown(format_parameter_table(parameter_table(table3_configs, paper_convention=True))))
+display(Markdown(format_parameter_table(paper_parameter_table(table3_configs))))
 
 # %% [markdown]
 # ## The MLM head goes through E too

@@ -75,27 +75,21 @@ _HEADERS = {
 }
 
 
-def parameter_table(configs: Mapping[str, AlbertConfig] | Iterable[str], pooler: bool = True, heads: bool = False,
-                    paper_convention: bool = False) -> list[dict]:
+def parameter_table(configs: Mapping[str, AlbertConfig] | Iterable[str], pooler: bool = True,
+                    heads: bool = False) -> list[dict]:
     """One row per config: its shape, the closed-form count of every component, and the total.
 
     `configs` is {name: AlbertConfig} or a list of preset names. Row keys: name, V, E, H, L, A (attention heads),
-    I (FFN width), sharing, the COMPONENTS, total; with paper_convention=True also "paper_convention", the total
-    counted as the paper's tables count it (albert_mini.study.paper.paper_convention_count, which ignores `pooler` and
-    `heads`).
+    I (FFN width), sharing, the COMPONENTS, total. (albert_mini.study.paper.paper_parameter_table adds the total
+    counted as the paper's tables count it.)
     """
     named = _named_configs(configs)
     rows = []
     for name, config in named.items():
         parts = closed_form_breakdown(config, pooler=pooler, heads=heads)
-        row = {"name": name, "V": config.vocab_size, "E": config.embedding_size, "H": config.hidden_size,
-               "L": config.num_hidden_layers, "A": config.num_attention_heads, "I": config.intermediate_size,
-               "sharing": config.sharing, **parts, "total": sum(parts.values())}
-        if paper_convention:
-            from ..study.paper import paper_convention_count  # paper.py imports from this module: no cycle
-
-            row["paper_convention"] = paper_convention_count(config)
-        rows.append(row)
+        rows.append({"name": name, "V": config.vocab_size, "E": config.embedding_size, "H": config.hidden_size,
+                     "L": config.num_hidden_layers, "A": config.num_attention_heads, "I": config.intermediate_size,
+                     "sharing": config.sharing, **parts, "total": sum(parts.values())})
     return rows
 
 
@@ -127,7 +121,8 @@ def format_parameter_table(rows: list[dict], unit: str = "M") -> str:
     """A markdown table of parameter_table rows; counts in millions ("M", 2 decimals) or exact ("exact", 1,234).
 
     With unit="M", counts under 10,000 are printed exactly (2,112, not 0.00M). Component columns that are zero
-    in every row (e.g. the heads when they were not counted) are left out.
+    in every row (e.g. the heads when they were not counted) are left out. A "paper_convention" count present in
+    every row (albert_mini.study.paper.paper_parameter_table adds it) becomes the last column.
     """
     if unit not in ("M", "exact"):
         raise ValueError(f"format_parameter_table: unknown unit {unit!r}; use 'M' (millions) or 'exact'")

@@ -1,11 +1,14 @@
-"""Numbers reported in the ALBERT paper (Lan et al., ICLR 2020), as data for tests, chapters and results pages.
+"""Numbers reported in the ALBERT paper (Lan et al., ICLR 2020), and the way its tables count parameters.
 
-Parameter counts are in millions as printed. Scores are dev-set numbers; SQuAD entries are (F1, EM).
+The numbers are data for tests, chapters and results pages. Parameter counts are in millions as printed. Scores are dev-set numbers; SQuAD entries are (F1, EM).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 from ..model.config import AlbertConfig, embedding_variant
+from ..model.counting import closed_form_breakdown, parameter_table
 
 # Table 1: the model configurations and their printed parameter counts (millions).
 TABLE1 = {
@@ -56,9 +59,20 @@ def paper_convention_count(config: AlbertConfig) -> int:
     Two rules reproduce the printed numbers: the E -> H projection exists only when E != H (as in the original
     TensorFlow code), and the pooler is counted for models with any sharing but not for unshared ones.
     """
-    from ..model.counting import closed_form_breakdown
-
     parts = closed_form_breakdown(config, pooler=config.sharing != "none")
     if config.embedding_size == config.hidden_size:
         parts["projection"] = 0
     return sum(parts.values())
+
+
+def paper_parameter_table(configs: Mapping[str, AlbertConfig] | Iterable[str], pooler: bool = True,
+                          heads: bool = False) -> list[dict]:
+    """parameter_table rows, each with "paper_convention": the total as the paper's tables count it.
+
+    The convention ignores `pooler` and `heads`, which choose only the closed-form columns.
+    """
+    if not isinstance(configs, (Mapping, str)):
+        configs = list(configs)  # read twice below
+    rows = parameter_table(configs, pooler=pooler, heads=heads)  # checks the argument
+    named = configs if isinstance(configs, Mapping) else {name: AlbertConfig.from_preset(name) for name in configs}
+    return [{**row, "paper_convention": paper_convention_count(named[row["name"]])} for row in rows]
