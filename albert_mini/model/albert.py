@@ -99,7 +99,7 @@ class AlbertAttention(nn.Module):
             context, weights = attention_math(q, k, v, mask_bias, p, self.training)
         else:
             context, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=mask_bias, dropout_p=p), None
-        context = context.transpose(1, 2).reshape(B, T, H)  # (B, T, H)
+        context = context.transpose(1, 2).reshape(B, T, H)  # (B, nh, T, d) -> (B, T, nh * d = H)
         out = self.LayerNorm(h + self.output_dropout(self.dense(context)))
         return out, weights
 
@@ -119,7 +119,7 @@ class AlbertLayer(nn.Module):
 
     def forward(self, h, mask_bias=None, output_attentions: bool = False):
         a, weights = self.attention(h, mask_bias, output_attentions)
-        ffn = self.dropout(self.ffn_output(self.activation(self.ffn(a))))  # (B, T, H)
+        ffn = self.dropout(self.ffn_output(self.activation(self.ffn(a))))  # (B, T, H) -> (B, T, I) -> (B, T, H)
         return self.full_layer_layer_norm(a + ffn), weights
 
 
@@ -163,26 +163,25 @@ def build_layer_groups(config: AlbertConfig) -> nn.ModuleList:
 
 
 class AlbertTransformer(nn.Module):
-    """Project E -> H, then apply L layers; layer i runs group i * n_groups // L."""
+    """Project E -> H, then apply L layers; layer i runs group config.layer_to_group(i)."""
 
     def __init__(self, config: AlbertConfig):
         super().__init__()
-        self.num_layers = config.num_hidden_layers
         if config.embedding_projection:
             self.embedding_hidden_mapping_in = nn.Linear(config.embedding_size, config.hidden_size)
         else:
             self.embedding_hidden_mapping_in = nn.Identity()
         self.albert_layer_groups = build_layer_groups(config)
+        self.plan = [config.layer_to_group(i) for i in range(config.num_hidden_layers)]
 
     def layer_plan(self) -> list[int]:
-        """Which group each of the L layer applications runs."""
-        n = len(self.albert_layer_groups)
-        return [i * n // self.num_layers for i in range(self.num_layers)]
+        """Which layer group each of the L layer applications runs."""
+        return list(self.plan)
 
     def forward(self, embeddings, mask_bias=None, output_hidden_states=False, output_attentions=False):
-        h = self.embedding_hidden_mapping_in(embeddings)  # (B, T, H)
+        h = self.embedding_hidden_mapping_in(embeddings)  # (B, T, E) -> (B, T, H)
         hidden_states, attentions = [h], []
-        for group_index in self.layer_plan():
+        for group_index in self.plan:
             h, weights = self.albert_layer_groups[group_index](h, mask_bias, output_attentions)
             if output_hidden_states:
                 hidden_states.append(h)
@@ -212,21 +211,25 @@ class AlbertPreTrainedModel(nn.Module):
         config.validate()
         self.config = config
 
+    @torch.no_grad()
     def init_weights(self) -> None:
-        """Normal(0, initializer_range) for matrices and embeddings, zero biases, LayerNorm (1, 0), pad row 0."""
+        """Normal(0, initializer_range) for matrices and embeddings, zero biases, LayerNorm (1, 0), pad row 0.
+
+        Each tensor is drawn once: a model built inside this one (the encoder of a head) initialised its own
+        tensors when it was constructed, so they are left as they are, the tied MLM decoder weight included.
+        """
         std = self.config.initializer_range
+        done = {id(p) for child in self.children() if isinstance(child, AlbertPreTrainedModel)
+                for p in child.parameters()}
         for module in self.modules():
-            if isinstance(module, (nn.Linear, nn.Embedding)):
+            if isinstance(module, (nn.Linear, nn.Embedding)) and id(module.weight) not in done:
                 nn.init.normal_(module.weight, mean=0.0, std=std)
-            if isinstance(module, nn.Linear) and module.bias is not None:
-                nn.init.zeros_(module.bias)
-            if isinstance(module, nn.Embedding) and module.padding_idx is not None:
-                with torch.no_grad():
+                if isinstance(module, nn.Embedding) and module.padding_idx is not None:
                     module.weight[module.padding_idx].zero_()
-            if isinstance(module, nn.LayerNorm):
+            if isinstance(module, nn.Linear) and module.bias is not None and id(module.bias) not in done:
+                nn.init.zeros_(module.bias)  # the MLM output bias too (the reference starts it at zero)
+            if isinstance(module, nn.LayerNorm) and id(module.weight) not in done:
                 nn.init.ones_(module.weight)
-                nn.init.zeros_(module.bias)
-            if isinstance(module, AlbertMLMHead):
                 nn.init.zeros_(module.bias)
 
 
@@ -281,8 +284,11 @@ class AlbertSentenceHead(nn.Module):
 class PreTrainingOutput:
     """Losses and logits of the pretraining model.
 
-    With `labels` given, `mlm_logits` holds only the masked positions, (N, V) in row-major order of the
-    batch, as the original gathers them; without labels it covers every position, (B, T, V).
+    The losses are means, as in HF (loss = mlm_loss + sentence_loss). The sums and counts behind them are there
+    too, for a trainer that averages over a batch split across micro-batches and processes (see
+    albert_mini.training.objectives). With `labels` given, `mlm_logits` holds only the masked positions, (N, V)
+    in row-major order of the batch, as the original gathers them; without labels it covers every position,
+    (B, T, V).
     """
 
     loss: torch.Tensor | None
@@ -292,6 +298,10 @@ class PreTrainingOutput:
     sentence_logits: torch.Tensor  # (B, 2)
     hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor, ...] | None = None
+    mlm_loss_sum: torch.Tensor | None = None  # cross-entropy summed over the N masked positions
+    mlm_count: int = 0  # N
+    sentence_loss_sum: torch.Tensor | None = None  # cross-entropy summed over the labelled sequences
+    sentence_count: int = 0
 
 
 class AlbertForPreTraining(AlbertPreTrainedModel):
@@ -299,11 +309,11 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
 
     def __init__(self, config: AlbertConfig):
         super().__init__(config)
-        self.albert = AlbertModel(config)
+        self.albert = AlbertModel(config)  # initialises itself
         self.predictions = AlbertMLMHead(config)
         self.sop_classifier = AlbertSentenceHead(config)
+        self.tie_weights()  # before init_weights, which then leaves the shared table as the encoder drew it
         self.init_weights()
-        self.tie_weights()
 
     def tie_weights(self) -> None:
         """The MLM decoder reuses the input word embeddings (one V x E table)."""
@@ -311,7 +321,7 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
 
     @torch.no_grad()
     def init_output_bias(self, log_prior: torch.Tensor) -> None:
-        """Start the MLM output bias at token log-frequencies (see pretraining_data.unigram_log_prior)."""
+        """Start the MLM output bias at token log-frequencies (see albert_mini.text.batches.unigram_log_prior)."""
         if log_prior.shape != self.predictions.bias.shape:
             raise ValueError(f"log_prior has shape {tuple(log_prior.shape)}, the output bias "
                              f"{tuple(self.predictions.bias.shape)}")
@@ -325,20 +335,24 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
                           output_attentions)
         h = out.last_hidden_state  # (B, T, H)
-        mlm_loss = sentence_loss = None
+        mlm_loss = sentence_loss = mlm_sum = sentence_sum = None
+        mlm_count = sentence_count = 0
         if labels is not None:
             selected = labels != IGNORE_INDEX  # (B, T)
+            targets = labels[selected]  # (N,)
             mlm_logits = self.predictions(h[selected])  # (N, V): only the masked positions
-            if mlm_logits.shape[0]:
-                mlm_loss = F.cross_entropy(mlm_logits, labels[selected])
-            else:  # nothing masked: a zero that still belongs to the graph
-                mlm_loss = mlm_logits.sum() * 0.0
+            mlm_sum = F.cross_entropy(mlm_logits, targets, reduction="sum")  # nothing masked: a 0 in the graph
+            mlm_count = targets.numel()
+            mlm_loss = mlm_sum / max(mlm_count, 1)
         else:
             mlm_logits = self.predictions(h)  # (B, T, V)
-        sentence_logits = self.sop_classifier(out.pooler_output)
+        sentence_logits = self.sop_classifier(out.pooler_output)  # (B, 2)
         if sentence_order_label is not None:
-            sentence_loss = F.cross_entropy(sentence_logits, sentence_order_label.view(-1))
+            sentence_targets = sentence_order_label.view(-1)  # (B,)
+            sentence_sum = F.cross_entropy(sentence_logits, sentence_targets, reduction="sum")
+            sentence_count = sentence_targets.numel()
+            sentence_loss = sentence_sum / sentence_count
         parts = [x for x in (mlm_loss, sentence_loss) if x is not None]
         loss = sum(parts) if parts else None
-        return PreTrainingOutput(loss, mlm_loss, sentence_loss, mlm_logits, sentence_logits,
-                                 out.hidden_states, out.attentions)
+        return PreTrainingOutput(loss, mlm_loss, sentence_loss, mlm_logits, sentence_logits, out.hidden_states,
+                                 out.attentions, mlm_sum, mlm_count, sentence_sum, sentence_count)

@@ -101,15 +101,15 @@ class AlbertConfig:
 
     # ------------------------------------------------------------------ derived facts
     @property
-    def head_size(self) -> int:
-        """Width of one attention head."""
-        return self.hidden_size // self.num_attention_heads
+    def num_layer_modules(self) -> int:
+        """Layer-group modules the encoder holds: G, or one per layer when only attention or the FFN is shared."""
+        return self.num_hidden_layers if self.sharing in ("attention", "ffn") else self.num_hidden_groups
 
     def layer_to_group(self, layer: int) -> int:
-        """Index of the group (module) that layer application `layer` runs; exact integer form of HF's rule."""
+        """Index of the layer-group module that layer application `layer` runs; exact integer form of HF's rule."""
         if not 0 <= layer < self.num_hidden_layers:
             raise IndexError(f"layer {layer} outside 0..{self.num_hidden_layers - 1}")
-        return layer * self.num_hidden_groups // self.num_hidden_layers
+        return layer * self.num_layer_modules // self.num_hidden_layers
 
     def num_distinct_blocks(self) -> tuple[int, int]:
         """How many distinct (attention, FFN) blocks hold parameters under this sharing strategy."""

@@ -68,7 +68,7 @@ class TokenDocuments:
         for doc in documents:
             if isinstance(doc, (str, bytes)) or any(isinstance(s, (str, bytes)) for s in doc):
                 raise TypeError("a document must be a list of tokenized sentences (lists of ids), not text; "
-                                "tokenize first, e.g. with pretraining_data.tokenize_documents")
+                                "tokenize first, e.g. with albert_mini.text.batches.tokenize_documents")
             sentences = [np.asarray(s, dtype=np.int32) for s in doc if len(s)]  # empty sentences are dropped
             lengths = [len(s) for s in sentences]
             self.streams.append(np.concatenate(sentences) if sentences else np.zeros(0, np.int32))

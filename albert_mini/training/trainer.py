@@ -89,22 +89,20 @@ class TrainResult:
 def pretraining_objective(out, batch: dict, mlm_denominator: float, sentence_denominator: float):
     """Summed MLM and sentence losses of a micro-batch divided by the counts of the whole effective batch.
 
-    The sums are the model's own means times this micro-batch's counts (no second cross-entropy).
-    Returns the loss to backpropagate and a float64 vector of sums for the metrics:
+    The sums come from the model (PreTrainingOutput.mlm_loss_sum, .sentence_loss_sum). Returns the loss to
+    backpropagate and a float64 vector of sums for the metrics:
     [mlm loss, mlm correct, masked tokens, sentence loss, sentence correct, sequences].
     """
-    if out.mlm_loss is None:
+    if out.mlm_loss_sum is None:
         raise ValueError("the model was called without labels; a pretraining batch needs 'labels'")
     labels = batch["labels"]
     targets = labels[labels != IGNORE_INDEX]  # (N,), row-major like out.mlm_logits
-    mlm_sum = out.mlm_loss * targets.numel()
-    loss = mlm_sum / max(mlm_denominator, 1.0)
-    stats = [mlm_sum.detach(), (out.mlm_logits.argmax(-1) == targets).sum(), targets.numel()]
-    if out.sentence_loss is not None:
+    loss = out.mlm_loss_sum / max(mlm_denominator, 1.0)
+    stats = [out.mlm_loss_sum.detach(), (out.mlm_logits.argmax(-1) == targets).sum(), out.mlm_count]
+    if out.sentence_loss_sum is not None:
         y = batch["sentence_order_label"].view(-1)
-        s_sum = out.sentence_loss * y.numel()
-        loss = loss + s_sum / max(sentence_denominator, 1.0)
-        stats += [s_sum.detach(), (out.sentence_logits.argmax(-1) == y).sum(), y.numel()]
+        loss = loss + out.sentence_loss_sum / max(sentence_denominator, 1.0)
+        stats += [out.sentence_loss_sum.detach(), (out.sentence_logits.argmax(-1) == y).sum(), out.sentence_count]
     else:
         stats += [0.0, 0, 0]
     return loss, torch.tensor([float(s) for s in stats], dtype=torch.float64)

@@ -88,6 +88,14 @@ def test_layer_to_group_matches_hf_rule():
             assert [c.layer_to_group(i) for i in range(L)] == [int(i / (L / G)) for i in range(L)]
 
 
+@pytest.mark.parametrize("sharing", ["attention", "ffn"])
+def test_layer_to_group_gives_each_layer_its_own_module_when_only_one_block_is_shared(sharing):
+    c = AlbertConfig.from_preset("albert-nano", num_hidden_layers=4, sharing=sharing)
+    assert c.num_layer_modules == 4 and [c.layer_to_group(i) for i in range(4)] == [0, 1, 2, 3]
+    with pytest.raises(IndexError, match="layer 4 outside 0..3"):
+        c.layer_to_group(4)
+
+
 def test_package_imports_without_transformers():
     code = (
         "import sys, importlib.abc\n"

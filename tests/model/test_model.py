@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from albert_mini import AlbertConfig, AlbertForPreTraining, AlbertModel, count_parameters
+from albert_mini import (AlbertConfig, AlbertForMultipleChoice, AlbertForPreTraining, AlbertForSequenceClassification,
+                         AlbertModel, count_parameters)
 from albert_mini.model.albert import attention_math
 
 
@@ -101,6 +102,41 @@ def test_no_masked_tokens_gives_zero_mlm_loss():
     ids = torch.randint(5, 8000, (2, 10))
     out = model(ids, labels=torch.full_like(ids, -100))
     assert out.mlm_loss.item() == 0.0 and out.loss.requires_grad
+    assert out.mlm_count == 0 and out.mlm_loss_sum.item() == 0.0 and out.mlm_loss_sum.requires_grad
+
+
+def test_losses_come_as_sums_and_counts_beside_the_means():
+    model = AlbertForPreTraining(nano())
+    ids = torch.randint(5, 8000, (3, 10))
+    labels = torch.full_like(ids, -100)
+    labels[0, 2], labels[1, 5], labels[2, 7], labels[2, 8] = 11, 12, 13, 14
+    sentence = torch.tensor([0, 1, 1])
+    out = model(ids, labels=labels, sentence_order_label=sentence)
+    assert (out.mlm_count, out.sentence_count) == (4, 3)
+    per_token = torch.nn.functional.cross_entropy(out.mlm_logits, labels[labels != -100], reduction="none")
+    assert torch.allclose(out.mlm_loss_sum, per_token.sum()) and torch.allclose(out.mlm_loss, per_token.mean())
+    per_sequence = torch.nn.functional.cross_entropy(out.sentence_logits, sentence, reduction="none")
+    assert torch.allclose(out.sentence_loss_sum, per_sequence.sum())
+    assert torch.allclose(out.sentence_loss, per_sequence.mean())
+
+
+@pytest.mark.parametrize("head", [AlbertForPreTraining, AlbertForSequenceClassification, AlbertForMultipleChoice])
+def test_every_tensor_is_initialised_once(head):
+    """A head's encoder is exactly the AlbertModel the same seed gives: the head does not draw it again."""
+    config = nano(num_hidden_layers=3)
+    torch.manual_seed(7)
+    encoder = AlbertModel(config)
+    torch.manual_seed(7)
+    model = head(config)
+    assert model.albert.state_dict().keys() == encoder.state_dict().keys()
+    assert all(torch.equal(t, model.albert.state_dict()[k]) for k, t in encoder.state_dict().items())
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.LayerNorm):
+            assert torch.equal(module.weight, torch.ones_like(module.weight)), name
+        if isinstance(module, torch.nn.Linear) and module.bias is not None:
+            assert not module.bias.any(), name
+    new = [p for n, p in model.named_parameters() if not n.startswith("albert.") and p.dim() == 2]
+    assert new and all(0.015 < float(p.std()) < 0.025 for p in new)  # Normal(0, 0.02), not torch's default init
 
 
 def test_too_long_input_is_a_clear_error():
