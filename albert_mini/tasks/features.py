@@ -23,7 +23,8 @@ import numpy as np
 import torch
 
 from .formats import ClassificationExample, MultipleChoiceExample, RecordError, SpanExample
-from ..specials import CLS_ID, PAD_ID, SEP_ID
+from ..specials import CLS_ID, SEP_ID
+from ..text.padding import pad_batch
 from ..text.tokenizer import Tokenizer
 
 CharSpan = tuple[int, int]
@@ -230,30 +231,6 @@ def squad_features(tokenizer: Tokenizer, example: SpanExample, max_length: int =
 
 
 # --------------------------------------------------------------------------- collation
-def _pad(rows: Sequence[Sequence[int]], width: int, value: int) -> list[list[int]]:
-    return [list(r) + [value] * (width - len(r)) for r in rows]
-
-
-def _width(lengths: Sequence[int], pad_to: int | None) -> int:
-    longest = max(lengths)
-    if pad_to is None:
-        return longest
-    if pad_to < longest:
-        raise ValueError(f"pad_to={pad_to} is shorter than the longest sequence ({longest} tokens); raise pad_to "
-                         f"or build the features with a smaller max_length")
-    return pad_to
-
-
-def _padded_batch(input_ids: Sequence[Sequence[int]], token_type_ids: Sequence[Sequence[int]],
-                  pad_to: int | None) -> dict[str, torch.Tensor]:
-    width = _width([len(r) for r in input_ids], pad_to)
-    return {
-        "input_ids": torch.tensor(_pad(input_ids, width, PAD_ID), dtype=torch.long),
-        "attention_mask": torch.tensor(_pad([[1] * len(r) for r in input_ids], width, 0), dtype=torch.long),
-        "token_type_ids": torch.tensor(_pad(token_type_ids, width, 0), dtype=torch.long),
-    }
-
-
 def _labels(values: Sequence, name: str) -> torch.Tensor | None:
     """All present -> a tensor (float if any is float, for regression); all missing -> None; a mix is an error."""
     missing = [v is None for v in values]
@@ -274,7 +251,8 @@ def collate_classification(features: Sequence[ClassificationFeature],
                            pad_to: int | None = None) -> dict[str, torch.Tensor]:
     """input_ids, attention_mask, token_type_ids (B, T) padded with 0, and labels (B,) when every feature has one."""
     _require(features)
-    batch = _padded_batch([f.input_ids for f in features], [f.token_type_ids for f in features], pad_to)
+    batch = pad_batch({"input_ids": [f.input_ids for f in features],
+                       "token_type_ids": [f.token_type_ids for f in features]}, pad_to)
     labels = _labels([f.label for f in features], "labels")
     if labels is not None:
         batch["labels"] = labels
@@ -292,7 +270,7 @@ def collate_multiple_choice(features: Sequence[MultipleChoiceFeature],
                          f"batch examples with the same number of options together")
     n_choices = counts.pop()
     rows = [r for f in features for r in f.input_ids]
-    flat = _padded_batch(rows, [r for f in features for r in f.token_type_ids], pad_to)
+    flat = pad_batch({"input_ids": rows, "token_type_ids": [r for f in features for r in f.token_type_ids]}, pad_to)
     batch = {key: value.view(len(features), n_choices, -1) for key, value in flat.items()}  # (B * C, T) -> (B, C, T)
     labels = _labels([f.label for f in features], "labels")
     if labels is not None:
@@ -303,7 +281,8 @@ def collate_multiple_choice(features: Sequence[MultipleChoiceFeature],
 def collate_spans(features: Sequence[SpanFeature], pad_to: int | None = None) -> dict[str, torch.Tensor]:
     """input_ids, attention_mask, token_type_ids (B, T) padded with 0; start_positions, end_positions (B,) if known."""
     _require(features)
-    batch = _padded_batch([f.input_ids for f in features], [f.token_type_ids for f in features], pad_to)
+    batch = pad_batch({"input_ids": [f.input_ids for f in features],
+                       "token_type_ids": [f.token_type_ids for f in features]}, pad_to)
     starts = _labels([f.start_position for f in features], "start_position")
     ends = _labels([f.end_position for f in features], "end_position")
     if starts is not None and ends is not None:

@@ -23,8 +23,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from .instances import TASKS, TokenDocuments, as_token_documents, build_instances, check_build_arguments
-from ..specials import IGNORE_INDEX, PAD_ID
 from .masking import Masker
+from .padding import pad_batch
 
 # Separate random streams, so that e.g. drawing masks never shifts which instances are built.
 INSTANCE_STREAM, MASK_STREAM, ORDER_STREAM = 0, 1, 2
@@ -195,29 +195,12 @@ class DatasetShard(Dataset):
 
 
 # ---------------------------------------------------------------------------------------------- batching
-def collate(examples: Sequence[dict], pad_to: int | None = None, pad_id: int = PAD_ID) -> dict[str, torch.Tensor]:
+def collate(examples: Sequence[dict], pad_to: int | None = None) -> dict[str, torch.Tensor]:
     """Pad examples to the longest (or to `pad_to`) and stack them into LongTensors for AlbertForPreTraining."""
     if not examples:
         raise ValueError("cannot collate an empty list of examples")
-    longest = max(len(e["input_ids"]) for e in examples)
-    width = longest if pad_to is None else pad_to
-    if width < longest:
-        raise ValueError(f"an example has {longest} tokens but pad_to={pad_to}; raise pad_to (or build "
-                         "shorter instances: max_seq_len)")
+    batch = pad_batch({key: [e[key] for e in examples] for key in ("input_ids", "token_type_ids", "labels")}, pad_to)
     B = len(examples)
-    input_ids = np.full((B, width), pad_id, dtype=np.int64)
-    token_type_ids = np.zeros((B, width), dtype=np.int64)
-    attention_mask = np.zeros((B, width), dtype=np.int64)
-    labels = np.full((B, width), IGNORE_INDEX, dtype=np.int64)
-    for row, e in enumerate(examples):
-        n = len(e["input_ids"])
-        input_ids[row, :n] = e["input_ids"]
-        token_type_ids[row, :n] = e["token_type_ids"]
-        attention_mask[row, :n] = 1
-        labels[row, :n] = e["labels"]
-    batch = {name: torch.from_numpy(array) for name, array in (
-        ("input_ids", input_ids), ("token_type_ids", token_type_ids), ("attention_mask", attention_mask),
-        ("labels", labels))}
     with_label = sum("sentence_order_label" in e for e in examples)
     if with_label == B:
         batch["sentence_order_label"] = torch.tensor([e["sentence_order_label"] for e in examples], dtype=torch.long)

@@ -35,6 +35,7 @@ import torch
 from ..specials import CLS_ID, MASK_ID, PAD_ID, SEP_ID, SPECIAL_PIECES, UNK_ID
 from ..paths import DATA_ROOT, MANIFEST, update_manifest, verified_path
 from .corpus import SPLITS, load_corpus, load_text_files
+from .padding import pad_batch
 
 WORD_BOUNDARY = "\u2581"  # SentencePiece's "▁": the piece starts after a space
 DEFAULT_DIR = DATA_ROOT / "austen"
@@ -303,11 +304,9 @@ class Tokenizer:
         lengths = {len(r["input_ids"]) for r in rows}
         if padding is False and len(lengths) > 1:
             raise TokenizerError(f"sequences have lengths {sorted(lengths)}; pass padding=True to pad them")
-        width = max_length if padding == "max_length" else max(lengths)
-        batch = {}
-        for key, pad in (("input_ids", self.pad_id), ("token_type_ids", 0), ("attention_mask", 0)):
-            batch[key] = torch.tensor([r[key] + [pad] * (width - len(r[key])) for r in rows], dtype=torch.long)
-        return batch
+        columns = {key: [r[key] for r in rows] for key in ("input_ids", "token_type_ids")}
+        batch = pad_batch(columns, max_length if padding == "max_length" else None)
+        return {key: batch[key] for key in ("input_ids", "token_type_ids", "attention_mask")}
 
     def __len__(self) -> int:
         return self.vocab_size

@@ -137,19 +137,14 @@ def _sentence_set(task: str, split: str, budget: Budget, limit: int, seed: int):
 
     Cached: every model of an experiment is scored on the same sets, so they are built once (read only)."""
     from ...text.instances import build_instances
+    from ...text.padding import pad_batch
 
     docs = _Data.documents(split, budget.max_documents)
     instances = build_instances(docs, task, budget.seq_len, seed=seed)
     order = np.random.default_rng(seed).permutation(len(instances))[:limit]
     chosen = [instances[i] for i in order]
-    T = max(len(x.tokens) for x in chosen)
-    ids = torch.zeros(len(chosen), T, dtype=torch.long)
-    types = torch.zeros_like(ids)
-    for row, inst in enumerate(chosen):
-        ids[row, :len(inst.tokens)] = torch.from_numpy(inst.tokens.astype(np.int64))
-        types[row, :len(inst.tokens)] = torch.from_numpy(inst.token_type_ids.astype(np.int64))
-    labels = torch.tensor([x.label for x in chosen])
-    return {"input_ids": ids, "token_type_ids": types, "attention_mask": (ids != 0).long()}, labels, chosen
+    inputs = pad_batch({"input_ids": [x.tokens for x in chosen], "token_type_ids": [x.token_type_ids for x in chosen]})
+    return inputs, torch.tensor([x.label for x in chosen]), chosen
 
 
 @torch.no_grad()
