@@ -30,9 +30,10 @@ _EXPORTS = {
     "text.instances": ("build_instances",),
     "text.masking": ("Masker",),
     "text.batches": ("PretrainingBatches", "PretrainingDataset", "build_pretraining_dataset", "collate"),
+    "text.synthetic": ("SyntheticBatches",),
     "training.checkpoint": ("CheckpointError", "load_pretrained"),
     "training.optim": ("Lamb", "WarmupPolyDecay", "build_optimizer", "clip_grad_global_norm", "param_groups"),
-    "training.trainer": ("SyntheticBatches", "TrainConfig", "Trainer", "TrainResult", "evaluate", "train"),
+    "training.trainer": ("TrainConfig", "Trainer", "TrainResult", "evaluate", "train"),
     "tasks.finetune": ("TASKS", "FinetuneSettings", "build_task_model", "run_task"),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}

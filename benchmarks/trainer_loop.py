@@ -20,7 +20,8 @@ import torch
 from albert_mini import AlbertConfig, AlbertForPreTraining
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
 from albert_mini.settings import pick
-from albert_mini.training.trainer import SyntheticBatches, Trainer, TrainConfig
+from albert_mini.text.synthetic import SyntheticBatches
+from albert_mini.training.trainer import Trainer, TrainConfig
 
 
 def make_source(kind: str, config: AlbertConfig, batch_size: int, seq_len: int):

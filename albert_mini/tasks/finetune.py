@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..text.batch_source import BatchSource
 from ..training.checkpoint import CheckpointError, load_pretrained
 from ..model.config import AlbertConfig
 from ..model.heads import AlbertForMultipleChoice, AlbertForQuestionAnswering, AlbertForSequenceClassification
@@ -69,7 +70,7 @@ class TaskObjective:
         return {"loss": loss / n if n else None, "acc": correct / n if n else None}
 
 
-class TaskBatches:
+class TaskBatches(BatchSource):
     """Shuffled mini-batches of task features, epoch after epoch, with a resumable position.
 
     `features` is any sequence; `collate` turns a list of them into a dict of tensors. Each epoch is a fresh
@@ -83,32 +84,16 @@ class TaskBatches:
         if len(features) < batch_size:
             raise ValueError(f"{len(features)} features cannot fill one batch of {batch_size}; "
                              "lower batch_size or add data")
+        super().__init__()
         self.features, self.collate, self.batch_size, self.seed = features, collate, batch_size, seed
-        self.epoch, self.position = 0, 0
-        self._order = self._permutation(0)
 
-    def _permutation(self, epoch: int) -> np.ndarray:
-        return np.random.default_rng([self.seed, epoch]).permutation(len(self.features))
+    def batches_in_epoch(self, epoch: int) -> int:
+        return len(self.features) // self.batch_size
 
-    def __iter__(self):
-        return self
-
-    def __next__(self) -> dict:
-        end = self.position + self.batch_size
-        if end > len(self.features):
-            self.epoch, self.position = self.epoch + 1, 0
-            self._order = self._permutation(self.epoch)
-            end = self.batch_size
-        chosen = self._order[self.position:end]
-        self.position = end
+    def batch(self, epoch: int, index: int) -> dict:
+        order = np.random.default_rng([self.seed, epoch]).permutation(len(self.features))
+        chosen = order[index * self.batch_size:(index + 1) * self.batch_size]
         return self.collate([self.features[i] for i in chosen])
-
-    def state_dict(self) -> dict:
-        return {"epoch": self.epoch, "position": self.position}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.epoch, self.position = state["epoch"], state["position"]
-        self._order = self._permutation(self.epoch)
 
 
 def in_order(features: Sequence, collate: Callable[[list], dict], batch_size: int) -> list[dict]:

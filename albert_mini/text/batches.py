@@ -8,20 +8,20 @@ Example i of epoch e depends only on (seed, e, i): any batch can be regenerated 
 resuming a run needs (`PretrainingBatches.state_dict()` records the epoch and the batch index).
 
 `PretrainingBatches` is the source the trainer pulls from (`next(batches)` gives a dict of LongTensors
-ready for `AlbertForPreTraining(**batch)`); `make_dataloader` wraps the same Dataset in a torch DataLoader.
+ready for `AlbertForPreTraining(**batch)`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
+from .batch_source import BatchSource
 from .instances import TASKS, TokenDocuments, as_token_documents, build_instances, check_build_arguments
 from .masking import Masker
 from .padding import pad_batch
@@ -209,7 +209,7 @@ def collate(examples: Sequence[dict], pad_to: int | None = None) -> dict[str, to
     return batch
 
 
-class PretrainingBatches:
+class PretrainingBatches(BatchSource):
     """Batches over epochs from a dataset (or a shard of it): the trainer's batch source.
 
     Batch i of epoch e holds examples [i * batch_size, (i + 1) * batch_size) of that epoch; an incomplete
@@ -223,73 +223,36 @@ class PretrainingBatches:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if num_epochs is not None and num_epochs < 1:
             raise ValueError(f"num_epochs must be >= 1 or None, got {num_epochs}")
+        super().__init__(epoch=dataset.epoch)
         self.dataset, self.batch_size, self.num_epochs, self.pad_to = dataset, batch_size, num_epochs, pad_to
-        self.epoch, self.index = dataset.epoch, 0
         if self.batches_per_epoch() == 0:
             raise ValueError(f"epoch {self.epoch} has {len(dataset)} examples, fewer than one batch of "
                              f"{batch_size}; lower batch_size or use more text")
 
-    def batches_per_epoch(self) -> int:
-        """Full batches in the current epoch (dynamic epochs differ slightly in size)."""
-        self.dataset.set_epoch(self.epoch)
+    def batches_in_epoch(self, epoch: int) -> int:
+        """Full batches in `epoch` (dynamic epochs differ slightly in size)."""
+        self.dataset.set_epoch(epoch)
         return len(self.dataset) // self.batch_size
+
+    def batches_per_epoch(self) -> int:
+        """Full batches in the current epoch."""
+        return self.batches_in_epoch(self.epoch)
 
     def batch(self, epoch: int, index: int) -> dict[str, torch.Tensor]:
         """Batch `index` of `epoch`, regenerated from the seed."""
-        self.dataset.set_epoch(epoch)
-        if not 0 <= index < len(self.dataset) // self.batch_size:
-            raise IndexError(f"batch {index} outside 0..{len(self.dataset) // self.batch_size - 1} of epoch {epoch}")
+        count = self.batches_in_epoch(epoch)
+        if not 0 <= index < count:
+            raise IndexError(f"batch {index} outside 0..{count - 1} of epoch {epoch}")
         start = index * self.batch_size
         return collate([self.dataset[i] for i in range(start, start + self.batch_size)], self.pad_to)
+
+    def settings(self) -> dict:
+        return {"batch_size": self.batch_size, "data": self.dataset.describe()}
 
     def shard(self, rank: int, world_size: int) -> "PretrainingBatches":
         """The batches of `rank` of `world_size` processes (batch_size stays per rank), from the start."""
         dataset = self.dataset.dataset if isinstance(self.dataset, DatasetShard) else self.dataset
         return PretrainingBatches(dataset.shard(rank, world_size), self.batch_size, self.num_epochs, self.pad_to)
-
-    def take(self, n: int) -> list[dict[str, torch.Tensor]]:
-        """The first n batches of the current epoch as a list (a re-iterable validation set)."""
-        return [self.batch(self.epoch, i) for i in range(n)]
-
-    def __iter__(self):
-        return self
-
-    def __next__(self) -> dict[str, torch.Tensor]:
-        while self.index >= self.batches_per_epoch():
-            if self.num_epochs is not None and self.epoch + 1 >= self.num_epochs:
-                raise StopIteration
-            self.epoch, self.index = self.epoch + 1, 0
-        batch = self.batch(self.epoch, self.index)
-        self.index += 1
-        return batch
-
-    def state_dict(self) -> dict:
-        """The exact position (next batch to yield) and the settings that decide the data."""
-        return {"epoch": self.epoch, "index": self.index, "batch_size": self.batch_size,
-                "data": self.dataset.describe()}
-
-    def load_state_dict(self, state: dict) -> None:
-        """Continue from a saved position; refuse one saved with different data settings or batch size."""
-        mine = {"batch_size": self.batch_size, "data": self.dataset.describe()}
-        for key, value in mine.items():
-            if state.get(key) != value:
-                raise ValueError(f"the saved data position was made with {key}={state.get(key)}, this source has "
-                                 f"{key}={value}; rebuild the source with the saved settings to resume exactly")
-        self.epoch, self.index = int(state["epoch"]), int(state["index"])
-        self.dataset.set_epoch(self.epoch)
-
-
-def make_dataloader(dataset: PretrainingDataset | DatasetShard, batch_size: int, start_batch: int = 0,
-                    pad_to: int | None = None, num_workers: int = 0, seed: int = 0) -> DataLoader:
-    """A torch DataLoader over the current epoch from batch `start_batch` on (to resume mid-epoch).
-
-    The dataset already orders its examples from the seed, so the loader reads them in sequence; its
-    generator is fixed anyway so nothing in it depends on global state. Call dataset.set_epoch(e) first.
-    """
-    sampler = range(start_batch * batch_size, len(dataset))
-    return DataLoader(dataset, batch_size=batch_size, sampler=sampler, drop_last=True, num_workers=num_workers,
-                      collate_fn=functools.partial(collate, pad_to=pad_to),
-                      generator=torch.Generator().manual_seed(seed))
 
 
 # ---------------------------------------------------------------------------------------------- one call

@@ -27,7 +27,8 @@ from ..model.counting import count_parameters
 from .distributed import DistInfo, barrier, cleanup, init_distributed
 from ..model.albert import AlbertForPreTraining
 from .optim import OPTIMIZERS, WarmupPolyDecay, build_optimizer
-from .trainer import METRICS_FILE, SyntheticBatches, Trainer, TrainConfig, TrainResult
+from ..text.synthetic import SyntheticBatches
+from .trainer import METRICS_FILE, Trainer, TrainConfig, TrainResult
 
 CORPORA = ("austen", "synthetic")
 TASKS = ("sop", "nsp", "none")

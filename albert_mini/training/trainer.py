@@ -5,7 +5,8 @@ is wrapped in `iter`). Each batch is a dict of tensors: input_ids, attention_mas
 labels (B, T) holding the token id at masked positions and IGNORE_INDEX (-100) elsewhere; optionally sentence_order_label (B,)
 (SOP or NSP, 1 = swapped / not next). To write checkpoints, the source must also have `state_dict()` (its exact
 position, as plain Python values or tensors) and `load_state_dict(state)`. Under DDP each rank gets its own
-source (its shard). `SyntheticBatches` below is the smallest source that follows the protocol.
+source (its shard). Every source in this project derives from albert_mini.text.batch_source.BatchSource;
+albert_mini.text.synthetic.SyntheticBatches is the smallest.
 
 One optimizer step = `accumulate` micro-batches on every rank. The loss of a step is the per-token mean over the
 whole effective batch (see albert_mini.training.distributed for why and how), with gradients clipped to global norm 1.0.
@@ -29,7 +30,7 @@ from tqdm import tqdm
 from .checkpoint import (CheckpointError, atomic_write_text, capture_rng_state, latest_checkpoint, load_checkpoint,
                          restore_rng_state, save_checkpoint)
 from .distributed import DistInfo, all_reduce_sum, assert_replicas_identical, broadcast_flag, gather_objects, wrap_model
-from ..specials import CLS_ID, FIRST_ORDINARY_ID, IGNORE_INDEX, MASK_ID, PAD_ID, SEP_ID
+from ..specials import IGNORE_INDEX
 from .optim import WarmupPolyDecay, build_optimizer, clip_grad_global_norm
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "labels", "sentence_order_label")
@@ -211,7 +212,7 @@ class Trainer:
         if config.out_dir and not (hasattr(batches, "state_dict") and hasattr(batches, "load_state_dict")):
             raise TypeError(
                 f"{type(batches).__name__} has no state_dict()/load_state_dict(), so a checkpoint could not record "
-                "the data position; give a source that has them (see SyntheticBatches) or set out_dir=None"
+                "the data position; give a source that has them (see albert_mini.text.batch_source) or set out_dir=None"
             )
         self.step = 0
         self.elapsed = 0.0  # training wall time of the whole run, across resumptions
@@ -447,73 +448,3 @@ def train(model, batches, config: TrainConfig, *, optimizer: str = "lamb", lr: f
     if resume:
         trainer.resume()
     return trainer.train()
-
-
-# ---------------------------------------------------------------------- a synthetic batch source
-class SyntheticBatches:
-    """Random MLM + sentence-task batches from a seeded generator, following the batch-source protocol.
-
-    Micro-batch i on rank r is rows [r*B, (r+1)*B) of global batch i, which depends on (seed, i) only: one
-    process with batch size B * world sees exactly what the ranks see together. Rows have random lengths
-    (so ranks hold different numbers of masked tokens) and [CLS] a [SEP] b [SEP] layouts.
-    """
-
-    def __init__(self, vocab_size: int, batch_size: int, seq_len: int, seed: int = 0, rank: int = 0,
-                 world_size: int = 1, mask_prob: float = 0.15, sentence_labels: bool = True):
-        if seq_len < 8 or vocab_size <= FIRST_ORDINARY_ID or batch_size < 1:
-            raise ValueError(f"need seq_len >= 8, vocab_size > {FIRST_ORDINARY_ID}, batch_size >= 1 "
-                             f"(got {seq_len}, {vocab_size}, {batch_size})")
-        if not 0 <= rank < world_size:
-            raise ValueError(f"rank {rank} outside 0..{world_size - 1}")
-        self.vocab_size, self.batch_size, self.seq_len, self.seed = vocab_size, batch_size, seq_len, seed
-        self.rank, self.world_size, self.mask_prob, self.sentence_labels = rank, world_size, mask_prob, sentence_labels
-        self.index = 0
-
-    def shard(self, rank: int, world_size: int) -> "SyntheticBatches":
-        """The same stream as seen by `rank` of `world_size` processes (batch_size stays per rank)."""
-        return SyntheticBatches(self.vocab_size, self.batch_size, self.seq_len, self.seed, rank, world_size,
-                                self.mask_prob, self.sentence_labels)
-
-    def batch(self, index: int) -> dict:
-        """Micro-batch number `index` of this rank."""
-        rng = np.random.default_rng([self.seed, index])
-        G, T = self.batch_size * self.world_size, self.seq_len
-        lengths = rng.integers(T // 2, T + 1, size=G)  # (G,)
-        ids = rng.integers(FIRST_ORDINARY_ID, self.vocab_size, size=(G, T))
-        position = np.arange(T)[None, :]  # (1, T)
-        middle = lengths[:, None] // 2  # (G, 1)
-        real = position < lengths[:, None]  # (G, T)
-        ids[:, 0] = CLS_ID
-        ids[position == middle] = SEP_ID
-        ids[position == lengths[:, None] - 1] = SEP_ID
-        ids[~real] = PAD_ID
-        special = (ids == CLS_ID) | (ids == SEP_ID) | ~real
-        masked = (rng.random((G, T)) < self.mask_prob) & ~special
-        rows = slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
-        out = {
-            "input_ids": torch.from_numpy(np.where(masked, MASK_ID, ids)[rows]),
-            "attention_mask": torch.from_numpy(real[rows].astype(np.int64)),
-            "token_type_ids": torch.from_numpy(((position > middle) & real)[rows].astype(np.int64)),
-            "labels": torch.from_numpy(np.where(masked, ids, IGNORE_INDEX)[rows]),
-        }
-        if self.sentence_labels:
-            out["sentence_order_label"] = torch.from_numpy(rng.integers(0, 2, size=G)[rows])
-        return out
-
-    def take(self, n: int) -> list[dict]:
-        """The first n micro-batches as a list (a re-iterable validation set)."""
-        return [self.batch(i) for i in range(n)]
-
-    def __iter__(self):
-        return self
-
-    def __next__(self) -> dict:
-        batch = self.batch(self.index)
-        self.index += 1
-        return batch
-
-    def state_dict(self) -> dict:
-        return {"index": self.index}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.index = int(state["index"])

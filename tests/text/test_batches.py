@@ -8,13 +8,11 @@ import torch
 from pretraining_helpers import austen_documents, austen_token_documents, austen_token_documents_head, tokenizer
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
-from albert_mini.text.masking import Masker
-from albert_mini.specials import IGNORE_INDEX
+from albert_mini.specials import IGNORE_INDEX, PAD_ID
 from albert_mini.text.batches import (
-    DataSettings, PretrainingBatches, PretrainingDataset, build_pretraining_dataset, collate, make_dataloader,
-    tokenize_documents,
+    DataSettings, PretrainingBatches, PretrainingDataset, build_pretraining_dataset, collate, tokenize_documents,
 )
-from albert_mini.specials import PAD_ID
+from albert_mini.text.masking import Masker
 
 
 def dataset(head: bool = False, **settings):
@@ -192,16 +190,6 @@ def test_sharded_batches_together_make_the_global_batch():
         together = rows(ranks_half[0].batch(0, i)) | rows(ranks_half[1].batch(0, i))
         assert together == rows(single.batch(0, i))
         assert not rows(ranks[0].batch(0, i)) & rows(ranks[1].batch(0, i))
-
-
-def test_dataloader_matches_the_batch_source_and_resumes_mid_epoch():
-    data = dataset(seed=8)
-    source = PretrainingBatches(data, batch_size=16)
-    loader = make_dataloader(data, batch_size=16)
-    batches = [b for _, b in zip(range(4), loader)]
-    assert all(same_batch(b, source.batch(0, i)) for i, b in enumerate(batches))
-    later = next(iter(make_dataloader(data, batch_size=16, start_batch=3)))
-    assert same_batch(later, batches[3])
 
 
 # ---------------------------------------------------------------------------------------------- building

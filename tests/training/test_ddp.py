@@ -15,7 +15,8 @@ from albert_mini import AlbertConfig, AlbertForPreTraining
 from albert_mini.training.checkpoint import latest_checkpoint
 from albert_mini.training.distributed import cleanup, init_distributed
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
-from albert_mini.training.trainer import SyntheticBatches, Trainer, TrainConfig
+from albert_mini.text.synthetic import SyntheticBatches
+from albert_mini.training.trainer import Trainer, TrainConfig
 
 CONFIG = AlbertConfig.from_preset("albert-nano")
 WORLD, B, T, STEPS, ACCUMULATE = 2, 3, 32, 3, 2
@@ -59,7 +60,7 @@ def one_thread():
 
 def test_two_ranks_equal_one_process_on_the_global_batch(tmp_path, one_thread):
     # Ranks hold different numbers of masked tokens, so a per-rank mean would not match; a global one does.
-    big = SyntheticBatches(CONFIG.vocab_size, WORLD * B, T, seed=7).batch(0)
+    big = SyntheticBatches(CONFIG.vocab_size, WORLD * B, T, seed=7).batch(0, 0)
     counts = [(big["labels"][r * B:(r + 1) * B] != -100).sum().item() for r in range(WORLD)]
     assert counts[0] != counts[1]
 

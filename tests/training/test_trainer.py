@@ -13,7 +13,8 @@ from albert_mini import AlbertConfig, AlbertForPreTraining
 from albert_mini.training.checkpoint import (CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint,
                                     load_pretrained, save_checkpoint, verify_checkpoint)
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
-from albert_mini.training.trainer import SyntheticBatches, Trainer, TrainConfig, evaluate, pretraining_objective, train
+from albert_mini.text.synthetic import SyntheticBatches
+from albert_mini.training.trainer import Trainer, TrainConfig, evaluate, pretraining_objective, train
 
 # Dropout on, so that resuming must also restore the torch RNG to be exact.
 CONFIG = AlbertConfig.from_preset("albert-nano", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
@@ -161,7 +162,7 @@ def test_only_the_newest_checkpoints_are_kept(tmp_path):
 def test_objective_equals_the_model_loss_on_one_batch():
     torch.manual_seed(0)
     model = AlbertForPreTraining(CONFIG).eval()
-    batch = SyntheticBatches(CONFIG.vocab_size, B, T, seed=2).batch(0)
+    batch = SyntheticBatches(CONFIG.vocab_size, B, T, seed=2).batch(0, 0)
     out = model(**batch)
     masked = float((batch["labels"] != -100).sum())
     loss, stats = pretraining_objective(out, batch, masked, float(B))
@@ -171,7 +172,7 @@ def test_objective_equals_the_model_loss_on_one_batch():
 
 def test_accumulation_gives_the_gradient_of_the_whole_batch_per_token():
     """Two micro-batches with different masked counts == one batch of both, to float rounding."""
-    big = SyntheticBatches(CONFIG.vocab_size, 2 * B, T, seed=3).batch(0)
+    big = SyntheticBatches(CONFIG.vocab_size, 2 * B, T, seed=3).batch(0, 0)
     halves = [{k: v[:B] for k, v in big.items()}, {k: v[B:] for k, v in big.items()}]
     assert (halves[0]["labels"] != -100).sum() != (halves[1]["labels"] != -100).sum()
     results = []
@@ -222,7 +223,7 @@ def test_quiet_under_ci_and_clear_errors(tmp_path, monkeypatch, capsys):
     train(model, batches, TrainConfig(max_steps=2, log_every=1, echo=True, progress=True))
     assert capsys.readouterr().err == "" and capsys.readouterr().out == ""
     with pytest.raises(TypeError, match="state_dict"):
-        train(model, [batches.batch(0)], TrainConfig(max_steps=1, out_dir=str(tmp_path)))
+        train(model, [batches.batch(0, 0)], TrainConfig(max_steps=1, out_dir=str(tmp_path)))
     with pytest.raises(ValueError, match="save_every needs out_dir"):
         TrainConfig(max_steps=1, save_every=5)
 
