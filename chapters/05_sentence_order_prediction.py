@@ -80,16 +80,12 @@ for name, instances in (("SOP", sop_val), ("NSP", nsp_val)):
     print(f"{name}: {len(instances)} instances of at most 128 tokens; label 0: {labels[0]}, label 1: {labels[1]}")
 
 # %% [markdown]
-# Let us read one of each. The helper cuts a decoded segment to a few lines so that the output stays short
-# (the text is lower-cased because ALBERT's preprocessing lower-cases everything, as Chapter 2 showed).
+# Let us read one of each. `Instance.segments()` gives the token ids of A and B without the special tokens; the
+# helper below cuts a decoded segment to a few lines so that the output stays short (the text is lower-cased
+# because ALBERT's preprocessing lower-cases everything, as Chapter 2 showed).
 
 
 # %%
-def segments(inst):
-    """Segment A and segment B of an instance, without [CLS] and [SEP]."""
-    return inst.tokens[1:1 + inst.len_a], inst.tokens[2 + inst.len_a:-1]
-
-
 def show(title, ids, width=110, max_chars=330):
     """Print a decoded segment, wrapped and cut to max_chars."""
     text = tokenizer.decode(ids.tolist())
@@ -104,7 +100,7 @@ NSP_MEANING = {0: "B is the true next segment", 1: "B comes from another documen
 # %%
 # NBVAL_CHECK_OUTPUT
 swapped = next(inst for inst in sop_val if inst.label == 1)
-a, b = segments(swapped)
+a, b = swapped.segments()
 print(f"SOP instance, label {swapped.label} ({SOP_MEANING[swapped.label]}); "
       f"A = tokens {swapped.source_a[1:]} and B = tokens {swapped.source_b[1:]} of chapter {swapped.source_a[0]}")
 show("A", a)
@@ -122,7 +118,7 @@ show("B", b)
 # NBVAL_CHECK_OUTPUT
 negative = next(inst for inst in nsp_val if inst.label == 1 and min(inst.len_a, inst.len_b) >= 40
                 and val_novel[inst.source_a[0]] != val_novel[inst.source_b[0]])  # a long enough one to read
-a, b = segments(negative)
+a, b = negative.segments()
 print(f"NSP instance, label {negative.label} ({NSP_MEANING[negative.label]})")
 show(f"A, from {val_novel[negative.source_a[0]]}", a)
 show(f"B, from {val_novel[negative.source_b[0]]}", b)
@@ -231,7 +227,7 @@ def topic_features(instances):
     """(N, 3): overlap of B's types with A, tf-idf cosine, probability that A and B share a novel."""
     rows = []
     for inst in instances:
-        a, b = segments(inst)
+        a, b = inst.segments()
         types_b = np.unique(b)
         overlap = np.isin(types_b, a).mean()
         weighted_a, weighted_b = np.bincount(a, minlength=V) * idf, np.bincount(b, minlength=V) * idf

@@ -45,8 +45,7 @@ def surface_features(instances: Sequence[Instance], final: np.ndarray, closing: 
     """(N, 5) float array of FEATURE_NAMES."""
     rows = []
     for inst in instances:
-        a = inst.tokens[1:1 + inst.len_a]
-        b = inst.tokens[2 + inst.len_a:2 + inst.len_a + inst.len_b]
+        a, b = inst.segments()
         rows.append((inst.len_a, inst.len_b, inst.len_a - inst.len_b,
                      ends_sentence(a, final, closing), ends_sentence(b, final, closing)))
     return np.asarray(rows, dtype=np.float64)

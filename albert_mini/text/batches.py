@@ -22,7 +22,7 @@ import torch
 from torch.utils.data import Dataset
 
 from .batch_source import BatchSource
-from .instances import TASKS, TokenDocuments, as_token_documents, build_instances, check_build_arguments
+from .instances import TokenDocuments, as_token_documents, build_instances, check_build_arguments, sentence_task
 from .masking import Masker
 from .padding import pad_batch
 
@@ -97,7 +97,7 @@ class PretrainingDataset(Dataset):
     """Masked pretraining examples of one epoch; call `set_epoch(e)` to move to epoch e.
 
     `dataset[i]` is a dict of numpy arrays: input_ids, token_type_ids, labels (IGNORE_INDEX where not
-    predicted) and, unless task == "none", the int sentence_order_label.
+    predicted) and, when the sentence task is labelled (not "none"), the int sentence_order_label.
     """
 
     def __init__(self, documents, masker: Masker, settings: DataSettings = DataSettings(), epoch: int = 0):
@@ -127,7 +127,7 @@ class PretrainingDataset(Dataset):
     def _mask(self, instance, rng: np.random.Generator) -> dict:
         masked = self.masker(instance.tokens, rng)
         example = {"input_ids": masked.input_ids, "token_type_ids": instance.token_type_ids, "labels": masked.labels}
-        if self.settings.task != "none":
+        if sentence_task(self.settings.task).labelled:
             example["sentence_order_label"] = instance.label
         return example
 
@@ -265,8 +265,7 @@ def build_pretraining_dataset(documents, tokenizer, task: str = "sop", max_seq_l
     `short_seq_prob`: see DataSettings; `masking`: options of Masker (masked_lm_prob=0.15, max_predictions=20,
     ngram=3, whole_word=True, favor_shorter_ngram=True).
     """
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+    sentence_task(task)  # an unknown name fails before the corpus is tokenized
     settings = DataSettings(task=task, max_seq_len=max_seq_len, seed=seed, dynamic=dynamic, dupe_factor=dupe_factor,
                             short_seq_prob=short_seq_prob)
     docs = documents if isinstance(documents, TokenDocuments) else tokenize_documents(documents, tokenizer)

@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from ..specials import CLS_ID, IGNORE_INDEX, SEP_ID
 
-TASKS = ("sop", "nsp", "none")
 SPECIALS_PER_PAIR = 3  # [CLS] A [SEP] B [SEP]
 SPECIALS_PER_SINGLE = 2  # [CLS] A [SEP]
 
@@ -56,6 +55,10 @@ class Instance:
         types = np.zeros(len(self.tokens), dtype=np.int32)
         types[self.len_a + 2:] = 1
         return types
+
+    def segments(self) -> tuple[np.ndarray, np.ndarray]:
+        """The token ids of segment A and of segment B, without [CLS] and [SEP] (B is empty for task "none")."""
+        return self.tokens[1:1 + self.len_a], self.tokens[2 + self.len_a:2 + self.len_a + self.len_b]
 
 
 class TokenDocuments:
@@ -157,10 +160,9 @@ def single_tokens(a: np.ndarray) -> np.ndarray:
 
 def check_build_arguments(docs: TokenDocuments, task: str, max_seq_len: int, short_seq_prob: float) -> None:
     """Raise ValueError naming the problem and the fix for arguments no instance can come from."""
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
-    smallest = 1 + SPECIALS_PER_SINGLE if task == "none" else 2 + SPECIALS_PER_PAIR
-    layout = "[CLS] a [SEP]" if task == "none" else "[CLS] a [SEP] b [SEP]"
+    pairs = sentence_task(task).pairs
+    smallest = 2 + SPECIALS_PER_PAIR if pairs else 1 + SPECIALS_PER_SINGLE
+    layout = "[CLS] a [SEP] b [SEP]" if pairs else "[CLS] a [SEP]"
     if max_seq_len < smallest:
         raise ValueError(f"max_seq_len={max_seq_len} cannot hold {layout} with one token per segment; "
                          f"use max_seq_len >= {smallest}")
@@ -170,12 +172,13 @@ def check_build_arguments(docs: TokenDocuments, task: str, max_seq_len: int, sho
     if not any(sentence_counts):
         raise ValueError("the corpus is empty: no document has a non-empty sentence; pass tokenized documents "
                          "(a list of documents, each a list of sentences, each a list of token ids)")
-    if task in ("sop", "nsp") and max(sentence_counts) < 2:
+    if pairs and max(sentence_counts) < 2:
         raise ValueError(f"{task.upper()} needs documents with at least 2 sentences; every document here has "
                          "at most one. Split the text into sentences, or use task='none' for MLM only")
-    if task == "nsp" and sum(c > 0 for c in sentence_counts) < 2:
-        raise ValueError("NSP needs at least 2 non-empty documents to draw a random next segment from another "
-                         "document; add documents or use task='sop'")
+    needed = sentence_task(task).min_documents
+    if sum(c > 0 for c in sentence_counts) < needed:
+        raise ValueError(f"{task.upper()} needs at least {needed} non-empty documents to draw a random next segment "
+                         "from another document; add documents or use task='sop'")
 
 
 def build_instances(documents, task: str = "sop", max_seq_len: int = 128, short_seq_prob: float = 0.1,
@@ -184,11 +187,9 @@ def build_instances(documents, task: str = "sop", max_seq_len: int = 128, short_
     docs = as_token_documents(documents)
     check_build_arguments(docs, task, max_seq_len, short_seq_prob)
     rng = random.Random(seed)
-    if task == "none":
-        instances = _single_segment_instances(docs, max_seq_len - SPECIALS_PER_SINGLE, short_seq_prob, rng)
-    else:
-        pairs = _sop_instances if task == "sop" else _nsp_instances
-        instances = pairs(docs, max_seq_len - SPECIALS_PER_PAIR, short_seq_prob, rng)
+    kind = sentence_task(task)
+    instances = kind.build(docs, max_seq_len - (SPECIALS_PER_PAIR if kind.pairs else SPECIALS_PER_SINGLE),
+                           short_seq_prob, rng)
     if not instances:
         raise ValueError(f"no {task.upper()} instance fits in max_seq_len={max_seq_len}: no two consecutive "
                          "sentences fit together; raise max_seq_len or split long sentences")
@@ -288,3 +289,44 @@ def _single_segment_instances(docs: TokenDocuments, max_tokens: int, short_seq_p
             tokens = single_tokens(docs.streams[doc][start:stop])
             instances.append(Instance(tokens, stop - start, 0, IGNORE_INDEX, (doc, start, stop), None))
     return instances
+
+
+# ---------------------------------------------------------------------------------------------- the sentence tasks
+@dataclass(frozen=True)
+class SentenceTask:
+    """A sentence-level pretraining task beside MLM: how one pass over the corpus builds its instances.
+
+    `build(docs, max_tokens, short_seq_prob, rng)` returns the instances, where max_tokens is what the segments may
+    hold once the special tokens are counted. `pairs`: `[CLS] A [SEP] B [SEP]` with a sentence label, else one
+    segment and no label (the model's pooler and sentence head then get no gradient).
+    """
+
+    name: str
+    build: Callable[[TokenDocuments, int, float, random.Random], list[Instance]]
+    pairs: bool
+    min_documents: int  # non-empty documents a pass needs
+    description: str
+
+    @property
+    def labelled(self) -> bool:
+        """Whether batches carry a sentence_order_label."""
+        return self.pairs
+
+
+# Adding a sentence task: write its `build` function above and register it here; the CLI, the data pipeline,
+# the pretraining recipe and the experiments read this table.
+SENTENCE_TASKS: dict[str, SentenceTask] = {
+    "sop": SentenceTask("sop", _sop_instances, pairs=True, min_documents=1,
+                        description="sentence-order prediction (ALBERT): two consecutive segments, swapped half the time"),
+    "nsp": SentenceTask("nsp", _nsp_instances, pairs=True, min_documents=2,
+                        description="next-sentence prediction (BERT): B follows A, or comes from another document"),
+    "none": SentenceTask("none", _single_segment_instances, pairs=False, min_documents=1,
+                         description="MLM only: single segments, no sentence label"),
+}
+
+
+def sentence_task(name: str) -> SentenceTask:
+    """The registered sentence task `name`; an unknown name is an error that lists the known ones."""
+    if name not in SENTENCE_TASKS:
+        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(SENTENCE_TASKS)}")
+    return SENTENCE_TASKS[name]

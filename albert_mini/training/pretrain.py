@@ -27,11 +27,11 @@ from ..model.counting import count_parameters
 from .distributed import DistInfo, barrier, cleanup, init_distributed
 from ..model.albert import AlbertForPreTraining
 from .optim import OPTIMIZERS, WarmupPolyDecay, build_optimizer
+from ..text.instances import SENTENCE_TASKS
 from ..text.synthetic import SyntheticBatches
 from .trainer import METRICS_FILE, Trainer, TrainConfig, TrainResult
 
 CORPORA = ("austen", "synthetic")
-TASKS = ("sop", "nsp", "none")
 RUN_FILE, CONFIG_FILE = "run.json", "config.json"
 # Flags that do not change what is computed: they may differ between a run and its resumption.
 FREE_ON_RESUME = ("out", "minutes", "eval_every", "eval_batches", "save_every", "log_every", "keep", "overwrite",
@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", default="albert-mini", choices=list(PRESETS), help="model size (default: albert-mini)")
     p.add_argument("--corpus", default="austen", choices=CORPORA,
                    help="austen: the committed Austen novels; synthetic: random tokens, to test the machinery")
-    p.add_argument("--task", default="sop", choices=TASKS,
+    p.add_argument("--task", default="sop", choices=list(SENTENCE_TASKS),
                    help="sentence task beside MLM: sop (ALBERT), nsp (BERT) or none (MLM only); default sop")
     p.add_argument("--steps", type=int, required=True,
                    help="optimizer steps; also the length of the learning-rate decay, which reaches 0 here")
@@ -130,7 +130,7 @@ def check_args(args: argparse.Namespace) -> None:
 def build_data(args, config: AlbertConfig, info: DistInfo):
     """(train source, validation batches, tokenizer reference) for this rank."""
     if args.corpus == "synthetic":
-        sentence = args.task != "none"
+        sentence = SENTENCE_TASKS[args.task].labelled
         train = SyntheticBatches(config.vocab_size, args.batch_size, args.seq_len, seed=args.seed,
                                  sentence_labels=sentence).shard(info.rank, info.world_size)
         val = SyntheticBatches(config.vocab_size, args.batch_size, args.seq_len, seed=args.seed + 1,

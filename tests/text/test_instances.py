@@ -7,7 +7,7 @@ import pytest
 from pretraining_helpers import austen_documents, austen_token_documents, tokenizer
 
 from albert_mini.text.instances import (
-    TokenDocuments, build_instances, pack_chunks, pack_chunks_either_way,
+    SENTENCE_TASKS, TokenDocuments, build_instances, pack_chunks, pack_chunks_either_way, sentence_task,
 )
 from albert_mini.study.leak_probe import probe_order_leak, reference_style_instances, sentence_end_pieces
 from albert_mini.specials import IGNORE_INDEX
@@ -222,3 +222,18 @@ def test_reference_style_truncation_after_the_swap_does_leak(end_pieces):
     assert len(instances) >= 10_000
     result = probe_order_leak(instances, *end_pieces, seed=0)
     assert result["logistic"] > 0.53 and result["stump"] > 0.53, result
+
+
+def test_every_registered_sentence_task_builds_instances_that_match_its_entry():
+    docs = [[[10, 11, 12], [13, 14], [15, 16, 17]], [[20, 21], [22, 23, 24]]]
+    for name, task in SENTENCE_TASKS.items():
+        instances = build_instances(docs, name, max_seq_len=16, seed=1)
+        assert instances and task.name == name and task.description
+        for inst in instances:
+            a, b = inst.segments()
+            assert len(a) == inst.len_a and len(b) == inst.len_b
+            assert (len(b) > 0) == task.pairs == (inst.label != IGNORE_INDEX)
+            layout = [CLS_ID, *a, SEP_ID, *b, SEP_ID] if task.pairs else [CLS_ID, *a, SEP_ID]
+            assert inst.tokens.tolist() == layout
+    with pytest.raises(ValueError, match="unknown task 'mlm'; choose one of sop, nsp, none"):
+        sentence_task("mlm")
