@@ -265,7 +265,8 @@ print(f"norm before: {norm:g}; after: {torch.cat([a.grad, b.grad]).norm():.4f}; 
 # > **Differs from the reference code.** The reference starts the MLM `output_bias` at zero. We start it at the
 # > log unigram frequencies of the training text (`albert_mini.text.batches.unigram_log_prior`, add-one
 # > smoothed; `AlbertForPreTraining.init_output_bias`; CLI `--output-bias unigram`, the default, and
-# > `--output-bias zeros` for the reference). The starting loss then is about the unigram entropy of the corpus
+# > `--output-bias zeros` for the reference). `albert_mini.training.recipe.build_pretraining_model` applies it, so
+# > the command line, the experiments and this chapter build the same model. The starting loss then is about the unigram entropy of the corpus
 # > rather than $\ln V$, and the few hundred steps a small model spends learning token frequencies are skipped.
 # > A probe during development: LAMB at lr 5e-3 *without* the prior stayed at 6.8% MLM accuracy (the share of
 # > the most frequent masked pieces) until step 250. On 125k steps of a large model this changes nothing that
@@ -282,6 +283,7 @@ from albert_mini import evaluate
 from albert_mini.text.corpus import load_corpus
 from albert_mini.text.batches import PretrainingBatches, build_pretraining_dataset, unigram_log_prior
 from albert_mini.text.tokenizer import Tokenizer
+from albert_mini.training.recipe import build_pretraining_model
 
 tokenizer = Tokenizer.default()
 train_set = build_pretraining_dataset(load_corpus("austen", "train"), tokenizer, task="sop", max_seq_len=128, seed=0)
@@ -293,11 +295,8 @@ print(f"ln V = {math.log(mini_config.vocab_size):.3f} nats; unigram entropy of t
       f"{-(p * p.log()).sum():.3f} nats")
 
 val_batches = PretrainingBatches(val_set, batch_size=16).take(4)  # 64 held-out sequences, masked once
-for label in ("zeros (reference)", "unigram prior"):
-    torch.manual_seed(0)
-    fresh = AlbertForPreTraining(mini_config)
-    if label == "unigram prior":
-        fresh.init_output_bias(prior)
+for label, output_bias in (("zeros (reference)", "zeros"), ("unigram prior", "unigram")):
+    fresh = build_pretraining_model(mini_config, "sop", log_prior=prior, seed=0, output_bias=output_bias)
     start = evaluate(fresh, val_batches)
     print(f"output bias = {label:18s}: starting MLM loss {start['mlm_loss']:.2f}, accuracy {start['mlm_acc']:.1%}")
 
@@ -325,9 +324,7 @@ from albert_mini import TrainConfig, train
 from albert_mini.settings import pick
 
 torch.set_num_threads(1)
-torch.manual_seed(0)
-model = AlbertForPreTraining(mini_config)
-model.init_output_bias(prior)
+model = build_pretraining_model(mini_config, "sop", log_prior=prior, seed=0)  # the CLI's and experiments' recipe
 live_steps = pick(fast=3, full=60)
 live_config = TrainConfig(max_steps=live_steps, log_every=pick(fast=1, full=10), eval_batches=4, progress=False)
 result = train(model, PretrainingBatches(train_set, batch_size=16), live_config, optimizer="lamb", lr=5e-3,

@@ -25,8 +25,8 @@ from .checkpoint import CHECKPOINTS, atomic_write_text, config_differences
 from ..model.config import PRESETS, AlbertConfig
 from ..model.counting import count_parameters
 from .distributed import DistInfo, barrier, cleanup, init_distributed
-from ..model.albert import AlbertForPreTraining
 from .optim import OPTIMIZERS, WarmupPolyDecay, build_optimizer
+from .recipe import OUTPUT_BIASES, build_pretraining_model
 from ..text.instances import SENTENCE_TASKS
 from ..text.synthetic import SyntheticBatches
 from .trainer import METRICS_FILE, Trainer, TrainConfig, TrainResult
@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=None,
                    help="linear warmup steps, 0 for none (default: 2.5%% of --steps, the paper's 3125 / 125000)")
     p.add_argument("--optimizer", default="lamb", choices=OPTIMIZERS, help="lamb (the paper's) or adamw")
-    p.add_argument("--output-bias", default="unigram", choices=("unigram", "zeros"),
+    p.add_argument("--output-bias", default="unigram", choices=OUTPUT_BIASES,
                    help="start of the MLM output bias: unigram = log token frequencies of the training text "
                         "(skips the phase where the model only learns frequencies; default), zeros = the reference")
     p.add_argument("--weight-decay", type=float, default=0.01, help="decoupled weight decay (default 0.01)")
@@ -227,17 +227,14 @@ def run(args: argparse.Namespace, info: DistInfo) -> TrainResult:
     say = print if info.is_main and not args.quiet else (lambda *a, **k: None)
     config = AlbertConfig.from_preset(args.preset)
     seed_everything(args.seed)
-    model = AlbertForPreTraining(config).to(info.device)  # identical on every rank; DDP broadcasts rank 0's anyway
-    if args.task == "none":  # MLM only: nothing trains the pooler and sentence head, so keep them as initialized
-        model.albert.pooler.requires_grad_(False)
-        model.sop_classifier.requires_grad_(False)
+    train_data, val_data, tokenizer = build_data(args, config, info)  # seeded generators of its own
+    # The training text's tokens (a DatasetShard of the PretrainingDataset) start the output bias; the synthetic
+    # corpus has no text, so its output bias starts at zero.
+    documents = None if args.corpus == "synthetic" else train_data.dataset.dataset.documents
+    model = build_pretraining_model(config, args.task, documents, seed=args.seed,
+                                    output_bias=args.output_bias if documents is not None else "zeros")
+    model = model.to(info.device)  # identical on every rank; DDP broadcasts rank 0's anyway
     torch.manual_seed(args.seed + 1 + info.rank)  # dropout masks differ between ranks
-    train_data, val_data, tokenizer = build_data(args, config, info)
-    if args.output_bias == "unigram" and args.corpus != "synthetic":
-        from ..text.batches import unigram_log_prior
-
-        shard = train_data.dataset  # a DatasetShard of the training PretrainingDataset
-        model.init_output_bias(unigram_log_prior(shard.dataset.documents, config.vocab_size).to(info.device))
     out = Path(args.out)
     resuming = prepare_run_dir(out, run_record(args, config, info, tokenizer), args.overwrite, info)
     warmup = args.warmup if args.warmup is not None else round(0.025 * args.steps)

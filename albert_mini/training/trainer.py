@@ -1,15 +1,17 @@
-"""The pretraining loop used by the CLI, the chapters and the experiments.
+"""The training loop used by the pretraining CLI, fine-tuning, the chapters and the experiments.
 
 Batch-source protocol. The trainer pulls micro-batches with `next(source)` (a list or any iterable works too; it
 is wrapped in `iter`). Each batch is a dict of tensors: input_ids, attention_mask, token_type_ids (B, T);
-labels (B, T) holding the token id at masked positions and IGNORE_INDEX (-100) elsewhere; optionally sentence_order_label (B,)
-(SOP or NSP, 1 = swapped / not next). To write checkpoints, the source must also have `state_dict()` (its exact
+labels (B, T) holding the token id at masked positions and IGNORE_INDEX (-100) elsewhere; optionally
+sentence_order_label (B,) (SOP or NSP, 1 = swapped / not next). To write checkpoints, the source must also have `state_dict()` (its exact
 position, as plain Python values or tensors) and `load_state_dict(state)`. Under DDP each rank gets its own
 source (its shard). Every source in this project derives from albert_mini.text.batch_source.BatchSource;
 albert_mini.text.synthetic.SyntheticBatches is the smallest.
 
 One optimizer step = `accumulate` micro-batches on every rank. The loss of a step is the per-token mean over the
-whole effective batch (see albert_mini.training.distributed for why and how), with gradients clipped to global norm 1.0.
+whole effective batch (see albert_mini.training.distributed for why and how), with gradients clipped to global
+norm 1.0. What is optimised and reported is the objective's (albert_mini.training.objectives); pretraining's is
+the default.
 """
 
 from __future__ import annotations
@@ -30,10 +32,9 @@ from tqdm import tqdm
 from .checkpoint import (CheckpointError, atomic_write_text, capture_rng_state, latest_checkpoint, load_checkpoint,
                          restore_rng_state, save_checkpoint)
 from .distributed import DistInfo, all_reduce_sum, assert_replicas_identical, broadcast_flag, gather_objects, wrap_model
-from ..specials import IGNORE_INDEX
+from .objectives import PretrainingObjective
 from .optim import WarmupPolyDecay, build_optimizer, clip_grad_global_norm
 
-MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "labels", "sentence_order_label")
 METRICS_FILE = "metrics.jsonl"
 # Changing these between a run and its resumption would change the arithmetic, so resuming refuses it.
 RESUME_MUST_MATCH = ("accumulate", "clip_norm", "bf16")
@@ -84,69 +85,6 @@ class TrainResult:
     train: dict | None  # last train metrics
     eval: dict | None  # last evaluation
     history: list[dict]  # every metrics line of this call, as written to metrics.jsonl
-
-
-# ---------------------------------------------------------------------- loss and metrics
-def pretraining_objective(out, batch: dict, mlm_denominator: float, sentence_denominator: float):
-    """Summed MLM and sentence losses of a micro-batch divided by the counts of the whole effective batch.
-
-    The sums come from the model (PreTrainingOutput.mlm_loss_sum, .sentence_loss_sum). Returns the loss to
-    backpropagate and a float64 vector of sums for the metrics:
-    [mlm loss, mlm correct, masked tokens, sentence loss, sentence correct, sequences].
-    """
-    if out.mlm_loss_sum is None:
-        raise ValueError("the model was called without labels; a pretraining batch needs 'labels'")
-    labels = batch["labels"]
-    targets = labels[labels != IGNORE_INDEX]  # (N,), row-major like out.mlm_logits
-    loss = out.mlm_loss_sum / max(mlm_denominator, 1.0)
-    stats = [out.mlm_loss_sum.detach(), (out.mlm_logits.argmax(-1) == targets).sum(), out.mlm_count]
-    if out.sentence_loss_sum is not None:
-        y = batch["sentence_order_label"].view(-1)
-        loss = loss + out.sentence_loss_sum / max(sentence_denominator, 1.0)
-        stats += [out.sentence_loss_sum.detach(), (out.sentence_logits.argmax(-1) == y).sum(), out.sentence_count]
-    else:
-        stats += [0.0, 0, 0]
-    return loss, torch.tensor([float(s) for s in stats], dtype=torch.float64)
-
-
-def metrics_from_sums(sums: torch.Tensor) -> dict:
-    """Per-token MLM and per-sequence sentence loss and accuracy from a summed stats vector."""
-    mlm_loss, mlm_correct, masked, s_loss, s_correct, sequences = sums[:6].tolist()
-    # None, not NaN, when nothing was masked: metrics.jsonl stays strict JSON.
-    out = {"mlm_loss": mlm_loss / masked if masked else None, "mlm_acc": mlm_correct / masked if masked else None}
-    if sequences:
-        out["sentence_loss"], out["sentence_acc"] = s_loss / sequences, s_correct / sequences
-    parts = [out["mlm_loss"], out.get("sentence_loss", 0.0)]
-    out["loss"] = None if None in parts else sum(parts)
-    return out
-
-
-class PretrainingObjective:
-    """What the trainer optimises and reports for pretraining: MLM plus the sentence task.
-
-    An objective tells the trainer which batch keys go to the model (`inputs`, of which `required` must be
-    present), the denominators of a micro-batch (summed over the effective batch before the loss is formed),
-    how to turn a model output into a loss and a float64 stats vector of length `n_stats`, and how summed stats
-    become metrics. Fine-tuning (albert_mini.tasks.finetune) plugs its own objective into the same trainer.
-    """
-
-    name = "pretrain"  # the progress bar's label
-    inputs = MODEL_INPUTS
-    required = ("input_ids", "labels")
-    n_stats = 6
-    n_denominators = 2
-    progress = {"loss": "loss", "mlm_acc": "mlm_acc", "sentence_acc": "sent_acc"}
-
-    def denominators(self, batch: dict) -> list[float]:
-        """Masked tokens and labelled sequences of one micro-batch."""
-        sequences = float(batch["sentence_order_label"].numel()) if "sentence_order_label" in batch else 0.0
-        return [float((batch["labels"] != IGNORE_INDEX).sum()), sequences]
-
-    def __call__(self, out, batch: dict, denominators) -> tuple[torch.Tensor, torch.Tensor]:
-        return pretraining_objective(out, batch, *denominators)
-
-    def metrics(self, sums: torch.Tensor) -> dict:
-        return metrics_from_sums(sums)
 
 
 def _to_device(batch: dict, device: torch.device, objective=None) -> dict:

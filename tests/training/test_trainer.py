@@ -14,7 +14,8 @@ from albert_mini.training.checkpoint import (CheckpointError, latest_checkpoint,
                                     load_pretrained, save_checkpoint, verify_checkpoint)
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
 from albert_mini.text.synthetic import SyntheticBatches
-from albert_mini.training.trainer import Trainer, TrainConfig, evaluate, pretraining_objective, train
+from albert_mini.training.objectives import pretraining_objective
+from albert_mini.training.trainer import Trainer, TrainConfig, evaluate, train
 
 # Dropout on, so that resuming must also restore the torch RNG to be exact.
 CONFIG = AlbertConfig.from_preset("albert-nano", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
@@ -283,3 +284,26 @@ def test_every_cli_flag_is_explained():
     for action in parser._actions:
         assert action.help and len(action.help) > 10, action.option_strings
     assert "x world size x --accumulate" in parser.format_help()
+
+
+# ---------------------------------------------------------------------- the pretraining-model recipe
+def test_recipe_starts_the_output_bias_at_the_unigram_prior_and_freezes_unused_heads():
+    from albert_mini.text.batches import unigram_log_prior
+    from albert_mini.training.recipe import build_pretraining_model
+
+    documents = [[[5, 6, 6], [7]], [[6, 8]]]
+    model = build_pretraining_model(CONFIG, "sop", documents, seed=3)
+    assert torch.allclose(model.predictions.bias, unigram_log_prior(documents, CONFIG.vocab_size))
+    assert all(p.requires_grad for p in model.parameters())
+    torch.manual_seed(3)
+    plain = AlbertForPreTraining(CONFIG)
+    assert torch.equal(model.albert.embeddings.word_embeddings.weight, plain.albert.embeddings.word_embeddings.weight)
+    mlm_only = build_pretraining_model(CONFIG, "none", output_bias="zeros", seed=3)
+    frozen = {name for name, p in mlm_only.named_parameters() if not p.requires_grad}
+    assert frozen == {"albert.pooler.weight", "albert.pooler.bias", "sop_classifier.classifier.weight",
+                      "sop_classifier.classifier.bias"}
+    assert not mlm_only.predictions.bias.any()
+    with pytest.raises(ValueError, match="needs train_documents"):
+        build_pretraining_model(CONFIG, "sop")
+    with pytest.raises(ValueError, match="unknown task 'mlm'"):
+        build_pretraining_model(CONFIG, "mlm", output_bias="zeros")

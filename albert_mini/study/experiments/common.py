@@ -108,15 +108,9 @@ def pretrain(config: AlbertConfig, task: str, budget: Budget) -> tuple[AlbertFor
     key = (config.to_json(), task, budget)
     if key in _trained:
         return _trained[key]
-    from ...text.batches import unigram_log_prior
+    from ...training.recipe import build_pretraining_model
 
-    torch.manual_seed(budget.seed)
-    model = AlbertForPreTraining(config)
-    # The CLI's default: the MLM output bias starts at the training text's log unigram frequencies.
-    model.init_output_bias(unigram_log_prior(_Data.documents("train", budget.max_documents), config.vocab_size))
-    if task == "none":  # nothing trains the pooler and the sentence head: leave them as initialised
-        model.albert.pooler.requires_grad_(False)
-        model.sop_classifier.requires_grad_(False)
+    model = build_pretraining_model(config, task, _Data.documents("train", budget.max_documents), seed=budget.seed)
     val = _batches(task if task != "none" else "sop", "validation", budget, dynamic=False, seed=budget.seed + 1)
     start = time.perf_counter()
     result = train(model, _batches(task, "train", budget, dynamic=True, seed=budget.seed),

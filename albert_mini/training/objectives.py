@@ -1,0 +1,71 @@
+"""What the trainer optimises and reports: an objective turns a model output into a loss and summed metrics.
+
+An objective tells the trainer which batch keys go to the model (`inputs`, of which `required` must be present),
+the denominators of a micro-batch (summed over the effective batch before the loss is formed), how to turn a model
+output into a loss and a float64 stats vector of length `n_stats`, and how summed stats become metrics. This
+module holds pretraining's; fine-tuning (albert_mini.tasks.finetune) plugs its own into the same trainer.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..specials import IGNORE_INDEX
+
+MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "labels", "sentence_order_label")
+
+
+def pretraining_objective(out, batch: dict, mlm_denominator: float, sentence_denominator: float):
+    """Summed MLM and sentence losses of a micro-batch divided by the counts of the whole effective batch.
+
+    The sums come from the model (PreTrainingOutput.mlm_loss_sum, .sentence_loss_sum). Returns the loss to
+    backpropagate and a float64 vector of sums for the metrics:
+    [mlm loss, mlm correct, masked tokens, sentence loss, sentence correct, sequences].
+    """
+    if out.mlm_loss_sum is None:
+        raise ValueError("the model was called without labels; a pretraining batch needs 'labels'")
+    labels = batch["labels"]
+    targets = labels[labels != IGNORE_INDEX]  # (N,), row-major like out.mlm_logits
+    loss = out.mlm_loss_sum / max(mlm_denominator, 1.0)
+    stats = [out.mlm_loss_sum.detach(), (out.mlm_logits.argmax(-1) == targets).sum(), out.mlm_count]
+    if out.sentence_loss_sum is not None:
+        y = batch["sentence_order_label"].view(-1)
+        loss = loss + out.sentence_loss_sum / max(sentence_denominator, 1.0)
+        stats += [out.sentence_loss_sum.detach(), (out.sentence_logits.argmax(-1) == y).sum(), out.sentence_count]
+    else:
+        stats += [0.0, 0, 0]
+    return loss, torch.tensor([float(s) for s in stats], dtype=torch.float64)
+
+
+def metrics_from_sums(sums: torch.Tensor) -> dict:
+    """Per-token MLM and per-sequence sentence loss and accuracy from a summed stats vector."""
+    mlm_loss, mlm_correct, masked, s_loss, s_correct, sequences = sums[:6].tolist()
+    # None, not NaN, when nothing was masked: metrics.jsonl stays strict JSON.
+    out = {"mlm_loss": mlm_loss / masked if masked else None, "mlm_acc": mlm_correct / masked if masked else None}
+    if sequences:
+        out["sentence_loss"], out["sentence_acc"] = s_loss / sequences, s_correct / sequences
+    parts = [out["mlm_loss"], out.get("sentence_loss", 0.0)]
+    out["loss"] = None if None in parts else sum(parts)
+    return out
+
+
+class PretrainingObjective:
+    """Pretraining: MLM plus the sentence task, each a mean over the whole effective batch."""
+
+    name = "pretrain"  # the progress bar's label
+    inputs = MODEL_INPUTS
+    required = ("input_ids", "labels")
+    n_stats = 6
+    n_denominators = 2
+    progress = {"loss": "loss", "mlm_acc": "mlm_acc", "sentence_acc": "sent_acc"}
+
+    def denominators(self, batch: dict) -> list[float]:
+        """Masked tokens and labelled sequences of one micro-batch."""
+        sequences = float(batch["sentence_order_label"].numel()) if "sentence_order_label" in batch else 0.0
+        return [float((batch["labels"] != IGNORE_INDEX).sum()), sequences]
+
+    def __call__(self, out, batch: dict, denominators) -> tuple[torch.Tensor, torch.Tensor]:
+        return pretraining_objective(out, batch, *denominators)
+
+    def metrics(self, sums: torch.Tensor) -> dict:
+        return metrics_from_sums(sums)

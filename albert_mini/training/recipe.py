@@ -1,0 +1,45 @@
+"""The pretraining-model recipe, in one place for the CLI, the experiments and the chapters.
+
+Two choices beyond the paper's architecture, both on by default:
+- the MLM output bias starts at the log unigram frequencies of the training text, which skips the hundreds of
+  steps an MLM head otherwise spends learning how frequent each token is (the reference starts it at zero:
+  output_bias="zeros");
+- with no sentence task (MLM only) the pooler and the sentence head stay as initialised: nothing trains them, and
+  DistributedDataParallel waits for a gradient of every parameter that requires one.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..model.albert import AlbertForPreTraining
+from ..model.config import AlbertConfig
+from ..text.batches import unigram_log_prior
+from ..text.instances import sentence_task
+
+OUTPUT_BIASES = ("unigram", "zeros")
+
+
+def build_pretraining_model(config: AlbertConfig, task: str = "sop", train_documents=None,
+                            log_prior: torch.Tensor | None = None, seed: int = 0,
+                            output_bias: str = "unigram") -> AlbertForPreTraining:
+    """An AlbertForPreTraining drawn from `seed` (torch's global generator), ready to pretrain with `task`.
+
+    output_bias="unigram" needs the tokenized training text (`train_documents`, anything
+    albert_mini.text.batches.unigram_log_prior reads) or its prior already computed (`log_prior`).
+    """
+    labelled = sentence_task(task).labelled  # an unknown task fails before anything is built
+    if output_bias not in OUTPUT_BIASES:
+        raise ValueError(f"unknown output_bias {output_bias!r}; choose one of {', '.join(OUTPUT_BIASES)}")
+    if output_bias == "unigram" and log_prior is None and train_documents is None:
+        raise ValueError("output_bias='unigram' needs train_documents (or their log_prior); pass them, or "
+                         "output_bias='zeros' for the reference's start")
+    torch.manual_seed(seed)
+    model = AlbertForPreTraining(config)
+    if output_bias == "unigram":
+        prior = log_prior if log_prior is not None else unigram_log_prior(train_documents, config.vocab_size)
+        model.init_output_bias(prior)
+    if not labelled:
+        model.albert.pooler.requires_grad_(False)
+        model.sop_classifier.requires_grad_(False)
+    return model
