@@ -34,7 +34,8 @@ _EXPORTS = {
     "training.checkpoint": ("CheckpointError", "load_pretrained"),
     "training.optim": ("Lamb", "WarmupPolyDecay", "build_optimizer", "clip_grad_global_norm", "param_groups"),
     "training.trainer": ("TrainConfig", "Trainer", "TrainResult", "evaluate", "train"),
-    "tasks.finetune": ("TASKS", "FinetuneSettings", "build_task_model", "run_task"),
+    "tasks.registry": ("TASKS",),
+    "tasks.finetune": ("FinetuneSettings", "build_task_model", "run_task"),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 

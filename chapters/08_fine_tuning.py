@@ -86,7 +86,8 @@ PRETRAINED_DIR = repo_root() / "data/pretrained/albert-mini-austen"
 # %%
 # NBVAL_CHECK_OUTPUT
 from albert_mini.study.experiments.common import FULL, finetune_settings
-from albert_mini.tasks.finetune import TASKS, FinetuneSettings
+from albert_mini.tasks.finetune import FinetuneSettings
+from albert_mini.tasks.registry import TASKS
 
 defaults = FinetuneSettings(steps=1, batch_size=1)
 print(f"optimizer {defaults.optimizer}, peak lr {defaults.lr:g}, warmup {defaults.warmup_fraction:.0%} of the steps "
@@ -248,7 +249,7 @@ except ImportError:
 import re
 from collections import Counter
 
-from albert_mini.tasks.finetune import get_task
+from albert_mini.tasks.registry import get_task
 
 polarity = get_task("polarity")
 for split in polarity.splits:
@@ -830,7 +831,9 @@ print(f"austen-span string matcher, test exact match {scores['exact_match']:.1f}
 #   task (`--init random` for the control); `--format race|squad|sst2|mnli --train-file ... --test-file ...`
 #   reads the official files of RACE, SQuAD v1.1 and GLUE, if you have them (`file_task`).
 # - Code: `albert_mini/model/heads.py`, `albert_mini/tasks/features.py` (features, windows, decoding),
-#   `albert_mini/tasks/squad_metrics.py`, `albert_mini/tasks/finetune.py` (`run_task`, `build_task_model`),
+#   `albert_mini/tasks/squad_metrics.py`, `albert_mini/tasks/kinds.py` (what depends on the head),
+#   `albert_mini/tasks/registry.py` (the tasks and file formats), `albert_mini/tasks/finetune.py` (`run_task`,
+#   `build_task_model`),
 #   `albert_mini/tasks/formats.py` (`load_glue_tsv`, `load_race_json`, `load_squad_json`, with clear errors for bad
 #   records), `albert_mini/tasks/austen_tasks.py` and `data/tasks/README.md`.
 # - Chapter 7 for the pretraining that produced the encoder; chapter 9 for loading the paper's full-size

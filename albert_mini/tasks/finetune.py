@@ -1,8 +1,12 @@
-"""Fine-tuning: the pretraining trainer with a task objective, batches of task features, and task metrics.
+"""Fine-tuning: the pretraining trainer with a task objective, batches of task features, and the task's score.
 
-The loop is `albert_mini.training.trainer.Trainer` (accumulation, clipping, schedule, logging, checkpoints, resume)
-with `TaskObjective` in place of the pretraining objective. A model starts from a pretrained albert_mini
+    python -m albert_mini.tasks.finetune --task polarity --init data/pretrained/albert-mini-austen
+
+The loop is `albert_mini.training.trainer.Trainer` (accumulation, clipping, schedule, logging, checkpoints,
+resume) with `TaskObjective` in place of the pretraining objective. A model starts from a pretrained albert_mini
 checkpoint, from Hugging Face weights, or from random initialisation (the control every result is compared to).
+What depends on the head comes from the task's kind (albert_mini.tasks.kinds); tasks come from
+albert_mini.tasks.registry.
 """
 
 from __future__ import annotations
@@ -15,24 +19,20 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..model.config import AlbertConfig
 from ..text.batch_source import BatchSource
 from ..training.checkpoint import CheckpointError, load_pretrained
-from ..model.config import AlbertConfig
-from ..model.heads import AlbertForMultipleChoice, AlbertForQuestionAnswering, AlbertForSequenceClassification
+from .kinds import task_kind
+from .registry import FILE_FORMATS, TASKS, Task, file_task, get_task
 
-HEADS: dict[str, type[nn.Module]] = {
-    "classification": AlbertForSequenceClassification,
-    "multiple_choice": AlbertForMultipleChoice,
-    "span": AlbertForQuestionAnswering,
-}
 _ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 class TaskObjective:
     """The trainer's objective for a fine-tuning head: mean loss per example, and accuracy.
 
-    Accuracy is the arg-max label (classification, multiple choice) or, for spans, both the arg-max start and
-    the arg-max end token right; the task metrics proper (exact match, F1) come from `evaluate_spans`.
+    What counts as a hit is the kind's (the arg-max label, or for spans both the arg-max start and end token);
+    the task metrics proper (accuracy on the test split, exact match and F1) come from `evaluate_task`.
     """
 
     name = "finetune"
@@ -41,12 +41,9 @@ class TaskObjective:
     progress = {"loss": "loss", "acc": "acc"}
 
     def __init__(self, kind: str):
-        if kind not in HEADS:
-            raise ValueError(f"unknown task kind {kind!r}; choose one of {sorted(HEADS)}")
-        self.kind = kind
-        targets = ("start_positions", "end_positions") if kind == "span" else ("labels",)
-        self.inputs = (*_ENCODER_INPUTS, *targets)
-        self.required = ("input_ids", *targets)
+        self.kind = task_kind(kind)
+        self.inputs = (*_ENCODER_INPUTS, *self.kind.targets)
+        self.required = ("input_ids", *self.kind.targets)
 
     def denominators(self, batch: dict) -> list[float]:
         """Examples in the micro-batch (a multiple-choice example counts once, whatever its options)."""
@@ -54,14 +51,8 @@ class TaskObjective:
 
     def __call__(self, out, batch: dict, denominators) -> tuple[torch.Tensor, torch.Tensor]:
         n = batch["input_ids"].shape[0]
-        loss_sum = out.loss * n
-        if self.kind == "span":
-            hits = ((out.start_logits.argmax(-1) == batch["start_positions"].view(-1))
-                    & (out.end_logits.argmax(-1) == batch["end_positions"].view(-1)))
-        elif out.logits.shape[-1] == 1:  # regression has no accuracy
-            hits = torch.zeros(0)
-        else:
-            hits = out.logits.argmax(-1) == batch["labels"].view(-1)
+        loss_sum = out.loss * n  # the heads' losses are HF's means over examples
+        hits = self.kind.hits(out, batch)
         stats = torch.tensor([float(loss_sum.detach()), float(hits.sum()), float(n)], dtype=torch.float64)
         return loss_sum / max(denominators[0], 1.0), stats
 
@@ -109,16 +100,14 @@ def build_task_model(kind: str, init: str | Path | nn.Module | None = None, conf
     Only `albert.*` weights are taken from the source; the head itself always starts from random weights
     drawn with `seed`, so a pretrained and a random-init model differ only in their encoders.
     """
-    if kind not in HEADS:
-        raise ValueError(f"unknown task kind {kind!r}; choose one of {sorted(HEADS)}")
+    spec = task_kind(kind)
     source = None if init in (None, "random") else _encoder_source(init)
     if source is not None:
         config = source.config
     if config is None:
         raise ValueError("random initialisation needs a config, e.g. AlbertConfig.from_preset('albert-mini')")
-    extra = {"num_labels": num_labels} if kind == "classification" else {}
     torch.manual_seed(seed)
-    model = HEADS[kind](config, **extra)
+    model = spec.new_head(config, num_labels)
     if source is not None:
         encoder = {k: v for k, v in source.state_dict().items() if k.startswith("albert.")}
         missing, _ = model.load_state_dict(encoder, strict=False)
@@ -175,111 +164,11 @@ def predict_logits(model: nn.Module, batches: Sequence[dict]) -> torch.Tensor:
     return torch.cat(outs)
 
 
-def accuracy(logits: torch.Tensor, labels: Sequence[int]) -> float:
-    """Fraction of rows whose arg-max is the label."""
-    labels = torch.as_tensor(list(labels))
-    if logits.shape[0] != labels.shape[0]:
-        raise ValueError(f"{logits.shape[0]} predictions for {labels.shape[0]} labels")
-    return float((logits.argmax(-1) == labels).float().mean())
-
-
-# ---------------------------------------------------------------------- tasks
-@dataclass(frozen=True)
-class Task:
-    """A fine-tuning task: its head, where its examples come from, and how they become model inputs."""
-
-    name: str
-    kind: str  # a key of HEADS
-    splits: tuple[str, ...]  # the first is trained on, the last is reported
-    max_length: int
-    num_labels: int = 2
-    max_qa_length: int = 64  # multiple choice: question + option tokens kept (their last ones)
-    doc_stride: int = 128  # spans: how far consecutive windows of a long context are apart
-    max_query_length: int = 64  # spans: question tokens kept (their first ones)
-    files: tuple[tuple[str, str], ...] = ()  # (split, path) of official-format files, for tasks made by file_task
-
-    def load(self, split: str) -> list:
-        """The task's examples of `split`, read from data/ (or cache/ for data that may not be committed)."""
-        if split not in self.splits:
-            raise ValueError(f"{self.name} has splits {self.splits}, not {split!r}")
-        if self.files:
-            from . import formats as task_data
-
-            path = dict(self.files)[split]
-            if self.kind == "multiple_choice":
-                return task_data.load_race_json(path)
-            if self.kind == "span":
-                return task_data.load_squad_json(path)
-            return task_data.load_glue_tsv(path, self.name.split(":")[0])
-        if self.name == "polarity":
-            from .polarity import load_polarity
-
-            return load_polarity(split)
-        from .austen_tasks import load_austen_mc, load_austen_span
-
-        return (load_austen_mc if self.kind == "multiple_choice" else load_austen_span)(split)
-
-    def features(self, tokenizer, examples) -> list:
-        """Model-ready features: one per example, or one per context window for spans."""
-        from . import features as ti
-
-        if self.kind == "classification":
-            return ti.classification_features(tokenizer, examples, self.max_length)
-        if self.kind == "multiple_choice":
-            return [ti.race_features(tokenizer, e, self.max_length, self.max_qa_length) for e in examples]
-        return [f for e in examples
-                for f in ti.squad_features(tokenizer, e, self.max_length, self.doc_stride, self.max_query_length)]
-
-    def collate(self, features) -> dict:
-        from . import features as ti
-
-        return {"classification": ti.collate_classification, "multiple_choice": ti.collate_multiple_choice,
-                "span": ti.collate_spans}[self.kind](features)
-
-
-# 128 tokens everywhere: the shipped encoder was pretrained on 128-token sequences, so positions beyond that have
-# never been trained (data/tasks keeps passages short enough to fit).
-TASKS: dict[str, Task] = {
-    "polarity": Task("polarity", "classification", ("train", "validation", "test"), max_length=128),
-    "austen-mc": Task("austen-mc", "multiple_choice", ("train", "test"), max_length=128, max_qa_length=64),
-    "austen-span": Task("austen-span", "span", ("train", "test"), max_length=128, doc_stride=64,
-                        max_query_length=48),
-}
-
-
-FILE_FORMATS = {"race": ("multiple_choice", 1), "squad": ("span", 2), "sst2": ("classification", 2),
-                "mnli": ("classification", 3)}
-
-
-def file_task(fmt: str, train_path: str | Path, test_path: str | Path, max_length: int = 128) -> Task:
-    """A task read from official-format files: RACE JSON, SQuAD v1.1 JSON, or GLUE TSV (SST-2, MNLI)."""
-    if fmt not in FILE_FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FILE_FORMATS)}")
-    kind, labels = FILE_FORMATS[fmt]
-    return Task(f"{fmt}:{Path(train_path).name}", kind, ("train", "test"), max_length=max_length,
-                num_labels=labels if kind == "classification" else 2,
-                files=(("train", str(train_path)), ("test", str(test_path))))
-
-
-def get_task(name: str) -> Task:
-    if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
-    return TASKS[name]
-
-
 def evaluate_task(model: nn.Module, task: Task, tokenizer, examples: Sequence, features: Sequence | None = None,
                   batch_size: int = 32) -> dict:
     """The task's metric on labelled examples: accuracy, or exact match and F1 (in %) for spans."""
-    from .squad_metrics import squad_scores
-    from .features import decode_spans
-
     features = task.features(tokenizer, examples) if features is None else features
-    logits = predict_logits(model, in_order(features, task.collate, batch_size))
-    if task.kind != "span":
-        return {"accuracy": accuracy(logits, [f.label for f in features]), "n": len(features)}
-    contexts = {e.id: e.context for e in examples}
-    predictions = decode_spans(features, logits[..., 0], logits[..., 1], contexts)
-    return squad_scores(predictions, examples)
+    return task.spec.score(predict_logits(model, in_order(features, task.collate, batch_size)), features, examples)
 
 
 @dataclass

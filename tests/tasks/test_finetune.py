@@ -5,7 +5,8 @@ import torch
 
 from albert_mini import AlbertConfig, AlbertForPreTraining, TrainConfig
 from albert_mini.training.checkpoint import CheckpointError, export_pretrained, load_pretrained, save_checkpoint
-from albert_mini.tasks.finetune import TaskBatches, TaskObjective, accuracy, build_task_model, in_order, predict_logits
+from albert_mini.tasks.finetune import TaskBatches, TaskObjective, build_task_model, in_order, predict_logits
+from albert_mini.tasks.kinds import accuracy
 from albert_mini.training.trainer import Trainer, train
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
 
@@ -187,7 +188,8 @@ def test_cli_refuses_ambiguous_task_choice():
 
 def test_span_predictions_over_batches_of_different_lengths():
     """Evaluation batches are padded to their own longest window; the logits still line up row by row."""
-    from albert_mini.tasks.finetune import evaluate_task, get_task
+    from albert_mini.tasks.finetune import evaluate_task
+    from albert_mini.tasks.registry import get_task
     from albert_mini.text.tokenizer import Tokenizer
 
     task = get_task("austen-span")

@@ -8,6 +8,7 @@ import tarfile
 from collections import Counter
 
 import pytest
+from archive_helpers import tar_gz  # a gzipped tar built in memory, like the sdist
 
 from albert_mini.tasks import polarity
 from albert_mini.tasks.polarity import (
@@ -16,7 +17,6 @@ from albert_mini.tasks.polarity import (
 )
 from albert_mini.tasks.formats import RecordError
 
-from test_corpus import tar_gz  # a gzipped tar built in memory, like the sdist
 
 FAKE_CSV = '\ufeff"1","a warm , generous film . \n"\n"-1","dull and "" smug "" . \n"\n"1","fine"\n'
 

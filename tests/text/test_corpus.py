@@ -1,15 +1,14 @@
 """The R data reader, the Austen build and split, the sha256-checked loader and users' own text files."""
 
 import gzip
-import io
 import json
 import shutil
 import struct
-import tarfile
 import zlib
 from pathlib import Path
 
 import pytest
+from archive_helpers import tar_gz
 
 from albert_mini.paths import DATA_ROOT, sha256_file
 from albert_mini.text import build_corpus, rdata
@@ -118,16 +117,6 @@ def ar_archive(members: dict[str, bytes]) -> bytes:
         header = f"{name + '/':<16}{0:<12}{0:<6}{0:<6}{'100644':<8}{len(data):<10}`\n".encode()
         out += header + data + (b"\n" if len(data) % 2 else b"")
     return out
-
-
-def tar_gz(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 FAKE_NOVEL = [
