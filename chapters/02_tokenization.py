@@ -32,7 +32,7 @@
 # %% [markdown]
 # ## The corpus: six novels, split by chapter
 #
-# ALBERT was pretrained on about 16 GB of English Wikipedia and BookCorpus (paper.md). A CPU-sized book needs a
+# ALBERT was pretrained on about 16 GB of English Wikipedia and BookCorpus (the paper, section 4.1). A CPU-sized book needs a
 # CPU-sized corpus that is free to redistribute, so this book uses the six novels of Jane Austen: about 4 MB of
 # coherent, chapter-long narrative, which is what a sentence-order task needs.
 #
@@ -70,15 +70,8 @@ for split, counts in stats["splits"].items():
 # NBVAL_CHECK_OUTPUT
 from collections import Counter
 
+from albert_mini.text.build_corpus import split_of  # the rule the corpus was built with
 from albert_mini.text.corpus import SPLITS, load_corpus
-
-
-def split_of(chapter: int) -> str:
-    """The split an Austen chapter belongs to, by the corpus's rule."""
-    if chapter % 10 == 0:
-        return "validation"
-    return "test" if chapter % 10 == 1 and chapter > 1 else "train"
-
 
 corpus = {split: load_corpus("austen", split) for split in SPLITS}
 for split, documents in corpus.items():
@@ -165,7 +158,7 @@ check_albert_preprocess(albert_preprocess);
 # A vocabulary of whole words would be enormous and would still meet unknown words; a vocabulary of characters
 # would make sequences long. Subword tokenizers sit in between: frequent words are one piece, rare words are a
 # few pieces, and anything can be spelled from single characters. ALBERT uses **SentencePiece** (Kudo and
-# Richardson, 2018), as XLNet did, with a vocabulary of 30,000 pieces (paper.md).
+# Richardson, 2018), as XLNet did, with a vocabulary of 30,000 pieces (the paper, section 4.1).
 #
 # SentencePiece works on raw text: it does not split on spaces first. Instead a space becomes part of the next
 # piece, written as `▁` (U+2581), so `the cat` is `▁the ▁cat` and decoding is just concatenation with `▁` turned
@@ -496,7 +489,7 @@ for key, tensor in batch.items():
 #
 # Hugging Face's `AlbertTokenizer` can load our model: put it in a folder as `spiece.model` and call
 # `from_pretrained(folder)`. Then the ids agree with ours: on 32,839 of the corpus's 32,840 sentences
-# (`data/README.md`), and on pairs, truncation and padding (`tests/test_tokenizer.py`). This cell needs `transformers`; it is skipped if it is not installed.
+# (`data/README.md`), and on pairs, truncation and padding (`tests/text/test_tokenizer.py`). This cell needs `transformers`; it is skipped if it is not installed.
 
 # %%
 import shutil

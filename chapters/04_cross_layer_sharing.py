@@ -55,13 +55,14 @@ from albert_mini.settings import pick
 # attention blocks and L feed-forward blocks. Only the number of distinct weight tensors shrinks, by a factor of
 # L for the encoder.
 #
-# In `albert_mini` the encoder keeps its distinct layers in `albert_layer_groups` and asks `layer_plan()` which
-# one to run at each step. The whole loop is a few lines:
+# In `albert_mini` the encoder keeps its distinct layers in `albert_layer_groups` and, when it is built, asks the
+# config which one each of the L steps runs (`AlbertConfig.layer_to_group`); `layer_plan()` returns that plan.
+# The whole loop is a few lines:
 
 # %%
 from albert_mini.model.albert import AlbertTransformer
 
-print(inspect.getsource(AlbertTransformer.layer_plan))
+print(inspect.getsource(AlbertConfig.layer_to_group))
 print(inspect.getsource(AlbertTransformer.forward))
 
 # %% [markdown]
@@ -169,7 +170,8 @@ print(f"layer steps computed: {steps} (= L*K), distinct layers: {grouped.config.
 # %%
 # NBVAL_CHECK_OUTPUT
 def exact_group(i: int, L: int, G: int) -> int:
-    return i * G // L
+    """The package's rule, AlbertConfig.layer_to_group: i * G // L in integers."""
+    return AlbertConfig(num_hidden_layers=L, num_hidden_groups=G).layer_to_group(i)
 
 
 def tf_group(i: int, L: int, G: int) -> int:
@@ -191,8 +193,9 @@ print("wrong cases with L in (6, 12, 24, 48):", [c for c in tf_wrong if c[1] in 
 
 # %% [markdown]
 # Every released model has G = 1 and L in {12, 24}, so nothing released is affected; the quirk only bites an
-# unusual config such as one group per layer with L = 22. `albert_mini` uses the integer form `i * G // L` and
-# its config refuses any G that does not divide L, so that every group serves the same number of applications.
+# unusual config such as one group per layer with L = 22. `albert_mini` uses the integer form `i * G // L`
+# (`AlbertConfig.layer_to_group`, which `exact_group` above calls) and its config refuses any G that does not
+# divide L, so that every group serves the same number of applications.
 
 # %% [markdown]
 # ## How many parameters does each strategy keep? (Table 4)

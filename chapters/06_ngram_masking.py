@@ -101,27 +101,18 @@ print(f"\n{tokenizer.word_start.sum():,} of {tokenizer.vocab_size:,} pieces star
 # the bare `▁` before it; and `▁1` and `0,000` are two words, because a piece with a digit always starts one.
 # The rule is crude, but it is the reference's, and it only has to keep a masked span from cutting a word apart.
 #
-# The masker turns this array into word spans for a particular sequence. Here is the same computation written
-# out: every token gets the index of the word it belongs to, and special tokens (which are never masked, and
-# end any word) get -1. We reuse it below to measure what the masker did.
+# The masker turns this array into word spans for a particular sequence: `Masker.word_ids` gives every token the
+# index of the word it belongs to, and special tokens (which are never masked, and end any word) get -1. We use it
+# below to measure what the masker did.
 
 # %%
-special = np.zeros(tokenizer.vocab_size, dtype=bool)
-special[list(tokenizer.special_ids)] = True
+import inspect
 
-
-def word_ids(tokens: np.ndarray) -> np.ndarray:
-    """The index of the word each token belongs to, -1 for special tokens (the masker's whole-word rule)."""
-    is_special = special[tokens]  # (T,)
-    after_special = np.concatenate([[True], is_special[:-1]])
-    starts = tokenizer.word_start[tokens] | is_special | after_special
-    ids = np.cumsum(starts) - 1
-    ids[is_special] = -1
-    return ids
-
-
+print(inspect.getsource(Masker._word_starts))
+print(inspect.getsource(Masker.word_ids))
+special = masker.special  # (V,) bool: the special ids of the vocabulary
 ids = np.array(tokenizer.encode_pair(sentence, "Her feelings were astonishing.")["input_ids"])
-print(list(zip([tokenizer.id_to_piece(int(i)) for i in ids], word_ids(ids).tolist())))
+print(list(zip([tokenizer.id_to_piece(int(i)) for i in ids], masker.word_ids(ids).tolist())))
 
 # %% [markdown]
 # ## How long is an n-gram?
@@ -414,10 +405,9 @@ check_prediction_budget(prediction_budget);
 # `[MASK] [MASK] ▁grateful`. The package draws one uniform number per chosen position:
 
 # %%
-import inspect
+from albert_mini.text.masking import replace_80_10_10
 
-source = inspect.getsource(Masker.__call__)
-print(source[source.index("        labels ="):])
+print(inspect.getsource(replace_80_10_10))
 
 # %% [markdown]
 # Measured over all masked positions of one pass of the training split, and over the spans of two and three
@@ -507,7 +497,7 @@ for name, options in schemes.items():
     for inst in instances:
         out = scheme(inst.tokens, rng)
         chosen = out.labels != IGNORE_INDEX  # (T,)
-        words = word_ids(inst.tokens)
+        words = masker.word_ids(inst.tokens)
         in_word = np.bincount(words[words >= 0], minlength=words.max() + 1)
         masked_in_word = np.bincount(words[chosen], minlength=words.max() + 1)
         partial += np.count_nonzero(masked_in_word[words[chosen]] < in_word[words[chosen]])
@@ -548,8 +538,8 @@ print("seed 7 vs seed 8, same labels:", np.array_equal(first.labels, other.label
 # generator seeded by (seed, e, i), so any batch can be regenerated exactly when a run resumes, and dynamic
 # masking (a new mask every epoch) is as reproducible as static masking.
 #
-# > **Differs from the reference code.** Our masker follows `create_masked_lm_predictions` (albert_reference.md
-# > section 3) with these deliberate changes:
+# > **Differs from the reference code.** Our masker follows `create_masked_lm_predictions` of
+# > `create_pretraining_data.py` (`REFERENCE_NOTES.md`, section 1) with these deliberate changes:
 # > - **Seeded randomness.** The reference draws n with `np.random.choice`, numpy's global generator, which it
 # >   never seeds, so its masks cannot be reproduced. Ours come from the generator passed in.
 # > - **Random replacements are ordinary tokens.** The reference draws them from the whole vocabulary, so a

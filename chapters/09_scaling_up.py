@@ -107,12 +107,12 @@ for name, note in KNOWN_DISAGREEMENTS.items():
 
 # %%
 # NBVAL_CHECK_OUTPUT
-BYTES_PER_PARAMETER = 4 + 4 + 8  # fp32 weight, fp32 gradient, AdamW's m and v
+from albert_mini.study.memory import parameter_bytes  # fp32 weight, fp32 gradient, and the optimizer's states
 
 print(f"{'model':15s} {'parameters':>14s} {'weights (GB)':>13s} {'+ grads + AdamW (GB)':>21s}")
 for name in PAPER_MODELS:
     n = exact_counts[name]
-    print(f"{name:15s} {n:14,d} {4 * n / 1e9:13.2f} {BYTES_PER_PARAMETER * n / 1e9:21.2f}")
+    print(f"{name:15s} {n:14,d} {4 * n / 1e9:13.2f} {parameter_bytes(n, 'adamw') / 1e9:21.2f}")
 
 # %% [markdown]
 # These are the costs that parameter sharing cuts. ALBERT-large needs 0.28 GB where BERT-large needs 5.35 GB, and

@@ -12,8 +12,9 @@ import torch
 
 from ..model.config import AlbertConfig
 from ..model.counting import count_parameters
+from ..text.masking import prediction_budget
 
-OPTIMIZER_STATES = {"adamw": 2, "lamb": 2, "sgd": 0}  # fp32 values kept per parameter
+OPTIMIZER_STATES = {"sgd": 0, "momentum": 1, "adamw": 2, "lamb": 2}  # fp32 values kept per parameter
 
 
 @dataclass
@@ -31,6 +32,13 @@ class MemoryReport:
 
     def as_dict(self) -> dict[str, int]:
         return {**asdict(self), "total": self.total}
+
+
+def parameter_bytes(n_params: int, optimizer: str = "lamb") -> int:
+    """fp32 bytes that grow with the parameter count: the weights, their gradients and the optimizer's states."""
+    if optimizer not in OPTIMIZER_STATES:
+        raise ValueError(f"unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZER_STATES)}")
+    return 4 * (2 + OPTIMIZER_STATES[optimizer]) * n_params
 
 
 def activation_bytes(config: AlbertConfig, batch_size: int, seq_len: int, masked_per_sequence: int,
@@ -61,13 +69,12 @@ def activation_bytes(config: AlbertConfig, batch_size: int, seq_len: int, masked
 def training_memory(config: AlbertConfig, batch_size: int, seq_len: int, masked_per_sequence: int | None = None,
                     optimizer: str = "lamb") -> MemoryReport:
     """Memory of one fp32 training step of AlbertForPreTraining, computed from the config (no tensors made)."""
-    if optimizer not in OPTIMIZER_STATES:
-        raise ValueError(f"unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZER_STATES)}")
     if masked_per_sequence is None:
-        masked_per_sequence = min(20, max(1, round(0.15 * seq_len)))  # the reference's prediction budget
+        masked_per_sequence = prediction_budget(seq_len)  # the reference's defaults: 15%, at most 20
     n = count_parameters(config, heads=True)
+    fp32 = 4 * n  # one float per parameter
     return MemoryReport(
-        parameters=4 * n, gradients=4 * n, optimizer_states=4 * n * OPTIMIZER_STATES[optimizer],
+        parameters=fp32, gradients=fp32, optimizer_states=parameter_bytes(n, optimizer) - 2 * fp32,
         activations=activation_bytes(config, batch_size, seq_len, masked_per_sequence),
     )
 

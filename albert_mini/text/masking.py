@@ -1,6 +1,7 @@
 """Masked-LM targets: ALBERT's n-gram whole-word masking, and BERT's unigram masking as an option.
 
-Follows `create_masked_lm_predictions` of the reference (albert_reference.md section 3) with these choices:
+Follows `create_masked_lm_predictions` of google-research/albert's `create_pretraining_data.py`
+(chapters/REFERENCE_NOTES.md, section 1) with these choices:
 - Candidates are whole words: a piece flagged in `word_start` begins a word, the pieces after it continue
   it (`Tokenizer.word_start` follows the reference's rule: a piece starting with U+2581, a punctuation
   character, or a piece with a character outside a-z). Special tokens are never candidates and end a word.
@@ -26,6 +27,11 @@ from typing import Iterable
 import numpy as np
 
 from ..specials import IGNORE_INDEX, MASK_ID
+
+
+def prediction_budget(n_tokens: int, masked_lm_prob: float = 0.15, max_predictions: int = 20) -> int:
+    """The reference's number of tokens to predict: round(masked_lm_prob * n_tokens), at least 1, at most the cap."""
+    return min(max_predictions, max(1, round(masked_lm_prob * n_tokens)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +101,22 @@ class Masker:
                 "vocab_size": self.vocab_size, "mask_id": self.mask_id,
                 "special_ids": np.flatnonzero(self.special).tolist()}
 
+    def _word_starts(self, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Two (T,) bool arrays: which tokens are special, and which ordinary tokens begin a word."""
+        special = self.special[tokens]
+        after_special = np.concatenate([[True], special[:-1]])
+        return special, ~special & (self.word_start[tokens] | after_special)  # a special token ends a word
+
+    def word_ids(self, tokens: np.ndarray) -> np.ndarray:
+        """The index of the word each token belongs to (words counted from 0), -1 for special tokens."""
+        special, starts = self._word_starts(np.asarray(tokens))
+        ids = np.cumsum(starts) - 1
+        ids[special] = -1
+        return ids
+
     def budget(self, n_tokens: int) -> int:
         """How many tokens to predict in a sequence of n_tokens (specials included)."""
-        return min(self.max_predictions, max(1, round(self.masked_lm_prob * n_tokens)))
+        return prediction_budget(n_tokens, self.masked_lm_prob, self.max_predictions)
 
     def choose_spans(self, tokens: np.ndarray, rng: np.random.Generator) -> list[Span]:
         """The n-gram spans to predict, in the order they were taken."""
@@ -105,9 +124,7 @@ class Masker:
         if len(tokens) and (tokens.min() < 0 or tokens.max() >= self.vocab_size):
             raise ValueError(f"token ids must lie in 0..{self.vocab_size - 1} (the vocabulary this Masker was "
                              f"built for), got {tokens.min()}..{tokens.max()}; build it from the same tokenizer")
-        special = self.special[tokens]  # (T,)
-        after_special = np.concatenate([[True], special[:-1]])
-        starts = ~special & (self.word_start[tokens] | after_special)  # a special token ends a word
+        special, starts = self._word_starts(tokens)
         word_first = np.flatnonzero(starts)
         if not len(word_first):
             return []
@@ -155,9 +172,17 @@ class Masker:
         positions.sort()
         labels = np.full(len(tokens), IGNORE_INDEX, dtype=np.int32)
         labels[positions] = tokens[positions]
-        input_ids = tokens.copy()
-        u = rng.random(len(positions))
-        input_ids[positions[u < 0.8]] = self.mask_id
-        randomized = positions[(u >= 0.8) & (u < 0.9)]
-        input_ids[randomized] = self.replacements[rng.integers(len(self.replacements), size=len(randomized))]
+        input_ids = replace_80_10_10(tokens, positions, rng, self.mask_id, self.replacements)
         return MaskedSequence(input_ids, labels, tuple(spans))
+
+
+def replace_80_10_10(tokens: np.ndarray, positions: np.ndarray, rng: np.random.Generator, mask_id: int,
+                     replacements: np.ndarray) -> np.ndarray:
+    """A copy of `tokens` where each token at `positions` becomes [MASK] (p 0.8), a random id drawn from
+    `replacements` (p 0.1) or stays itself (p 0.1), decided per token with one uniform draw each."""
+    out = np.array(tokens, copy=True)
+    u = rng.random(len(positions))
+    out[positions[u < 0.8]] = mask_id
+    randomized = positions[(u >= 0.8) & (u < 0.9)]
+    out[randomized] = replacements[rng.integers(len(replacements), size=len(randomized))]
+    return out

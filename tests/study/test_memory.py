@@ -46,3 +46,16 @@ def test_sharing_saves_parameters_not_activations():
 def test_bad_optimizer_name():
     with pytest.raises(ValueError, match="unknown optimizer 'adam'"):
         training_memory(AlbertConfig.from_preset("albert-nano"), 1, 8, optimizer="adam")
+
+
+def test_parameter_bytes_count_weights_gradients_and_optimizer_states():
+    from albert_mini.study.memory import OPTIMIZER_STATES, parameter_bytes
+
+    assert [parameter_bytes(10, name) for name in ("sgd", "momentum", "adamw", "lamb")] == [80, 120, 160, 160]
+    assert OPTIMIZER_STATES["lamb"] == 2  # m and v
+    report = training_memory(AlbertConfig.from_preset("albert-nano"), 2, 16)
+    n = count_parameters(AlbertConfig.from_preset("albert-nano"), heads=True)
+    assert report.parameters + report.gradients + report.optimizer_states == parameter_bytes(n, "lamb")
+    with pytest.raises(ValueError, match="unknown optimizer 'adam'"):
+        parameter_bytes(10, "adam")
+

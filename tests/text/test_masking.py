@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 from pretraining_helpers import austen_token_documents, tokenizer
 
+from albert_mini.specials import CLS_ID, IGNORE_INDEX, MASK_ID, SEP_ID
 from albert_mini.text.instances import build_instances
-from albert_mini.text.masking import Masker
-from albert_mini.specials import IGNORE_INDEX
-from albert_mini.specials import CLS_ID, MASK_ID, SEP_ID
+from albert_mini.text.masking import Masker, prediction_budget, replace_80_10_10
 
 
 @pytest.fixture(scope="module")
@@ -211,3 +210,29 @@ def test_bad_settings_raise():
         Masker(tok.word_start, [0, 9000], 0)
     with pytest.raises(ValueError, match="build it from the same tokenizer"):
         Masker.from_tokenizer(tok)(np.array([2, 10, 8000, 3]), np.random.default_rng(0))
+
+
+def test_word_ids_number_whole_words_and_leave_specials_out(masker):
+    ids = np.array(tokenizer().encode_pair("Elizabeth's astonishment!", "Her feelings.")["input_ids"])
+    pieces = [tokenizer().id_to_piece(int(i)) for i in ids]
+    assert pieces == ["[CLS]", "\u2581elizabeth", "'", "s", "\u2581astonishment", "!", "[SEP]", "\u2581her",
+                      "\u2581feelings", ".", "[SEP]"]
+    # "'s" is one word (an apostrophe starts a word, "s" continues it); punctuation is a word of its own.
+    assert masker.word_ids(ids).tolist() == [-1, 0, 1, 1, 2, 3, -1, 4, 5, 6, -1]
+
+
+def test_replacement_is_decided_per_token_from_one_draw_each():
+    tokens, positions = np.arange(100, 120), np.arange(2, 18)
+    out = replace_80_10_10(tokens, positions, np.random.default_rng(5), MASK_ID, np.array([7, 8]))
+    u = np.random.default_rng(5).random(len(positions))
+    assert (out[positions[u < 0.8]] == MASK_ID).all() and (out[positions[u >= 0.9]] == tokens[positions[u >= 0.9]]).all()
+    assert np.isin(out[positions[(u >= 0.8) & (u < 0.9)]], [7, 8]).all()
+    outside = np.setdiff1d(np.arange(20), positions)
+    assert (out[outside] == tokens[outside]).all() and (tokens == np.arange(100, 120)).all()  # input untouched
+
+
+def test_prediction_budget_is_the_maskers_rule():
+    assert [prediction_budget(n) for n in (1, 3, 128, 133, 137, 512)] == [1, 1, 19, 20, 20, 20]
+    assert prediction_budget(100, masked_lm_prob=0.5, max_predictions=80) == 50
+    assert Masker.from_tokenizer(tokenizer(), max_predictions=7).budget(100) == prediction_budget(100, 0.15, 7)
+

@@ -26,8 +26,12 @@ def break_even_embedding_size(V: int, H: int) -> int:
 
 def mlm_head_params(V: int, E: int, H: int) -> int:
     """Parameters of ALBERT's MLM head (H -> E dense, LayerNorm, output bias; decoder weight tied)."""
-    config = AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H, num_attention_heads=1)
-    return closed_form_breakdown(config, heads=True)["mlm_head"]
+    return closed_form_breakdown(_config(V, E, H), heads=True)["mlm_head"]
+
+
+def _config(V: int, E: int, H: int) -> AlbertConfig:
+    """A config of these widths; everything else is irrelevant to the counts asked for."""
+    return AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H, num_attention_heads=1)
 
 
 def _random_shapes(seed: int, n: int) -> list[tuple[int, int, int]]:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...text.masking import Masker
+from ...specials import MASK_ID, PAD_ID
+from ...text.masking import Masker, replace_80_10_10
+from ...text.masking import prediction_budget as package_budget
 from .checking import check_against_reference
 
 
 def _masker(**options) -> Masker:
     """A Masker over a toy vocabulary, only to ask it for its probabilities and budgets."""
-    return Masker(np.ones(8, dtype=bool), special_ids=[0, 4], mask_id=4, **options)
+    return Masker(np.ones(8, dtype=bool), special_ids=[PAD_ID, MASK_ID], mask_id=MASK_ID, **options)
 
 
 # ------------------------------------------------------------------------------------------- references
@@ -20,20 +22,15 @@ def ngram_probabilities(max_n: int) -> np.ndarray:
 
 
 def prediction_budget(n_tokens: int, max_predictions: int = 20, masked_lm_prob: float = 0.15) -> int:
-    """min(max_predictions, max(1, round(masked_lm_prob * n_tokens))), as `Masker.budget`."""
-    return _masker(max_predictions=max_predictions, masked_lm_prob=masked_lm_prob).budget(n_tokens)
+    """min(max_predictions, max(1, round(masked_lm_prob * n_tokens))): the package's rule, in the chapter's order."""
+    return package_budget(n_tokens, masked_lm_prob, max_predictions)
 
 
 def apply_80_10_10(tokens: np.ndarray, spans, rng: np.random.Generator, mask_id: int,
                    replacement_ids: np.ndarray) -> np.ndarray:
     """Per token inside the spans: [MASK] with p 0.8, a random id from replacement_ids with 0.1, else unchanged."""
     positions = np.array([i for start, end in spans for i in range(start, end)], dtype=np.int64)
-    out = np.array(tokens, copy=True)
-    u = rng.random(len(positions))
-    out[positions[u < 0.8]] = mask_id
-    randomized = positions[(u >= 0.8) & (u < 0.9)]
-    out[randomized] = replacement_ids[rng.integers(len(replacement_ids), size=len(randomized))]
-    return out
+    return replace_80_10_10(tokens, positions, rng, mask_id, np.asarray(replacement_ids))
 
 
 # ------------------------------------------------------------------------------------------- p(n)

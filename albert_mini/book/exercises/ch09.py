@@ -5,14 +5,12 @@ from __future__ import annotations
 import random
 
 from ...model.config import PRESETS, AlbertConfig
+from ...study.memory import OPTIMIZER_STATES, parameter_bytes
 from .checking import check_against_reference
-
-# fp32 tensors kept per parameter besides the weight and its gradient.
-OPTIMIZER_STATES = {"sgd": 0, "momentum": 1, "adamw": 2, "lamb": 2}
 
 
 def _reference_memory(n_params: int, optimizer: str = "adamw") -> int:
-    return 4 * (2 + OPTIMIZER_STATES[optimizer]) * n_params
+    return parameter_bytes(n_params, optimizer)
 
 
 def _memory_cases(seed: int = 9):
