@@ -48,7 +48,7 @@
 #   SentencePiece vocabulary). Most of those parameters also learn slowly: in a batch, only the rows of the
 #   tokens that occur receive a gradient.
 #
-# Every ALBERT model in the paper uses $E = 128$ (paper.md, Table 1). Here is what that buys for the word table
+# Every ALBERT model in the paper uses $E = 128$ (the paper, Table 1). Here is what that buys for the word table
 # alone, at the widths of ALBERT-base and ALBERT-xxlarge:
 
 # %%
@@ -267,7 +267,7 @@ check_break_even_embedding_size(break_even_embedding_size);
 # ## Reproducing Table 3's parameter column
 #
 # Table 3 of the paper trains ALBERT-base with four embedding sizes, once with nothing shared (a BERT-style model
-# with a factorized embedding) and once with all layers shared (paper.md, Table 3):
+# with a factorized embedding) and once with all layers shared (the paper, section 4.4 and Table 3):
 #
 # | sharing | E | params | Avg |
 # |---|---|---|---|

@@ -367,7 +367,7 @@ for task, row in TABLE5.items():
 # ## A label leak in the reference recipe
 #
 # SOP removes the topic shortcut, but a sloppy data pipeline can open another one. The reference
-# `create_pretraining_data.py` (see `albert_reference.md`, section 3) adds sentences to a chunk until it
+# `create_pretraining_data.py` (see `REFERENCE_NOTES.md` in this folder, section 1) adds sentences to a chunk until it
 # reaches the target length, so the last sentence usually pushes the chunk *past* the target. It then splits
 # the chunk into A and B, decides the order, and only then truncates the pair to fit, trimming the longer side
 # from the front or the back at random. In text order the later segment carries the overshoot: it tends to be
@@ -526,7 +526,7 @@ else:
 #
 # - The paper, Section 3 ("inter-sentence coherence loss") and Section 4.6 with Table 5.
 # - `albert_mini/text/instances.py`: the module docstring lists every departure from the reference builder;
-#   `albert_mini/study/leak_probe.py` for the surface probe; `albert_reference.md`, section 3, for the reference
+#   `albert_mini/study/leak_probe.py` for the surface probe; `chapters/REFERENCE_NOTES.md`, section 1, for the reference
 #   algorithm and albert#234.
-# - `albert_mini/study/experiments/common.py` (`sentence_task`) for the Table 5 analog at mini scale.
+# - `albert_mini/study/experiments/sentence_task.py` for the Table 5 analog at mini scale.
 # - Next: Chapter 6, n-gram masking, the other half of the pretraining data.

@@ -38,7 +38,7 @@
 # to. With batches of thousands of sequences the learning rate has to grow, and a step that suits one tensor is
 # far too large for another. LAMB (You et al., 2019) keeps Adam's direction and rescales it per tensor so that
 # the step is a fixed fraction of the tensor's norm. For one weight tensor $w$ with gradient $g$, the reference
-# code (`lamb_optimizer.py`, albert_reference.md section 4) does, with $\beta_1 = 0.9$, $\beta_2 = 0.999$,
+# code (`lamb_optimizer.py`; `REFERENCE_NOTES.md`, section 2) does, with $\beta_1 = 0.9$, $\beta_2 = 0.999$,
 # $\epsilon = 10^{-6}$ and weight decay $\lambda = 0.01$:
 #
 # $$m \leftarrow \beta_1 m + (1-\beta_1)\,g, \qquad v \leftarrow \beta_2 v + (1-\beta_2)\,g^2$$

@@ -71,7 +71,7 @@ PRETRAINED_DIR = repo_root() / "data/pretrained/albert-mini-austen"
 # RACE has four options per question, so guessing scores 25. The paper has no row for an encoder that was never
 # pretrained: everything in it is fine-tuned from a pretrained model.
 #
-# The reference code's recipes (`run_glue.sh`, `run_race.py`, `run_squad_*.py`; albert_reference.md section 5)
+# The reference code's recipes (`run_glue.sh`, `run_race.py`, `run_squad_*.py`; `REFERENCE_NOTES.md`, section 3)
 # all use AdamW with a linear warmup and decay:
 #
 # | task | input length | learning rate | batch | steps | warmup |
@@ -85,7 +85,8 @@ PRETRAINED_DIR = repo_root() / "data/pretrained/albert-mini-austen"
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.study.experiments.common import FULL, finetune_settings
+from albert_mini.study.experiments.common import FULL
+from albert_mini.study.experiments.finetune import finetune_settings
 from albert_mini.tasks.finetune import FinetuneSettings
 from albert_mini.tasks.registry import TASKS
 
@@ -823,8 +824,8 @@ print(f"austen-span string matcher, test exact match {scores['exact_match']:.1f}
 #
 # ## Further reading / pointers
 #
-# - The paper, Section 4.1 and Table 2 (downstream results); albert_reference.md section 5 for the reference
-#   code's heads and recipes; Rajpurkar et al. (2016) for SQuAD and its metrics, Lai et al. (2017) for RACE,
+# - The paper, section 4.3 and Table 2 (downstream results), Appendix A.4 (their hyperparameters);
+#   `chapters/REFERENCE_NOTES.md`, section 3, for the reference code's heads and recipes; Rajpurkar et al. (2016) for SQuAD and its metrics, Lai et al. (2017) for RACE,
 #   Pang and Lee (2005) for the polarity sentences.
 # - Commands: `python -m albert_mini.study.experiments finetune` rebuilds the comparison;
 #   `python -m albert_mini.tasks.finetune --task austen-mc --init data/pretrained/albert-mini-austen` fine-tunes one

@@ -2,10 +2,10 @@
 
 Module names, shapes and losses follow Hugging Face's `AlbertForSequenceClassification`,
 `AlbertForMultipleChoice` and `AlbertForQuestionAnswering`, so `albert_mini.model.hf.from_hf` / `to_hf` move their
-weights both ways and the outputs agree to float precision (tests/test_heads.py).
+weights both ways and the outputs agree to float precision (tests/model/test_heads.py).
 
-Differs from the reference code: the TF classifier initialises its output weights with a truncated normal;
-here (as in HF) every head starts from Normal(0, initializer_range) with zero bias.
+Differs from the reference code (`classifier_utils.py` in google-research/albert), which initialises the output
+weights with a truncated normal: here (as in HF) every head starts from Normal(0, initializer_range), zero bias.
 """
 
 from __future__ import annotations

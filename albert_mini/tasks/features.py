@@ -6,7 +6,8 @@ albert_mini.model.heads accepts as keyword arguments. Bookkeeping that is not a 
 span of each context token, the max-context flags) stays on the features, so keep the feature list next to the
 batches and use `decode_spans` to turn span logits back into answer text.
 
-Layouts (albert_reference.md section 5):
+Layouts (google-research/albert's `classifier_utils.py`, `race_utils.py` and `squad_utils.py`; BERT's
+`run_squad.py`; chapters/REFERENCE_NOTES.md, section 3):
 - classification: `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, longest-first truncation to max_length.
 - RACE: per option `[CLS] passage [SEP] qa [SEP]`; qa keeps its LAST max_qa_length tokens, the passage is cut
   at its end to max_length - 3 - len(qa) (each option on its own copy of the passage, as race_utils.py does).

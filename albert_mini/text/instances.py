@@ -3,7 +3,8 @@
 Input is token ids, already tokenized once: a document is a list of sentences, a sentence a list of ids.
 Every instance is laid out as `[CLS] A [SEP] B [SEP]` (or `[CLS] A [SEP]` for task "none").
 
-How this differs from the reference `create_pretraining_data.py` (albert_reference.md section 3), on purpose:
+How this differs from `create_pretraining_data.py` of google-research/albert (chapters/REFERENCE_NOTES.md,
+section 1), on purpose:
 - Segments are cut only at sentence boundaries and nothing is truncated: a chunk holds whole sentences and
   never exceeds `max_seq_len - 3` tokens. The reference truncates after deciding the order, which lets a
   model read the order off surface cues (segment lengths, whether the middle [SEP] follows a full stop).

@@ -5,7 +5,7 @@ official `30k-clean.model`. The committed Austen model (`data/austen/spiece.mode
 `python -m albert_mini.text.tokenizer train --vocab-size 8000 --out data/austen/spiece.model`.
 
 Parity with Hugging Face: `transformers.AlbertTokenizer.from_pretrained(folder)`, with the model copied to
-`folder/spiece.model`, gives the same ids (tests/test_tokenizer.py). Load it with `from_pretrained(folder)`:
+`folder/spiece.model`, gives the same ids (tests/text/test_tokenizer.py). Load it with `from_pretrained(folder)`:
 `AlbertTokenizer(vocab_file=...)` in transformers 5.x ignores a self-trained model's pieces and returns `<unk>`
 ids. Pass `return_token_type_ids=True` to get token types from HF 5.x. Three documented differences:
 - When two segmentations have exactly the same score, SentencePiece and HF's Unigram may pick different ones:
