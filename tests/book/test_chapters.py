@@ -14,8 +14,12 @@ def cells(notebook):
     return [(cell.cell_type, cell.source.strip()) for cell in notebook.cells]
 
 
-def test_there_are_chapters():
-    assert len(SOURCES) >= 1
+def test_chapters_are_numbered_from_00_without_gaps_and_listed_in_the_readme():
+    numbers = [source.name[:2] for source in SOURCES]
+    assert numbers == [f"{n:02d}" for n in range(len(SOURCES))] and len(SOURCES) >= 10
+    readme = (CHAPTERS.parent / "README.md").read_text()
+    listed = [line.split("|")[1].strip() for line in readme.splitlines() if line.startswith("| 0")]
+    assert listed == numbers, "README's chapter table and chapters/ disagree"
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)

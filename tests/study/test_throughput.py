@@ -27,8 +27,9 @@ def test_xxlarge_costs_more_compute_than_bert_large():
 def test_relative_throughput_small_presets():
     result = relative_throughput(["albert-nano", "albert-mini"], reference="albert-nano", batch_size=1, seq_len=16,
                                  steps=1)
-    assert result["albert-nano"]["speedup"] == 1.0
-    assert result["albert-mini"]["tokens_per_second"] > 0
-    assert result["albert-mini"]["flop_ratio"] < 1.0  # mini is bigger than nano
+    nano, mini = result["albert-nano"], result["albert-mini"]
+    assert mini["speedup"] == pytest.approx(mini["tokens_per_second"] / nano["tokens_per_second"])
+    # mini does 3 times the layers at 4 times the width: slower, even on a busy machine, and more FLOPs.
+    assert mini["speedup"] < 1.0 and mini["flop_ratio"] < 0.1
     with pytest.raises(ValueError, match="reference"):
         relative_throughput(["albert-nano"], reference="bert-large")

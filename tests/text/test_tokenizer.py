@@ -9,7 +9,7 @@ import sentencepiece as spm
 import torch
 
 from albert_mini.text import tokenizer as tok
-from albert_mini.paths import read_manifest, sha256_file
+from albert_mini.paths import REPO_ROOT, read_manifest, sha256_file
 from albert_mini.text.corpus import load_corpus
 from albert_mini.text.tokenizer import Tokenizer, TokenizerError, preprocess_text, train_sentencepiece
 
@@ -239,8 +239,10 @@ def test_training_errors():
 
 
 def test_retraining_reproduces_the_committed_model():
-    if spm.__version__ != "0.2.3":
-        pytest.skip(f"the committed model was trained with sentencepiece 0.2.3, this is {spm.__version__}")
+    # Byte-exact only with the sentencepiece the model was trained with: the version constraints.txt pins.
+    pinned = next(line.split("==")[1].strip() for line in (REPO_ROOT / "constraints.txt").read_text().splitlines()
+                  if line.startswith("sentencepiece=="))
+    assert spm.__version__ == pinned == "0.2.3", f"install the pinned sentencepiece {pinned} (make venv)"
     model = train_sentencepiece(tok.training_texts("austen"), vocab_size=8000)
     assert model == (tok.DEFAULT_DIR / "spiece.model").read_bytes()
     assert sha256_file(tok.DEFAULT_DIR / "spiece.model") == read_manifest(tok.DEFAULT_DIR)["spiece.model"]

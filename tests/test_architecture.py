@@ -1,0 +1,164 @@
+"""The package is a house of layers: every import points down or sideways, never up, and never in a circle."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import albert_mini
+
+PACKAGE = Path(albert_mini.__file__).resolve().parent
+# Bottom to top. "base" is the package's own top-level modules (specials, paths, settings).
+LAYERS = ("base", "model", "text", "training", "tasks", "study", "book")
+COMMANDS = ("albert_mini.training.pretrain", "albert_mini.tasks.finetune", "albert_mini.text.tokenizer",
+            "albert_mini.text.build_corpus", "albert_mini.tasks.austen_tasks", "albert_mini.tasks.polarity",
+            "albert_mini.study.experiments", "albert_mini.book.build", "albert_mini.book.exercises.student")
+
+
+def module_files() -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the package (a package is named by its __init__)."""
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
+    """The package's modules that `name` imports anywhere in its file, function bodies included."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            candidates = [module] + [f"{module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for candidate in candidates:
+            while candidate and candidate not in known:  # `from x import name` names a module or an attribute
+                candidate = candidate.rpartition(".")[0]
+            if candidate.startswith("albert_mini") and candidate != name:
+                found.add(candidate)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = module_files()
+    return {name: imported_modules(name, path, set(modules)) for name, path in modules.items()}
+
+
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "top"  # albert_mini/__init__: its exports reach every layer
+    return parts[1] if parts[1] in LAYERS else "base"
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan)."""
+    index, low, stack, on_stack, groups = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def test_every_subpackage_is_a_declared_layer():
+    subpackages = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
+    assert subpackages == sorted(LAYERS[1:])
+
+
+def test_no_import_cycle():
+    assert cycles(import_graph()) == []
+
+
+def test_imports_point_down_or_sideways():
+    upward = []
+    for source, targets in import_graph().items():
+        if layer_of(source) == "top":
+            continue
+        for target in targets:
+            if layer_of(target) == "top" or LAYERS.index(layer_of(target)) > LAYERS.index(layer_of(source)):
+                upward.append(f"{source} -> {target}")
+    assert upward == []
+
+
+def test_the_check_sees_lazy_imports_and_package_imports(tmp_path):
+    """The parser counts an import inside a function, and `from .. import x` as an import of the package too."""
+    code = "def f():\n    from ..model import albert\n    from .. import specials\n"
+    (tmp_path / "probe.py").write_text(code)
+    known = {"albert_mini", "albert_mini.model", "albert_mini.model.albert", "albert_mini.specials"}
+    found = imported_modules("albert_mini.text.probe", tmp_path / "probe.py", known)
+    assert found == {"albert_mini", "albert_mini.model", "albert_mini.model.albert", "albert_mini.specials"}
+    assert layer_of("albert_mini") == "top" and layer_of("albert_mini.specials") == "base"
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_every_package_says_what_it_holds_and_layers_say_it_in_one_line():
+    for path in PACKAGE.rglob("__init__.py"):
+        doc = ast.get_docstring(ast.parse(path.read_text()))
+        assert doc and doc.splitlines()[0].endswith("."), f"{path}: a docstring whose first line is its purpose"
+        if path.parent.parent == PACKAGE:
+            assert "\n" not in doc.strip(), f"{path}: a layer says what it holds in one line"
+
+
+def test_every_public_name_imports_from_the_package_and_is_not_shadowed():
+    """After every module is imported (which sets subpackage attributes), each public name is still its object."""
+    code = (
+        "import importlib, inspect, pkgutil, albert_mini\n"
+        "for m in pkgutil.walk_packages(albert_mini.__path__, 'albert_mini.'):\n"
+        "    if not m.name.endswith('__main__'): importlib.import_module(m.name)\n"
+        "bad = [n for n in albert_mini.__all__ if inspect.ismodule(getattr(albert_mini, n))]\n"
+        "print(len(albert_mini.__all__), bad)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split(maxsplit=1) == [str(len(albert_mini.__all__)), "[]\n"]
+
+
+@pytest.mark.parametrize("name", albert_mini.__all__)
+def test_public_name(name):
+    from importlib import import_module
+
+    value = getattr(import_module("albert_mini"), name)
+    assert value is not None
+    if name != "__version__":
+        assert getattr(value, "__module__", "").startswith("albert_mini.") or isinstance(value, dict)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_commands_run_without_a_runpy_warning(command):
+    """`python -m X --help` exits 0 with nothing on stderr: the package does not import X before runpy runs it."""
+    result = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", command, "--help"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert "usage:" in result.stdout
