@@ -63,7 +63,8 @@ def sha256_file(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def read_manifest(folder: str | Path, error: type[Exception] = ValueError, rebuild: str | None = None) -> dict[str, str]:
+def read_manifest(folder: str | Path, error: type[Exception] = ValueError,
+                  rebuild: str | None = None) -> dict[str, str]:
     """File name -> sha256 from `folder/SHA256SUMS`; a missing manifest raises `error` naming the `rebuild` command."""
     path = Path(folder) / MANIFEST
     if not path.is_file():

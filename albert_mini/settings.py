@@ -1,4 +1,4 @@
-"""Run-time switches read from the environment, in one place."""
+"""Run-time switches read from the environment, in one place below every layer (study and book code read them)."""
 
 import os
 

@@ -20,10 +20,10 @@ import time
 import torch
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
+from albert_mini.settings import pick
+from albert_mini.text.batches import PretrainingBatches, build_pretraining_dataset, tokenize_documents
 from albert_mini.text.corpus import load_corpus
 from albert_mini.text.instances import build_instances
-from albert_mini.text.batches import PretrainingBatches, build_pretraining_dataset, tokenize_documents
-from albert_mini.settings import pick
 from albert_mini.text.tokenizer import Tokenizer
 
 PRESET, SEQ, BATCH = "albert-mini", 128, 32

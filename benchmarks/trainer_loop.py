@@ -18,9 +18,9 @@ import time
 import torch
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
-from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
 from albert_mini.settings import pick
 from albert_mini.text.synthetic import SyntheticBatches
+from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
 from albert_mini.training.trainer import Trainer, TrainConfig
 
 

@@ -32,8 +32,8 @@
 # %% [markdown]
 # ## The corpus: six novels, split by chapter
 #
-# ALBERT was pretrained on about 16 GB of English Wikipedia and BookCorpus (the paper, section 4.1). A CPU-sized book needs a
-# CPU-sized corpus that is free to redistribute, so this book uses the six novels of Jane Austen: about 4 MB of
+# ALBERT was pretrained on about 16 GB of English Wikipedia and BookCorpus (the paper, section 4.1). A CPU-sized book
+# needs a CPU-sized corpus that is free to redistribute, so this book uses the six novels of Jane Austen: about 4 MB of
 # coherent, chapter-long narrative, which is what a sentence-order task needs.
 #
 # The text comes from the Debian package **`r-cran-janeaustenr`** (version 1.0.0-1), which ships the novels as R
@@ -118,11 +118,11 @@ for text in tricky:
     print(f"{text!r:50s} -> {preprocess_text(text)!r}")
 
 # %% [markdown]
-# Note what is *not* normalised: curly quotes and the em dash pass through unchanged, because NFKD has no
-# decomposition for them. Whether that matters depends on the vocabulary: the Austen text is plain ASCII apart
-# from a single `£` (the corpus builder would turn curly quotes into straight ones anyway), so our tokenizer has
-# never seen `“` or `—`, and maps them to the unknown id. `albert_mini.text.corpus.load_text_files` normalises them for you when you bring your own
-# text.
+# Note what is *not* normalised: curly quotes and the em dash pass through unchanged, because NFKD has no decomposition
+# for them. Whether that matters depends on the vocabulary: the Austen text is plain ASCII apart from a single `£` (the
+# corpus builder would turn curly quotes into straight ones anyway), so our tokenizer has never seen `“` or `—`, and
+# maps them to the unknown id. `albert_mini.text.corpus.load_text_files` normalises them for you when you bring your
+# own text.
 #
 # > **Differs from the reference code.** ALBERT's TensorFlow `preprocess_text` does steps 2-5 only; the
 # > replacement of ` `` ` and `''` comes from Hugging Face's `AlbertTokenizer`, which we match. The Austen text
@@ -489,7 +489,8 @@ for key, tensor in batch.items():
 #
 # Hugging Face's `AlbertTokenizer` can load our model: put it in a folder as `spiece.model` and call
 # `from_pretrained(folder)`. Then the ids agree with ours: on 32,839 of the corpus's 32,840 sentences
-# (`data/README.md`), and on pairs, truncation and padding (`tests/text/test_tokenizer.py`). This cell needs `transformers`; it is skipped if it is not installed.
+# (`data/README.md`), and on pairs, truncation and padding (`tests/text/test_tokenizer.py`). This cell needs
+# `transformers`; it is skipped if it is not installed.
 
 # %%
 import shutil
@@ -562,7 +563,7 @@ print("'10,000 pounds' ->", tokenizer.tokenize("10,000 pounds"))
 #
 # - The paper, Section 4.1 (SentencePiece vocabulary of 30,000, as in XLNet); Kudo and Richardson (2018) for
 #   SentencePiece and Kudo (2018) for the unigram model.
-# - Code: `albert_mini/text/corpus.py`, `albert_mini/text/build_corpus.py`, `albert_mini/text/tokenizer.py`; `data/README.md` for
-#   the corpus's provenance, normalisation and counts.
+# - Code: `albert_mini/text/corpus.py`, `albert_mini/text/build_corpus.py`, `albert_mini/text/tokenizer.py`;
+#   `data/README.md` for the corpus's provenance, normalisation and counts.
 # - Next: Chapter 3 (`03_factorized_embeddings`), where these ids meet ALBERT's first idea, the factorized
 #   embedding table; and Chapter 6 (`06_ngram_masking`) for the masking that uses `word_start`.

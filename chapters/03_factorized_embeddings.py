@@ -194,8 +194,8 @@ import numpy as np
 from matplotlib.ticker import ScalarFormatter
 
 from albert_mini import count_parameters
-from albert_mini.paths import save_figure
 from albert_mini.model.counting import closed_form_breakdown
+from albert_mini.paths import save_figure
 from albert_mini.study.parameter_plots import plot_parameters_vs_embedding
 
 
@@ -274,8 +274,8 @@ check_break_even_embedding_size(break_even_embedding_size);
 # | not-shared | 64 / 128 / 256 / 768 | 87M / 89M / 93M / 108M | 81.3 / 81.7 / 81.8 / 82.3 |
 # | all-shared | 64 / 128 / 256 / 768 | 10M / 12M / 16M / 31M | 79.0 / 80.1 / 79.6 / 79.8 |
 #
-# `albert_mini.study.paper` holds these numbers (`TABLE3`) and builds each row's config (`albert_base_variant`). Counting
-# the parameters exactly, as built, does not give the printed numbers. Two rules do, and
+# `albert_mini.study.paper` holds these numbers (`TABLE3`) and builds each row's config (`albert_base_variant`).
+# Counting the parameters exactly, as built, does not give the printed numbers. Two rules do, and
 # `albert_mini.study.paper.paper_convention_count` applies them:
 #
 # 1. the $E \to H$ projection exists only when $E \ne H$ (as in the original TensorFlow code; see the callout

@@ -489,8 +489,8 @@ plt.show()
 import json
 from pathlib import Path
 
-from albert_mini.study.smoothness import Smoothness
 from albert_mini.paths import repo_root
+from albert_mini.study.smoothness import Smoothness
 
 results_file = repo_root() / "data" / "results" / "smoothness.json"
 if results_file.exists():
@@ -568,8 +568,8 @@ check_sharing_plan(sharing_plan)
 # ## Further reading / pointers
 #
 # - The paper, Section 3.1 ("Cross-layer parameter sharing"), Figure 1, and Section 4.5 with Table 4.
-# - `albert_mini/model/albert.py`: `build_layer_groups` and `AlbertTransformer`; `albert_mini/study/smoothness.py` for the
-#   smoothness measurement; `albert_mini/study/paper.py` for the tables and the counting convention.
+# - `albert_mini/model/albert.py`: `build_layer_groups` and `AlbertTransformer`; `albert_mini/study/smoothness.py` for
+#   the smoothness measurement; `albert_mini/study/paper.py` for the tables and the counting convention.
 # - Dehghani et al., "Universal Transformers" (2019), and Bai et al., "Deep Equilibrium Models" (2019): two other
 #   takes on applying one layer repeatedly, which the paper contrasts with ALBERT's oscillating (non-converging)
 #   embeddings.

@@ -42,9 +42,9 @@
 # NBVAL_CHECK_OUTPUT
 import numpy as np
 
+from albert_mini.text.batches import tokenize_documents
 from albert_mini.text.corpus import load_corpus
 from albert_mini.text.instances import build_instances
-from albert_mini.text.batches import tokenize_documents
 from albert_mini.text.tokenizer import Tokenizer
 
 tokenizer = Tokenizer.default()
@@ -62,8 +62,8 @@ print(f"{len(instances):,} instances, {lengths.sum():,} tokens; length min {leng
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.text.masking import Masker
 from albert_mini.specials import IGNORE_INDEX
+from albert_mini.text.masking import Masker
 
 masker = Masker.from_tokenizer(tokenizer)  # the reference's defaults: 15%, at most 20, n <= 3, whole words
 print(masker.describe())

@@ -92,11 +92,11 @@ print(f"relative change of w per step: {(mine - w0).norm() / w0.norm() / 5:.2e} 
 # own norm, here 0.1% per step, whatever the scale of its gradient. (It is a little under $\eta$ because the
 # steps of 5 random gradients partly cancel.)
 #
-# **Which tensors are adapted.** LayerNorm gains and biases get neither weight decay nor the trust ratio: a bias
-# starts at zero, so $\lVert w \rVert = 0$ and the ratio would be 1 anyway, and decaying a LayerNorm gain towards
-# zero is not what regularization intends. The reference picks them by name (`LayerNorm`, `layer_norm`, `bias`),
-# and so does `albert_mini.training.optim.param_groups`. That includes the MLM `output_bias`; the word embeddings and the
-# MLM output weights (tied to the embeddings) are adapted.
+# **Which tensors are adapted.** LayerNorm gains and biases get neither weight decay nor the trust ratio: a bias starts
+# at zero, so $\lVert w \rVert = 0$ and the ratio would be 1 anyway, and decaying a LayerNorm gain towards zero is not
+# what regularization intends. The reference picks them by name (`LayerNorm`, `layer_norm`, `bias`), and so does
+# `albert_mini.training.optim.param_groups`. That includes the MLM `output_bias`; the word embeddings and the MLM
+# output weights (tied to the embeddings) are adapted.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -262,15 +262,15 @@ print(f"norm before: {norm:g}; after: {torch.cat([a.grad, b.grad]).norm():.4f}; 
 # frequencies, but at the learning rates a small model uses the bias gets there slowly, and meanwhile the model
 # predicts "the" and "," everywhere.
 #
-# > **Differs from the reference code.** The reference starts the MLM `output_bias` at zero. We start it at the
-# > log unigram frequencies of the training text (`albert_mini.text.batches.unigram_log_prior`, add-one
-# > smoothed; `AlbertForPreTraining.init_output_bias`; CLI `--output-bias unigram`, the default, and
-# > `--output-bias zeros` for the reference). `albert_mini.training.recipe.build_pretraining_model` applies it, so
-# > the command line, the experiments and this chapter build the same model. The starting loss then is about the unigram entropy of the corpus
-# > rather than $\ln V$, and the few hundred steps a small model spends learning token frequencies are skipped.
-# > A probe during development: LAMB at lr 5e-3 *without* the prior stayed at 6.8% MLM accuracy (the share of
-# > the most frequent masked pieces) until step 250. On 125k steps of a large model this changes nothing that
-# > matters; on our 1,200 it is a fifth of the run.
+# > **Differs from the reference code.** The reference starts the MLM `output_bias` at zero. We start it at the log
+# > unigram frequencies of the training text (`albert_mini.text.batches.unigram_log_prior`, add-one smoothed;
+# > `AlbertForPreTraining.init_output_bias`; CLI `--output-bias unigram`, the default, and `--output-bias zeros` for
+# > the reference). `albert_mini.training.recipe.build_pretraining_model` applies it, so the command line, the
+# > experiments and this chapter build the same model. The starting loss then is about the unigram entropy of the
+# > corpus rather than $\ln V$, and the few hundred steps a small model spends learning token frequencies are skipped.
+# > A probe during development: LAMB at lr 5e-3 *without* the prior stayed at 6.8% MLM accuracy (the share of the most
+# > frequent masked pieces) until step 250. On 125k steps of a large model this changes nothing that matters; on our
+# > 1,200 it is a fifth of the run.
 #
 # We measure both ends live: the entropy of the prior, and the MLM loss of the untrained model on held-out
 # Austen batches, with and without it.
@@ -280,8 +280,8 @@ print(f"norm before: {norm:g}; after: {torch.cat([a.grad, b.grad]).norm():.4f}; 
 import math
 
 from albert_mini import evaluate
-from albert_mini.text.corpus import load_corpus
 from albert_mini.text.batches import PretrainingBatches, build_pretraining_dataset, unigram_log_prior
+from albert_mini.text.corpus import load_corpus
 from albert_mini.text.tokenizer import Tokenizer
 from albert_mini.training.recipe import build_pretraining_model
 
@@ -568,9 +568,10 @@ for batch_size, world, accumulate in ((32, 1, 1), (16, 2, 1), (16, 1, 2), (32, 2
 #   MLM accuracies of ALBERT-base); You et al. (2019), *Large Batch Optimization for Deep Learning: Training BERT
 #   in 76 minutes*, for LAMB.
 # - Code: `albert_mini/training/optim.py` (Lamb, WarmupPolyDecay, param_groups, clip_grad_global_norm),
-#   `albert_mini/training/trainer.py` (Trainer, the batch-source protocol, exact resumption), `albert_mini/training/pretrain.py`
-#   (`python -m albert_mini.training.pretrain --help`), `albert_mini/training/distributed.py` (why the loss is a per-token mean
-#   over the effective batch), `albert_mini/study/memory.py`.
+#   `albert_mini/training/trainer.py` (Trainer, the batch-source protocol, exact resumption),
+#   `albert_mini/training/pretrain.py` (`python -m albert_mini.training.pretrain --help`),
+#   `albert_mini/training/distributed.py` (why the loss is a per-token mean over the effective batch),
+#   `albert_mini/study/memory.py`.
 # - Chapter 4 for sharing's effect on parameters, chapter 5 for SOP versus NSP, chapter 6 for the masks these
 #   runs train on. Chapter 9 takes the same machinery to the paper's model sizes: memory against compute, and
 #   `torchrun` on several processes.

@@ -41,12 +41,11 @@ import numpy as np
 import torch
 
 from albert_mini import AlbertConfig, load_pretrained
-from albert_mini.paths import repo_root, save_figure
+from albert_mini.paths import PRETRAINED_MODEL, repo_root, save_figure  # the shipped encoder: data/pretrained/...
 from albert_mini.settings import pick
 from albert_mini.text.tokenizer import Tokenizer
 
 tokenizer = Tokenizer.default()
-PRETRAINED_DIR = repo_root() / "data/pretrained/albert-mini-austen"
 
 # %% [markdown]
 # ## What fine-tuning is
@@ -116,7 +115,7 @@ for name, settings in finetune_settings(FULL).items():
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-pretrained = load_pretrained(PRETRAINED_DIR)
+pretrained = load_pretrained(PRETRAINED_MODEL)
 encoder_config = pretrained.config
 positions = pretrained.albert.embeddings.position_embeddings.weight.detach()  # (512, E)
 print(f"initializer_range {encoder_config.initializer_range}; standard deviation of position rows 0-127: "
@@ -178,7 +177,7 @@ for name, model in heads.items():
 from albert_mini.tasks.finetune import build_task_model
 
 for kind in ("classification", "multiple_choice", "span"):
-    from_pretraining = build_task_model(kind, PRETRAINED_DIR, seed=0)
+    from_pretraining = build_task_model(kind, PRETRAINED_MODEL, seed=0)
     from_scratch = build_task_model(kind, "random", config=encoder_config, seed=0)
     copied = {name for name, tensor in from_pretraining.state_dict().items()
               if name in pretrained.state_dict() and torch.equal(tensor, pretrained.state_dict()[name])}
@@ -283,8 +282,8 @@ print(f"pieces per word with the Austen tokenizer: polarity {pieces_per_word(e.t
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.tasks.formats import ClassificationExample
 from albert_mini.tasks.features import classification_features
+from albert_mini.tasks.formats import ClassificationExample
 
 
 def pieces(ids) -> str:
@@ -328,7 +327,7 @@ live_settings = pick(fast=FinetuneSettings(steps=3, batch_size=8, max_train_exam
 live, live_models = {}, {}
 started = time.perf_counter()
 for init in ("pretrained", "random"):
-    result = run_task(polarity, PRETRAINED_DIR if init == "pretrained" else "random", live_settings,
+    result = run_task(polarity, PRETRAINED_MODEL if init == "pretrained" else "random", live_settings,
                       tokenizer=tokenizer, config=encoder_config)
     live_models[init] = result.pop("model")
     live[init] = result
@@ -825,8 +824,8 @@ print(f"austen-span string matcher, test exact match {scores['exact_match']:.1f}
 # ## Further reading / pointers
 #
 # - The paper, section 4.3 and Table 2 (downstream results), Appendix A.4 (their hyperparameters);
-#   `chapters/REFERENCE_NOTES.md`, section 3, for the reference code's heads and recipes; Rajpurkar et al. (2016) for SQuAD and its metrics, Lai et al. (2017) for RACE,
-#   Pang and Lee (2005) for the polarity sentences.
+#   `chapters/REFERENCE_NOTES.md`, section 3, for the reference code's heads and recipes; Rajpurkar et al. (2016) for
+#   SQuAD and its metrics, Lai et al. (2017) for RACE, Pang and Lee (2005) for the polarity sentences.
 # - Commands: `python -m albert_mini.study.experiments finetune` rebuilds the comparison;
 #   `python -m albert_mini.tasks.finetune --task austen-mc --init data/pretrained/albert-mini-austen` fine-tunes one
 #   task (`--init random` for the control); `--format race|squad|sst2|mnli --train-file ... --test-file ...`

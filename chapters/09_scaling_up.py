@@ -39,8 +39,8 @@ import matplotlib.pyplot as plt
 import torch
 
 from albert_mini import AlbertConfig, AlbertModel, count_parameters
-from albert_mini.study.paper import KNOWN_DISAGREEMENTS, TABLE1, TABLE2_SPEEDUP, paper_convention_count
 from albert_mini.settings import pick
+from albert_mini.study.paper import KNOWN_DISAGREEMENTS, TABLE1, TABLE2_SPEEDUP, paper_convention_count
 
 PAPER_MODELS = ["bert-base", "bert-large", "bert-xlarge", "albert-base", "albert-large", "albert-xlarge",
                 "albert-xxlarge"]
@@ -284,8 +284,8 @@ plt.show()
 # %% [markdown]
 # ## Official weights through Hugging Face
 #
-# Pretraining ALBERT-base the way the paper did (125,000 steps with a batch of 4096 sequences of 512 tokens) is
-# far beyond a CPU. The released checkpoints are on the Hugging Face hub, and `albert_mini.model.hf.from_hf` turns any of
+# Pretraining ALBERT-base the way the paper did (125,000 steps with a batch of 4096 sequences of 512 tokens) is far
+# beyond a CPU. The released checkpoints are on the Hugging Face hub, and `albert_mini.model.hf.from_hf` turns any of
 # them into an `albert_mini` model with identical weights. With an internet connection:
 #
 # ```python
@@ -335,9 +335,9 @@ except ImportError:
 # %% [markdown]
 # ## Pretraining on many GPUs with `torchrun`
 #
-# The other route is to pretrain yourself on several GPUs. `albert_mini.training.pretrain` is the pretraining command line
-# (its documented interface: `python -m albert_mini.training.pretrain --help` lists every option). Launched through
-# PyTorch's `torchrun`, the same command runs one process per GPU with `DistributedDataParallel`:
+# The other route is to pretrain yourself on several GPUs. `albert_mini.training.pretrain` is the pretraining command
+# line (its documented interface: `python -m albert_mini.training.pretrain --help` lists every option). Launched
+# through PyTorch's `torchrun`, the same command runs one process per GPU with `DistributedDataParallel`:
 #
 # ```sh
 # torchrun --standalone --nproc_per_node 8 -m albert_mini.training.pretrain --preset albert-base \
@@ -456,7 +456,8 @@ for name in ("albert-base", "bert-base"):
 #   comparison: BERT-large ran 400k steps in 34 h and ALBERT-xxlarge 125k steps in 32 h, so a step of
 #   ALBERT-xxlarge took about 3 times as long as one of BERT-large, not the 7.5 times its FLOPs predict.
 # - `albert_mini/study/throughput.py` (FLOPs and measured throughput), `albert_mini/model/hf.py` (weight conversion),
-#   `albert_mini/training/distributed.py` and `albert_mini/training/pretrain.py` (the data-parallel pretraining command).
+#   `albert_mini/training/distributed.py` and `albert_mini/training/pretrain.py` (the data-parallel pretraining
+#   command).
 # - PyTorch's documentation of the meta device, of `torchrun` and of `DistributedDataParallel`.
 # - Kaplan et al., "Scaling Laws for Neural Language Models" (2020), for the rule of thumb "training compute is
 #   about 6 × parameters × tokens"; for a shared model, read "parameters" as the weights a token meets, counted

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import functools
 
+from albert_mini.text.batches import tokenize_documents
 from albert_mini.text.corpus import load_corpus
 from albert_mini.text.instances import TokenDocuments
-from albert_mini.text.batches import tokenize_documents
 from albert_mini.text.tokenizer import Tokenizer
 
 

@@ -19,7 +19,8 @@ def test_albert_mini_root_overrides_the_root_for_every_default_path(tmp_path):
     code = ("from albert_mini import paths\n"
             "from albert_mini.text import corpus, tokenizer\n"
             "from albert_mini.tasks import austen_tasks, polarity\n"
-            "print(paths.REPO_ROOT, corpus.DATA_ROOT, tokenizer.DEFAULT_DIR, austen_tasks.TASKS_DIR, polarity.CACHE_DIR)")
+            "print(paths.REPO_ROOT, corpus.DATA_ROOT, tokenizer.DEFAULT_DIR, austen_tasks.TASKS_DIR,\n"
+            "      polarity.CACHE_DIR)")
     env = {**os.environ, paths.ROOT_ENV: str(tmp_path)}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr

@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import AlbertConfig
 from .albert import AlbertModel, AlbertPreTrainedModel
+from .config import AlbertConfig
 
 
 @dataclass

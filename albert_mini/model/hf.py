@@ -7,9 +7,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .albert import AlbertForPreTraining, AlbertModel
 from .config import AlbertConfig
 from .heads import AlbertForMultipleChoice, AlbertForQuestionAnswering, AlbertForSequenceClassification
-from .albert import AlbertForPreTraining, AlbertModel
 
 # HF class name -> albert_mini class (the HF class of the same name has the same parameter names).
 HF_TO_OURS: dict[str, type[nn.Module]] = {

@@ -1,6 +1,7 @@
 """Numbers reported in the ALBERT paper (Lan et al., ICLR 2020), and the way its tables count parameters.
 
-The numbers are data for tests, chapters and results pages. Parameter counts are in millions as printed. Scores are dev-set numbers; SQuAD entries are (F1, EM).
+The numbers are data for tests, chapters and results pages. Parameter counts are in millions as printed. Scores
+are dev-set numbers; SQuAD entries are (F1, EM).
 """
 
 from __future__ import annotations

@@ -23,10 +23,10 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
-from .formats import ClassificationExample, MultipleChoiceExample, RecordError, SpanExample
 from ..specials import CLS_ID, SEP_ID
 from ..text.padding import pad_batch
 from ..text.tokenizer import Tokenizer
+from .formats import ClassificationExample, MultipleChoiceExample, RecordError, SpanExample
 
 CharSpan = tuple[int, int]
 

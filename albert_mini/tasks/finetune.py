@@ -124,7 +124,8 @@ def _encoder_source(init) -> nn.Module:
         path = Path(init)
         if not path.exists():
             raise FileNotFoundError(f"{path} does not exist; pass a pretraining run or checkpoint directory "
-                                    "(python -m albert_mini.training.pretrain), an HF save_pretrained directory, or 'random'")
+                                    "(python -m albert_mini.training.pretrain), an HF save_pretrained directory, "
+                                    "or 'random'")
         if (path / "config.json").exists() and not (path / "manifest.json").exists() and _is_hf_dir(path):
             from ..model.hf import from_hf
 
@@ -225,8 +226,9 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(
         description="Fine-tune albert_mini on a task and score its test split.",
-        epilog="examples: python -m albert_mini.tasks.finetune --task polarity --init data/pretrained/albert-mini-austen; "
-               "python -m albert_mini.tasks.finetune --format squad --train-file train.json --test-file dev.json --init DIR")
+        epilog="examples: python -m albert_mini.tasks.finetune --task polarity "
+               "--init data/pretrained/albert-mini-austen; python -m albert_mini.tasks.finetune --format squad "
+               "--train-file train.json --test-file dev.json --init DIR")
     parser.add_argument("--task", choices=sorted(TASKS), help="a built-in task")
     parser.add_argument("--format", choices=sorted(FILE_FORMATS), help="or: files in an official format")
     parser.add_argument("--train-file")

@@ -318,7 +318,7 @@ class SentenceTask:
 # the pretraining recipe and the experiments read this table.
 SENTENCE_TASKS: dict[str, SentenceTask] = {
     "sop": SentenceTask("sop", _sop_instances, pairs=True, min_documents=1,
-                        description="sentence-order prediction (ALBERT): two consecutive segments, swapped half the time"),
+                        description="sentence-order prediction (ALBERT): two consecutive segments, half swapped"),
     "nsp": SentenceTask("nsp", _nsp_instances, pairs=True, min_documents=2,
                         description="next-sentence prediction (BERT): B follows A, or comes from another document"),
     "none": SentenceTask("none", _single_segment_instances, pairs=False, min_documents=1,

@@ -32,8 +32,8 @@ import numpy as np
 import sentencepiece as spm
 import torch
 
-from ..specials import CLS_ID, MASK_ID, PAD_ID, SEP_ID, SPECIAL_PIECES, UNK_ID
 from ..paths import DATA_ROOT, MANIFEST, update_manifest, verified_path
+from ..specials import CLS_ID, MASK_ID, PAD_ID, SEP_ID, SPECIAL_PIECES, UNK_ID
 from .corpus import SPLITS, load_corpus, load_text_files
 from .padding import pad_batch
 

@@ -1,1 +1,1 @@
-"""Training: optimizers and schedule, the trainer and its objective, checkpoints, DDP, the pretraining recipe and CLI."""
+"""Training: optimizers, the trainer and its objective, checkpoints, DDP, the pretraining recipe and its CLI."""

@@ -216,7 +216,8 @@ def resolve_checkpoint(path: str | Path) -> Path:
         return path
     latest = latest_checkpoint(path)
     if latest is None:
-        raise CheckpointError(f"{path} holds no checkpoint; pass a run directory written by albert_mini.training.pretrain")
+        raise CheckpointError(f"{path} holds no checkpoint; pass a run directory written by "
+                              "python -m albert_mini.training.pretrain")
     return latest
 
 

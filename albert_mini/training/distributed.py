@@ -1,6 +1,7 @@
 """Data-parallel pretraining with DistributedDataParallel, launched by torchrun.
 
-    torchrun --standalone --nproc_per_node 2 -m albert_mini.training.pretrain --preset albert-nano --corpus synthetic ...
+    torchrun --standalone --nproc_per_node 2 -m albert_mini.training.pretrain --preset albert-nano \
+        --corpus synthetic ...
 
 runs the same CLI in 2 processes: gloo on CPU, nccl when CUDA is available (rank r then uses GPU r of its node,
 so on an 8-GPU node `--nproc_per_node 8` is all it takes; across nodes add `--nnodes N --node_rank i

@@ -2,7 +2,7 @@
 
     python -m albert_mini.training.pretrain --preset albert-mini --corpus austen --task sop --steps 600 --minutes 15 \
         --out runs/mini
-    torchrun --standalone --nproc_per_node 2 -m albert_mini.training.pretrain ...   (DDP, see albert_mini.training.distributed)
+    torchrun --standalone --nproc_per_node 2 -m albert_mini.training.pretrain ...   (DDP: albert_mini.training.distributed)
 
 The run directory gets config.json (the model), run.json (these settings, the tokenizer's path and sha256,
 the world size), metrics.jsonl (one line per log step and evaluation) and checkpoints/step-NNNNNNN/.
@@ -20,15 +20,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..paths import sha256_file
-from .checkpoint import CHECKPOINTS, atomic_write_text, config_differences
 from ..model.config import PRESETS, AlbertConfig
 from ..model.counting import count_parameters
+from ..paths import sha256_file
+from ..text.instances import SENTENCE_TASKS
+from ..text.synthetic import SyntheticBatches
+from .checkpoint import CHECKPOINTS, atomic_write_text, config_differences
 from .distributed import DistInfo, barrier, cleanup, init_distributed
 from .optim import OPTIMIZERS, WarmupPolyDecay, build_optimizer
 from .recipe import OUTPUT_BIASES, build_pretraining_model
-from ..text.instances import SENTENCE_TASKS
-from ..text.synthetic import SyntheticBatches
 from .trainer import METRICS_FILE, Trainer, TrainConfig, TrainResult
 
 CORPORA = ("austen", "synthetic")

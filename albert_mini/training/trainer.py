@@ -3,8 +3,8 @@
 Batch-source protocol. The trainer pulls micro-batches with `next(source)` (a list or any iterable works too; it
 is wrapped in `iter`). Each batch is a dict of tensors: input_ids, attention_mask, token_type_ids (B, T);
 labels (B, T) holding the token id at masked positions and IGNORE_INDEX (-100) elsewhere; optionally
-sentence_order_label (B,) (SOP or NSP, 1 = swapped / not next). To write checkpoints, the source must also have `state_dict()` (its exact
-position, as plain Python values or tensors) and `load_state_dict(state)`. Under DDP each rank gets its own
+sentence_order_label (B,) (SOP or NSP, 1 = swapped / not next). To write checkpoints, the source must also have
+`state_dict()` (its exact position, as plain Python values or tensors) and `load_state_dict(state)`. Under DDP each rank gets its own
 source (its shard). Every source in this project derives from albert_mini.text.batch_source.BatchSource;
 albert_mini.text.synthetic.SyntheticBatches is the smallest.
 

@@ -11,8 +11,8 @@ from albert_mini.book.exercises import (
     check_sample_span_length,
 )
 from albert_mini.book.exercises import ch06
-from albert_mini.text.masking import Masker
 from albert_mini.specials import IGNORE_INDEX
+from albert_mini.text.masking import Masker
 
 
 def not_written(*args):

@@ -11,8 +11,8 @@ from albert_mini.tasks.features import (
     decode_spans, max_context_window, race_features, race_pack, race_qa_text, squad_features, window_starts,
 )
 from albert_mini.specials import CLS_ID, SEP_ID
-from albert_mini.text.tokenizer import Tokenizer, TokenizerError, preprocess_text, preprocess_with_origins
 from albert_mini.tasks.squad_metrics import normalize_answer
+from albert_mini.text.tokenizer import Tokenizer, TokenizerError, preprocess_text, preprocess_with_origins
 
 # Words chosen to exercise every preprocessing step: accents (composed and decomposed), curly and TeX quotes,
 # digits, a ligature, characters the Austen vocabulary does not know (em dash, CJK), punctuation.

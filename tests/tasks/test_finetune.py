@@ -4,11 +4,11 @@ import pytest
 import torch
 
 from albert_mini import AlbertConfig, AlbertForPreTraining, TrainConfig
-from albert_mini.training.checkpoint import CheckpointError, export_pretrained, load_pretrained, save_checkpoint
 from albert_mini.tasks.finetune import TaskBatches, TaskObjective, build_task_model, in_order, predict_logits
 from albert_mini.tasks.kinds import accuracy
-from albert_mini.training.trainer import Trainer, train
+from albert_mini.training.checkpoint import CheckpointError, export_pretrained, load_pretrained, save_checkpoint
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
+from albert_mini.training.trainer import Trainer, train
 
 NANO = dict(vocab_size=50, embedding_size=8, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
             intermediate_size=32, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,

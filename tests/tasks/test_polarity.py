@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import io
-import tarfile
 from collections import Counter
 
 import pytest

@@ -2,8 +2,8 @@
 
 import pytest
 
-from albert_mini.tasks.squad_metrics import exact_match, f1, normalize_answer, squad_scores
 from albert_mini.tasks.formats import Answer, SpanExample
+from albert_mini.tasks.squad_metrics import exact_match, f1, normalize_answer, squad_scores
 
 
 def test_normalize_answer():

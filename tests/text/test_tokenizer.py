@@ -8,8 +8,8 @@ import pytest
 import sentencepiece as spm
 import torch
 
-from albert_mini.text import tokenizer as tok
 from albert_mini.paths import REPO_ROOT, read_manifest, sha256_file
+from albert_mini.text import tokenizer as tok
 from albert_mini.text.corpus import load_corpus
 from albert_mini.text.tokenizer import Tokenizer, TokenizerError, preprocess_text, train_sentencepiece
 

@@ -12,10 +12,10 @@ import torch.multiprocessing as mp
 from safetensors.torch import load_file, save_model
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
+from albert_mini.text.synthetic import SyntheticBatches
 from albert_mini.training.checkpoint import latest_checkpoint
 from albert_mini.training.distributed import cleanup, init_distributed
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
-from albert_mini.text.synthetic import SyntheticBatches
 from albert_mini.training.trainer import Trainer, TrainConfig
 
 CONFIG = AlbertConfig.from_preset("albert-nano")

@@ -1,7 +1,6 @@
 """The trainer: exact resume, safe checkpoints, loss weighting, budgets, logging and the CLI."""
 
 import json
-import os
 import random
 
 import numpy as np
@@ -12,9 +11,9 @@ from safetensors.torch import load_file
 from albert_mini import AlbertConfig, AlbertForPreTraining
 from albert_mini.training.checkpoint import (CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint,
                                     load_pretrained, save_checkpoint, verify_checkpoint)
-from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
 from albert_mini.text.synthetic import SyntheticBatches
 from albert_mini.training.objectives import pretraining_objective
+from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
 from albert_mini.training.trainer import Trainer, TrainConfig, evaluate, train
 
 # Dropout on, so that resuming must also restore the torch RNG to be exact.

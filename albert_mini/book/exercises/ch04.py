@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from ...model.config import AlbertConfig
 from ...model.albert import AlbertTransformer
+from ...model.config import AlbertConfig
 from .checking import check_against_reference
 
 # (i, L, G) where the floating-point formula int(i / L * G) of the original code picks the wrong group.

@@ -5,9 +5,10 @@ from __future__ import annotations
 import random
 from typing import Any, Sequence
 
-from ...tasks import features as task_inputs
-from ...tasks import squad_metrics
 from ...specials import CLS_ID, SEP_ID
+from ...tasks.features import answer_token_span as package_answer_token_span
+from ...tasks.features import race_pack as package_race_pack
+from ...tasks.squad_metrics import f1 as package_f1
 from .checking import check_against_reference
 
 # Passage and question+option ids come from two ranges that never meet, so a packed row reads as runs.
@@ -19,17 +20,17 @@ _SPECIAL_NAMES = {CLS_ID: "[CLS]", SEP_ID: "[SEP]"}
 def race_pack(passage_ids: Sequence[int], qa_ids: Sequence[int], max_length: int,
               max_qa_length: int) -> tuple[list[int], list[int]]:
     """`[CLS] passage [SEP] qa [SEP]`: qa keeps its last max_qa_length ids, the passage is cut at its end."""
-    return task_inputs.race_pack(passage_ids, qa_ids, max_length, max_qa_length)
+    return package_race_pack(passage_ids, qa_ids, max_length, max_qa_length)
 
 
 def answer_token_span(offsets: Sequence[tuple[int, int]], char_start: int, char_end: int) -> tuple[int, int] | None:
     """First and last token covering characters [char_start, char_end), or None when no token does."""
-    return task_inputs.answer_token_span(offsets, char_start, char_end)
+    return package_answer_token_span(offsets, char_start, char_end)
 
 
 def squad_f1(prediction: str, golds: Sequence[str]) -> float:
     """SQuAD v1.1 token F1 after normalisation, the best over the gold answers."""
-    return squad_metrics.f1(prediction, golds)
+    return package_f1(prediction, golds)
 
 
 # ------------------------------------------------------------------------------------------- race_pack

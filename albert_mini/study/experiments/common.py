@@ -98,7 +98,8 @@ def pretraining_batches(task: str, split: str, budget: Budget, dynamic: bool, se
 def held_out_batches(budget: Budget, task: str = "sop") -> list[dict]:
     """The budget's held-out batches: validation chapters, masked once, with sentence labels (SOP for MLM only)."""
     task = task if SENTENCE_TASKS[task].labelled else "sop"
-    return pretraining_batches(task, "validation", budget, dynamic=False, seed=budget.seed + 1).take(budget.eval_batches)
+    batches = pretraining_batches(task, "validation", budget, dynamic=False, seed=budget.seed + 1)
+    return batches.take(budget.eval_batches)
 
 
 # ---------------------------------------------------------------------------------------------- pretraining
@@ -159,7 +160,8 @@ def sentence_accuracy(model: AlbertForPreTraining, task: str, trained_task: str,
         same = torch.tensor([x.label == 1 and novel[x.source_a[0]] == novel[x.source_b[0]] for x in test_instances])
         for name, rows in (("negatives_other_novel", cross), ("negatives_same_novel", same),
                            ("positives", test_y == 0)):
-            result[name] = {"accuracy": float(correct[rows].mean()) if rows.any() else None, "examples": int(rows.sum())}
+            result[name] = {"accuracy": float(correct[rows].mean()) if rows.any() else None,
+                            "examples": int(rows.sum())}
     return result
 
 
@@ -226,7 +228,8 @@ def params_figure(result: dict, title: str):
 
 def params_table(result: dict, title: str, paper: dict, paper_key) -> str:
     """Markdown rows of model variants (params, MLM and SOP accuracy) beside the paper row `paper_key(row)` picks."""
-    out = [f"### {title}", "", "| model | params | MLM acc | SOP acc | paper row: params, Avg |", "|---|---|---|---|---|"]
+    out = [f"### {title}", "", "| model | params | MLM acc | SOP acc | paper row: params, Avg |",
+           "|---|---|---|---|---|"]
     for label, row in result["rows"].items():
         ref = paper.get(paper_key(row))
         ref_text = f"{ref[0]}M, {ref[1]}" if ref else "-"

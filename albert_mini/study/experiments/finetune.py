@@ -75,7 +75,8 @@ def table(result: dict) -> str:
         if "accuracy" in p:
             metric, a, b = "accuracy", f"{100 * p['accuracy']:.1f}", f"{100 * q['accuracy']:.1f}"
         else:
-            metric, a, b = "EM / F1", f"{p['exact_match']:.1f} / {p['f1']:.1f}", f"{q['exact_match']:.1f} / {q['f1']:.1f}"
+            metric = "EM / F1"
+            a, b = (f"{r['exact_match']:.1f} / {r['f1']:.1f}" for r in (p, q))
         s = p["settings"]
         out.append(f"| {task} | {metric} | {a} | {b} | {s['steps']} x {s['batch_size']} | {p['epochs']:.1f} |")
     return "\n".join(out)

@@ -15,7 +15,8 @@ from .common import Budget, held_out_batches, mini, pretrain, setting
 def run(budget: Budget) -> dict:
     val = held_out_batches(budget)
     models = {}
-    for label, config in (("ALBERT (albert-mini)", mini()), ("BERT-style (bert-mini)", AlbertConfig.from_preset("bert-mini"))):
+    twins = (("ALBERT (albert-mini)", mini()), ("BERT-style (bert-mini)", AlbertConfig.from_preset("bert-mini")))
+    for label, config in twins:
         trained, _ = pretrain(config, "sop", budget)
         models[f"{label}, trained"] = dataclasses.asdict(layer_smoothness(trained.albert, val))
         torch.manual_seed(budget.seed)  # the encoder the pretraining recipe starts from
@@ -30,5 +31,6 @@ def figure(result: dict):
 
 def table(result: dict) -> str:
     out = ["### Smoothness (Figure 1 analog): mean angle in degrees per layer", ""]
-    out += [f"- {label}: " + ", ".join(f"{d:.1f}" for d in entry["degrees"]) for label, entry in result["models"].items()]
+    for label, entry in result["models"].items():
+        out.append(f"- {label}: " + ", ".join(f"{d:.1f}" for d in entry["degrees"]))
     return "\n".join(out)
