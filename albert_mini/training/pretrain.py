@@ -1,8 +1,8 @@
 """Pretrain ALBERT from the command line; rerun the same command to resume a killed run exactly.
 
-    python -m albert_mini.training.pretrain --preset albert-mini --corpus austen --task sop --steps 600 --minutes 15 \
-        --out runs/mini
-    torchrun --standalone --nproc_per_node 2 -m albert_mini.training.pretrain ...   (DDP: albert_mini.training.distributed)
+    python -m albert_mini.training.pretrain --preset albert-mini --corpus austen --task sop --steps 600 \
+        --minutes 15 --out runs/mini
+    torchrun --standalone --nproc_per_node 2 -m albert_mini.training.pretrain ...   # DDP: training/distributed.py
 
 The run directory gets config.json (the model), run.json (these settings, the tokenizer's path and sha256,
 the world size), metrics.jsonl (one line per log step and evaluation) and checkpoints/step-NNNNNNN/.
@@ -48,7 +48,8 @@ resuming: if --out already holds a run, the same command continues it from its n
 
 several processes (DDP: gloo on CPU, nccl on GPUs; each process reads its own shard; rank 0 writes files
 and shows progress):
-  torchrun --standalone --nproc_per_node 2 -m albert_mini.training.pretrain --corpus synthetic --steps 20 --out runs/ddp
+  torchrun --standalone --nproc_per_node 2 -m albert_mini.training.pretrain --corpus synthetic --steps 20 \\
+      --out runs/ddp
   on a node with 8 GPUs: torchrun --standalone --nproc_per_node 8 -m albert_mini.training.pretrain ... (one GPU each)
 """
 
