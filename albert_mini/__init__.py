@@ -1,28 +1,41 @@
 """albert_mini: ALBERT (Lan et al., ICLR 2020) built to be read, run and pretrained on a laptop CPU."""
 
-from .config import PRESETS, AlbertConfig, ConfigError
-from .corpus import CorpusError, Document, load_corpus, load_text_files, split_sentences
-from .counting import count_parameters, format_parameter_table, parameter_table
-from .instances import build_instances
-from .masking import Masker
-from .model import AlbertForPreTraining, AlbertModel
-from .heads import AlbertForMultipleChoice, AlbertForQuestionAnswering, AlbertForSequenceClassification, TaskOutput
-from .pretraining_data import PretrainingBatches, PretrainingDataset, build_pretraining_dataset, collate
-from .tokenizer import Tokenizer, TokenizerError, preprocess_text
-from .checkpoint import CheckpointError, load_pretrained
-from .optim import Lamb, WarmupPolyDecay, build_optimizer, clip_grad_global_norm, param_groups
-from .trainer import SyntheticBatches, TrainConfig, Trainer, TrainResult, evaluate, train
-from .finetune import TASKS, FinetuneSettings, build_task_model, run_task
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "AlbertConfig", "ConfigError", "PRESETS", "AlbertModel", "AlbertForPreTraining", "count_parameters",
-    "AlbertForSequenceClassification", "AlbertForMultipleChoice", "AlbertForQuestionAnswering", "TaskOutput",
-    "CorpusError", "Document", "load_corpus", "load_text_files", "split_sentences",
-    "Tokenizer", "TokenizerError", "preprocess_text", "build_instances", "Masker", "PretrainingBatches",
-    "PretrainingDataset", "build_pretraining_dataset", "collate", "CheckpointError", "load_pretrained", "Lamb",
-    "WarmupPolyDecay", "build_optimizer", "clip_grad_global_norm", "param_groups", "SyntheticBatches",
-    "TrainConfig", "Trainer", "TrainResult", "evaluate", "train", "parameter_table", "format_parameter_table",
-    "TASKS", "FinetuneSettings", "build_task_model", "run_task", "__version__",
-]
+# The module behind each public name. A module is imported when one of its names is first used, never by
+# `import albert_mini` itself: `python -m albert_mini.finetune` (or .tokenizer, .pretrain, ...) must find its
+# module not yet imported, or runpy warns that it runs a second copy of it.
+_EXPORTS = {
+    "config": ("AlbertConfig", "ConfigError", "PRESETS"),
+    "model": ("AlbertModel", "AlbertForPreTraining"),
+    "counting": ("count_parameters", "parameter_table", "format_parameter_table"),
+    "heads": ("AlbertForSequenceClassification", "AlbertForMultipleChoice", "AlbertForQuestionAnswering",
+              "TaskOutput"),
+    "corpus": ("CorpusError", "Document", "load_corpus", "load_text_files", "split_sentences"),
+    "tokenizer": ("Tokenizer", "TokenizerError", "preprocess_text"),
+    "instances": ("build_instances",),
+    "masking": ("Masker",),
+    "pretraining_data": ("PretrainingBatches", "PretrainingDataset", "build_pretraining_dataset", "collate"),
+    "checkpoint": ("CheckpointError", "load_pretrained"),
+    "optim": ("Lamb", "WarmupPolyDecay", "build_optimizer", "clip_grad_global_norm", "param_groups"),
+    "trainer": ("SyntheticBatches", "TrainConfig", "Trainer", "TrainResult", "evaluate", "train"),
+    "finetune": ("TASKS", "FinetuneSettings", "build_task_model", "run_task"),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = [*_MODULE_OF, "__version__"]
+
+
+def __getattr__(name: str):
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

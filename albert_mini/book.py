@@ -11,21 +11,11 @@ import sys
 import time
 from pathlib import Path
 
+from . import cli
+from .paths import repo_root
 from .settings import FAST_ENV, fast_mode
 
 CELL_TIMEOUT_SECONDS = 1800
-
-
-def repo_root(start: Path | None = None) -> Path:
-    """The checkout that holds chapters/, figures/ and data/ (found from the working directory upwards)."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / "pyproject.toml").exists() and (folder / "chapters").is_dir():
-            return folder
-    package_checkout = Path(__file__).resolve().parents[1]
-    if (package_checkout / "chapters").is_dir():
-        return package_checkout
-    raise FileNotFoundError("cannot find the albert-mini checkout (a folder with pyproject.toml and chapters/)")
 
 
 def figure_path(name: str) -> Path:
@@ -58,7 +48,13 @@ def build_chapter(source: Path, timeout: int = CELL_TIMEOUT_SECONDS) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    """Command line: build the chapters named; bad input ends with one error line and exit status 2."""
+    return cli.run(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
+    parser = cli.Parser(prog="python -m albert_mini.book",
+                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("chapters", nargs="+", type=Path, help="chapter sources (chapters/NN_name.py)")
     args = parser.parse_args(argv)
     os.environ.pop(FAST_ENV, None)  # the book is always built in full mode

@@ -12,13 +12,13 @@ rebuilds data/tasks/ byte for byte (a seeded build) with a README giving provena
 
 from __future__ import annotations
 
-import argparse
 import random
 import re
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from . import cli
 from .corpus import DATA_ROOT, Document, load_corpus, sha256_of, update_manifest, verified_path
 from .task_data import (
     Answer, MultipleChoiceExample, SpanExample, load_race_json, load_squad_json, write_race_json, write_squad_json,
@@ -325,7 +325,12 @@ Read with `albert_mini.task_data.load_squad_json`. Ids: `<chapter>-s<sentence>-<
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Rebuild data/tasks/ (austen-mc, austen-span) from the Austen corpus.")
+    """Command line: rebuild data/tasks; bad input ends with one error line and exit status 2."""
+    cli.run(_main, argv)
+
+
+def _main(argv: list[str]) -> None:
+    parser = cli.Parser(prog="python -m albert_mini.derived_tasks", description="Rebuild data/tasks/ (austen-mc, austen-span) from the Austen corpus.")
     parser.add_argument("--out", type=Path, default=TASKS_DIR, help="output folder (default: data/tasks)")
     parser.add_argument("--seed", type=int, default=SEED)
     args = parser.parse_args(argv)

@@ -27,15 +27,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from . import cli
 from .analysis import Smoothness, layer_smoothness, plot_smoothness
 from .book import save_figure
 from .config import AlbertConfig
 from .counting import count_parameters
 from .model import AlbertForPreTraining
+from .paths import PRETRAINED_MODEL, REPO_ROOT
 from .settings import fast_mode
 
 EXPERIMENTS = ("sentence_task", "sharing", "embedding_size", "smoothness", "throughput", "memory", "finetune")
-PRETRAINED_DIR = Path(__file__).resolve().parents[1] / "data" / "pretrained" / "albert-mini-austen"
+PRETRAINED_DIR = PRETRAINED_MODEL
 
 
 @dataclass(frozen=True)
@@ -68,9 +70,7 @@ def current_budget() -> Budget:
 
 def results_dir() -> Path:
     """data/results in full mode; a git-ignored cache folder in fast mode."""
-    from .book import repo_root
-
-    return repo_root() / ("cache/results-fast" if fast_mode() else "data/results")
+    return REPO_ROOT / ("cache/results-fast" if fast_mode() else "data/results")
 
 
 # ---------------------------------------------------------------------------------------------- data
@@ -525,7 +525,13 @@ def results_tables(folder: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    """Command line: run experiments; bad input ends with one error line and exit status 2."""
+    return cli.run(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
+    parser = cli.Parser(prog="python -m albert_mini.experiments",
+                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="+", choices=EXPERIMENTS + ("all", "tables"),
                         help="experiments to run; `tables` prints markdown tables of the results in --out")
     parser.add_argument("--out", type=Path, default=None, help="results folder (default: data/results)")

@@ -17,6 +17,7 @@ from torch import nn
 
 from .checkpoint import CheckpointError, load_pretrained
 from .config import AlbertConfig
+from .errors import MissingFileError
 from .heads import AlbertForMultipleChoice, AlbertForQuestionAnswering, AlbertForSequenceClassification
 
 HEADS: dict[str, type[nn.Module]] = {
@@ -149,7 +150,7 @@ def _encoder_source(init) -> nn.Module:
     else:
         path = Path(init)
         if not path.exists():
-            raise FileNotFoundError(f"{path} does not exist; pass a pretraining run or checkpoint directory "
+            raise MissingFileError(f"{path} does not exist; pass a pretraining run or checkpoint directory "
                                     "(python -m albert_mini.pretrain), an HF save_pretrained directory, or 'random'")
         if (path / "config.json").exists() and not (path / "manifest.json").exists() and _is_hf_dir(path):
             from .hf import from_hf

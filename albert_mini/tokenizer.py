@@ -19,7 +19,6 @@ ids. Pass `return_token_type_ids=True` to get token types from HF 5.x. Three doc
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import string
@@ -32,6 +31,8 @@ import numpy as np
 import sentencepiece as spm
 import torch
 
+from . import cli
+from .errors import UserError
 from .corpus import DATA_ROOT, SPLITS, load_corpus, load_text_files, update_manifest, verified_path
 
 PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4
@@ -43,7 +44,7 @@ _PUNCTUATION = set(string.punctuation)
 _WORD_CHARS = set(string.ascii_lowercase) | _PUNCTUATION
 
 
-class TokenizerError(ValueError):
+class TokenizerError(UserError, ValueError):
     """A tokenizer file or input that cannot be used; the message names the problem and the fix."""
 
 
@@ -386,14 +387,21 @@ def save_model(model: bytes, out: str | Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Train ALBERT's SentencePiece tokenizer.")
+    """Command line: `python -m albert_mini.tokenizer train ...`; bad input ends with one error line, status 2."""
+    cli.run(_main, argv)
+
+
+def _main(argv: list[str]) -> None:
+    parser = cli.Parser(prog="python -m albert_mini.tokenizer", description="Train ALBERT's SentencePiece tokenizer.")
     commands = parser.add_subparsers(dest="command", required=True)
     train = commands.add_parser("train", help="train a unigram model on the training split (or your files)")
-    train.add_argument("--vocab-size", type=int, default=8000)
-    train.add_argument("--out", type=Path, default=DEFAULT_DIR / "spiece.model")
+    train.add_argument("--vocab-size", type=int, default=8000, help="pieces in the model, 5 special ones included")
+    train.add_argument("--out", type=Path, default=DEFAULT_DIR / "spiece.model",
+                       help="the .model file to write (a .vocab file goes beside it)")
     train.add_argument("--corpus", default="austen", help="committed corpus whose train split is used")
-    train.add_argument("--text", nargs="+", help="your own text files instead (one document per file)")
-    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--text", nargs="+", help="your own UTF-8 text instead: files, folders (their *.txt files) "
+                                                 "or glob patterns; then pretrain with --corpus and the same paths")
+    train.add_argument("--seed", type=int, default=0, help="seed of SentencePiece's training")
     args = parser.parse_args(argv)
 
     texts = training_texts(args.corpus, args.text)
