@@ -1,5 +1,6 @@
 """The trainer: exact resume, safe checkpoints, loss weighting, budgets, logging and the CLI."""
 
+import errno
 import json
 import os
 import random
@@ -11,7 +12,7 @@ from safetensors.torch import load_file
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
 from albert_mini.checkpoint import (CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint,
-                                    load_pretrained, save_checkpoint, verify_checkpoint)
+                                    load_pretrained, save_checkpoint, set_fault_hook, verify_checkpoint)
 from albert_mini.optim import WarmupPolyDecay, build_optimizer
 from albert_mini.trainer import SyntheticBatches, Trainer, TrainConfig, evaluate, pretraining_objective, train
 
@@ -129,28 +130,30 @@ def test_resume_refuses_a_different_schedule(tmp_path):
         make_trainer(tmp_path, max_steps=4).resume()
 
 
-def test_a_failing_save_leaves_the_good_checkpoints_untouched(tmp_path, monkeypatch):
+def test_a_full_disk_during_a_save_is_reported_and_loses_nothing(tmp_path):
     trainer = make_trainer(tmp_path, max_steps=3)
     trainer.train()
     good = latest_checkpoint(tmp_path)
     before = {p.name: p.read_bytes() for p in good.iterdir()}
 
-    def disk_full(*args, **kwargs):
-        raise OSError("No space left on device")
+    def disk_full(label):
+        if label == "write the second half of trainer_state.pt":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "trainer_state.pt")
 
-    monkeypatch.setattr(torch, "save", disk_full)
+    set_fault_hook(disk_full)
     trainer.step = 4
-    with pytest.raises(OSError, match="No space"):
-        trainer.save()
+    try:
+        with pytest.raises(CheckpointError, match="the disk is full.*previous checkpoint step-0000003 is intact"):
+            trainer.save()
+    finally:
+        set_fault_hook(None)
     assert list_checkpoints(tmp_path) == [good]
     assert {p.name: p.read_bytes() for p in good.iterdir()} == before
+    assert not list((tmp_path / "checkpoints").glob(".tmp-*"))  # the partial checkpoint is gone
     with pytest.raises(CheckpointError, match="never overwritten"):
         save_checkpoint(tmp_path, 3, trainer.model, {})
-    monkeypatch.undo()  # the disk has room again: the next save succeeds and sweeps the half-written directory
-    assert list((tmp_path / "checkpoints").glob(".tmp-*"))
-    trainer.save()
+    trainer.save()  # the disk has room again
     assert [p.name for p in list_checkpoints(tmp_path)] == ["step-0000003", "step-0000004"]
-    assert not list((tmp_path / "checkpoints").glob(".tmp-*"))
 
 
 def test_only_the_newest_checkpoints_are_kept(tmp_path):
