@@ -34,6 +34,7 @@ STEP_DIR = re.compile(r"^step-(\d+)$")
 TEMP_PREFIX = ".tmp-"  # checkpoints/.tmp-*: a save (or a deletion) that was interrupted
 _ATOMIC_TEMP = re.compile(r"^\.(.+)\.tmp-\d+$")  # what atomic_write_text leaves if killed before its rename
 SHOWN = 5  # foreign entries named in a message
+KIND_NAMES = {"pretrain": "pretraining", "finetune": "fine-tuning"}  # the "kind" of a run.json, for messages
 
 
 class RunDirError(UserError, ValueError):
@@ -194,8 +195,9 @@ def resumable(out: str | Path, record: dict, overwrite: bool, defaults: dict, fl
         if overwrite:
             return False
         raise RunDirError(
-            f"{flag} {out} holds a {old.get('kind', 'pretrain')} run with different settings: {'; '.join(diffs)}. "
-            f"Repeat that run's flags to resume it, choose a new {flag}, or pass --overwrite to delete it"
+            f"{flag} {out} holds a {KIND_NAMES.get(old.get('kind', 'pretrain'), 'training')} run with different "
+            f"settings: {'; '.join(diffs)}. Repeat that run's flags to resume it, choose a new {flag}, or pass "
+            "--overwrite to delete it"
         )
     if old.get("corpus") and record.get("corpus"):
         from .corpus import fingerprint_changes

@@ -33,7 +33,7 @@ import torch
 
 from . import cli
 from .errors import UserError
-from .corpus import DATA_ROOT, SPLITS, load_corpus, load_text_files, update_manifest, verified_path
+from .corpus import DATA_ROOT, SPLITS, load_corpus, load_text_files, sha256_of, update_manifest, verified_path
 
 PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4
 SPECIAL_PIECES = {"<pad>": PAD_ID, "<unk>": UNK_ID, "[CLS]": CLS_ID, "[SEP]": SEP_ID, "[MASK]": MASK_ID}
@@ -144,7 +144,9 @@ class Tokenizer:
         """Load a SentencePiece `.model` file (ours or ALBERT's official `30k-clean.model`)."""
         path = Path(path)
         if not path.is_file():
-            raise TokenizerError(f"tokenizer model {path} does not exist; train one with `{TRAIN_COMMAND}`")
+            raise TokenizerError(f"tokenizer model {path} does not exist; train it with `python -m "
+                                 f"albert_mini.tokenizer train --text YOUR_TEXT --out {path}` (the Austen model: "
+                                 f"`{TRAIN_COMMAND}`)")
         processor = spm.SentencePieceProcessor()
         try:
             processor.load(str(path))
@@ -168,6 +170,13 @@ class Tokenizer:
         except ValueError as error:
             raise TokenizerError(str(error)) from None
         return cls.from_file(path)
+
+    def file_reference(self) -> dict | None:
+        """The model file's absolute path and sha256 (what a run records of its tokenizer); None if not from a file."""
+        path = Path(self.path)
+        if not path.is_file():
+            return None
+        return {"path": str(path.resolve()), "sha256": sha256_of(path)}
 
     def _check_special_ids(self) -> None:
         sp = self.sp

@@ -16,6 +16,8 @@ from albert_mini.checkpoint import (CheckpointError, latest_checkpoint, list_che
 from albert_mini.optim import WarmupPolyDecay, build_optimizer
 from albert_mini.trainer import SyntheticBatches, Trainer, TrainConfig, evaluate, pretraining_objective, train
 
+from cli_helpers import cli_error
+
 # Dropout on, so that resuming must also restore the torch RNG to be exact.
 CONFIG = AlbertConfig.from_preset("albert-nano", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
 B, T = 4, 32
@@ -242,8 +244,7 @@ def test_cli_writes_a_run_resumes_it_and_refuses_other_settings(tmp_path, capsys
     assert AlbertConfig.from_json(out / "config.json") == AlbertConfig.from_preset("albert-nano")
     assert [p.name for p in list_checkpoints(out)] == ["step-0000002", "step-0000003"]
     assert main(flags + ["--steps", "3"]).step == 3  # the same command resumes (and has nothing left to do)
-    with pytest.raises(SystemExit, match="settings.lr: 0.00176 -> 0.001"):
-        main(flags + ["--steps", "3", "--lr", "1e-3"])
+    assert "settings.lr: 0.00176 -> 0.001" in cli_error(main, flags + ["--steps", "3", "--lr", "1e-3"], capsys)
     main(flags + ["--steps", "2", "--overwrite"])
     assert [p.name for p in list_checkpoints(out)] == ["step-0000002"]
 
