@@ -182,6 +182,9 @@ def save_checkpoint(run_dir: str | Path, step: int, model: torch.nn.Module, trai
     try:
         _commit(files, tmp, final)
     except OSError as err:
+        if final.exists():  # the rename into place happened: the checkpoint is complete
+            raise CheckpointError(f"{final} is saved, but syncing {final.parent} afterwards failed ({err}); the "
+                                  "checkpoint may not survive a power cut, so check the disk") from err
         shutil.rmtree(tmp, ignore_errors=True)
         raise CheckpointError(_save_failure(final, err, sum(map(len, files.values())))) from err
     try:

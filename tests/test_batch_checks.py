@@ -1,6 +1,5 @@
 """Flag combinations that cannot fill a batch are refused before training, with values that work."""
 
-
 import pytest
 import torch
 
