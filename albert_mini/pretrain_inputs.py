@@ -50,11 +50,13 @@ def check_corpus_flags(args) -> None:
                          f"./{names[0]}")
     if names:
         args.corpus = names[0]
-        given = [flag for flag, value in (("--validation", args.validation), ("--holdout-fraction",
-                 args.holdout_fraction), ("--split-by", args.split_by)) if value is not None]
+        own_text_flags = {"--validation": args.validation, "--holdout-fraction": args.holdout_fraction,
+                          "--split-by": args.split_by}
+        given = [flag for flag, value in own_text_flags.items() if value is not None]
         if given:
-            raise UsageError(f"{', '.join(given)} apply to your own text (--corpus PATH...); --corpus {args.corpus} "
-                             "has its own validation split")
+            verb = "applies" if len(given) == 1 else "apply"
+            raise UsageError(f"{' and '.join(given)} {verb} to your own text (--corpus PATH...); --corpus "
+                             f"{args.corpus} has its own validation split")
         if args.corpus == "synthetic" and args.tokenizer is not None:
             raise UsageError("--tokenizer has no effect with --corpus synthetic (random token ids); leave it out")
         return

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import AlbertConfig, config_differences
+from .corpus import fingerprint_changes
 from .errors import UserError
 
 RUN_FILE, CONFIG_FILE, METRICS_FILE = "run.json", "config.json", "metrics.jsonl"
@@ -80,7 +81,10 @@ def inspect(path: str | Path, layout: Layout, flag: str = "--out") -> Contents:
     for entry in sorted(path.iterdir()):
         if layout.checkpoints and entry.name == CHECKPOINTS and entry.is_dir():
             stray = _foreign_checkpoint_entries(entry)
-            (foreign.extend(stray) if stray else own.append(f"{CHECKPOINTS}/"))
+            if stray:
+                foreign += stray
+            else:
+                own.append(f"{CHECKPOINTS}/")
         elif entry.is_file() and _is_own_file(entry, layout):
             own.append(entry.name)
         else:
@@ -200,8 +204,6 @@ def resumable(out: str | Path, record: dict, overwrite: bool, defaults: dict, fl
             "--overwrite to delete it"
         )
     if old.get("corpus") and record.get("corpus"):
-        from .corpus import fingerprint_changes
-
         changes = fingerprint_changes(old["corpus"], record["corpus"])
         if changes:
             if overwrite:
@@ -242,7 +244,10 @@ def clear(out: str | Path, layout: Layout) -> None:
     first = [name for name in (RUN_FILE, MANIFEST_FILE) if name in contents.own]
     for name in first + [n for n in contents.own if n not in first]:
         target = out / name.rstrip("/")
-        shutil.rmtree(target) if target.is_dir() else target.unlink()
+        if target.is_dir():
+            shutil.rmtree(target)
+        else:
+            target.unlink()
     if contents.own:
         fd = os.open(out, os.O_RDONLY)
         try:

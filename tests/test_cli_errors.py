@@ -93,7 +93,7 @@ def test_a_bad_race_file_is_one_line(tmp_path, capsys):
      "--tokenizer has no effect with --corpus synthetic"),
     (["--steps", "1", "--out", "o", "--tokenizer", "absent.model"], "tokenizer model absent.model does not exist"),
     (["--steps", "1", "--out", "o", "--corpus", "austen", "--validation", "v.txt"],
-     "--validation apply to your own text"),
+     "--validation applies to your own text (--corpus PATH...); --corpus austen has its own validation split"),
 ])
 def test_pretrain_flag_errors_are_one_line(argv, expected, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
