@@ -9,6 +9,7 @@ The package is a house of layers, each importing only those below it:
     text/    corpora, the tokenizer, pretraining instances, masking, batches
     model/   config, the ALBERT modules, fine-tuning heads, HF interop, parameter counts
     specials.py, paths.py, settings.py: special ids, where files live, the fast-mode switch
+    errors.py, cli.py, textfile.py: user errors, what every command line shares, reading users' text files
 
 The public names below are imported when first used, never by `import albert_mini` itself: a `python -m
 albert_mini.X.Y` command must find its module not yet imported, or runpy warns that it runs a second copy.

@@ -30,7 +30,14 @@ REPO_ROOT = repo_root()
 DATA_ROOT = REPO_ROOT / "data"
 CACHE_ROOT = REPO_ROOT / "cache"  # git-ignored: downloads, fast-mode outputs
 FIGURES_ROOT = REPO_ROOT / "figures"
-PRETRAINED_MODEL = DATA_ROOT / "pretrained" / "albert-mini-austen"  # the shipped classroom model
+PRETRAINED_ROOT = DATA_ROOT / "pretrained"
+PRETRAINED_MODEL = PRETRAINED_ROOT / "albert-mini-austen"  # the shipped classroom model; fine-tuning's default --init
+
+
+def shipped_path(path: str | Path) -> str | None:
+    """`path` relative to the repository root when it is shipped data (under data/), else None."""
+    resolved = Path(path).resolve()
+    return resolved.relative_to(REPO_ROOT).as_posix() if resolved.is_relative_to(DATA_ROOT) else None
 
 
 # --------------------------------------------------------------------------- figures

@@ -345,8 +345,9 @@ except ImportError:
 #     --out runs/albert-base-8gpu
 # ```
 #
-# (`albert-base` has a 30,000-piece vocabulary, so it needs a SentencePiece model of that size; the committed
-# Austen tokenizer has 8,000 pieces and fits `albert-mini`. On this book's 2-core CPU the same launcher runs
+# (The model's vocabulary is the tokenizer's: with a 30,000-piece SentencePiece model this is `albert-base` as
+# in the paper; the committed 8,000-piece Austen tokenizer fits `albert-mini`. On this book's 2-core CPU the same
+# launcher runs
 # `torchrun --standalone --nproc_per_node 2 -m albert_mini.training.pretrain --preset albert-mini --corpus austen
 # --steps 600 --out runs/mini-ddp`.)
 #

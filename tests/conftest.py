@@ -1,4 +1,4 @@
-"""Every test starts from the same random state, so no result depends on test order."""
+"""Every test starts from the same random state, so no result depends on test order; shared fixtures."""
 
 import random
 
@@ -13,3 +13,15 @@ def _seed_everything():
     np.random.seed(0)
     torch.manual_seed(0)
     yield
+
+
+@pytest.fixture(scope="session")
+def model_file(tmp_path_factory):
+    """A SentencePiece model trained on generated texts with the tokenizer CLI (step one of the two-step flow)."""
+    from albert_mini.text.tokenizer import main as tokenizer_cli
+    from user_text import write_texts
+
+    folder = write_texts(tmp_path_factory.mktemp("user-text") / "texts")
+    out = folder.parent / "texts.model"
+    tokenizer_cli(["train", "--text", str(folder), "--vocab-size", "100", "--out", str(out)])
+    return out

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..cli import Parser, run as run_cli
 from ..settings import FAST_ENV
 
 CELL_TIMEOUT_SECONDS = 1800
@@ -32,7 +33,13 @@ def build_chapter(source: Path, timeout: int = CELL_TIMEOUT_SECONDS) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    """Command line: build the chapters named; bad input ends with one error line and exit status 2."""
+    return run_cli(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
+    parser = Parser(prog="python -m albert_mini.book.build",
+                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("chapters", nargs="+", type=Path, help="chapter sources (chapters/NN_name.py)")
     args = parser.parse_args(argv)
     os.environ.pop(FAST_ENV, None)  # the book is always built in full mode

@@ -7,13 +7,14 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import UserError
 from ..specials import PAD_ID
 
 SHARING_STRATEGIES = ("all", "attention", "ffn", "none")
 ACTIVATIONS = ("gelu_new", "gelu", "relu")
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A config that cannot describe a model; the message says which field to change."""
 
 
@@ -156,6 +157,13 @@ class AlbertConfig:
         path = Path(text_or_path) if not str(text_or_path).lstrip().startswith("{") else None
         text = path.read_text() if path is not None else str(text_or_path)
         return cls.from_dict(json.loads(text))
+
+
+def config_differences(saved: dict, current: dict) -> list[str]:
+    """Human-readable `field: saved -> current` lines for every field that differs."""
+    keys = sorted(set(saved) | set(current))
+    return [f"{k}: {saved.get(k, '<absent>')!r} -> {current.get(k, '<absent>')!r}"
+            for k in keys if saved.get(k, "<absent>") != current.get(k, "<absent>")]
 
 
 def as_config(base: "str | AlbertConfig") -> AlbertConfig:

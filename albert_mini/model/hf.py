@@ -9,6 +9,7 @@ from torch import nn
 
 from .albert import AlbertForPreTraining, AlbertModel
 from .config import AlbertConfig
+from ..errors import MissingFileError
 from .heads import AlbertForMultipleChoice, AlbertForQuestionAnswering, AlbertForSequenceClassification
 
 # HF class name -> albert_mini class (the HF class of the same name has the same parameter names).
@@ -76,7 +77,7 @@ def _load_hf_model(source):
             raise ValueError(f"{path} holds {config.architectures}; albert_mini reads {sorted(HF_TO_OURS)}")
         return getattr(transformers, names[0]).from_pretrained(path)
     if path.exists() or str(source).startswith((".", "/")):
-        raise FileNotFoundError(f"{source} is not a directory written by save_pretrained")
+        raise MissingFileError(f"{source} is not a directory written by save_pretrained")
     # A hub name such as "albert/albert-base-v2": needs internet, which this project never assumes.
     return transformers.AlbertForPreTraining.from_pretrained(str(source))
 

@@ -12,13 +12,13 @@ rebuilds data/tasks/ byte for byte (a seeded build) with a README giving provena
 
 from __future__ import annotations
 
-import argparse
 import random
 import re
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from ..cli import Parser, run as run_cli
 from ..paths import DATA_ROOT, MANIFEST, sha256_file, update_manifest, verified_path
 from ..text.corpus import CorpusError, Document, load_corpus
 from .formats import (
@@ -327,7 +327,13 @@ Read with `albert_mini.tasks.formats.load_squad_json`. Ids: `<chapter>-s<sentenc
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Rebuild data/tasks/ (austen-mc, austen-span) from the Austen corpus.")
+    """Command line: rebuild data/tasks; bad input ends with one error line and exit status 2."""
+    run_cli(_main, argv)
+
+
+def _main(argv: list[str]) -> None:
+    parser = Parser(prog="python -m albert_mini.tasks.austen_tasks",
+                    description="Rebuild data/tasks/ (austen-mc, austen-span) from the Austen corpus.")
     parser.add_argument("--out", type=Path, default=TASKS_DIR, help="output folder (default: data/tasks)")
     parser.add_argument("--seed", type=int, default=SEED)
     args = parser.parse_args(argv)

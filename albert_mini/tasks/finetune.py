@@ -19,7 +19,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..cli import Parser, run as run_cli
+from ..errors import MissingFileError, UsageError
 from ..model.config import AlbertConfig
+from ..paths import PRETRAINED_MODEL
 from ..text.batch_source import BatchSource
 from ..training.checkpoint import CheckpointError, load_pretrained
 from .kinds import task_kind
@@ -123,9 +126,9 @@ def _encoder_source(init) -> nn.Module:
     else:
         path = Path(init)
         if not path.exists():
-            raise FileNotFoundError(f"{path} does not exist; pass a pretraining run or checkpoint directory "
-                                    "(python -m albert_mini.training.pretrain), an HF save_pretrained directory, "
-                                    "or 'random'")
+            raise MissingFileError(f"{path} does not exist; pass a pretraining run or checkpoint directory "
+                                   "(python -m albert_mini.training.pretrain), an HF save_pretrained directory, "
+                                   "or 'random'")
         if (path / "config.json").exists() and not (path / "manifest.json").exists() and _is_hf_dir(path):
             from ..model.hf import from_hf
 
@@ -188,8 +191,11 @@ class FinetuneSettings:
 
 
 def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None, config: AlbertConfig | None = None,
-             out_dir: str | Path | None = None, progress: bool = False) -> dict:
-    """Fine-tune a fresh head on `task` from `init` (a checkpoint, an HF dir or "random"); score the test split."""
+             out_dir: str | Path | None = None, progress: bool = False, resume: bool = False) -> dict:
+    """Fine-tune a fresh head on `task` from `init` (a checkpoint, an HF dir or "random"); score the test split.
+
+    With `resume`, training continues from the newest checkpoint in `out_dir` (if any) instead of step 0.
+    """
     import time
 
     from ..text.tokenizer import Tokenizer
@@ -201,13 +207,17 @@ def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None,
     test_examples = task.load(task.splits[-1])[:settings.max_eval_examples]
     train_features = task.features(tokenizer, train_examples)
     test_features = task.features(tokenizer, test_examples)
+    if len(train_features) < settings.batch_size:
+        raise UsageError(f"{task.name} gives {len(train_features)} training features, fewer than one batch of "
+                         f"--batch-size {settings.batch_size}; use --batch-size {max(1, len(train_features))} or lower")
     model = build_task_model(task.kind, init, config=config, num_labels=task.num_labels, seed=settings.seed)
     start = time.perf_counter()
     result = train(model, TaskBatches(train_features, task.collate, settings.batch_size, seed=settings.seed),
                    TrainConfig(max_steps=settings.steps, out_dir=None if out_dir is None else str(out_dir),
                                progress=progress, log_every=max(1, settings.steps // 20)),
                    optimizer=settings.optimizer, lr=settings.lr, weight_decay=settings.weight_decay,
-                   warmup_steps=round(settings.warmup_fraction * settings.steps), objective=TaskObjective(task.kind))
+                   warmup_steps=round(settings.warmup_fraction * settings.steps), objective=TaskObjective(task.kind),
+                   resume=resume)
     seconds = time.perf_counter() - start
     scores = evaluate_task(model, task, tokenizer, test_examples, test_features)
     label = "random" if init in (None, "random") else (type(init).__name__ if isinstance(init, nn.Module) else str(init))
@@ -219,42 +229,89 @@ def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None,
                         if h["type"] == "train"], "model": model}
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line: fine-tune one task from a pretrained encoder (or random init) and print its test score."""
-    import argparse
-    import json
+# ---------------------------------------------------------------------- command line
+# Flags that do not change what is computed: they may differ between a run in --out and its resumption.
+FREE_ON_RESUME = ("out", "save", "overwrite", "debug")
 
-    parser = argparse.ArgumentParser(
+
+def build_parser():
+    parser = Parser(
+        prog="python -m albert_mini.tasks.finetune",
         description="Fine-tune albert_mini on a task and score its test split.",
-        epilog="examples: python -m albert_mini.tasks.finetune --task polarity "
-               "--init data/pretrained/albert-mini-austen; python -m albert_mini.tasks.finetune --format squad "
-               "--train-file train.json --test-file dev.json --init DIR")
+        epilog="examples: python -m albert_mini.tasks.finetune --task polarity   (from the shipped model, "
+               "data/pretrained/albert-mini-austen); python -m albert_mini.tasks.finetune --format squad "
+               "--train-file train.json --test-file dev.json --init DIR. --out follows the rule of pretraining "
+               "runs: an absent or empty directory, or this very run (resumed); bad input ends with one line "
+               "`error: ...` and exit status 2 (--debug: the traceback)")
     parser.add_argument("--task", choices=sorted(TASKS), help="a built-in task")
     parser.add_argument("--format", choices=sorted(FILE_FORMATS), help="or: files in an official format")
-    parser.add_argument("--train-file")
-    parser.add_argument("--test-file")
-    parser.add_argument("--init", default="data/pretrained/albert-mini-austen",
-                        help="pretraining run/checkpoint directory, HF save_pretrained directory, or 'random'")
+    parser.add_argument("--train-file", help="with --format: the training file (or RACE folder)")
+    parser.add_argument("--test-file", help="with --format: the file scored at the end")
+    parser.add_argument("--init", default=str(PRETRAINED_MODEL),
+                        help="pretraining run/checkpoint directory, HF save_pretrained directory, or 'random' "
+                             "(default: the shipped model data/pretrained/albert-mini-austen, wherever you run this)")
     parser.add_argument("--preset", default="albert-mini", help="model shape for --init random")
     parser.add_argument("--tokenizer", default=None, help="SentencePiece .model (default: the Austen tokenizer)")
-    parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=3e-4)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=None, help="run directory for metrics.jsonl and checkpoints")
-    parser.add_argument("--save", default=None, help="write the fine-tuned weights (safetensors) here")
+    parser.add_argument("--steps", type=int, default=300, help="optimizer steps (default 300)")
+    parser.add_argument("--batch-size", type=int, default=32, help="examples per step (default 32)")
+    parser.add_argument("--lr", type=float, default=3e-4, help="peak learning rate (default 3e-4)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the head's init and the data order")
+    parser.add_argument("--max-train-examples", type=int, default=None, help="train on the first N examples only")
+    parser.add_argument("--max-eval-examples", type=int, default=None, help="score the first N test examples only")
+    parser.add_argument("--out", default=None,
+                        help="run directory for run.json, metrics.jsonl and checkpoints; the same command resumes it")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace a different run in --out (only its own files) or an existing --save file")
+    parser.add_argument("--save", default=None, help="write the fine-tuned weights (safetensors) to this file")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: fine-tune one task from a pretrained encoder (or random init) and print its test score."""
+    return run_cli(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
+    import json
+    import sys
+
+    from ..text.tokenizer import Tokenizer
+    from ..training import rundir
+    from ..training.checkpoint import atomic_write_text
+
+    parser = build_parser()
     args = parser.parse_args(argv)
     if (args.task is None) == (args.format is None):
         parser.error("give either --task or --format with --train-file and --test-file")
     if args.format and not (args.train_file and args.test_file):
         parser.error("--format needs --train-file and --test-file")
-    from ..text.tokenizer import Tokenizer
-
+    for flag, value in (("--steps", args.steps), ("--batch-size", args.batch_size)):
+        if value < 1:
+            raise UsageError(f"{flag} must be >= 1, got {value}")
+    if args.save and Path(args.save).is_dir():
+        example = Path(args.save) / "model.safetensors"
+        raise UsageError(f"--save {args.save} is a directory; give a file path, e.g. {example}")
+    if args.save and Path(args.save).exists() and not args.overwrite:
+        raise UsageError(f"--save {args.save} exists; choose a new file, or pass --overwrite to replace it")
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        rundir.check_run_dir(out)  # at once, before the task is read
     task = get_task(args.task) if args.task else file_task(args.format, args.train_file, args.test_file)
     tokenizer = Tokenizer.from_file(args.tokenizer) if args.tokenizer else Tokenizer.default()
     config = AlbertConfig.from_preset(args.preset) if args.init == "random" else None
-    settings = FinetuneSettings(steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed)
-    result = run_task(task, args.init, settings, tokenizer=tokenizer, config=config, out_dir=args.out, progress=True)
+    settings = FinetuneSettings(steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
+                                max_train_examples=args.max_train_examples, max_eval_examples=args.max_eval_examples)
+    resume = False
+    if out is not None:
+        record = {"kind": "finetune", "settings": run_settings(args),
+                  "tokenizer": tokenizer.file_reference(), "command": " ".join(sys.argv)}
+        resume = rundir.resumable(out, record, args.overwrite, defaults={})
+        if not resume:
+            rundir.clear(out, rundir.RUN)
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out / rundir.RUN_FILE, json.dumps(record, indent=2) + "\n")
+    result = run_task(task, args.init, settings, tokenizer=tokenizer, config=config, out_dir=out, progress=True,
+                      resume=resume)
     model = result.pop("model")
     if args.save:
         from safetensors.torch import save_model
@@ -264,6 +321,17 @@ def main(argv: list[str] | None = None) -> int:
     result.pop("history")
     print(json.dumps(result, indent=1))
     return 0
+
+
+def run_settings(args) -> dict:
+    """The flags that decide a fine-tuning run, with paths made absolute (what run.json records)."""
+    settings = {k: v for k, v in sorted(vars(args).items()) if k not in FREE_ON_RESUME}
+    for key in ("train_file", "test_file", "tokenizer"):
+        if settings[key] is not None:
+            settings[key] = str(Path(settings[key]).resolve())
+    if settings["init"] != "random":
+        settings["init"] = str(Path(settings["init"]).resolve())
+    return settings
 
 
 if __name__ == "__main__":

@@ -12,8 +12,11 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import MissingFileError, UserError
+from ..textfile import read_utf8
 
-class RecordError(ValueError):
+
+class RecordError(UserError, ValueError):
     """A task record that cannot be used (wrong option count, answer not in its context, empty question, ...)."""
 
 
@@ -63,10 +66,10 @@ class SpanExample:
 
 # --------------------------------------------------------------------------- shared helpers
 def _require_file(path: str | Path) -> Path:
-    """`path` as a Path once it is an existing file; FileNotFoundError naming it otherwise."""
+    """`path` as a Path once it is an existing file; MissingFileError (a FileNotFoundError) naming it otherwise."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"task file {path} does not exist (check the path, or download/build the data first)")
+        raise MissingFileError(f"task file {path} does not exist (check the path, or download/build the data first)")
     return path
 
 
@@ -87,7 +90,7 @@ def _check_unique_ids(examples: list, path: Path | str) -> None:
 def _read_json(path: Path):
     """The parsed JSON of `path`, or a RecordError giving the position of the syntax error."""
     try:
-        return json.loads(path.read_text(encoding="utf-8-sig"))
+        return json.loads(read_utf8(path, RecordError, allow_bom=True))
     except json.JSONDecodeError as error:
         where = f"line {error.lineno}, column {error.colno}"
         raise RecordError(f"{path}: not valid JSON ({error.msg} at {where}); fix the file or download it again") from None
@@ -141,7 +144,7 @@ def load_glue_tsv(path: str | Path, task: str) -> list[ClassificationExample]:
     """
     spec = _glue_format(task)
     path = _require_file(path)
-    lines = path.read_text(encoding="utf-8-sig").split("\n")
+    lines = read_utf8(path, RecordError, allow_bom=True).split("\n")
     while lines and not lines[-1].strip("\r"):
         lines.pop()
     if not lines:
@@ -238,7 +241,7 @@ def _race_files(path: Path) -> list[Path]:
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in RACE_SUFFIXES)
         if not files:
-            raise FileNotFoundError(f"folder {path} holds no RACE files (*.txt or *.json, searched recursively)")
+            raise MissingFileError(f"folder {path} holds no RACE files (*.txt or *.json, searched recursively)")
         return files
     return [_require_file(path)]
 

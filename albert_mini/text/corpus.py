@@ -10,17 +10,21 @@ followed by its paragraphs, one per line; a blank line ends the document.
 
 from __future__ import annotations
 
+import glob
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..paths import DATA_ROOT, MANIFEST, verified_path
+from ..errors import UserError
+from ..paths import DATA_ROOT, MANIFEST, sha256_bytes, sha256_file, verified_path
+from ..textfile import read_utf8
 
 SPLITS = ("train", "validation", "test")
+TEXT_MODES = ("file", "blank_line")  # how load_text_files cuts files into documents
 REBUILD_COMMAND = "python -m albert_mini.text.build_corpus"
 
 
-class CorpusError(ValueError):
+class CorpusError(UserError, ValueError):
     """A corpus file that is missing, corrupt or empty; the message names the file and the fix."""
 
 
@@ -159,17 +163,19 @@ def load_corpus(name: str = "austen", split: str = "train", data_dir: str | Path
 def load_text_files(paths_or_dir, mode: str = "file", pattern: str = "*.txt") -> list[Document]:
     """Documents from your own UTF-8 text files.
 
-    `paths_or_dir` is a file, a folder (its `pattern` files, sorted by name) or a list of files.
+    `paths_or_dir` is a file, a folder (its `pattern` files, sorted by name), a glob pattern ("texts/**/*.txt")
+    or a list of these (see `expand_text_paths`).
     mode="file": each file is one document; blank lines separate paragraphs, wrapped lines are joined.
     mode="blank_line": blank lines separate documents and each line is one paragraph (BERT's input format).
-    Whitespace is collapsed and curly quotes/dashes become ASCII (`normalize_paragraph`).
+    Whitespace is collapsed and curly quotes/dashes become ASCII (`normalize_paragraph`). A file that is not
+    UTF-8 raises CorpusError naming the file and the byte offset.
     """
-    if mode not in ("file", "blank_line"):
+    if mode not in TEXT_MODES:
         raise CorpusError(f"unknown mode {mode!r}; use mode='file' (one document per file) or 'blank_line'")
-    paths = _expand_paths(paths_or_dir, pattern)
+    paths = expand_text_paths(paths_or_dir, pattern)
     documents = []
     for path in paths:
-        blocks = re.split(r"\n[ \t]*\n", path.read_text(encoding="utf-8"))
+        blocks = re.split(r"\n[ \t]*\n", read_utf8(path, CorpusError))
         if mode == "file":
             paragraphs = [normalize_paragraph(b) for b in blocks if b.strip()]
             if paragraphs:
@@ -185,20 +191,53 @@ def load_text_files(paths_or_dir, mode: str = "file", pattern: str = "*.txt") ->
     return documents
 
 
-def _expand_paths(paths_or_dir, pattern: str) -> list[Path]:
-    """The list of files that `load_text_files` reads, with a clear error for anything missing or empty."""
-    if isinstance(paths_or_dir, (str, Path)):
-        root = Path(paths_or_dir)
-        if root.is_dir():
-            paths = sorted(root.glob(pattern))
-            if not paths:
-                raise CorpusError(f"folder {root} has no files matching {pattern!r}; pass pattern= or a list of files")
-            return paths
-        paths_or_dir = [root]
-    paths = [Path(p) for p in paths_or_dir]
-    if not paths:
+def expand_text_paths(paths_or_dir, pattern: str = "*.txt") -> list[Path]:
+    """The files named by a file, a folder (its `pattern` files), a glob pattern, or a list of these.
+
+    Files keep the order they are named in (a folder's or a pattern's files sorted by name); a file named twice
+    is read once. Anything that names no file is a CorpusError.
+    """
+    specs = [paths_or_dir] if isinstance(paths_or_dir, (str, Path)) else list(paths_or_dir)
+    if not specs:
         raise CorpusError("no input files given; pass a file, a folder or a non-empty list of files")
-    for path in paths:
-        if not path.is_file():
-            raise CorpusError(f"text file {path} does not exist")
-    return paths
+    paths: dict[Path, None] = {}  # insertion-ordered set
+    for spec in specs:
+        for path in _files_of(spec, pattern):
+            paths.setdefault(path.resolve(), None)
+    return list(paths)
+
+
+def _files_of(spec: str | Path, pattern: str) -> list[Path]:
+    path = Path(spec)
+    if path.is_dir():
+        found = sorted(p for p in path.glob(pattern) if p.is_file())
+        if not found:
+            raise CorpusError(f"folder {path} has no files matching {pattern!r}; pass pattern= or a list of files")
+        return found
+    if path.is_file():
+        return [path]
+    if glob.has_magic(str(spec)):
+        found = sorted(Path(p) for p in glob.glob(str(spec), recursive=True) if Path(p).is_file())
+        if not found:
+            raise CorpusError(f"the pattern {str(spec)!r} matches no file")
+        return found
+    raise CorpusError(f"text file {path} does not exist")
+
+
+# --------------------------------------------------------------------------- fingerprints
+def fingerprint_files(paths) -> dict:
+    """What a run records of its text: the sha256 of every file, and one sha256 over the sorted list of both."""
+    files = {str(Path(p).resolve()): sha256_file(p) for p in paths}
+    listing = "".join(f"{files[name]}  {name}\n" for name in sorted(files))
+    return {"sha256": sha256_bytes(listing.encode("utf-8")), "files": files}
+
+
+def fingerprint_changes(old: dict, new: dict) -> list[str]:
+    """One `path (modified|new|missing)` entry per file that differs between two fingerprints."""
+    before, after = old.get("files", {}), new.get("files", {})
+    changes = [f"{name} (modified)" for name in sorted(before.keys() & after.keys()) if before[name] != after[name]]
+    changes += [f"{name} (new)" for name in sorted(after.keys() - before.keys())]
+    changes += [f"{name} (missing)" for name in sorted(before.keys() - after.keys())]
+    if not changes and old.get("sha256") != new.get("sha256"):
+        changes.append("the fingerprint differs though every listed file matches (a different fingerprint format)")
+    return changes

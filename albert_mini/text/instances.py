@@ -183,15 +183,18 @@ def check_build_arguments(docs: TokenDocuments, task: str, max_seq_len: int, sho
 
 
 def build_instances(documents, task: str = "sop", max_seq_len: int = 128, short_seq_prob: float = 0.1,
-                    seed: int = 0) -> list[Instance]:
-    """One pass over the corpus: instances in document order, every random choice drawn from `seed`."""
+                    seed: int = 0, allow_empty: bool = False) -> list[Instance]:
+    """One pass over the corpus: instances in document order, every random choice drawn from `seed`.
+
+    No instance at all is a ValueError, unless `allow_empty` (for counting what other settings would give).
+    """
     docs = as_token_documents(documents)
     check_build_arguments(docs, task, max_seq_len, short_seq_prob)
     rng = random.Random(seed)
     kind = sentence_task(task)
     instances = kind.build(docs, max_seq_len - (SPECIALS_PER_PAIR if kind.pairs else SPECIALS_PER_SINGLE),
                            short_seq_prob, rng)
-    if not instances:
+    if not instances and not allow_empty:
         raise ValueError(f"no {task.upper()} instance fits in max_seq_len={max_seq_len}: no two consecutive "
                          "sentences fit together; raise max_seq_len or split long sentences")
     return instances

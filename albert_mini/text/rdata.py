@@ -15,6 +15,8 @@ import struct
 import zlib
 from pathlib import Path
 
+from ..errors import MissingFileError, UserError
+
 # SEXP type codes (R's Rinternals.h) and the pseudo-types of serialize.c.
 NILSXP, SYMSXP, LISTSXP, CHARSXP, LGLSXP, INTSXP, REALSXP, CPLXSXP, STRSXP = 0, 1, 2, 9, 10, 13, 14, 15, 16
 VECSXP, EXPRSXP, RAWSXP = 19, 20, 24
@@ -28,7 +30,7 @@ IS_OBJECT, HAS_ATTR, HAS_TAG = 1 << 8, 1 << 9, 1 << 10
 UTF8_MASK, LATIN1_MASK = 1 << 3, 1 << 2
 
 
-class RDataError(ValueError):
+class RDataError(UserError, ValueError):
     """Bytes that are not R serialization, or an R type this reader does not support."""
 
 
@@ -211,7 +213,7 @@ def read_lazyload_db(rdx_path: str | Path) -> dict[str, object]:
     rdb_path = rdx_path.with_suffix(".rdb")
     for path in (rdx_path, rdb_path):
         if not path.is_file():
-            raise FileNotFoundError(f"lazy-load database file {path} does not exist")
+            raise MissingFileError(f"lazy-load database file {path} does not exist")
     index = read_rds(rdx_path)
     if not isinstance(index, RVector) or index.names is None or "variables" not in index.names:
         raise RDataError(f"{rdx_path} is not a lazy-load index (no 'variables' entry)")

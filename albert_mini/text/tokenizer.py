@@ -19,7 +19,6 @@ ids. Pass `return_token_type_ids=True` to get token types from HF 5.x. Three doc
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import string
@@ -32,7 +31,9 @@ import numpy as np
 import sentencepiece as spm
 import torch
 
-from ..paths import DATA_ROOT, MANIFEST, update_manifest, verified_path
+from ..cli import Parser, run as run_cli
+from ..errors import UserError
+from ..paths import DATA_ROOT, MANIFEST, sha256_file, update_manifest, verified_path
 from ..specials import CLS_ID, MASK_ID, PAD_ID, SEP_ID, SPECIAL_PIECES, UNK_ID
 from .corpus import SPLITS, load_corpus, load_text_files
 from .padding import pad_batch
@@ -44,7 +45,7 @@ _PUNCTUATION = set(string.punctuation)
 _WORD_CHARS = set(string.ascii_lowercase) | _PUNCTUATION
 
 
-class TokenizerError(ValueError):
+class TokenizerError(UserError, ValueError):
     """A tokenizer file or input that cannot be used; the message names the problem and the fix."""
 
 
@@ -144,7 +145,9 @@ class Tokenizer:
         """Load a SentencePiece `.model` file (ours or ALBERT's official `30k-clean.model`)."""
         path = Path(path)
         if not path.is_file():
-            raise TokenizerError(f"tokenizer model {path} does not exist; train one with `{TRAIN_COMMAND}`")
+            raise TokenizerError(f"tokenizer model {path} does not exist; train it with `python -m "
+                                 f"albert_mini.text.tokenizer train --text YOUR_TEXT --out {path}` (the Austen model: "
+                                 f"`{TRAIN_COMMAND}`)")
         processor = spm.SentencePieceProcessor()
         try:
             processor.load(str(path))
@@ -164,6 +167,13 @@ class Tokenizer:
     def default(cls) -> "Tokenizer":
         """The committed 8000-piece Austen model, after checking its sha256 against data/austen/SHA256SUMS."""
         return cls.from_file(verified_path(DEFAULT_DIR, "spiece.model", TRAIN_COMMAND, TokenizerError))
+
+    def file_reference(self) -> dict | None:
+        """The model file's absolute path and sha256 (what a run records of its tokenizer); None if not from a file."""
+        path = Path(self.path)
+        if not path.is_file():
+            return None
+        return {"path": str(path.resolve()), "sha256": sha256_file(path)}
 
     def _check_special_ids(self) -> None:
         sp = self.sp
@@ -381,14 +391,21 @@ def save_model(model: bytes, out: str | Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Train ALBERT's SentencePiece tokenizer.")
+    """Command line: `python -m albert_mini.text.tokenizer train ...`; bad input ends with one error line, status 2."""
+    run_cli(_main, argv)
+
+
+def _main(argv: list[str]) -> None:
+    parser = Parser(prog="python -m albert_mini.text.tokenizer", description="Train ALBERT's SentencePiece tokenizer.")
     commands = parser.add_subparsers(dest="command", required=True)
     train = commands.add_parser("train", help="train a unigram model on the training split (or your files)")
-    train.add_argument("--vocab-size", type=int, default=8000)
-    train.add_argument("--out", type=Path, default=DEFAULT_DIR / "spiece.model")
+    train.add_argument("--vocab-size", type=int, default=8000, help="pieces in the model, 5 special ones included")
+    train.add_argument("--out", type=Path, default=DEFAULT_DIR / "spiece.model",
+                       help="the .model file to write (a .vocab file goes beside it)")
     train.add_argument("--corpus", default="austen", help="committed corpus whose train split is used")
-    train.add_argument("--text", nargs="+", help="your own text files instead (one document per file)")
-    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--text", nargs="+", help="your own UTF-8 text instead: files, folders (their *.txt files) "
+                                                 "or glob patterns; then pretrain with --corpus and the same paths")
+    train.add_argument("--seed", type=int, default=0, help="seed of SentencePiece's training")
     args = parser.parse_args(argv)
 
     texts = training_texts(args.corpus, args.text)

@@ -34,8 +34,8 @@ from .checkpoint import (CheckpointError, atomic_write_text, capture_rng_state, 
 from .distributed import DistInfo, all_reduce_sum, assert_replicas_identical, broadcast_flag, gather_objects, wrap_model
 from .objectives import PretrainingObjective
 from .optim import WarmupPolyDecay, build_optimizer, clip_grad_global_norm
+from .rundir import METRICS_FILE
 
-METRICS_FILE = "metrics.jsonl"
 # Changing these between a run and its resumption would change the arithmetic, so resuming refuses it.
 RESUME_MUST_MATCH = ("accumulate", "clip_norm", "bf16")
 

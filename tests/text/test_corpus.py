@@ -152,7 +152,7 @@ def test_build_from_a_deb(tmp_path):
 def test_build_fails_clearly_on_a_non_deb(tmp_path):
     bad = tmp_path / "x.deb"
     bad.write_bytes(b"not an archive")
-    with pytest.raises(SystemExit, match="not a .deb"):
+    with pytest.raises(CorpusError, match="not a .deb"):
         build_corpus.build(bad, tmp_path / "out")
 
 

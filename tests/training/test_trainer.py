@@ -1,6 +1,8 @@
 """The trainer: exact resume, safe checkpoints, loss weighting, budgets, logging and the CLI."""
 
+import errno
 import json
+import os
 import random
 
 import numpy as np
@@ -9,12 +11,14 @@ import torch
 from safetensors.torch import load_file
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
-from albert_mini.training.checkpoint import (CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint,
-                                    load_pretrained, save_checkpoint, verify_checkpoint)
 from albert_mini.text.synthetic import SyntheticBatches
+from albert_mini.training.checkpoint import (CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint,
+                                             load_pretrained, save_checkpoint, set_fault_hook, verify_checkpoint)
 from albert_mini.training.objectives import pretraining_objective
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
 from albert_mini.training.trainer import Trainer, TrainConfig, evaluate, train
+
+from cli_helpers import cli_error
 
 # Dropout on, so that resuming must also restore the torch RNG to be exact.
 CONFIG = AlbertConfig.from_preset("albert-nano", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
@@ -130,28 +134,30 @@ def test_resume_refuses_a_different_schedule(tmp_path):
         make_trainer(tmp_path, max_steps=4).resume()
 
 
-def test_a_failing_save_leaves_the_good_checkpoints_untouched(tmp_path, monkeypatch):
+def test_a_full_disk_during_a_save_is_reported_and_loses_nothing(tmp_path):
     trainer = make_trainer(tmp_path, max_steps=3)
     trainer.train()
     good = latest_checkpoint(tmp_path)
     before = {p.name: p.read_bytes() for p in good.iterdir()}
 
-    def disk_full(*args, **kwargs):
-        raise OSError("No space left on device")
+    def disk_full(label):
+        if label == "write the second half of trainer_state.pt":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "trainer_state.pt")
 
-    monkeypatch.setattr(torch, "save", disk_full)
+    set_fault_hook(disk_full)
     trainer.step = 4
-    with pytest.raises(OSError, match="No space"):
-        trainer.save()
+    try:
+        with pytest.raises(CheckpointError, match="the disk is full.*previous checkpoint step-0000003 is intact"):
+            trainer.save()
+    finally:
+        set_fault_hook(None)
     assert list_checkpoints(tmp_path) == [good]
     assert {p.name: p.read_bytes() for p in good.iterdir()} == before
+    assert not list((tmp_path / "checkpoints").glob(".tmp-*"))  # the partial checkpoint is gone
     with pytest.raises(CheckpointError, match="never overwritten"):
         save_checkpoint(tmp_path, 3, trainer.model, {})
-    monkeypatch.undo()  # the disk has room again: the next save succeeds and sweeps the half-written directory
-    assert list((tmp_path / "checkpoints").glob(".tmp-*"))
-    trainer.save()
+    trainer.save()  # the disk has room again
     assert [p.name for p in list_checkpoints(tmp_path)] == ["step-0000003", "step-0000004"]
-    assert not list((tmp_path / "checkpoints").glob(".tmp-*"))
 
 
 def test_only_the_newest_checkpoints_are_kept(tmp_path):
@@ -240,8 +246,7 @@ def test_cli_writes_a_run_resumes_it_and_refuses_other_settings(tmp_path, capsys
     assert AlbertConfig.from_json(out / "config.json") == AlbertConfig.from_preset("albert-nano")
     assert [p.name for p in list_checkpoints(out)] == ["step-0000002", "step-0000003"]
     assert main(flags + ["--steps", "3"]).step == 3  # the same command resumes (and has nothing left to do)
-    with pytest.raises(SystemExit, match="settings.lr: 0.00176 -> 0.001"):
-        main(flags + ["--steps", "3", "--lr", "1e-3"])
+    assert "settings.lr: 0.00176 -> 0.001" in cli_error(main, flags + ["--steps", "3", "--lr", "1e-3"], capsys)
     main(flags + ["--steps", "2", "--overwrite"])
     assert [p.name for p in list_checkpoints(out)] == ["step-0000002"]
 

@@ -17,6 +17,8 @@ import re
 import sys
 from pathlib import Path
 
+from ...cli import Parser, run as run_cli
+
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 _BLOCK = re.compile(rf"^([ \t]*){re.escape(BEGIN)}[^\n]*\n.*?^[ \t]*{re.escape(END)}[^\n]*$", re.M | re.S)
 
@@ -41,9 +43,15 @@ def student_notebook(chapter: Path):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line: write student notebooks; bad input ends with one error line and exit status 2."""
+    return run_cli(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
     import jupytext
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(prog="python -m albert_mini.book.exercises.student",
+                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("chapters", nargs="+", type=Path, help="chapter sources (chapters/NN_name.py)")
     parser.add_argument("--out", type=Path, default=Path("build/student"), help="folder for the student notebooks")
     args = parser.parse_args(argv)

@@ -14,12 +14,18 @@ import sys
 import time
 from pathlib import Path
 
+from ...cli import Parser, run as run_cli
 from . import EXPERIMENTS, results_dir, results_tables, run
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m albert_mini.study.experiments", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    """Command line: run experiments; bad input ends with one error line and exit status 2."""
+    return run_cli(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
+    parser = Parser(prog="python -m albert_mini.study.experiments", description=__doc__,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="+", choices=[*EXPERIMENTS, "all", "tables"],
                         help="experiments to run; `tables` prints markdown tables of the results in --out")
     parser.add_argument("--out", type=Path, default=None, help="results folder (default: data/results)")

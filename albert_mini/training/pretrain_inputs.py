@@ -1,0 +1,208 @@
+"""What the pretraining CLI trains and evaluates on, checked before any training starts.
+
+A named corpus (austen: the committed splits; synthetic: random ids to test the machinery) or the user's own
+UTF-8 text (`--corpus PATH...`: files, folders, glob patterns) with a SentencePiece model trained on it. The
+held-out text is `--validation PATH...`, or else a fixed fraction of the documents (`--holdout-fraction`):
+the documents whose text has the smallest sha256, so the choice depends on the text only, not on file order
+or the seed. Every flag combination that cannot give a training batch or the asked-for evaluation batches is
+refused up front, naming the flags and values that work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+from ..errors import UsageError
+from ..paths import DATA_ROOT
+from ..text.batches import (DataSettings, PretrainingBatches, build_pretraining_dataset, count_examples,
+                            tokenize_documents)
+from ..text.corpus import Document, expand_text_paths, fingerprint_files, load_corpus, load_text_files
+from ..text.instances import sentence_task
+from ..text.synthetic import SyntheticBatches
+from ..text.tokenizer import Tokenizer
+from .distributed import DistInfo
+
+NAMED_CORPORA = ("austen", "synthetic")
+SPLIT_BY = {"file": "file", "blank-line": "blank_line"}  # --split-by value -> load_text_files mode
+DEFAULT_HOLDOUT = 0.05
+SEQ_LEN_CANDIDATES = (8, 16, 32, 64, 128, 256, 512)  # what a suggested --seq-len is picked from
+TRAIN_TOKENIZER = "python -m albert_mini.text.tokenizer train --text PATH... --vocab-size 8000 --out tok.model"
+
+
+@dataclass
+class Inputs:
+    """The batch sources of one process, and what the run records about its data."""
+
+    train: object  # a batch source (PretrainingBatches or SyntheticBatches shard)
+    validation: list[dict]  # the evaluation batches, the same at every evaluation
+    train_documents: object | None  # tokenized training text (TokenDocuments), for the unigram prior
+    corpus: dict | None  # fingerprint of the text files (None for synthetic data)
+
+
+# ---------------------------------------------------------------------- flags
+def check_corpus_flags(args) -> None:
+    """Refuse corpus flags that do not go together; turns a single named corpus into its name."""
+    names = [c for c in args.corpus if c in NAMED_CORPORA]
+    if names and len(args.corpus) > 1:
+        raise UsageError(f"--corpus takes one named corpus ({' or '.join(NAMED_CORPORA)}) or your own text paths, "
+                         f"not both (got {' '.join(args.corpus)}); to read a file called {names[0]}, write "
+                         f"./{names[0]}")
+    if names:
+        args.corpus = names[0]
+        own_text_flags = {"--validation": args.validation, "--holdout-fraction": args.holdout_fraction,
+                          "--split-by": args.split_by}
+        given = [flag for flag, value in own_text_flags.items() if value is not None]
+        if given:
+            verb = "applies" if len(given) == 1 else "apply"
+            raise UsageError(f"{' and '.join(given)} {verb} to your own text (--corpus PATH...); --corpus "
+                             f"{args.corpus} has its own validation split")
+        if args.corpus == "synthetic" and args.tokenizer is not None:
+            raise UsageError("--tokenizer has no effect with --corpus synthetic (random token ids); leave it out")
+        return
+    if args.tokenizer is None:
+        raise UsageError(f"--corpus PATH... needs --tokenizer, a SentencePiece model trained on that text: first "
+                         f"`{TRAIN_TOKENIZER}`, then pretrain with --tokenizer tok.model")
+    if args.validation and args.holdout_fraction is not None:
+        raise UsageError("give either --validation PATH... (held-out files) or --holdout-fraction (held-out "
+                         "documents of --corpus), not both")
+    if args.holdout_fraction is not None and not 0 < args.holdout_fraction < 1:
+        raise UsageError(f"--holdout-fraction must be in (0, 1), e.g. {DEFAULT_HOLDOUT}; got {args.holdout_fraction}")
+
+
+def load_tokenizer(args) -> Tokenizer | None:
+    """The tokenizer of the run: --tokenizer, the committed Austen model for austen, None for synthetic data."""
+    if args.corpus == "synthetic":
+        return None
+    return Tokenizer.from_file(args.tokenizer) if args.tokenizer else Tokenizer.default()
+
+
+# ---------------------------------------------------------------------- documents
+def load_documents(args) -> tuple[list[Document], list[Document], dict]:
+    """(training documents, held-out documents, fingerprint of every file read)."""
+    if args.corpus == "austen":
+        files = [DATA_ROOT / "austen" / f"{split}.txt" for split in ("train", "validation")]
+        return load_corpus("austen", "train"), load_corpus("austen", "validation"), fingerprint_files(files)
+    mode = SPLIT_BY[args.split_by or "file"]
+    paths = expand_text_paths(args.corpus)
+    documents = load_text_files(paths, mode=mode)
+    if args.validation:
+        held_paths = expand_text_paths(args.validation)
+        both = sorted(str(p) for p in set(paths) & set(held_paths))
+        if both:
+            raise UsageError(f"{', '.join(both)} is in both --corpus and --validation; held-out text must not be "
+                             "trained on")
+        return documents, load_text_files(held_paths, mode=mode), fingerprint_files(paths + held_paths)
+    fraction = DEFAULT_HOLDOUT if args.holdout_fraction is None else args.holdout_fraction
+    train, held = hold_out(documents, fraction, args.split_by or "file")
+    return train, held, fingerprint_files(paths)
+
+
+def hold_out(documents: list[Document], fraction: float, split_by: str = "file") -> tuple[list, list]:
+    """(kept, held out): ceil(fraction * n) documents, those whose text has the smallest sha256, in order."""
+    if len(documents) < 2:
+        other = "blank-line" if split_by == "file" else "file"
+        raise UsageError(
+            f"--corpus gives {len(documents)} document (with --split-by {split_by}), so none can be held out for "
+            f"validation: pass held-out text with --validation PATH..., or --split-by {other} if that cuts your "
+            "text into several documents"
+        )
+    count = min(len(documents) - 1, math.ceil(fraction * len(documents)))
+    digests = [hashlib.sha256(doc.text().encode("utf-8")).hexdigest() for doc in documents]
+    held = set(sorted(range(len(documents)), key=lambda i: (digests[i], i))[:count])
+    return ([d for i, d in enumerate(documents) if i not in held], [d for i, d in enumerate(documents) if i in held])
+
+
+# ---------------------------------------------------------------------- batches
+def build_inputs(args, vocab_size: int, tokenizer: Tokenizer | None, info: DistInfo, max_seq_len: int) -> Inputs:
+    """The training source and validation batches of this rank, after checking that both can be filled."""
+    if args.corpus == "synthetic":
+        sentence = sentence_task(args.task).labelled
+        train = SyntheticBatches(vocab_size, args.batch_size, args.seq_len, seed=args.seed,
+                                 sentence_labels=sentence).shard(info.rank, info.world_size)
+        val = SyntheticBatches(vocab_size, args.batch_size, args.seq_len, seed=args.seed + 1,
+                               sentence_labels=sentence).shard(info.rank, info.world_size).take(args.eval_batches)
+        return Inputs(train, val, None, None)
+    train_docs, held_docs, fingerprint = load_documents(args)
+    splits = {"training": tokenize_documents(train_docs, tokenizer),
+              "validation": tokenize_documents(held_docs, tokenizer)}
+    for split, tokens in splits.items():
+        check_task_fits(tokens, args.task, split, args.split_by)
+    check_batches(args, splits, info.world_size, max_seq_len)
+    common = dict(task=args.task, max_seq_len=args.seq_len, seed=args.seed)
+    train_set = build_pretraining_dataset(splits["training"], tokenizer, **common,
+                                          dynamic=args.masking == "dynamic", dupe_factor=args.dupe_factor)
+    train = PretrainingBatches(train_set, args.batch_size).shard(info.rank, info.world_size)
+    # Held-out documents, masked once (static) so every evaluation scores the same examples.
+    val_set = build_pretraining_dataset(splits["validation"], tokenizer, **common, dynamic=False)
+    val = PretrainingBatches(val_set, args.batch_size).shard(info.rank, info.world_size).take(args.eval_batches)
+    return Inputs(train, val, train_set.documents, fingerprint)
+
+
+def check_task_fits(tokens, task: str, split: str, split_by: str | None) -> None:
+    """Refuse a sentence task that the documents of a split cannot give a single instance of."""
+    kind = sentence_task(task)
+    sentences = [tokens.num_sentences(d) for d in range(len(tokens))]
+    if kind.pairs and max(sentences, default=0) < 2:
+        hint = ", or --split-by file so that each file is one document" if split_by == "blank-line" else ""
+        raise UsageError(f"--task {task} pairs consecutive sentences of a document, but no document of the {split} "
+                         f"text has two sentences; use --task none (MLM only){hint}")
+    documents = sum(n > 0 for n in sentences)
+    if documents < kind.min_documents:
+        raise UsageError(f"--task {task} needs {kind.min_documents} documents with text, but the {split} text has "
+                         f"{documents} ({task}: {kind.description}); use --task sop, or give more documents")
+
+
+def check_batches(args, splits: dict, world_size: int, max_seq_len: int) -> None:
+    """Refuse settings under which a process gets no full training batch or fewer evaluation batches than asked.
+
+    The message names the flags and values that work, computed from the same example counts the datasets
+    will have (epoch 0; later dynamic epochs differ by a few examples).
+    """
+    batch, evals = args.batch_size, args.eval_batches
+
+    def per_process(seq_len: int) -> tuple[int, int]:
+        counts = []
+        for split, tokens in splits.items():
+            dynamic = split == "training" and args.masking == "dynamic"
+            dupes = args.dupe_factor if split == "training" else 1
+            settings = DataSettings(task=args.task, max_seq_len=seq_len, seed=args.seed, dynamic=dynamic,
+                                    dupe_factor=dupes)
+            counts.append(count_examples(tokens, settings) // world_size)
+        return counts[0], counts[1]
+
+    def fits(train: int, held: int) -> bool:
+        return train >= batch and held >= batch * evals
+
+    train, held = per_process(args.seq_len)
+    if fits(train, held):
+        return
+    problems = []
+    if train < batch:
+        problems.append(f"the training text gives {examples(train)} per process, fewer than one batch of "
+                        f"--batch-size {batch}")
+    if held < batch * evals:
+        problems.append(f"the validation text gives {examples(held)} per process, fewer than --eval-batches "
+                        f"{evals} x --batch-size {batch} = {batch * evals}")
+    fixes = []
+    if train >= batch and held >= batch:
+        fixes.append(f"--eval-batches {held // batch}")
+    smaller = min(train, held // evals)
+    if smaller >= 1:
+        fixes.append(f"--batch-size {smaller}")
+    elif min(train, held) >= 1:
+        smaller = min(train, held)
+        fixes.append(f"--batch-size {smaller} --eval-batches {held // smaller}")
+    nearest = sorted((n for n in SEQ_LEN_CANDIDATES if n != args.seq_len and n <= max_seq_len),
+                     key=lambda n: (abs(math.log(n / args.seq_len)), n))
+    for seq_len in nearest:
+        if fits(*per_process(seq_len)):
+            fixes.append(f"--seq-len {seq_len}")
+            break
+    remedy = f"values that work: {' or '.join(fixes)}" if fixes else "no nearby value works; give more text"
+    raise UsageError(f"--seq-len {args.seq_len} with --task {args.task}: {'; '.join(problems)}; {remedy}")
+
+
+def examples(count: int) -> str:
+    return f"{count} example" + ("" if count == 1 else "s")

@@ -1,0 +1,280 @@
+"""Which directories a run or an export may write into, and what --overwrite may delete there.
+
+The rule, for pretraining and fine-tuning runs (`--out`) and `export_pretrained` targets alike: write only into a
+directory that is absent, empty, or holds what this kind of writer writes, and nothing else.
+- A run writes run.json, config.json, metrics.jsonl and checkpoints/step-NNNNNNN/ (plus checkpoints/.tmp-* while
+  it saves). An exported model is model.safetensors, config.json, manifest.json and, when it came from a run,
+  that run's run.json and metrics.jsonl.
+- Anything else in the directory is foreign: the directory is refused, even with --overwrite, and the message
+  lists what is there. Nothing of the user's is ever deleted, and no new run is mixed into someone else's files.
+- A file is recognised by its name and its content: a config.json that is not an AlbertConfig, or a run.json
+  that is not a run record, is foreign.
+- --overwrite deletes the recognised files (run.json first, so a half-cleared run is never resumed) and nothing
+  else. A run directory without run.json is never resumed (its settings are unknown) and is refused unless
+  --overwrite is given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UserError
+from ..model.config import AlbertConfig, config_differences
+from ..text.corpus import fingerprint_changes
+
+RUN_FILE, CONFIG_FILE, METRICS_FILE = "run.json", "config.json", "metrics.jsonl"
+MODEL_FILE, MANIFEST_FILE, STATE_FILE = "model.safetensors", "manifest.json", "trainer_state.pt"
+CHECKPOINTS = "checkpoints"
+CHECKPOINT_FILES = frozenset({MODEL_FILE, STATE_FILE, CONFIG_FILE, MANIFEST_FILE})
+STEP_DIR = re.compile(r"^step-(\d+)$")
+TEMP_PREFIX = ".tmp-"  # checkpoints/.tmp-*: a save (or a deletion) that was interrupted
+_ATOMIC_TEMP = re.compile(r"^\.(.+)\.tmp-\d+$")  # what atomic_write_text leaves if killed before its rename
+SHOWN = 5  # foreign entries named in a message
+KIND_NAMES = {"pretrain": "pretraining", "finetune": "fine-tuning"}  # the "kind" of a run.json, for messages
+
+
+class RunDirError(UserError, ValueError):
+    """A directory that a run or an export may not write into; the message says what is there and what to do."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What one kind of writer puts in its directory."""
+
+    name: str  # "run" or "exported model", for messages
+    files: frozenset[str]  # top-level files it writes
+    checkpoints: bool  # whether it writes checkpoints/step-NNNNNNN/
+
+
+RUN = Layout("run", frozenset({RUN_FILE, CONFIG_FILE, METRICS_FILE}), checkpoints=True)
+EXPORT = Layout("exported model", frozenset({MODEL_FILE, CONFIG_FILE, MANIFEST_FILE, RUN_FILE, METRICS_FILE}),
+                checkpoints=False)
+
+
+@dataclass
+class Contents:
+    """A directory sorted into the entries a layout wrote (`own`) and everything else (`foreign`)."""
+
+    path: Path
+    own: list[str]
+    foreign: list[str]
+
+    @property
+    def empty(self) -> bool:
+        return not self.own and not self.foreign
+
+
+# ---------------------------------------------------------------------- looking
+def inspect(path: str | Path, layout: Layout, flag: str = "--out") -> Contents:
+    """Sort the entries of `path` by whether `layout` wrote them; RunDirError when `path` is not a directory."""
+    path = Path(path)
+    if not path.exists():
+        return Contents(path, [], [])
+    if not path.is_dir():
+        raise RunDirError(f"{flag} {path} is a file, not a directory; give a directory path (it is created if absent)")
+    own, foreign = [], []
+    for entry in sorted(path.iterdir()):
+        if layout.checkpoints and entry.name == CHECKPOINTS and entry.is_dir():
+            stray = _foreign_checkpoint_entries(entry)
+            if stray:
+                foreign += stray
+            else:
+                own.append(f"{CHECKPOINTS}/")
+        elif entry.is_file() and _is_own_file(entry, layout):
+            own.append(entry.name)
+        else:
+            foreign.append(entry.name + ("/" if entry.is_dir() else ""))
+    return Contents(path, own, foreign)
+
+
+def looks_exported(path: str | Path) -> bool:
+    """True for a directory written by export_pretrained (a manifest beside the weights), e.g. the shipped model."""
+    path = Path(path)
+    return (path / MANIFEST_FILE).is_file() and (path / MODEL_FILE).is_file()
+
+
+def _is_own_file(path: Path, layout: Layout) -> bool:
+    """Whether `path` is one of the files `layout` writes: by name, then by content for the JSON files."""
+    temp = _ATOMIC_TEMP.match(path.name)
+    name = temp.group(1) if temp else path.name
+    if name not in layout.files:
+        return False
+    if temp or name == MODEL_FILE:
+        return True
+    try:
+        if name == METRICS_FILE:
+            with open(path, encoding="utf-8") as f:
+                first = f.readline()
+            return not first.strip() or {"type", "step"} <= set(json.loads(first))
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, TypeError):
+        return False
+    if not isinstance(data, dict):
+        return False
+    if name == RUN_FILE:
+        return "settings" in data
+    if name == MANIFEST_FILE:
+        return isinstance(data.get("sha256"), dict)
+    try:  # config.json: ours when it is an AlbertConfig
+        AlbertConfig.from_dict(data)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def _foreign_checkpoint_entries(root: Path) -> list[str]:
+    """Entries of checkpoints/ that are not step directories of checkpoint files or interrupted saves."""
+    foreign = []
+    for entry in sorted(root.iterdir()):
+        if entry.is_dir() and entry.name.startswith(TEMP_PREFIX):
+            continue
+        if entry.is_dir() and STEP_DIR.match(entry.name):
+            foreign += [f"{CHECKPOINTS}/{entry.name}/{f.name}" for f in sorted(entry.iterdir())
+                        if f.name not in CHECKPOINT_FILES or not f.is_file()]
+        else:
+            foreign.append(f"{CHECKPOINTS}/{entry.name}")
+    return foreign
+
+
+def listing(names: list[str]) -> str:
+    """The first few names, and how many more there are."""
+    shown = ", ".join(names[:SHOWN])
+    return shown + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
+
+
+def _step_names(path: Path) -> list[str]:
+    root = path / CHECKPOINTS
+    return sorted(p.name for p in root.iterdir() if STEP_DIR.match(p.name)) if root.is_dir() else []
+
+
+# ---------------------------------------------------------------------- runs
+def check_run_dir(out: str | Path, flag: str = "--out") -> Contents:
+    """Refuse `out` for a run when it is a file, an exported model or holds anything a run does not write."""
+    out = Path(out)
+    if out.is_dir() and looks_exported(out):
+        raise RunDirError(
+            f"{flag} {out} holds an exported model ({MODEL_FILE}, {MANIFEST_FILE}, {CONFIG_FILE}); a run never "
+            f"writes into one, since its config and metrics would replace the model's. Choose a new {flag}; to "
+            f"fine-tune from this model pass it to `python -m albert_mini.tasks.finetune --init {out}`"
+        )
+    contents = inspect(out, RUN, flag)
+    if contents.foreign:
+        raise RunDirError(
+            f"{flag} {out} holds files that no run wrote: {listing(contents.foreign)}. A run writes only into an "
+            f"absent or empty directory or into its own run directory, and never deletes anything else, not "
+            f"even with --overwrite; choose a new {flag} or move those files away"
+        )
+    return contents
+
+
+def resumable(out: str | Path, record: dict, overwrite: bool, defaults: dict, flag: str = "--out") -> bool:
+    """Whether `out` holds this very run (resume it) rather than nothing or a run --overwrite may replace.
+
+    Raises RunDirError for a directory a run may not use (see `check_run_dir`), for a run with other settings
+    or on changed text unless `overwrite`, and for run files without run.json unless `overwrite`.
+    `defaults` are the values of settings an older run.json does not record yet.
+    """
+    out = Path(out)
+    contents = check_run_dir(out, flag)
+    if contents.empty:
+        return False
+    old = _read_record(out / RUN_FILE)
+    if old is None:
+        if overwrite:
+            return False
+        steps = _step_names(out)
+        held = f"checkpoints {listing(steps)}" if steps else listing(contents.own)
+        raise RunDirError(
+            f"{flag} {out} holds {held} but no {RUN_FILE}, so the run's settings are unknown and it is not "
+            f"resumed; put its {RUN_FILE} back to resume it, choose a new {flag}, or pass --overwrite to delete "
+            "these run files and start again"
+        )
+    diffs = record_differences(old, record, defaults)
+    if diffs:
+        if overwrite:
+            return False
+        raise RunDirError(
+            f"{flag} {out} holds a {KIND_NAMES.get(old.get('kind', 'pretrain'), 'training')} run with different "
+            f"settings: {'; '.join(diffs)}. Repeat that run's flags to resume it, choose a new {flag}, or pass "
+            "--overwrite to delete it"
+        )
+    if old.get("corpus") and record.get("corpus"):
+        changes = fingerprint_changes(old["corpus"], record["corpus"])
+        if changes:
+            if overwrite:
+                return False
+            raise RunDirError(
+                f"the text of --corpus changed since the run in {out} started: {listing(changes)}. Resuming on "
+                f"other text would not continue that run; restore the text to resume, choose a new {flag}, or pass "
+                "--overwrite to start over"
+            )
+    return True
+
+
+def record_differences(old: dict, new: dict, defaults: dict) -> list[str]:
+    """`part.field: old -> new` for every recorded setting, model field or tokenizer detail that differs."""
+    old_kind, new_kind = old.get("kind", "pretrain"), new.get("kind", "pretrain")
+    if old_kind != new_kind:
+        return [f"kind: {old_kind!r} -> {new_kind!r}"]
+    old_settings = {**{k: v for k, v in defaults.items() if k in new.get("settings", {})}, **old.get("settings", {})}
+    parts = {"settings": (old_settings, new.get("settings") or {})}
+    for part in ("model", "tokenizer"):
+        parts[part] = (old.get(part) or {}, new.get(part) or {})
+    return [f"{part}.{line}" for part, (a, b) in parts.items() for line in config_differences(a, b)]
+
+
+def _read_record(path: Path) -> dict | None:
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))  # inspect() has checked that it parses
+
+
+def clear(out: str | Path, layout: Layout) -> None:
+    """Delete the entries `layout` writes in `out` (after `inspect` found nothing foreign), and nothing else."""
+    out = Path(out)
+    contents = inspect(out, layout)
+    if contents.foreign:
+        raise RunDirError(f"{out} holds files that are not a {layout.name}'s: {listing(contents.foreign)}")
+    # run.json and the manifest first: a half-cleared directory is then never taken for a run or a model.
+    first = [name for name in (RUN_FILE, MANIFEST_FILE) if name in contents.own]
+    for name in first + [n for n in contents.own if n not in first]:
+        target = out / name.rstrip("/")
+        if target.is_dir():
+            shutil.rmtree(target)
+        else:
+            target.unlink()
+    if contents.own:
+        fd = os.open(out, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+# ---------------------------------------------------------------------- exports
+def check_export_dir(out: str | Path, overwrite: bool) -> None:
+    """Refuse an export target that holds a run, foreign files, or (without `overwrite`) an exported model."""
+    out = Path(out)
+    contents = inspect(out, EXPORT, flag="export target")
+    if contents.empty:
+        return
+    if not looks_exported(out) and ((out / CHECKPOINTS).exists() or (out / RUN_FILE).exists()):
+        raise RunDirError(
+            f"{out} holds a training run (run.json or checkpoints/), not an exported model; export into a new "
+            "or empty directory, so the run and its checkpoints stay as they are"
+        )
+    if contents.foreign:
+        raise RunDirError(
+            f"{out} holds files an export does not write: {listing(contents.foreign)}; export into a new or empty "
+            "directory (nothing else in it is deleted, not even with overwrite=True)"
+        )
+    if not overwrite:
+        raise RunDirError(
+            f"{out} already holds an exported model ({listing(contents.own)}); pass overwrite=True to replace it, "
+            "or export into a new directory"
+        )
