@@ -31,6 +31,10 @@ TITLE = "albert-mini: ALBERT built step by step"
 MATHJAX_SCRIPT = "tex-mml-chtml.js"
 MATHJAX_PARTS = (MATHJAX_SCRIPT, "a11y", "adaptors", "input", "output/chtml", "sre", "ui")
 
+
+class BookBuildError(RuntimeError):
+    """The book could not be built (what is missing, or Sphinx's exit status after its messages)."""
+
 CONF = '''\
 # Written by albert_mini.html_book for one build; edit the generator, not this file.
 project = {project!r}
@@ -49,6 +53,7 @@ html_context = {{"default_mode": "light"}}   # figures are drawn on white; also:
 html_static_path = ["_static"]
 html_show_sourcelink = False
 html_copy_source = False
+html_show_search_summary = False       # summaries are fetched page by page, which browsers refuse from file://
 mathjax_path = "mathjax/{script}"
 mathjax3_config = {{"loader": {{"load": ["[tex]/textmacros"]}}, "tex": {{"packages": {{"[+]": ["textmacros"]}}}}}}
 '''
@@ -59,10 +64,10 @@ def mathjax_source() -> Path:
     try:
         import mathjax
     except ImportError as error:
-        raise SystemExit("MathJax is missing: install the book's HTML tools with `make venv`") from error
+        raise BookBuildError("MathJax is missing: install the book's HTML tools with `make venv`") from error
     folder = Path(mathjax.__file__).resolve().parent / "static" / "mathjax" / "es5"
     if not (folder / MATHJAX_SCRIPT).is_file():
-        raise SystemExit(f"{folder / MATHJAX_SCRIPT} not found: is django-static-mathjax installed intact?")
+        raise BookBuildError(f"{folder / MATHJAX_SCRIPT} not found: is django-static-mathjax installed intact?")
     return folder
 
 
@@ -134,7 +139,7 @@ def stage(root: Path, staging: Path) -> list[Path]:
     """Lay out the Sphinx source folder: chapters/, figures/, _static/mathjax/, index.md and conf.py."""
     notebooks = chapters(root)
     if not notebooks:
-        raise SystemExit(f"no executed chapters (chapters/NN_*.ipynb) under {root}")
+        raise BookBuildError(f"no executed chapters (chapters/NN_*.ipynb) under {root}")
     (staging / "chapters").mkdir(parents=True)
     for notebook in notebooks:
         shutil.copy2(notebook, staging / "chapters" / notebook.name)
@@ -171,7 +176,7 @@ def build(out: Path, root: Path | None = None, quiet: bool = True) -> Path:
             args.insert(0, "-q")
         status = build_main(args)
     if status != 0:
-        raise SystemExit(f"sphinx-build failed (exit {status}); its messages are above")
+        raise BookBuildError(f"sphinx-build failed (exit {status}); its messages are above")
     return out / "index.html"
 
 
@@ -181,7 +186,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     root = repo_root()
     start = time.perf_counter()
-    index = build(args.out or root / "build" / "html", root)
+    try:
+        index = build(args.out or root / "build" / "html", root)
+    except BookBuildError as error:
+        print(f"make html: {error}", file=sys.stderr)
+        return 1
     print(f"{index} ({time.perf_counter() - start:.0f} s): open it in a browser, no server needed", flush=True)
     return 0
 
