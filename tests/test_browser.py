@@ -354,7 +354,8 @@ const images = [...widget.querySelectorAll('.jp-Cell img')].map((img) => {
           width: img.naturalWidth, src: img.getAttribute('src').slice(0, 120), alt: img.alt};
 });
 const stderr = [...widget.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
-  .map((output) => ({key: cellKey(output), text: output.textContent}));
+  .map((output) => ({key: cellKey(output) + ':' + [...output.closest('.jp-Cell').querySelectorAll(
+    '.jp-OutputArea-output')].indexOf(output), text: output.textContent}));
 return {top: scroller.scrollTop, height: scroller.clientHeight, scrollHeight: scroller.scrollHeight,
         images: images, stderr: stderr};
 """
