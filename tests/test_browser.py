@@ -467,8 +467,21 @@ def test_lab_shows_committed_notebook(lab_page, notebook):
     assert len(seen["images"]) == expected_images(notebook), f"{notebook.name}: images shown vs in the notebook"
     errors = [text[:300] for text in seen["stderr"].values() if TRACEBACK.search(text)]
     assert errors == [], f"{notebook.name} shows error output"
-    poll(lambda: lab_page.kernel_ready(tab["id"], kernel_display_name()), f"{notebook.name}'s kernel")
-    assert not lab_page.current()["dirty"], f"{notebook.name} shows as unsaved right after opening"
+    check_lab_logs(lab_page)
+
+
+def test_lab_no_open_chapter_is_marked_unsaved(lab_page):
+    """Once every kernel has started (JupyterLab then rewrites the kernel spec in each notebook's metadata), none of
+    the chapters opened above, sources or notebooks, carries the unsaved mark."""
+    tabs = lab_page.js("return [...document.querySelectorAll('.lm-DockPanel-tabBar .lm-TabBar-tab')]"
+                       ".map((t) => [t.dataset.id, t.querySelector('.lm-TabBar-tabLabel').textContent])")
+    chapters = {name: widget for widget, name in tabs if name.endswith((".py", ".ipynb"))}
+    assert sorted(chapters) == sorted(p.name for p in SOURCES + NOTEBOOKS)
+    for name, widget in chapters.items():
+        poll(lambda: lab_page.kernel_ready(widget, kernel_display_name()), f"{name}'s kernel")
+    dirty = lab_page.js("return [...document.querySelectorAll('.lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-dirty')]"
+                        ".map((t) => t.querySelector('.lm-TabBar-tabLabel').textContent)")
+    assert dirty == [], "chapters marked unsaved without an edit"
     check_lab_logs(lab_page)
 
 
