@@ -91,7 +91,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"albert-mini: JupyterLab settings in {install_settings()}")
         return 0
     root = repo_root()
-    install_settings()
+    try:
+        install_settings()
+    except OSError as error:  # an environment we may not write to: JupyterLab still runs, with its own defaults
+        print(f"albert-mini: could not write {settings_file()} ({error}); double-click opens .py files in the editor"
+              " (right-click, Open With, Notebook instead)", file=sys.stderr)
     port = args.port or free_port()
     token = secrets.token_hex(24)
     print(f"albert-mini: JupyterLab at {lab_url(port, token)}", flush=True)
