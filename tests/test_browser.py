@@ -264,14 +264,10 @@ class LabPage:
     def open(self, name: str, cells: int) -> dict:
         """Double-click `name` in the file browser; wait for its notebook with all `cells` cells."""
         from selenium.webdriver.common.action_chains import ActionChains
-        from selenium.webdriver.common.by import By
 
-        def item():
-            for element in self.driver.find_elements(By.CSS_SELECTOR, ".jp-DirListing-item"):
-                if element.find_element(By.CSS_SELECTOR, ".jp-DirListing-itemText").text == name:
-                    return element
-
-        element = poll(item, f"{name} in the file browser")
+        element = poll(lambda: self.js("return [...document.querySelectorAll('.jp-DirListing-item')].find((e) =>"
+                                       " e.querySelector('.jp-DirListing-itemText').textContent === arguments[0])",
+                                       name), f"{name} in the file browser")
         self.js("arguments[0].scrollIntoView({block: 'center'})", element)
         ActionChains(self.driver).double_click(element).perform()
         tab = poll(lambda: (c := self.current()) and c["label"] == name and (c["notebook"] or c["editor"]) and c,
@@ -330,11 +326,10 @@ class LabPage:
                 stderr[output["key"]] = output["text"]
             if state["top"] + state["height"] >= state["scrollHeight"] - 2:
                 return {"images": images, "stderr": stderr}
-            self.js("const s = document.getElementById(arguments[0]).querySelector('.jp-WindowedPanel-outer');"
-                    "s.scrollTop = s.scrollTop + Math.max(50, Math.floor(s.clientHeight * 0.8));", widget)
-            poll(lambda: self.js("return document.getElementById(arguments[0])"
-                                 ".querySelector('.jp-WindowedPanel-outer').scrollTop", widget) > state["top"],
-                 "the notebook to scroll")
+            moved = self.js("const s = document.getElementById(arguments[0]).querySelector('.jp-WindowedPanel-outer');"
+                            "const before = s.scrollTop; s.scrollTop = before + Math.max(50, s.clientHeight - 20);"
+                            "return s.scrollTop > before;", widget)
+            assert moved, f"the notebook stopped scrolling at {state['top']} of {state['scrollHeight']} px"
         pytest.fail("the notebook never reached its bottom")
 
 
