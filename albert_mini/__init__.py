@@ -2,7 +2,7 @@
 
 The package is a house of layers, each importing only those below it:
 
-    book/    building the chapters, checking their exercises
+    book/    building the chapters, checking their exercises, reading them in JupyterLab and as HTML
     study/   the paper's numbers and claims, measured (smoothness, memory, throughput, probes, experiments)
     tasks/   fine-tuning: file formats, model inputs, metrics, task kinds and registry, the loop
     training/ optimizers, the trainer, checkpoints, DDP, the pretraining recipe and CLI

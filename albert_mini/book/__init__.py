@@ -1,1 +1,1 @@
-"""The textbook's machinery: building the chapters and checking their exercises."""
+"""The textbook's machinery: building the chapters, checking their exercises, reading them in a browser."""

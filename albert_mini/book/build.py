@@ -15,6 +15,20 @@ from ..cli import Parser, run as run_cli
 from ..settings import FAST_ENV
 
 CELL_TIMEOUT_SECONDS = 1800
+# The kernel a chapter names, spelled as ipykernel's installed spec spells it: JupyterLab copies the running kernel's
+# spec into the notebook, so any other display name marks a chapter "unsaved" the moment it opens.
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+
+
+def jupytext_metadata(source: Path) -> dict:
+    """A chapter's jupytext metadata as JupyterLab saves it: the pairing plus the project's jupytext options."""
+    from jupytext.config import load_jupytext_config
+
+    metadata = {"formats": "ipynb,py:percent"}
+    config = load_jupytext_config(str(Path(source).resolve().parent))
+    if config is not None:
+        config.set_default_format_options(metadata, read=True)
+    return metadata
 
 
 def build_chapter(source: Path, timeout: int = CELL_TIMEOUT_SECONDS) -> float:
@@ -23,8 +37,8 @@ def build_chapter(source: Path, timeout: int = CELL_TIMEOUT_SECONDS) -> float:
     from nbclient import NotebookClient
 
     notebook = jupytext.read(source)
-    notebook.metadata["jupytext"] = {"formats": "ipynb,py:percent"}
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.metadata["jupytext"] = jupytext_metadata(source)
+    notebook.metadata["kernelspec"] = dict(KERNELSPEC)
     start = time.perf_counter()
     NotebookClient(notebook, timeout=timeout, kernel_name="python3",
                    resources={"metadata": {"path": str(source.parent)}}).execute()

@@ -1,0 +1,199 @@
+"""The book as static HTML: every chapter's committed, executed notebook (never re-run), the teacher guide and a
+contents page, with maths rendered offline. What `make html` runs:
+
+    python -m albert_mini.book.html_book                 # -> build/html/index.html
+    python -m albert_mini.book.html_book --out DIR       # anywhere else
+
+Sphinx with MyST-NB turns the notebooks into pages (`nb_execution_mode = "off"`: outputs come from the .ipynb).
+MathJax 3.2.2 comes from PyPI (the `django-static-mathjax` wheel ships its files; Django itself is not needed) and is
+copied next to the pages, so nothing is fetched from a CDN when a page opens. The sources are staged in a folder
+that mirrors the checkout (`chapters/`, `figures/`), so a chapter's `![...](../figures/x.png)` resolves as it does
+in JupyterLab.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ..paths import repo_root
+
+GUIDE = "TEACHER_GUIDE.md"
+TITLE = "albert-mini: ALBERT built step by step"
+# The parts of MathJax's es5 tree that the TeX-input, CommonHTML-output page needs, including what it may load
+# lazily (TeX extensions, fonts, the menu and its accessibility tools); the other combined builds stay behind.
+MATHJAX_SCRIPT = "tex-mml-chtml.js"
+MATHJAX_PARTS = (MATHJAX_SCRIPT, "a11y", "adaptors", "input", "output/chtml", "sre", "ui")
+
+
+class BookBuildError(RuntimeError):
+    """The book could not be built (what is missing, or Sphinx's exit status after its messages)."""
+
+CONF = '''\
+# Written by albert_mini.book.html_book for one build; edit the generator, not this file.
+project = {project!r}
+html_title = {project!r}
+root_doc = "index"
+extensions = ["myst_nb"]
+exclude_patterns = ["_build", "**.ipynb_checkpoints"]
+nb_execution_mode = "off"              # outputs come from the committed notebooks
+nb_render_markdown_format = "myst"     # markdown outputs (tables) render like markdown cells
+myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_heading_anchors = 3
+suppress_warnings = ["mystnb.unknown_mime_type"]
+html_theme = "sphinx_book_theme"
+html_theme_options = {{"show_toc_level": 2, "use_download_button": False, "use_fullscreen_button": False}}
+html_context = {{"default_mode": "light"}}   # figures are drawn on white; also: no theme-mode console error
+html_static_path = ["_static"]
+html_show_sourcelink = False
+html_copy_source = False
+html_show_search_summary = False       # summaries are fetched page by page, which browsers refuse from file://
+mathjax_path = "mathjax/{script}"
+mathjax3_config = {{"loader": {{"load": ["[tex]/textmacros"]}}, "tex": {{"packages": {{"[+]": ["textmacros"]}}}}}}
+'''
+
+
+def mathjax_source() -> Path:
+    """MathJax's es5 folder inside the installed `django-static-mathjax` wheel."""
+    try:
+        import mathjax
+    except ImportError as error:
+        raise BookBuildError("MathJax is missing: install the book's HTML tools with `make venv`") from error
+    folder = Path(mathjax.__file__).resolve().parent / "static" / "mathjax" / "es5"
+    if not (folder / MATHJAX_SCRIPT).is_file():
+        raise BookBuildError(f"{folder / MATHJAX_SCRIPT} not found: is django-static-mathjax installed intact?")
+    return folder
+
+
+def chapters(root: Path) -> list[Path]:
+    """The executed chapter notebooks, in order (the same glob the Makefile uses for the sources)."""
+    return sorted((root / "chapters").glob("[0-9][0-9]_*.ipynb"))
+
+
+def chapter_title(notebook: Path) -> str:
+    """The first heading of the notebook's first markdown cell ("Chapter 3: Factorized embedding ...")."""
+    cells = json.loads(notebook.read_text())["cells"]
+    for cell in cells:
+        if cell["cell_type"] == "markdown":
+            for line in "".join(cell["source"]).splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return notebook.stem
+
+
+def readme_topics(root: Path) -> dict[str, str]:
+    """Chapter number -> topic, from the README's chapter table (empty when the README has no such row)."""
+    readme = root / "README.md"
+    topics = {}
+    if readme.exists():
+        for match in re.finditer(r"^\| (\d\d) \| (.+?) \|$", readme.read_text(), flags=re.MULTILINE):
+            topics[match.group(1)] = match.group(2).strip()
+    return topics
+
+
+def index_page(root: Path, notebooks: list[Path]) -> str:
+    """The contents page: what the book is, the chapter table, the teacher guide, and the navigation tree."""
+    topics = readme_topics(root)
+    rows = []
+    for notebook in notebooks:
+        number = notebook.name[:2]
+        topic = topics.get(number, "").replace("|", "\\|")
+        rows.append(f"| {number} | [{chapter_title(notebook)}](chapters/{notebook.stem}) | {topic} |")
+    toctree = "\n".join(f"chapters/{notebook.stem}" for notebook in notebooks)
+    guide = (root / "chapters" / GUIDE).exists()
+    return "\n".join([
+        f"# {TITLE}",
+        "",
+        "A textbook in runnable notebooks that teaches **ALBERT** (\"A Lite BERT\", Lan et al., ICLR 2020) by",
+        "building it, on top of `albert_mini`, a compact PyTorch package. These pages show each chapter as it was",
+        "last executed (`make book`), with its outputs and figures. To run a chapter yourself, open its `.py` file",
+        "from `make lab`.",
+        "",
+        "## Chapters",
+        "",
+        "| chapter | title | topic |",
+        "|---|---|---|",
+        *rows,
+        "",
+        *([f"Teachers: the [teacher guide](chapters/{Path(GUIDE).stem}) gives each chapter's goals, timing,",
+           "exercises and discussion questions with answers.", ""] if guide else []),
+        "```{toctree}",
+        ":hidden:",
+        ":caption: Chapters",
+        "",
+        toctree,
+        "```",
+        "",
+        *(["```{toctree}", ":hidden:", ":caption: For teachers", "", f"chapters/{Path(GUIDE).stem}", "```", ""]
+          if guide else []),
+    ])
+
+
+def stage(root: Path, staging: Path) -> list[Path]:
+    """Lay out the Sphinx source folder: chapters/, figures/, _static/mathjax/, index.md and conf.py."""
+    notebooks = chapters(root)
+    if not notebooks:
+        raise BookBuildError(f"no executed chapters (chapters/NN_*.ipynb) under {root}")
+    (staging / "chapters").mkdir(parents=True)
+    for notebook in notebooks:
+        shutil.copy2(notebook, staging / "chapters" / notebook.name)
+    if (root / "chapters" / GUIDE).exists():
+        shutil.copy2(root / "chapters" / GUIDE, staging / "chapters" / GUIDE)
+    shutil.copytree(root / "figures", staging / "figures")
+    mathjax = mathjax_source()
+    target = staging / "_static" / "mathjax"
+    for part in MATHJAX_PARTS:
+        if (mathjax / part).is_dir():
+            shutil.copytree(mathjax / part, target / part)
+        else:
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(mathjax / part, target / part)
+    (staging / "index.md").write_text(index_page(root, notebooks))
+    (staging / "conf.py").write_text(CONF.format(project=TITLE, script=MATHJAX_SCRIPT))
+    return notebooks
+
+
+def build(out: Path, root: Path | None = None, quiet: bool = True) -> Path:
+    """Build the whole book into `out` from scratch (warnings are errors) and return the index page."""
+    from sphinx.cmd.build import build_main
+
+    root = root or repo_root()
+    out = Path(out).resolve()
+    with tempfile.TemporaryDirectory(prefix="albert-mini-html-") as scratch:
+        staging = Path(scratch) / "src"
+        stage(root, staging)
+        if out.exists():
+            shutil.rmtree(out)
+        args = ["-b", "html", "-W", "--keep-going", "-E", "-d", str(Path(scratch) / "doctrees"),
+                str(staging), str(out)]
+        if quiet:
+            args.insert(0, "-q")
+        status = build_main(args)
+    if status != 0:
+        raise BookBuildError(f"sphinx-build failed (exit {status}); its messages are above")
+    return out / "index.html"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: build/html)")
+    args = parser.parse_args(argv)
+    root = repo_root()
+    start = time.perf_counter()
+    try:
+        index = build(args.out or root / "build" / "html", root)
+    except BookBuildError as error:
+        print(f"make html: {error}", file=sys.stderr)
+        return 1
+    print(f"{index} ({time.perf_counter() - start:.0f} s): open it in a browser, no server needed", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""The pieces behind `make lab` and `make html` that need no browser (tests/book/test_browser.py drives the real thing)."""
+
+import json
+import socket
+from pathlib import Path
+
+from albert_mini.book import html_book, lab
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_settings_merge_into_existing_overrides_and_are_idempotent(tmp_path):
+    path = lab.settings_file(tmp_path)
+    path.parent.mkdir(parents=True)
+    mine = {"@jupyterlab/docmanager-extension:plugin": {"autosave": False, "defaultViewers": {"markdown": "Editor"}},
+            "@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"}}
+    path.write_text(json.dumps(mine))
+    assert lab.install_settings(tmp_path) == path
+    merged = json.loads(path.read_text())
+    docmanager = merged["@jupyterlab/docmanager-extension:plugin"]
+    assert docmanager == {"autosave": False, "defaultViewers": {"markdown": "Editor", "python": "Jupytext Notebook"}}
+    assert merged["@jupyterlab/apputils-extension:themes"] == {"theme": "JupyterLab Dark"}
+    written = path.stat().st_mtime_ns
+    lab.install_settings(tmp_path)
+    assert path.stat().st_mtime_ns == written  # nothing to change: not rewritten
+
+
+def test_settings_go_under_the_environment_prefix(tmp_path):
+    assert lab.settings_file(tmp_path) == tmp_path / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+
+
+def test_lab_command_is_loopback_on_the_given_port_with_the_checkout_as_root():
+    command = lab.lab_command(ROOT, 12345, open_browser=False)
+    assert f"--ServerApp.root_dir={ROOT}" in command
+    assert "--ServerApp.ip=127.0.0.1" in command and "--ServerApp.port=12345" in command
+    assert "--ServerApp.port_retries=0" in command and "--ServerApp.open_browser=False" in command
+    assert not any("token" in part.lower() for part in command)  # the token travels in the environment
+    assert lab.lab_url(12345, "abc") == "http://127.0.0.1:12345/lab/tree/chapters?token=abc"
+
+
+def test_free_port_is_free():
+    port = lab.free_port()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", port))
+
+
+def test_contents_page_lists_every_chapter_with_title_and_topic():
+    notebooks = html_book.chapters(ROOT)
+    page = html_book.index_page(ROOT, notebooks)
+    topics = html_book.readme_topics(ROOT)
+    for notebook in notebooks:
+        title = html_book.chapter_title(notebook)
+        assert title != notebook.stem, f"{notebook.name} has no '# ' heading"
+        row = f"| {notebook.name[:2]} | [{title}](chapters/{notebook.stem}) |"
+        assert row in page
+        assert notebook.name[:2] in topics, f"README's chapter table has no row for {notebook.name[:2]}"
+        assert f"chapters/{notebook.stem}\n" in page  # in the navigation tree too
+    assert "chapters/TEACHER_GUIDE" in page
+
+
+def test_mathjax_ships_in_the_environment():
+    folder = html_book.mathjax_source()
+    assert (folder / html_book.MATHJAX_SCRIPT).stat().st_size > 100_000
+    assert all((folder / part).exists() for part in html_book.MATHJAX_PARTS)
