@@ -16,7 +16,8 @@ PACKAGE = Path(albert_mini.__file__).resolve().parent
 LAYERS = ("base", "model", "text", "training", "tasks", "study", "book")
 COMMANDS = ("albert_mini.training.pretrain", "albert_mini.tasks.finetune", "albert_mini.text.tokenizer",
             "albert_mini.text.build_corpus", "albert_mini.tasks.austen_tasks", "albert_mini.tasks.polarity",
-            "albert_mini.study.experiments", "albert_mini.book.build", "albert_mini.book.exercises.student")
+            "albert_mini.study.experiments", "albert_mini.book.build", "albert_mini.book.exercises.student",
+            "albert_mini.book.lab", "albert_mini.book.html_book")
 
 
 def module_files() -> dict[str, Path]:

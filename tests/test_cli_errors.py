@@ -18,7 +18,8 @@ from cli_helpers import REPO, cli_error, run_module
 
 FIXTURES = REPO / "tests" / "tasks" / "fixtures" / "tasks"
 CLI_MODULES = ["training.pretrain", "tasks.finetune", "text.tokenizer", "text.build_corpus", "tasks.polarity",
-               "tasks.austen_tasks", "study.experiments", "book.build", "book.exercises.student"]
+               "tasks.austen_tasks", "study.experiments", "book.build", "book.exercises.student", "book.lab",
+               "book.html_book"]
 
 
 def test_importing_the_package_imports_none_of_its_modules():

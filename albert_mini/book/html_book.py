@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..cli import Parser, run as run_cli
+from ..errors import UserError
 from ..paths import repo_root
 
 GUIDE = "TEACHER_GUIDE.md"
@@ -32,7 +34,10 @@ MATHJAX_SCRIPT = "tex-mml-chtml.js"
 MATHJAX_PARTS = (MATHJAX_SCRIPT, "a11y", "adaptors", "input", "output/chtml", "sre", "ui")
 
 
-class BookBuildError(RuntimeError):
+BUILD_MARK = ".buildinfo"  # what Sphinx's HTML builder writes at the top of every output folder
+
+
+class BookBuildError(UserError, RuntimeError):
     """The book could not be built (what is missing, or Sphinx's exit status after its messages)."""
 
 CONF = '''\
@@ -165,6 +170,7 @@ def build(out: Path, root: Path | None = None, quiet: bool = True) -> Path:
 
     root = root or repo_root()
     out = Path(out).resolve()
+    check_out_dir(out)
     with tempfile.TemporaryDirectory(prefix="albert-mini-html-") as scratch:
         staging = Path(scratch) / "src"
         stage(root, staging)
@@ -180,17 +186,35 @@ def build(out: Path, root: Path | None = None, quiet: bool = True) -> Path:
     return out / "index.html"
 
 
+def check_out_dir(out: Path) -> None:
+    """Refuse an output folder that a rebuild would wipe but that holds something other than an earlier book.
+
+    A build replaces `out` whole, so `out` must be absent, empty, or an HTML build (Sphinx's .buildinfo at its
+    top): the run-directory rule of the training commands, applied to the book.
+    """
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise BookBuildError(f"--out {out} is a file, not a folder; give a folder path (it is created if absent)")
+    if any(out.iterdir()) and not (out / BUILD_MARK).is_file():
+        shown = ", ".join(sorted(p.name for p in out.iterdir())[:5])
+        raise BookBuildError(f"--out {out} holds files that no book build wrote ({shown}); a build replaces its "
+                             "folder whole, so choose a new or empty --out, or move those files away")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    """Command line: build the book; a failure ends with one error line and exit status 2 (--debug: traceback)."""
+    return run_cli(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
+    parser = Parser(prog="python -m albert_mini.book.html_book", description=__doc__,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: build/html)")
     args = parser.parse_args(argv)
     root = repo_root()
     start = time.perf_counter()
-    try:
-        index = build(args.out or root / "build" / "html", root)
-    except BookBuildError as error:
-        print(f"make html: {error}", file=sys.stderr)
-        return 1
+    index = build(args.out or root / "build" / "html", root)
     print(f"{index} ({time.perf_counter() - start:.0f} s): open it in a browser, no server needed", flush=True)
     return 0
 

@@ -20,6 +20,7 @@ import socket
 import sys
 from pathlib import Path
 
+from ..cli import Parser, run as run_cli
 from ..paths import repo_root
 
 LOOPBACK = "127.0.0.1"
@@ -81,7 +82,13 @@ def lab_url(port: int, token: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    """Command line: start JupyterLab (see the module's docstring); bad flags end with one error line, status 2."""
+    return run_cli(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
+    parser = Parser(prog="python -m albert_mini.book.lab", description=__doc__,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser tab; print the address")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     parser.add_argument("--install-settings", action="store_true",

@@ -4,6 +4,8 @@ import json
 import socket
 from pathlib import Path
 
+import pytest
+
 from albert_mini.book import html_book, lab
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,3 +64,26 @@ def test_mathjax_ships_in_the_environment():
     folder = html_book.mathjax_source()
     assert (folder / html_book.MATHJAX_SCRIPT).stat().st_size > 100_000
     assert all((folder / part).exists() for part in html_book.MATHJAX_PARTS)
+
+
+def test_the_book_never_wipes_a_folder_it_did_not_build(tmp_path, capsys):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    with pytest.raises(html_book.BookBuildError, match=r"holds files that no book build wrote \(notes.txt\)"):
+        html_book.build(mine, ROOT)
+    assert (mine / "notes.txt").read_text() == "keep"
+    a_file = tmp_path / "page.html"
+    a_file.write_text("x")
+    with pytest.raises(SystemExit) as stop:
+        html_book.main(["--out", str(a_file)])
+    assert stop.value.code == 2 and a_file.read_text() == "x"
+    assert capsys.readouterr().err == f"error: --out {a_file} is a file, not a folder; give a folder path (it is " \
+                                      "created if absent)\n"
+    empty, earlier = tmp_path / "empty", tmp_path / "earlier"
+    empty.mkdir()
+    earlier.mkdir()
+    (earlier / html_book.BUILD_MARK).write_text("# Sphinx build info\n")
+    (earlier / "index.html").write_text("old")
+    for folder in (empty, earlier, tmp_path / "absent"):
+        html_book.check_out_dir(folder)  # what a build may replace
