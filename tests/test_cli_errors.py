@@ -131,7 +131,8 @@ def test_cli_run_lets_bugs_keep_their_traceback():
 def test_subprocess_errors_print_exactly_one_line(tmp_path):
     out = tmp_path / "file"
     out.write_text("x")
-    done = run_module("training.pretrain", "--preset", "albert-nano", "--corpus", "synthetic", "--steps", "1", "--out", out)
+    done = run_module("training.pretrain", "--preset", "albert-nano", "--corpus", "synthetic", "--steps", "1",
+                      "--out", out)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == f"error: --out {out} is a file, not a directory; give a directory path (it is created if " \
                           "absent)\n"

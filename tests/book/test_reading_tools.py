@@ -1,4 +1,5 @@
-"""The pieces behind `make lab` and `make html` that need no browser (tests/book/test_browser.py drives the real thing)."""
+"""The pieces behind `make lab` and `make html` that need no browser (tests/book/test_browser.py drives the real
+thing)."""
 
 import json
 import socket
