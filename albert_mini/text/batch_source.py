@@ -60,3 +60,43 @@ class BatchSource:
                 raise ValueError(f"the saved data position was made with {key}={state.get(key)}, this source has "
                                  f"{key}={value}; rebuild the source with the saved settings to resume exactly")
         self.epoch, self.index = int(state["epoch"]), int(state["index"])
+
+
+class PhasedBatches(BatchSource):
+    """A two-phase curriculum: the first `switch_after` batches from `first`, then the rest from `then`.
+
+    BERT trained 90% of its steps on short sequences and the last 10% on long ones, because attention costs grow
+    with length and short text teaches most of what long text does; `--short-seq-len` in the pretraining CLI uses
+    this source. The position is the number of batches drawn plus both sources' own positions, so a run resumed
+    from a checkpoint continues in the right phase at the right batch.
+    """
+
+    def __init__(self, first: BatchSource, then: BatchSource, switch_after: int):
+        if switch_after < 0:
+            raise ValueError(f"switch_after must be >= 0, got {switch_after}")
+        super().__init__()
+        self.first, self.then, self.switch_after, self.drawn = first, then, switch_after, 0
+
+    def __next__(self) -> dict:
+        source = self.first if self.drawn < self.switch_after else self.then
+        batch = next(source)
+        self.drawn += 1
+        return batch
+
+    def take(self, n: int) -> list[dict]:
+        return self.then.take(n)
+
+    def settings(self) -> dict:
+        return {"switch_after": self.switch_after}
+
+    def state_dict(self) -> dict:
+        return {"drawn": self.drawn, "first": self.first.state_dict(), "then": self.then.state_dict(),
+                **self.settings()}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state.get("switch_after") != self.switch_after:
+            raise ValueError(f"the saved data position switches phase after {state.get('switch_after')} batches, "
+                             f"this source after {self.switch_after}; resume with the saved --short-fraction")
+        self.first.load_state_dict(state["first"])
+        self.then.load_state_dict(state["then"])
+        self.drawn = int(state["drawn"])

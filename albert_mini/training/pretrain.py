@@ -31,7 +31,8 @@ from . import rundir
 from .checkpoint import atomic_write_text
 from .distributed import DistInfo, barrier, cleanup, init_distributed
 from .optim import OPTIMIZERS, WarmupPolyDecay, build_optimizer
-from .pretrain_inputs import DEFAULT_HOLDOUT, SPLIT_BY, Inputs, build_inputs, check_corpus_flags, load_tokenizer
+from .pretrain_inputs import (DEFAULT_HOLDOUT, SPLIT_BY, Inputs, build_inputs, check_corpus_flags, load_tokenizer,
+                             short_batch_size, short_steps)
 from .recipe import OUTPUT_BIASES, build_pretraining_model
 from .trainer import Trainer, TrainConfig, TrainResult
 
@@ -99,6 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run directory: config, metrics and checkpoints; resumed if it holds this run (see below)")
     p.add_argument("--batch-size", type=int, default=32, help="sequences per micro-batch per process (default 32)")
     p.add_argument("--seq-len", type=int, default=128, help="tokens per sequence (default 128)")
+    p.add_argument("--short-seq-len", type=int, default=None,
+                   help="train the first --short-fraction of the steps on sequences this long (BERT's curriculum), "
+                        "with --batch-size x --seq-len / this many sequences per micro-batch; evaluation uses --seq-len")
+    p.add_argument("--short-fraction", type=float, default=0.9,
+                   help="fraction of --steps trained at --short-seq-len (default 0.9, as in BERT)")
     p.add_argument("--lr", type=float, default=1.76e-3, help="peak learning rate (default 1.76e-3, the paper's)")
     p.add_argument("--warmup", type=int, default=None,
                    help="linear warmup steps, 0 for none (default: 2.5%% of --steps, the paper's 3125 / 125000)")
@@ -158,7 +164,19 @@ def check_args(args: argparse.Namespace) -> None:
     max_len = max_seq_len(args.preset)
     if not 8 <= args.seq_len <= max_len:
         raise UsageError(f"--seq-len must be in [8, {max_len}] for {args.preset}, got {args.seq_len}")
+    if args.short_seq_len is not None:
+        if not 8 <= args.short_seq_len < args.seq_len or args.seq_len % args.short_seq_len:
+            raise UsageError(f"--short-seq-len must be in [8, --seq-len={args.seq_len}) and divide it, "
+                             f"got {args.short_seq_len}; e.g. --short-seq-len {args.seq_len // 2}")
+        if not 0 < args.short_fraction < 1:
+            raise UsageError(f"--short-fraction must be in (0, 1), got {args.short_fraction}")
     check_corpus_flags(args)
+
+
+def phase_note(args) -> str:
+    if args.short_seq_len is None:
+        return ""
+    return f" (first {short_steps(args)} steps: {short_batch_size(args)} x {args.short_seq_len})"
 
 
 def max_seq_len(preset: str) -> int:
@@ -254,7 +272,7 @@ def run(args: argparse.Namespace, info: DistInfo) -> TrainResult:
     if config.vocab_size != preset_vocab:
         say(f"vocab_size {config.vocab_size} from the tokenizer {tokenizer.path} (the preset has {preset_vocab})")
     say(f"{args.preset}: {count_parameters(model):,} parameters | {info.world_size} process(es) | effective batch "
-        f"{effective} x {args.seq_len} tokens | {args.optimizer} lr {args.lr:g}, warmup {warmup}, {args.steps} steps")
+        f"{effective} x {args.seq_len} tokens{phase_note(args)} | {args.optimizer} lr {args.lr:g}, warmup {warmup}, {args.steps} steps")
     result = trainer.train()
     say(f"stopped at step {result.step} ({result.stop_reason}); metrics and checkpoints in {out}")
     if result.eval is not None:

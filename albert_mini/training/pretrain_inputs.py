@@ -10,12 +10,14 @@ refused up front, naming the flags and values that work.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import math
 from dataclasses import dataclass
 
 from ..errors import UsageError
 from ..paths import DATA_ROOT
+from ..text.batch_source import PhasedBatches
 from ..text.batches import (DataSettings, PretrainingBatches, build_pretraining_dataset, count_examples,
                             tokenize_documents)
 from ..text.corpus import Document, expand_text_paths, fingerprint_files, load_corpus, load_text_files
@@ -73,6 +75,8 @@ def check_corpus_flags(args) -> None:
 
 def load_tokenizer(args) -> Tokenizer | None:
     """The tokenizer of the run: --tokenizer, the committed Austen model for austen, None for synthetic data."""
+    if args.corpus == "synthetic" and args.short_seq_len is not None:
+        raise UsageError("--short-seq-len needs a text corpus; the synthetic corpus has one sequence length")
     if args.corpus == "synthetic":
         return None
     return Tokenizer.from_file(args.tokenizer) if args.tokenizer else Tokenizer.default()
@@ -130,14 +134,35 @@ def build_inputs(args, vocab_size: int, tokenizer: Tokenizer | None, info: DistI
     for split, tokens in splits.items():
         check_task_fits(tokens, args.task, split, args.split_by)
     check_batches(args, splits, info.world_size, max_seq_len)
+    if args.short_seq_len is not None:
+        # The short phase only trains (evaluation stays at --seq-len), so only its training batch is checked.
+        short_args = argparse.Namespace(**{**vars(args), "seq_len": args.short_seq_len,
+                                           "batch_size": short_batch_size(args), "eval_batches": 0})
+        check_batches(short_args, splits, info.world_size, max_seq_len)
     common = dict(task=args.task, max_seq_len=args.seq_len, seed=args.seed)
     train_set = build_pretraining_dataset(splits["training"], tokenizer, **common,
                                           dynamic=args.masking == "dynamic", dupe_factor=args.dupe_factor)
     train = PretrainingBatches(train_set, args.batch_size).shard(info.rank, info.world_size)
+    if args.short_seq_len is not None:
+        short = dict(common, max_seq_len=args.short_seq_len)
+        short_set = build_pretraining_dataset(splits["training"], tokenizer, **short,
+                                              dynamic=args.masking == "dynamic", dupe_factor=args.dupe_factor)
+        first = PretrainingBatches(short_set, short_batch_size(args)).shard(info.rank, info.world_size)
+        train = PhasedBatches(first, train, switch_after=short_steps(args) * args.accumulate)
     # Held-out documents, masked once (static) so every evaluation scores the same examples.
     val_set = build_pretraining_dataset(splits["validation"], tokenizer, **common, dynamic=False)
     val = PretrainingBatches(val_set, args.batch_size).shard(info.rank, info.world_size).take(args.eval_batches)
     return Inputs(train, val, train_set.documents, fingerprint)
+
+
+def short_batch_size(args) -> int:
+    """Sequences per micro-batch in the short phase: as many tokens per step as the long phase."""
+    return args.batch_size * args.seq_len // args.short_seq_len
+
+
+def short_steps(args) -> int:
+    """Optimizer steps trained on short sequences before the switch to --seq-len."""
+    return round(args.short_fraction * args.steps) if args.short_seq_len is not None else 0
 
 
 def check_task_fits(tokens, task: str, split: str, split_by: str | None) -> None:
