@@ -28,6 +28,7 @@ from ..model.config import AlbertConfig, config_differences
 from ..text.corpus import fingerprint_changes
 
 RUN_FILE, CONFIG_FILE, METRICS_FILE = "run.json", "config.json", "metrics.jsonl"
+MODEL_CARD_FILE, SCORES_FILE = "README.md", "scores.json"  # written beside an exported model by study.model_card
 MODEL_FILE, MANIFEST_FILE, STATE_FILE = "model.safetensors", "manifest.json", "trainer_state.pt"
 CHECKPOINTS = "checkpoints"
 CHECKPOINT_FILES = frozenset({MODEL_FILE, STATE_FILE, CONFIG_FILE, MANIFEST_FILE})
@@ -52,7 +53,8 @@ class Layout:
 
 
 RUN = Layout("run", frozenset({RUN_FILE, CONFIG_FILE, METRICS_FILE}), checkpoints=True)
-EXPORT = Layout("exported model", frozenset({MODEL_FILE, CONFIG_FILE, MANIFEST_FILE, RUN_FILE, METRICS_FILE}),
+EXPORT = Layout("exported model", frozenset({MODEL_FILE, CONFIG_FILE, MANIFEST_FILE, RUN_FILE, METRICS_FILE,
+                                             MODEL_CARD_FILE, SCORES_FILE}),
                 checkpoints=False)
 
 
