@@ -337,7 +337,7 @@ def setting(result: dict) -> str:
     budget = meta["budget"]
     seeds = meta.get("seeds", [budget.get("seed", 0)])
     tokens = budget.get("tokens", budget["steps"] * budget["batch_size"] * budget["seq_len"])
-    return f"{budget['steps']} steps, {tokens / 1e6:.2g}M tokens per model, {len(seeds)} seed(s)"
+    return f"{budget['steps']} steps, {tokens:,} tokens per model, {len(seeds)} seed(s)"
 
 
 def pct(value) -> str:

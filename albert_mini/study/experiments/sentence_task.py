@@ -64,7 +64,8 @@ def figure(result: dict):
         base = result["baselines"][task]
         ax.axhline(100 * base["majority"], color="grey", ls="--", lw=1, label="majority label (chance)")
         ax.axhline(100 * base["overlap_stump"], color="tab:green", ls=":", lw=1.2, label="word-overlap stump (no network)")
-        ax.set(xticks=x, xticklabels=[f"trained\nwith {t.upper()}" for t in rows], ylabel=f"held-out {task.upper()} "
+        ax.set(xticks=x, xticklabels=[f"trained with {t.upper()}\n({'own head' if t == task else 'linear probe'})"
+                                          for t in rows], ylabel=f"held-out {task.upper()} "
                "accuracy (%)", title=f"Scored on {task.upper()} ({rows[next(iter(rows))]['examples'][task]} pairs)")
         ax.grid(axis="y", alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
