@@ -11,6 +11,7 @@ from __future__ import annotations
 import statistics
 
 from ...model.config import AlbertConfig
+from ...tasks.registry import get_task
 from ...text.synthetic import SyntheticBatches
 from ...training.recipe import build_pretraining_model
 from ...training.trainer import TrainConfig, train
@@ -20,6 +21,7 @@ from .common import FAST, Budget, Pretraining, cpu_model, mini
 # Experiments without models to train: seconds of their last run (fast, full), from data/results/*.json.
 FIXED_SECONDS = {"throughput": (3, 95), "memory": (2, 2)}
 FINETUNE_SEQ_LEN = 128  # fine-tuning inputs are at most this long
+MC_OPTIONS = 4  # austen-mc's answer options
 
 
 def work(config: AlbertConfig, seq_len: int) -> float:
@@ -65,8 +67,10 @@ def pretraining_seconds(run: Pretraining, budget: Budget, speed: dict[int, float
 
 
 def finetuning_seconds(item, speed: dict[int, float]) -> float:
-    """Training plus scoring time of one fine-tuning run (inputs taken at their longest)."""
-    return 1.2 * item.settings.steps * item.settings.batch_size * FINETUNE_SEQ_LEN / speed[FINETUNE_SEQ_LEN]
+    """Training plus scoring time of one fine-tuning run (inputs taken at their longest; a multiple-choice
+    question is one sequence per option)."""
+    sequences = MC_OPTIONS if get_task(item.task).kind == "multiple_choice" else 1
+    return 1.2 * item.settings.steps * item.settings.batch_size * sequences * FINETUNE_SEQ_LEN / speed[FINETUNE_SEQ_LEN]
 
 
 def estimate(names: list[str], experiments: dict, budget: Budget, seeds, cache) -> dict:
