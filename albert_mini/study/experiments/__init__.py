@@ -1,18 +1,20 @@
-"""The paper's findings at mini scale: one module per experiment (run, figure, table), registered by name."""
+"""The paper's findings at mini scale: one module per experiment (plan, run, figure, table), registered by name."""
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from types import ModuleType
 
 from ...paths import save_figure
 from . import embedding_size, finetune, memory, sentence_task, sharing, smoothness, throughput
-from .common import FULL, Budget, current_budget, results_dir, write_result
+from .common import FULL, SEEDS, Budget, current_budget, results_dir, write_result
+from .runs import RunCache, Runner, cache_dir
 
-# Adding an experiment: a module with run(budget) -> dict, figure(result) -> Figure and table(result) -> str, and
-# one line here. `all` runs them in this order.
+# Adding an experiment: a module with run(runner) -> dict, figure(result) -> Figure and table(result) -> str (and
+# plan(budget, seeds) -> its runs, when it trains models), and one line here. `all` runs them in this order.
 EXPERIMENTS: dict[str, ModuleType] = {
     "sentence_task": sentence_task,
     "sharing": sharing,
@@ -24,17 +26,25 @@ EXPERIMENTS: dict[str, ModuleType] = {
 }
 
 
-def run(name: str, budget: Budget | None = None, out_dir: Path | None = None) -> Path:
+def run(name: str, budget: Budget | None = None, out_dir: Path | None = None, seeds=SEEDS,
+        cache: RunCache | None | bool = True, runner: Runner | None = None, command: str | None = None) -> Path:
     """Run experiment `name`, write <out_dir>/<name>.json and its figure; returns the JSON's path.
 
-    Figures of the full budget go to figures/experiment_<name>.png; other budgets keep theirs beside the JSON.
+    Finished runs are kept in `cache` (True: the mode's folder under cache/; a RunCache; None or False: none), so
+    an interrupted experiment resumes where it stopped. Figures of the full budget go to
+    figures/experiment_<name>.png; other budgets keep theirs beside the JSON.
     """
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {name!r}; choose from {', '.join(EXPERIMENTS)}")
     budget = budget or current_budget()
+    if runner is None:
+        store = RunCache(cache_dir()) if cache is True else (cache or None)
+        runner = Runner(budget, seeds, store)
+    runner.experiment = name
     start = time.perf_counter()
-    payload = EXPERIMENTS[name].run(budget)
-    path = write_result(name, payload, budget, out_dir or results_dir(), time.perf_counter() - start)
+    payload = EXPERIMENTS[name].run(runner)
+    path = write_result(name, payload, budget, runner.seeds, out_dir or results_dir(), time.perf_counter() - start,
+                        command)
     fig = EXPERIMENTS[name].figure(json.loads(path.read_text()))  # drawn from what was written, as a reader sees it
     save_figure(fig, f"experiment_{name}.png", None if budget == FULL else path.parent)
     return path
@@ -48,3 +58,8 @@ def results_tables(folder: Path) -> str:
         if path.exists():
             tables.append(experiment.table(json.loads(path.read_text())) + "\n")
     return "\n".join(tables)
+
+
+def command_line() -> str:
+    """The command as typed, for provenance."""
+    return " ".join(["python -m albert_mini.study.experiments", *sys.argv[1:]])

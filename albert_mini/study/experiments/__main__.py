@@ -1,12 +1,15 @@
-"""`python -m albert_mini.study.experiments NAME|all|tables`: run experiments and write their results.
+"""`python -m albert_mini.study.experiments NAME...|all|tables`: run experiments and write their results.
 
-    python -m albert_mini.study.experiments all               # what `make experiments` runs (full settings)
-    python -m albert_mini.study.experiments sentence_task     # one experiment (make experiment-sentence_task)
-    python -m albert_mini.study.experiments tables            # markdown tables of the results, beside the paper's
+    python -m albert_mini.study.experiments all --seeds 0 1 2   # what `make experiments` runs (full settings)
+    python -m albert_mini.study.experiments sentence_task       # one experiment (make experiment-sentence_task)
+    python -m albert_mini.study.experiments all --estimate      # only print the expected duration
+    python -m albert_mini.study.experiments tables              # markdown tables of the results, beside the paper's
     ALBERT_MINI_FAST=1 python -m albert_mini.study.experiments all   # seconds, for tests; writes to cache/
 
-Each experiment writes data/results/<name>.json (the numbers with the command, git revision, seed and budget that
-produced them) and figures/experiment_<name>.png.
+Each experiment writes data/results/<name>.json (per-seed values, mean and spread per cell, paired tests, and the
+command, git revision, CPU, budget and wall time that produced them) and figures/experiment_<name>.png. Every
+finished model is kept in cache/experiment-runs/ as it ends: rerunning the same command after an interruption
+skips what is done; other settings or other code never reuse a result.
 """
 
 import argparse
@@ -15,7 +18,11 @@ import time
 from pathlib import Path
 
 from ...cli import Parser, run as run_cli
-from . import EXPERIMENTS, results_dir, results_tables, run
+from ...errors import UsageError
+from . import EXPERIMENTS, command_line, results_dir, results_tables, run
+from .common import SEEDS, current_budget
+from .estimate import describe, estimate
+from .runs import RunCache, Runner, cache_dir
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,15 +36,32 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("names", nargs="+", choices=[*EXPERIMENTS, "all", "tables"],
                         help="experiments to run; `tables` prints markdown tables of the results in --out")
     parser.add_argument("--out", type=Path, default=None, help="results folder (default: data/results)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS),
+                        help=f"seeds: every model is trained once per seed (default {' '.join(map(str, SEEDS))})")
+    parser.add_argument("--estimate", action="store_true", help="print the expected duration and stop")
+    parser.add_argument("--no-cache", action="store_true", help="train everything again (finished runs not reused)")
     args = parser.parse_args(argv)
     if args.names == ["tables"]:
         print(results_tables(args.out or results_dir()))
         return 0
-    names = list(EXPERIMENTS) if "all" in args.names else args.names
+    if len(set(args.seeds)) != len(args.seeds) or min(args.seeds) < 0:
+        raise UsageError(f"--seeds must be distinct non-negative integers, got {' '.join(map(str, args.seeds))}")
+    names = list(EXPERIMENTS) if "all" in args.names else [n for n in EXPERIMENTS if n in args.names]
+    budget = current_budget()
+    cache = None if args.no_cache else RunCache(cache_dir())
+    report = estimate(names, EXPERIMENTS, budget, args.seeds, cache)
+    print(f"{', '.join(names)}: {budget.tokens:,} training tokens per model ({budget.steps} steps), "
+          f"seeds {' '.join(map(str, args.seeds))}", flush=True)
+    print(describe(report), flush=True)
+    if args.estimate:
+        return 0
+    total = sum(len(EXPERIMENTS[n].plan(budget, args.seeds)) for n in names if hasattr(EXPERIMENTS[n], "plan"))
+    runner = Runner(budget, args.seeds, cache, total=total)
     start = time.perf_counter()
     for name in names:
-        path = run(name, out_dir=args.out)
+        path = run(name, budget, out_dir=args.out, runner=runner, command=command_line())
         print(f"{name}: wrote {path} ({time.perf_counter() - start:.0f} s so far)", flush=True)
+    print(f"done in {time.perf_counter() - start:.0f} s (estimated {report['seconds']:.0f} s) on {report['cpu']}")
     return 0
 
 

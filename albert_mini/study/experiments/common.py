@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import platform
 import subprocess
 import time
@@ -25,6 +26,7 @@ from ...model.config import AlbertConfig, embedding_variant
 from ...model.counting import count_parameters
 from ...paths import REPO_ROOT
 from ...settings import fast_mode
+from ...text.batch_source import PhasedBatches
 from ...text.batches import PretrainingBatches, build_pretraining_dataset, tokenize_documents
 from ...text.corpus import load_corpus
 from ...text.instances import SENTENCE_TASKS, build_instances
@@ -32,32 +34,74 @@ from ...text.padding import pad_batch
 from ...text.tokenizer import Tokenizer
 from ...training.recipe import build_pretraining_model
 from ...training.trainer import TrainConfig, train
+from ..leak_probe import fit_stump
 from ..probes import linear_probe, pooled_outputs
+from ..smoothness import layer_smoothness
+from ..stats import compare_paired, seed_summary
 
 COMMAND = "python -m albert_mini.study.experiments"
 
 
+# Training tokens per model, the one budget knob of each mode (`make experiments` is "full"; tests run "fast").
+# Full: 224 steps of 32 x 128 tokens (917,504), set by the 3-hour cap on 2 cores for 36 pretraining runs (12 models
+# x 3 seeds) plus 18 fine-tuning runs; `--estimate` prints what it costs on the machine at hand.
+TOKENS_PER_MODEL = {"full": 224 * 32 * 128, "fast": 2 * 4 * 64}
+SEEDS = (0, 1, 2)  # every model of every experiment is trained once per seed
+
+
 @dataclass(frozen=True)
 class Budget:
-    """Everything that decides a pretraining run besides the model and the task."""
+    """Everything that decides a pretraining run besides the model, the task and the seed."""
 
-    steps: int
+    tokens: int  # training tokens per model (steps = tokens / (batch_size x seq_len))
     batch_size: int = 32
     seq_len: int = 128
+    # BERT's curriculum, as `pretrain --short-seq-len 64 --short-fraction 0.9`: the first 90% of the steps on
+    # sequences of 64 tokens (twice as many per batch: the same tokens per step), the rest at seq_len.
+    short_seq_len: int | None = 64
+    short_fraction: float = 0.9
     lr: float = 5e-3
-    warmup: int = 50
+    warmup_fraction: float = 0.025  # the pretraining CLI's default (the paper's 3,125 of 125,000 steps)
     optimizer: str = "lamb"
-    eval_batches: int = 16  # held-out batches of 32 sequences for MLM accuracy
+    eval_batches: int = 16  # held-out batches of batch_size x seq_len for MLM accuracy and smoothness
     probe_train: int = 2048  # training-split instances a linear probe is fitted on
     probe_eval: int = 1024  # held-out instances a sentence task is scored on
     probe_steps: int = 300  # full-batch Adam steps of a linear probe
-    seed: int = 0
     max_documents: int | None = None  # use only the first chapters of each split (fast mode)
 
+    def __post_init__(self):
+        if self.tokens < self.batch_size * self.seq_len:
+            raise ValueError(f"tokens={self.tokens} is less than one batch of {self.batch_size} x {self.seq_len}")
+        if self.short_seq_len is not None and (self.seq_len % self.short_seq_len or not 0 < self.short_fraction < 1):
+            raise ValueError(f"short_seq_len {self.short_seq_len} must divide seq_len {self.seq_len} and "
+                             f"short_fraction {self.short_fraction} must be in (0, 1)")
 
-FULL = Budget(steps=200)
-FAST = Budget(steps=2, batch_size=4, seq_len=64, warmup=1, eval_batches=1, probe_train=32, probe_eval=32,
-              probe_steps=5, max_documents=6)
+    @property
+    def steps(self) -> int:
+        return self.tokens // (self.batch_size * self.seq_len)
+
+    @property
+    def warmup(self) -> int:
+        return round(self.warmup_fraction * self.steps)
+
+    @property
+    def short_steps(self) -> int:
+        """Steps trained at short_seq_len before the switch (0 without the curriculum)."""
+        return round(self.short_fraction * self.steps) if self.short_seq_len is not None else 0
+
+    @property
+    def short_batch_size(self) -> int:
+        return self.batch_size * self.seq_len // self.short_seq_len if self.short_seq_len else self.batch_size
+
+    def as_dict(self) -> dict:
+        """The settings and what they imply (steps, warm-up), as recorded with every result."""
+        return {**dataclasses.asdict(self), "steps": self.steps, "warmup": self.warmup,
+                "short_steps": self.short_steps}
+
+
+FULL = Budget(tokens=TOKENS_PER_MODEL["full"])
+FAST = Budget(tokens=TOKENS_PER_MODEL["fast"], batch_size=4, seq_len=64, short_seq_len=32, short_fraction=0.5,
+              eval_batches=1, probe_train=32, probe_eval=32, probe_steps=5, max_documents=6)
 
 
 def current_budget() -> Budget:
@@ -88,44 +132,88 @@ def token_documents(split: str, limit: int | None = None):
     return tokenize_documents(load_corpus("austen", split)[:limit], Tokenizer.default())
 
 
-def pretraining_batches(task: str, split: str, budget: Budget, dynamic: bool, seed: int) -> PretrainingBatches:
-    """Masked batches of a split for `task` at the budget's length and batch size."""
+def pretraining_batches(task: str, split: str, budget: Budget, dynamic: bool, seed: int,
+                        seq_len: int | None = None, batch_size: int | None = None) -> PretrainingBatches:
+    """Masked batches of a split for `task`, at the budget's length and batch size unless others are given."""
     dataset = build_pretraining_dataset(token_documents(split, budget.max_documents), Tokenizer.default(), task,
-                                        budget.seq_len, seed=seed, dynamic=dynamic)
-    return PretrainingBatches(dataset, budget.batch_size)
+                                        seq_len or budget.seq_len, seed=seed, dynamic=dynamic)
+    return PretrainingBatches(dataset, batch_size or budget.batch_size)
+
+
+def training_batches(task: str, budget: Budget, seed: int):
+    """The training source: short sequences first when the budget has the curriculum, as the pretraining CLI."""
+    long = pretraining_batches(task, "train", budget, dynamic=True, seed=seed)
+    if budget.short_seq_len is None:
+        return long
+    short = pretraining_batches(task, "train", budget, dynamic=True, seed=seed, seq_len=budget.short_seq_len,
+                                batch_size=budget.short_batch_size)
+    return PhasedBatches(short, long, switch_after=budget.short_steps)
+
+
+HELD_OUT_SEED = 1  # the same masked held-out batches for every model and seed: scores pair up
 
 
 def held_out_batches(budget: Budget, task: str = "sop") -> list[dict]:
     """The budget's held-out batches: validation chapters, masked once, with sentence labels (SOP for MLM only)."""
     task = task if SENTENCE_TASKS[task].labelled else "sop"
-    batches = pretraining_batches(task, "validation", budget, dynamic=False, seed=budget.seed + 1)
+    batches = pretraining_batches(task, "validation", budget, dynamic=False, seed=HELD_OUT_SEED)
     return batches.take(budget.eval_batches)
 
 
 # ---------------------------------------------------------------------------------------------- pretraining
-_trained: dict = {}
+def pretrain(config: AlbertConfig, task: str, budget: Budget, seed: int):
+    """Pretrain `config` on the Austen training chapters with `task` beside MLM.
 
-
-def pretrain(config: AlbertConfig, task: str, budget: Budget) -> tuple[AlbertForPreTraining, dict]:
-    """Pretrain `config` on the Austen training chapters with `task` beside MLM; cached per process."""
-    key = (config.to_json(), task, budget)
-    if key not in _trained:
-        model = build_pretraining_model(config, task, token_documents("train", budget.max_documents), seed=budget.seed)
-        start = time.perf_counter()
-        result = train(model, pretraining_batches(task, "train", budget, dynamic=True, seed=budget.seed),
-                       TrainConfig(max_steps=budget.steps, log_every=max(1, budget.steps // 20), progress=False),
-                       optimizer=budget.optimizer, lr=budget.lr, warmup_steps=budget.warmup,
-                       val_batches=held_out_batches(budget, task))
-        record = {"seconds": time.perf_counter() - start, "steps": result.step, "eval": result.eval,
-                  "curve": [{k: h.get(k) for k in ("step", "loss", "mlm_acc", "sentence_acc")}
-                            for h in result.history if h["type"] == "train"]}
-        _trained[key] = (model.eval(), record)
-    return _trained[key]
+    Returns the trained model, a record of the run and the smoothness of the encoder it started from."""
+    model = build_pretraining_model(config, task, token_documents("train", budget.max_documents), seed=seed)
+    at_init = layer_smoothness(model.albert, held_out_batches(budget))
+    start = time.perf_counter()
+    result = train(model, training_batches(task, budget, seed),
+                   TrainConfig(max_steps=budget.steps, log_every=max(1, budget.steps // 20), progress=False),
+                   optimizer=budget.optimizer, lr=budget.lr, warmup_steps=budget.warmup,
+                   val_batches=held_out_batches(budget, task))
+    record = {"seconds": time.perf_counter() - start, "steps": result.step, "eval": result.eval,
+              "curve": [{k: h.get(k) for k in ("step", "loss", "mlm_acc", "sentence_acc")}
+                        for h in result.history if h["type"] == "train"]}
+    return model.eval(), record, at_init
 
 
 def mlm_accuracy(record: dict) -> float | None:
     """Held-out MLM accuracy at the end of a pretraining run (None when it was not evaluated)."""
     return record["eval"]["mlm_acc"] if record["eval"] else None
+
+
+@dataclass(frozen=True)
+class Pretraining:
+    """One pretraining run of an experiment: a model, its sentence task and seed, and what to measure on it."""
+
+    label: str
+    config: AlbertConfig
+    task: str
+    seed: int
+    nsp: bool = False  # also score NSP (a sentence_task measurement; the others need SOP only)
+
+    def spec(self, budget: Budget) -> dict:
+        """What decides the run's numbers: the cache key (the label and the measurement set are not in it)."""
+        return {"kind": "pretraining", "config": self.config.to_dict(), "task": self.task, "seed": self.seed,
+                "budget": dataclasses.asdict(budget)}
+
+    def measured(self, record: dict) -> bool:
+        """Whether a cached record holds everything this run asks for."""
+        return not self.nsp or "nsp" in record
+
+
+def measure(run: Pretraining, budget: Budget) -> dict:
+    """Train one model and take every measurement an experiment reads from it."""
+    model, record, at_init = pretrain(run.config, run.task, budget, run.seed)
+    result = {"params": count_parameters(run.config), "mlm_acc": mlm_accuracy(record), "train_seconds": record["seconds"],
+              "steps": record["steps"], "curve": record["curve"],
+              "sop": sentence_accuracy(model, "sop", run.task, budget, run.seed),
+              "smoothness": dataclasses.asdict(layer_smoothness(model.albert, held_out_batches(budget))),
+              "smoothness_init": dataclasses.asdict(at_init)}
+    if run.nsp:
+        result["nsp"] = sentence_accuracy(model, "nsp", run.task, budget, run.seed)
+    return result
 
 
 # ---------------------------------------------------------------------------------------------- sentence tasks
@@ -141,53 +229,103 @@ def sentence_set(task: str, split: str, budget: Budget, limit: int, seed: int):
     return inputs, torch.tensor([x.label for x in chosen]), chosen
 
 
-def sentence_accuracy(model: AlbertForPreTraining, task: str, trained_task: str, budget: Budget) -> dict:
+def held_out_sentences(task: str, budget: Budget):
+    """The held-out pairs every model is scored on (the same for every model and seed: scores pair up)."""
+    return sentence_set(task, "validation", budget, budget.probe_eval, seed=11)
+
+
+def probe_sentences(task: str, budget: Budget):
+    """The training pairs a linear probe is fitted on."""
+    return sentence_set(task, "train", budget, budget.probe_train, seed=12)
+
+
+def bits(correct: torch.Tensor) -> str:
+    """Per-example correctness as a string of 0/1, the form results store for paired tests."""
+    return "".join("1" if c else "0" for c in correct.tolist())
+
+
+def sentence_accuracy(model: AlbertForPreTraining, task: str, trained_task: str, budget: Budget, seed: int) -> dict:
     """Held-out accuracy on SOP or NSP: the model's own head if it was trained on `task`, else a linear probe."""
-    test_inputs, test_y, test_instances = sentence_set(task, "validation", budget, budget.probe_eval, seed=11)
+    test_inputs, test_y, test_instances = held_out_sentences(task, budget)
     pooled, logits = pooled_outputs(model, test_inputs)
     if task == trained_task:
         predictions, method = logits.argmax(-1), "trained head"
     else:
-        train_inputs, train_y, _ = sentence_set(task, "train", budget, budget.probe_train, seed=12)
+        train_inputs, train_y, _ = probe_sentences(task, budget)
         train_pooled, _ = pooled_outputs(model, train_inputs)
-        predictions = linear_probe(train_pooled, train_y, pooled, budget.probe_steps, seed=budget.seed)
+        predictions = linear_probe(train_pooled, train_y, pooled, budget.probe_steps, seed=seed)
         method = f"linear probe on frozen pooled output ({budget.probe_train} examples, {budget.probe_steps} steps)"
-    correct = (predictions == test_y).float()
-    result = {"accuracy": float(correct.mean()), "examples": len(test_y), "method": method}
+    correct = predictions == test_y
+    result = {"accuracy": float(correct.float().mean()), "examples": len(test_y), "method": method,
+              "correct": bits(correct)}
     if task == "nsp":  # negatives whose B comes from another novel vs from the same novel
-        novel = [d.novel for d in load_corpus("austen", "validation")[:budget.max_documents]]
-        cross = torch.tensor([x.label == 1 and novel[x.source_a[0]] != novel[x.source_b[0]] for x in test_instances])
-        same = torch.tensor([x.label == 1 and novel[x.source_a[0]] == novel[x.source_b[0]] for x in test_instances])
-        for name, rows in (("negatives_other_novel", cross), ("negatives_same_novel", same),
-                           ("positives", test_y == 0)):
-            result[name] = {"accuracy": float(correct[rows].mean()) if rows.any() else None,
+        for name, rows in nsp_groups(test_instances, test_y, budget).items():
+            result[name] = {"accuracy": float(correct[rows].float().mean()) if rows.any() else None,
                             "examples": int(rows.sum())}
     return result
 
 
-def score_variant(config: AlbertConfig, budget: Budget) -> dict:
-    """Pretrain a variant with SOP and report its parameters, held-out MLM and SOP accuracy and its training time."""
-    model, record = pretrain(config, "sop", budget)
-    return {"params": count_parameters(config), "mlm_acc": mlm_accuracy(record),
-            "sop": sentence_accuracy(model, "sop", "sop", budget)["accuracy"], "train_seconds": record["seconds"]}
+def nsp_groups(instances, labels: torch.Tensor, budget: Budget) -> dict[str, torch.Tensor]:
+    """Masks over NSP pairs: negatives from another novel, negatives from the same novel, true next sentences."""
+    novel = [d.novel for d in load_corpus("austen", "validation")[:budget.max_documents]]
+    cross = torch.tensor([x.label == 1 and novel[x.source_a[0]] != novel[x.source_b[0]] for x in instances])
+    same = torch.tensor([x.label == 1 and novel[x.source_a[0]] == novel[x.source_b[0]] for x in instances])
+    return {"negatives_other_novel": cross, "negatives_same_novel": same, "positives": labels == 0}
+
+
+def sentence_baselines(task: str, budget: Budget) -> dict:
+    """What a held-out SOP or NSP set gives without a network: the majority label, and a word-overlap stump.
+
+    The stump thresholds the share of A's word pieces that also occur in B, fitted on the probe's training pairs:
+    topic shows up as overlap, order does not (a swapped pair has the same overlap)."""
+    _, test_y, test = held_out_sentences(task, budget)
+    _, train_y, train = probe_sentences(task, budget)
+
+    def overlap(instances):
+        values = []
+        for x in instances:
+            a, b = set(x.tokens[1:1 + x.len_a].tolist()), set(x.tokens[2 + x.len_a:2 + x.len_a + x.len_b].tolist())
+            values.append([len(a & b) / max(1, len(a))])
+        return np.array(values)
+
+    predict = fit_stump(overlap(train), train_y.numpy())
+    majority = max(float(test_y.float().mean()), 1 - float(test_y.float().mean()))
+    return {"majority": majority, "overlap_stump": float((predict(overlap(test)) == test_y.numpy()).mean()),
+            "examples": len(test_y)}
 
 
 # ---------------------------------------------------------------------------------------------- results
 def git_revision() -> str:
-    """The checkout's short commit hash, or "unknown" outside a git checkout."""
+    """The checkout's short commit hash (with "+dirty" when files differ from it), or "unknown" outside git."""
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
                               cwd=REPO_ROOT).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, check=True, cwd=REPO_ROOT).stdout.strip()
+        return head + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
 
-def write_result(name: str, payload: dict, budget: Budget, out_dir: Path, seconds: float) -> Path:
+@functools.lru_cache(maxsize=None)
+def cpu_model() -> str:
+    """The CPU's model name as lscpu prints it (timings are labelled with it)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def write_result(name: str, payload: dict, budget: Budget, seeds, out_dir: Path, seconds: float,
+                 command: str | None = None) -> Path:
     """<out_dir>/<name>.json: the numbers and everything needed to reproduce them."""
-    meta = {"experiment": name, "command": f"{COMMAND} {name}", "fast_mode": budget == FAST,
-            "budget": dataclasses.asdict(budget), "git_revision": git_revision(), "torch": torch.__version__,
-            "python": platform.python_version(), "wall_seconds": round(seconds, 1),
-            "threads": torch.get_num_threads()}
+    meta = {"experiment": name, "command": command or f"{COMMAND} {name}", "fast_mode": budget == FAST,
+            "budget": budget.as_dict(), "seeds": list(seeds), "git_revision": git_revision(), "cpu": cpu_model(),
+            "cores": os.cpu_count(), "threads": torch.get_num_threads(), "torch": torch.__version__,
+            "python": platform.python_version(), "wall_seconds": round(seconds, 1)}
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.json"
     path.write_text(json.dumps({"meta": meta, **payload}, indent=1, default=float) + "\n")
@@ -196,9 +334,11 @@ def write_result(name: str, payload: dict, budget: Budget, out_dir: Path, second
 
 def setting(result: dict) -> str:
     """The budget a result was made with, for figure titles."""
-    budget = result["meta"]["budget"]
-    return (f"albert-mini family, {budget['steps']} steps x {budget['batch_size']} x {budget['seq_len']} tokens, "
-            f"seed {budget['seed']}")
+    meta = result["meta"]
+    budget = meta["budget"]
+    seeds = meta.get("seeds", [budget.get("seed", 0)])
+    tokens = budget.get("tokens", budget["steps"] * budget["batch_size"] * budget["seq_len"])
+    return f"{budget['steps']} steps, {tokens:,} tokens per model, {len(seeds)} seed(s)"
 
 
 def pct(value) -> str:
@@ -206,32 +346,108 @@ def pct(value) -> str:
     return "-" if value is None else f"{100 * value:.1f}"
 
 
-def params_figure(result: dict, title: str):
-    """Three bar panels per model variant: parameters, held-out MLM accuracy, held-out SOP accuracy."""
+def pm(summary: dict | None, scale: float = 100, digits: int = 1) -> str:
+    """"mean +- sample std" of a seed summary (just the mean for one seed), or "-"."""
+    if summary is None:
+        return "-"
+    if summary.get("std") is None:
+        return f"{scale * summary['mean']:.{digits}f}"
+    return f"{scale * summary['mean']:.{digits}f} ± {scale * summary['std']:.{digits}f}"
+
+
+def seed_rows(records: dict[int, dict], keys: tuple[str, ...]) -> dict:
+    """Per-seed values of `keys` and their summaries: {"per_seed": {...}, key: seed_summary, ...}."""
+    def value(record, key):
+        entry = record[key]
+        return entry["accuracy"] if isinstance(entry, dict) else entry
+
+    out = {"per_seed": {str(s): {k: value(r, k) for k in keys} for s, r in records.items()}}
+    for key in keys:
+        out[key] = seed_summary([value(r, key) for r in records.values()])
+    return out
+
+
+def correct_rows(records: dict[int, dict], task: str) -> list[str]:
+    """The per-example correctness of `task` for every seed, in seed order: one side of a paired test."""
+    return [records[s][task]["correct"] for s in sorted(records)]
+
+
+def paired_mlm(records_a: dict[int, dict], records_b: dict[int, dict]) -> dict:
+    """MLM accuracy of A minus B, paired by seed (same data order, masks and held-out batches)."""
+    return seed_summary([records_a[s]["mlm_acc"] - records_b[s]["mlm_acc"] for s in sorted(records_a)])
+
+
+def variant_rows(records: dict[str, dict[int, dict]], keys: dict[str, dict], budget: Budget) -> dict:
+    """Rows of a Table 3/4 analog: parameters, MLM and SOP accuracy over seeds, each paired with its baseline row."""
+    rows = {}
+    for label, info in keys.items():
+        recs, base = records[label], records[info["baseline"]]
+        rows[label] = {**info, "params": next(iter(recs.values()))["params"], **seed_rows(recs, ("mlm_acc", "sop")),
+                       "correct_sop": correct_rows(recs, "sop"),
+                       "train_seconds": [recs[s]["train_seconds"] for s in sorted(recs)]}
+        if label != info["baseline"]:
+            rows[label]["vs_baseline"] = {"mlm_acc": paired_mlm(recs, base),
+                                          "sop": compare_paired(correct_rows(recs, "sop"), correct_rows(base, "sop"))}
+    return {"rows": rows, "baselines": {"sop": sentence_baselines("sop", budget)},
+            "paired_test": "MLM: difference to the baseline row seed by seed (same data order, masks and held-out "
+                           "batches), mean and t interval; SOP: McNemar's exact test on the discordant held-out "
+                           "pairs summed over seeds, and a paired bootstrap"}
+
+
+def params_figure(result: dict, title: str, paper_row):
+    """Three panels per model variant: held-out MLM and SOP accuracy (mean ± std, seeds as dots), the paper's Avg."""
     import matplotlib.pyplot as plt
 
     rows = result["rows"]
-    fig, (ax_p, ax_m, ax_s) = plt.subplots(1, 3, figsize=(12, 3.6))
     labels = list(rows)
-    for ax, key, xlabel in ((ax_p, "params", "parameters (millions)"), (ax_m, "mlm_acc", "held-out MLM accuracy (%)"),
-                            (ax_s, "sop", "held-out SOP accuracy (%)")):
-        scale = 1e-6 if key == "params" else 100
-        ax.barh(labels, [scale * (rows[k][key] or 0) for k in labels])
-        ax.set(xlabel=xlabel)
-        ax.invert_yaxis()
-    for ax in (ax_m, ax_s):
-        ax.set_yticklabels([])
-    fig.suptitle(f"{title}: {setting(result)}")
-    fig.tight_layout()
+    x = np.arange(len(labels))
+    fig, (ax_m, ax_s, ax_p) = plt.subplots(1, 3, figsize=(14, 4.2))
+    for ax, key, name in ((ax_m, "mlm_acc", "held-out MLM accuracy (%)"), (ax_s, "sop", "held-out SOP accuracy (%)")):
+        means = [100 * rows[k][key]["mean"] for k in labels]
+        errors = [100 * (rows[k][key]["std"] or 0) for k in labels]
+        ax.errorbar(x, means, yerr=errors, fmt="o", capsize=4, color="tab:blue", label="ours: mean ± std over seeds")
+        for i, k in enumerate(labels):
+            ax.scatter([i] * len(rows[k][key]["values"]), [100 * v for v in rows[k][key]["values"]], s=10,
+                       color="tab:blue", alpha=0.35)
+        ax.set(ylabel=name)
+    base = result["baselines"]["sop"]
+    ax_s.axhline(100 * base["majority"], color="grey", ls="--", lw=1, label="majority label (chance)")
+    ax_s.axhline(100 * base["overlap_stump"], color="tab:green", ls=":", lw=1.2, label="word-overlap stump")
+    paper = [paper_row(rows[k]) for k in labels]
+    ax_p.scatter([i for i, p in enumerate(paper) if p], [p[1] for p in paper if p], marker="D", color="tab:red",
+                 label="paper: Avg of 5 fine-tuned tasks")
+    ax_p.set(ylabel="paper's Avg score (ALBERT-base shape)")
+    ticks = [f"{k}\n{rows[k]['params'] / 1e6:.2f}M" for k in labels]
+    for ax in (ax_m, ax_s, ax_p):
+        ax.set_xticks(x, ticks, rotation=60, fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_xlim(-0.6, len(labels) - 0.4)
+    handles = [h for ax in (ax_m, ax_s, ax_p) for h in ax.get_legend_handles_labels()[0]]
+    names = [n for ax in (ax_m, ax_s, ax_p) for n in ax.get_legend_handles_labels()[1]]
+    unique = dict(zip(names, handles))
+    fig.legend(unique.values(), unique.keys(), loc="lower center", ncol=4, fontsize=8, bbox_to_anchor=(0.5, -0.02))
+    fig.suptitle(f"{title}: {setting(result)} (x: model and its parameters)")
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 
 
-def params_table(result: dict, title: str, paper: dict, paper_key) -> str:
-    """Markdown rows of model variants (params, MLM and SOP accuracy) beside the paper row `paper_key(row)` picks."""
-    out = [f"### {title}", "", "| model | params | MLM acc | SOP acc | paper row: params, Avg |",
-           "|---|---|---|---|---|"]
+def params_table(result: dict, title: str, paper_row) -> str:
+    """Markdown rows of model variants (params, MLM and SOP accuracy over seeds, paired differences) beside the
+    paper row `paper_row(row)` picks."""
+    out = [f"### {title}", "", "| model | params | MLM acc | SOP acc | vs baseline: MLM (t 95%) | vs baseline: SOP, "
+           "McNemar p | paper row: params, Avg |", "|---|---|---|---|---|---|---|"]
     for label, row in result["rows"].items():
-        ref = paper.get(paper_key(row))
+        ref = paper_row(row)
         ref_text = f"{ref[0]}M, {ref[1]}" if ref else "-"
-        out.append(f"| {label} | {row['params'] / 1e6:.2f}M | {pct(row['mlm_acc'])} | {pct(row['sop'])} | {ref_text} |")
+        versus = row.get("vs_baseline")
+        if versus:
+            mlm = versus["mlm_acc"]
+            interval = f" [{100 * mlm['ci95'][0]:+.1f}, {100 * mlm['ci95'][1]:+.1f}]" if mlm["ci95"] else ""
+            mlm_text = f"{100 * mlm['mean']:+.1f}{interval} vs {row['baseline']}"
+            sop = versus["sop"]
+            sop_text = f"{100 * sop['bootstrap']['difference']:+.1f}, p = {sop['mcnemar_p']:.2g}"
+        else:
+            mlm_text = sop_text = "(baseline)"
+        out.append(f"| {label} | {row['params'] / 1e6:.2f}M | {pm(row['mlm_acc'])} | {pm(row['sop'])} | {mlm_text} | "
+                   f"{sop_text} | {ref_text} |")
     return "\n".join(out)

@@ -4,79 +4,151 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import dataclass
+
+import numpy as np
+import torch
 
 from ...paths import PRETRAINED_MODEL, REPO_ROOT
-from ...tasks.finetune import FinetuneSettings, run_task
+from ...tasks.finetune import FinetuneSettings, in_order, predict_logits, run_task
+from ...tasks.registry import get_task
+from ...text.tokenizer import Tokenizer
 from ...training.checkpoint import load_pretrained
-from .common import FAST, Budget
+from ..stats import compare_paired, seed_summary
+from .common import FAST, Budget, bits, pm, seed_rows, setting
 
 CHANCE = {"polarity": 50, "austen-mc": 25}  # % a constant answer scores
 
 
-def finetune_settings(budget: Budget) -> dict[str, FinetuneSettings]:
+def finetune_settings(budget: Budget, seed: int) -> dict[str, FinetuneSettings]:
     """The fixed fine-tuning budget per task, the same for both encoders."""
     if budget == FAST:
-        return {name: FinetuneSettings(steps=2, batch_size=4, seed=budget.seed, max_train_examples=16,
+        return {name: FinetuneSettings(steps=2, batch_size=4, seed=seed, max_train_examples=16,
                                        max_eval_examples=16) for name in ("polarity", "austen-mc", "austen-span")}
-    return {"polarity": FinetuneSettings(steps=400, batch_size=32, seed=budget.seed),
-            "austen-mc": FinetuneSettings(steps=300, batch_size=8, seed=budget.seed),
-            "austen-span": FinetuneSettings(steps=400, batch_size=16, seed=budget.seed)}
+    return {"polarity": FinetuneSettings(steps=400, batch_size=32, seed=seed),
+            "austen-mc": FinetuneSettings(steps=300, batch_size=8, seed=seed),
+            "austen-span": FinetuneSettings(steps=400, batch_size=16, seed=seed)}
 
 
-def run(budget: Budget) -> dict:
+@dataclass(frozen=True)
+class Finetuning:
+    """One fine-tuning run: a task, the encoder it starts from, a seed and the budget."""
+
+    task: str
+    init: str  # "pretrained" (the shipped classroom model) or "random"
+    seed: int
+    settings: FinetuneSettings
+
+    def spec(self, pretrained_sha256: str) -> dict:
+        return {"kind": "finetuning", "task": self.task, "init": self.init, "seed": self.seed,
+                "settings": dataclasses.asdict(self.settings),
+                "encoder": pretrained_sha256 if self.init == "pretrained" else None}
+
+
+def plan(budget: Budget, seeds) -> list[Finetuning]:
+    return [Finetuning(task, init, seed, settings) for seed in seeds
+            for task, settings in finetune_settings(budget, seed).items() for init in ("pretrained", "random")]
+
+
+def correctness(model, task_name: str, settings: FinetuneSettings) -> str | None:
+    """Per-test-example correctness of a label task (None for spans, scored by EM/F1): for paired tests."""
+    task = get_task(task_name)
+    if task.kind == "span":
+        return None
+    examples = task.load(task.splits[-1])[:settings.max_eval_examples]
+    features = task.features(Tokenizer.default(), examples)
+    logits = predict_logits(model, in_order(features, task.collate, 32))
+    return bits(logits.argmax(-1) == torch.tensor([f.label for f in features]))
+
+
+def finetune_one(run: Finetuning, pretrained) -> dict:
+    source = pretrained if run.init == "pretrained" else "random"  # the loaded model: read and verified once
+    result = run_task(run.task, source, run.settings, config=pretrained.config)
+    model = result.pop("model")
+    return {**result, "init": run.init, "settings": dataclasses.asdict(run.settings),
+            "correct": correctness(model, run.task, run.settings)}
+
+
+def run(runner) -> dict:
     pretrained = load_pretrained(PRETRAINED_MODEL)  # fails with a clear message when the weights are missing
-    rows = {}
-    for name, settings in finetune_settings(budget).items():
-        rows[name] = {}
-        for init in ("pretrained", "random"):
-            # The loaded model, not its path: read and verified once, not once per run.
-            source = pretrained if init == "pretrained" else "random"
-            result = run_task(name, source, settings, config=pretrained.config)
-            result.pop("model")
-            rows[name][init] = {**result, "init": init, "settings": dataclasses.asdict(settings)}
     manifest = json.loads((PRETRAINED_MODEL / "manifest.json").read_text())
-    return {"rows": rows, "pretrained": {"path": PRETRAINED_MODEL.relative_to(REPO_ROOT).as_posix(),
-                                         "step": manifest["step"], "sha256": manifest["sha256"]}}
+    runs: dict[str, dict[str, dict[int, dict]]] = {}
+    for item in plan(runner.budget, runner.seeds):
+        result = runner.cached(item.spec(manifest["sha256"]), lambda: finetune_one(item, pretrained),
+                               f"{item.task} {item.init} seed {item.seed}")
+        runs.setdefault(item.task, {}).setdefault(item.init, {})[item.seed] = result
+    rows = {}
+    for task, pair in runs.items():
+        metrics = ("accuracy",) if "accuracy" in pair["pretrained"][min(pair["pretrained"])] else ("exact_match", "f1")
+        rows[task] = {}
+        for init, recs in pair.items():
+            first = recs[min(recs)]
+            rows[task][init] = {**seed_rows(recs, metrics), "settings": first["settings"], "epochs": first["epochs"],
+                                "n": first.get("n"), "correct": [recs[s]["correct"] for s in sorted(recs)]
+                                if first["correct"] is not None else None,
+                                "train_seconds": [recs[s]["train_seconds"] for s in sorted(recs)]}
+        ours, theirs = rows[task]["pretrained"], rows[task]["random"]
+        if ours["correct"] is not None:
+            rows[task]["pretrained_vs_random"] = compare_paired(ours["correct"], theirs["correct"])
+        else:  # spans: seeds pair up (same batches, same head initialisation)
+            rows[task]["pretrained_vs_random"] = {m: seed_summary(
+                [a - b for a, b in zip(ours[m]["values"], theirs[m]["values"])]) for m in metrics}
+    return {"rows": rows, "chance": CHANCE,
+            "pretrained": {"path": PRETRAINED_MODEL.relative_to(REPO_ROOT).as_posix(), "step": manifest["step"],
+                           "sha256": manifest["sha256"]},
+            "paired_test": "accuracy tasks: McNemar's exact test on discordant test examples summed over seeds, and a "
+                           "paired bootstrap; spans: the difference seed by seed (mean and t interval)"}
+
+
+def metric_of(pair: dict) -> str:
+    return "accuracy" if "accuracy" in pair["pretrained"] else "f1"
 
 
 def figure(result: dict):
-    """Bars: each task's test metric after the same fine-tuning budget, pretrained vs random encoder."""
+    """One panel per task, zoomed to its scores: pretrained vs random encoder (mean ± std, seeds as dots), chance."""
     import matplotlib.pyplot as plt
 
     rows = result["rows"]
-    fig, ax = plt.subplots(figsize=(7.5, 3.8))
-    labels = []
-    for i, (task, pair) in enumerate(rows.items()):
-        metric = "accuracy" if "accuracy" in pair["pretrained"] else "f1"
-        labels.append(f"{task}\n({'accuracy' if metric == 'accuracy' else 'F1'}, "
-                      f"{pair['pretrained']['settings']['steps']} steps)")
-        for j, (init, colour) in enumerate((("pretrained", "tab:blue"), ("random", "tab:grey"))):
-            value = pair[init][metric] * (100 if metric == "accuracy" else 1)
-            ax.bar(i + (j - 0.5) * 0.38, value, 0.38, color=colour, label=f"{init} encoder" if i == 0 else None)
-            ax.text(i + (j - 0.5) * 0.38, value + 1, f"{value:.1f}", ha="center", fontsize=8)
-    for i, task in enumerate(rows):
-        if task in CHANCE:
-            ax.hlines(CHANCE[task], i - 0.45, i + 0.45, colors="black", linestyles="dotted",
-                      label="chance" if i == 0 else None)
-    ax.set_xticks(range(len(rows)), labels)
-    ax.set_ylabel("test score (%)")
-    ax.set_ylim(0, 105)
-    ax.set_title(f"Fine-tuning albert-mini: pretrained on Austen (step {result['pretrained']['step']}) vs random init")
-    ax.legend(fontsize=8, loc="upper right")
+    fig, axes = plt.subplots(1, len(rows), figsize=(4 * len(rows), 3.8))
+    for ax, (task, pair) in zip(np.atleast_1d(axes), rows.items()):
+        metric = metric_of(pair)
+        scale = 100 if metric == "accuracy" else 1
+        for i, (init, colour) in enumerate((("pretrained", "tab:blue"), ("random", "tab:grey"))):
+            summary = pair[init][metric]
+            ax.errorbar([i], [scale * summary["mean"]], yerr=[scale * (summary["std"] or 0)], fmt="o", capsize=5,
+                        color=colour)
+            ax.scatter([i] * len(summary["values"]), [scale * v for v in summary["values"]], s=12, color=colour,
+                       alpha=0.4)
+        if task in result["chance"]:
+            ax.axhline(result["chance"][task], color="black", ls="--", lw=1, label="chance (constant answer)")
+            ax.legend(fontsize=8, loc="best")
+        ax.set_xticks([0, 1], ["pretrained\nencoder", "random\nencoder"])
+        ax.set_xlim(-0.6, 1.6)
+        ax.set(title=f"{task} ({pair['pretrained']['settings']['steps']} steps)",
+               ylabel="test accuracy (%)" if metric == "accuracy" else "test F1")
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle(f"Fine-tuning albert-mini from the shipped encoder (step {result['pretrained']['step']}) vs random "
+                 f"init, {len(result['meta'].get('seeds', [0]))} seed(s)")
     fig.tight_layout()
     return fig
 
 
 def table(result: dict) -> str:
-    out = ["### Fine-tuning: pretrained vs random encoder (same budget)", "",
-           "| task | metric | pretrained | random init | steps x batch | epochs |", "|---|---|---|---|---|---|"]
+    out = ["### Fine-tuning: pretrained vs random encoder (same budget, mean ± std over seeds)", "",
+           "| task | metric | pretrained | random init | difference (paired) | steps x batch | epochs |",
+           "|---|---|---|---|---|---|---|"]
     for task, pair in result["rows"].items():
-        p, q = pair["pretrained"], pair["random"]
-        if "accuracy" in p:
-            metric, a, b = "accuracy", f"{100 * p['accuracy']:.1f}", f"{100 * q['accuracy']:.1f}"
-        else:
-            metric = "EM / F1"
-            a, b = (f"{r['exact_match']:.1f} / {r['f1']:.1f}" for r in (p, q))
+        p, q, versus = pair["pretrained"], pair["random"], pair["pretrained_vs_random"]
         s = p["settings"]
-        out.append(f"| {task} | {metric} | {a} | {b} | {s['steps']} x {s['batch_size']} | {p['epochs']:.1f} |")
+        if "accuracy" in p:
+            boot = versus["bootstrap"]
+            diff = (f"{100 * boot['difference']:+.1f} [{100 * boot['ci95'][0]:+.1f}, {100 * boot['ci95'][1]:+.1f}], "
+                    f"McNemar p = {versus['mcnemar_p']:.2g}")
+            out.append(f"| {task} | accuracy | {pm(p['accuracy'])} | {pm(q['accuracy'])} | {diff} | "
+                       f"{s['steps']} x {s['batch_size']} | {p['epochs']:.1f} |")
+        else:
+            em = versus["exact_match"]
+            out.append(f"| {task} | EM / F1 | {pm(p['exact_match'], 1)} / {pm(p['f1'], 1)} | "
+                       f"{pm(q['exact_match'], 1)} / {pm(q['f1'], 1)} | EM {em['mean']:+.1f} | "
+                       f"{s['steps']} x {s['batch_size']} | {p['epochs']:.1f} |")
     return "\n".join(out)

@@ -1,36 +1,81 @@
-"""Figure 1 analog: how much each layer changes its input, albert-mini vs its unshared twin, trained and at init."""
+"""Figure 1 analog: how much each layer changes its input, albert-mini vs the same shape with nothing shared.
+
+The twin differs from albert-mini only in sharing (same E = 128, same H = 256), so the comparison isolates what
+the paper's Figure 1 is about; bert-mini (E = H, not shared) is a third line. Each model is measured after
+pretraining and at initialisation (the encoder the pretraining run started from), once per seed.
+"""
 
 from __future__ import annotations
 
-import dataclasses
+import numpy as np
 
-import torch
-
-from ...model.albert import AlbertModel
 from ...model.config import AlbertConfig
-from ..smoothness import Smoothness, layer_smoothness, plot_smoothness
-from .common import Budget, held_out_batches, mini, pretrain, setting
+from .common import Budget, Pretraining, mini, setting, variant
+
+MODELS = {"albert-mini (shared)": lambda: mini(),
+          "same shape, not shared": lambda: variant("none", mini().embedding_size),
+          "bert-mini (E = H, not shared)": lambda: AlbertConfig.from_preset("bert-mini")}
+METRICS = ("l2", "degrees")
 
 
-def run(budget: Budget) -> dict:
-    val = held_out_batches(budget)
+def plan(budget: Budget, seeds) -> list[Pretraining]:
+    return [Pretraining(label, config(), "sop", seed) for label, config in MODELS.items() for seed in seeds]
+
+
+def per_layer(entries: list[dict], metric: str) -> dict:
+    """Per-layer mean and sample std over seeds of one metric, with the raw values (seeds x layers)."""
+    values = np.array([e[metric] for e in entries])  # (seeds, layers)
+    std = values.std(0, ddof=1).tolist() if len(values) > 1 else None
+    return {"mean": values.mean(0).tolist(), "std": std, "values": values.tolist()}
+
+
+def run(runner) -> dict:
+    records = runner.pretrain_all(plan(runner.budget, runner.seeds))
     models = {}
-    twins = (("ALBERT (albert-mini)", mini()), ("BERT-style (bert-mini)", AlbertConfig.from_preset("bert-mini")))
-    for label, config in twins:
-        trained, _ = pretrain(config, "sop", budget)
-        models[f"{label}, trained"] = dataclasses.asdict(layer_smoothness(trained.albert, val))
-        torch.manual_seed(budget.seed)  # the encoder the pretraining recipe starts from
-        models[f"{label}, at initialisation"] = dataclasses.asdict(layer_smoothness(AlbertModel(config), val))
-    return {"models": models}
+    for label, recs in records.items():
+        models[label] = {state: {m: per_layer([recs[s][key] for s in sorted(recs)], m) for m in METRICS}
+                         for state, key in (("trained", "smoothness"), ("init", "smoothness_init"))}
+        models[label]["tokens"] = recs[min(recs)]["smoothness"]["tokens"]
+    return {"models": models,
+            "reading": "per token, averaged over every non-pad token of the held-out batches; h_0 is the embedding "
+                       "after the E -> H projection (albert_mini/study/smoothness.py)"}
 
 
 def figure(result: dict):
-    models = {label: Smoothness(**entry) for label, entry in result["models"].items()}
-    return plot_smoothness(models, title=f"Layer input vs output embeddings, held-out Austen ({setting(result)})")
+    """Figure 1's two panels, trained (solid, band = mean ± std over seeds) and at initialisation (dotted)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    colours = dict(zip(result["models"], ("tab:blue", "tab:orange", "tab:grey")))
+    for ax, metric, name in zip(axes, METRICS, ("L2 distance (mean over tokens)", "angle in degrees (mean over tokens)")):
+        for label, model in result["models"].items():
+            for state, style in (("trained", "-"), ("init", ":")):
+                entry = model[state][metric]
+                layers = np.arange(1, len(entry["mean"]) + 1)
+                mean = np.array(entry["mean"])
+                ax.plot(layers, mean, style, marker="o" if state == "trained" else None, color=colours[label],
+                        label=f"{label}, {'trained' if state == 'trained' else 'at initialisation'}")
+                if entry["std"] is not None:
+                    std = np.array(entry["std"])
+                    ax.fill_between(layers, mean - std, mean + std, color=colours[label], alpha=0.2, lw=0)
+        ax.set(xlabel="layer", ylabel=name, xticks=layers)
+        ax.grid(alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    fig.suptitle(f"Layer input vs output, held-out Austen (Figure 1 analog, 6 layers): {setting(result)}")
+    fig.tight_layout()
+    return fig
 
 
 def table(result: dict) -> str:
-    out = ["### Smoothness (Figure 1 analog): mean angle in degrees per layer", ""]
-    for label, entry in result["models"].items():
-        out.append(f"- {label}: " + ", ".join(f"{d:.1f}" for d in entry["degrees"]))
+    out = ["### Smoothness (Figure 1 analog): angle in degrees per layer, mean ± std over seeds", "",
+           "| model | " + " | ".join(f"layer {i + 1}" for i in range(len(next(iter(result["models"].values()))
+                                                                          ["trained"]["degrees"]["mean"]))) + " |"]
+    out.append("|---" * (len(out[-1].split("|")) - 2) + "|")
+    for label, model in result["models"].items():
+        for state in ("trained", "init"):
+            entry = model[state]["degrees"]
+            cells = [f"{m:.1f}" + (f" ± {s:.1f}" if entry["std"] else "")
+                     for m, s in zip(entry["mean"], entry["std"] or entry["mean"])]
+            out.append(f"| {label}, {state} | " + " | ".join(cells) + " |")
     return "\n".join(out)

@@ -1,0 +1,108 @@
+"""Running an experiment's models: a cache of finished runs (so an interrupted run resumes), progress lines, and
+the time estimate printed before anything starts.
+
+Cache key: the sha256 of a run's settings (model config, sentence task or fine-tuning task, seed, budget) together
+with a fingerprint of the code and data that compute it (every albert_mini/*.py outside book/, and the Austen and
+task manifests). Settings that differ never share a result, and neither do two versions of the code; a commit that
+changes only chapters, docs or tests keeps the cache valid.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ...paths import CACHE_ROOT, DATA_ROOT
+from ...settings import fast_mode
+from .common import Budget, Pretraining, measure
+
+PACKAGE = Path(__file__).resolve().parents[2]
+KEY_RULE = ("sha256 of the run's settings (config, task, seed, budget) and of the code and data that compute it "
+            "(albert_mini/**/*.py outside book/, data/austen and data/tasks manifests)")
+
+
+def cache_dir() -> Path:
+    """Where finished runs are kept (git-ignored): one folder per mode, so fast runs never mix with full ones."""
+    return CACHE_ROOT / ("experiment-runs-fast" if fast_mode() else "experiment-runs")
+
+
+@functools.lru_cache(maxsize=None)
+def code_fingerprint() -> str:
+    """sha256 over the package's source (book/ excluded: it never computes a result) and the data manifests."""
+    digest = hashlib.sha256()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "book" not in path.relative_to(PACKAGE).parts:
+            digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
+    for manifest in sorted(DATA_ROOT.glob("*/SHA256SUMS")):
+        digest.update(manifest.read_bytes())
+    return digest.hexdigest()
+
+
+class RunCache:
+    """Finished runs as <folder>/<key>.json, written atomically the moment each run ends."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+
+    def key(self, spec: dict) -> str:
+        text = json.dumps(spec, sort_keys=True, default=str) + code_fingerprint()
+        return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+    def load(self, spec: dict) -> dict | None:
+        path = self.folder / f"{self.key(spec)}.json"
+        if not path.exists():
+            return None
+        stored = json.loads(path.read_text())
+        return stored["result"] if stored.get("spec") == json.loads(json.dumps(spec, default=str)) else None
+
+    def save(self, spec: dict, result: dict) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / f"{self.key(spec)}.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"spec": spec, "result": result}, default=float))
+        os.replace(tmp, path)  # a run killed while writing leaves no half file under the key
+
+
+class Runner:
+    """What an experiment's run() gets: the budget, the seeds, the cache of finished runs and a progress line."""
+
+    def __init__(self, budget: Budget, seeds=(0,), cache: RunCache | None = None, say: Callable = print,
+                 total: int | None = None):
+        if not seeds:
+            raise ValueError("give at least one seed, e.g. --seeds 0 1 2")
+        self.budget, self.seeds, self.cache, self.say = budget, tuple(seeds), cache, say
+        self.total, self.done, self.ran, self.start = total, 0, 0, time.perf_counter()
+        self.experiment = ""
+
+    def cached(self, spec: dict, compute: Callable[[], dict], label: str,
+               complete: Callable[[dict], bool] = lambda r: True) -> dict:
+        """The cached result of `spec`, or compute it, save it and report progress."""
+        result = self.cache.load(spec) if self.cache else None
+        start = time.perf_counter()
+        status = "cached"
+        if result is None or not complete(result):
+            result, status = compute(), "ran"
+            self.ran += 1
+            if self.cache:
+                self.cache.save(spec, result)
+        self.done += 1
+        of = f"/{self.total}" if self.total else ""
+        self.say(f"[{self.done}{of}] {self.experiment} {label}: {status} in {time.perf_counter() - start:.0f} s "
+                 f"({time.perf_counter() - self.start:.0f} s so far)", flush=True)
+        return result
+
+    def pretraining(self, run: Pretraining) -> dict:
+        spec = run.spec(self.budget)
+        return self.cached(spec, lambda: measure(run, self.budget), f"{run.label} seed {run.seed}", run.measured)
+
+    def pretrain_all(self, runs: list[Pretraining]) -> dict[str, dict[int, dict]]:
+        """{label: {seed: measurements}} for a list of runs."""
+        out: dict[str, dict[int, dict]] = {}
+        for run in runs:
+            out.setdefault(run.label, {})[run.seed] = self.pretraining(run)
+        return out

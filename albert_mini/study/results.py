@@ -1,0 +1,122 @@
+"""The committed experiment results as chapters read them: tables and the numbers their commentary quotes.
+
+Everything comes from data/results/<name>.json (written by `make experiments`), so a chapter types no measured
+number by hand. Files made before seeds were added (one value per cell) read as one seed with no spread.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..paths import DATA_ROOT
+from .stats import seed_summary
+
+RESULTS = DATA_ROOT / "results"
+
+
+def load(name: str, folder: Path | None = None) -> dict:
+    """data/results/<name>.json; a missing file is an error naming the command that makes it."""
+    path = Path(folder or RESULTS) / f"{name}.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: run `make experiment-{name}` to produce it")
+    return json.loads(path.read_text())
+
+
+def cell(value) -> dict | None:
+    """One table cell as a seed summary (mean, std, n, values), whatever format the file has."""
+    if value is None:
+        return None
+    if isinstance(value, dict) and "mean" in value:
+        return value
+    if isinstance(value, dict) and "accuracy" in value:
+        return seed_summary([value["accuracy"]])
+    return seed_summary([value])
+
+
+def fmt(summary: dict | None, scale: float = 100, digits: int = 1) -> str:
+    """"mean ± std (n seeds)", or the mean alone for one seed."""
+    if summary is None:
+        return "-"
+    text = f"{scale * summary['mean']:.{digits}f}"
+    return text + (f" ± {scale * summary['std']:.{digits}f}" if summary.get("std") is not None else "")
+
+
+def setting(result: dict) -> str:
+    """How a result was made: tokens per model, seeds, revision and CPU, in one line."""
+    meta = result["meta"]
+    budget = meta["budget"]
+    tokens = budget.get("tokens", budget["steps"] * budget["batch_size"] * budget["seq_len"])
+    seeds = meta.get("seeds", [budget.get("seed", 0)])
+    return (f"{tokens:,} training tokens per model ({budget['steps']} steps), {len(seeds)} seed(s), "
+            f"git {meta['git_revision']}, {meta.get('cpu', 'CPU not recorded')}")
+
+
+def variant_table(name: str, folder: Path | None = None) -> list[dict]:
+    """Rows of the Table 3 (embedding_size) or Table 4 (sharing) analog, each with the paper row beside it."""
+    from .experiments import EXPERIMENTS
+
+    result = load(name, folder)
+    paper_row = EXPERIMENTS[name].paper_row
+    rows = []
+    for label, row in result["rows"].items():
+        paper = paper_row(row)
+        versus = row.get("vs_baseline") or {}
+        rows.append({"model": label, "E": row["E"], "sharing": row["sharing"], "params": row["params"],
+                     "mlm": cell(row["mlm_acc"]), "sop": cell(row["sop"]), "baseline": row.get("baseline"),
+                     "mlm_vs_baseline": versus.get("mlm_acc"),
+                     "sop_mcnemar_p": versus.get("sop", {}).get("mcnemar_p"),
+                     "paper_params": paper[0] if paper else None, "paper_avg": paper[1] if paper else None})
+    return rows
+
+
+def variant_markdown(rows: list[dict]) -> str:
+    """A markdown table of variant_table rows."""
+    out = ["| model | params | held-out MLM acc (%) | held-out SOP acc (%) | paper: params, Avg |", "|---|---|---|---|---|"]
+    for r in rows:
+        paper = f"{r['paper_params']}M, {r['paper_avg']}" if r["paper_params"] else "-"
+        out.append(f"| {r['model']} | {r['params'] / 1e6:.2f}M | {fmt(r['mlm'])} | {fmt(r['sop'])} | {paper} |")
+    return "\n".join(out)
+
+
+def mlm_spread(rows: list[dict]) -> dict:
+    """The numbers a chapter's reading of a variant table quotes: the range of MLM means and the largest std."""
+    means = [r["mlm"]["mean"] for r in rows]
+    stds = [r["mlm"]["std"] for r in rows if r["mlm"].get("std") is not None]
+    best = max(rows, key=lambda r: r["mlm"]["mean"])
+    worst = min(rows, key=lambda r: r["mlm"]["mean"])
+    return {"low": min(means), "high": max(means), "best": best["model"], "worst": worst["model"],
+            "largest_std": max(stds) if stds else None, "seeds": rows[0]["mlm"]["n"]}
+
+
+def smoothness_curves(folder: Path | None = None) -> dict[str, dict]:
+    """Per model: trained and initial per-layer L2 and degrees (mean, std or None), from smoothness.json."""
+    models = load("smoothness", folder)["models"]
+    out: dict[str, dict] = {}
+    for label, entry in models.items():
+        if "trained" in entry:  # per-seed format
+            out[label] = {state: {m: {"mean": entry[state][m]["mean"], "std": entry[state][m]["std"]}
+                                  for m in ("l2", "degrees")} for state in ("trained", "init")}
+        else:  # one seed: labels "<model>, trained" and "<model>, at initialisation"
+            model, _, state = label.rpartition(", ")
+            key = "trained" if state == "trained" else "init"
+            out.setdefault(model, {})[key] = {m: {"mean": entry[m], "std": None} for m in ("l2", "degrees")}
+    return out
+
+
+def smoothness_reading(curves: dict[str, dict]) -> dict[str, dict]:
+    """Per model, the trained angle at the first and last layer and its largest rise from one layer to the next."""
+    out = {}
+    for label, states in curves.items():
+        degrees = states["trained"]["degrees"]["mean"]
+        rises = [b - a for a, b in zip(degrees, degrees[1:])]
+        out[label] = {"first": degrees[0], "last": degrees[-1], "largest_rise": max(rises),
+                      "falls_every_layer": all(r < 0 for r in rises)}
+    return out
+
+
+def speedup_table(folder: Path | None = None) -> tuple[list[dict], dict]:
+    """Table 2's Speedup column measured here: rows (model, tokens/s, speedup, FLOP ratio, paper) and the meta."""
+    result = load("throughput", folder)
+    rows = [{"model": name, **row} for name, row in result["rows"].items()]
+    return rows, result["meta"]
