@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 from pathlib import Path
 
@@ -23,20 +22,11 @@ from ..text.corpus import load_corpus
 from ..text.tokenizer import Tokenizer
 from ..training.checkpoint import load_pretrained
 from ..training.objectives import metrics_from_sums, pretraining_objective
+from .stats import wilson_interval
 from ..training.rundir import MODEL_CARD_FILE as CARD_FILE, SCORES_FILE
 
 HELD_OUT_SPLITS = ("validation", "test")
 
-
-
-def wilson_interval(correct: int, total: int, z: float = 1.96) -> tuple[float, float]:
-    """The Wilson score interval of an accuracy (correct / total), which stays inside [0, 1] for small counts."""
-    if total <= 0:
-        raise ValueError(f"an interval needs at least one example, got total={total}")
-    p = correct / total
-    centre = (p + z * z / (2 * total)) / (1 + z * z / total)
-    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / (1 + z * z / total)
-    return centre - half, centre + half
 
 
 @torch.no_grad()
