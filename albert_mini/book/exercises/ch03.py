@@ -71,3 +71,18 @@ def check_mlm_head_params(fn) -> bool:
         hint="the head is Linear(H, E), LayerNorm(E) (weight and bias) and an output bias of size V; the E x V "
              "decoder matrix is the word-embedding table itself, so it adds nothing.",
     )
+
+
+# What a student notebook must not show (tests/book/test_student_notebooks.py): for each exercise, the functions
+# whose source answers it, and the numbers it asks for.
+ANSWERS = {
+    "factorized_embedding_params": [factorized_embedding_params],
+    "break_even_embedding_size": [break_even_embedding_size],
+    "mlm_head_params": [closed_form_breakdown],
+}
+KEY_NUMBERS = {  # at the widths of ALBERT-base and ALBERT-xxlarge (V = 30,000, E = 128), and for the presets
+    "factorized_embedding_params": [factorized_embedding_params(30000, 128, H) for H in (768, 4096)],
+    "break_even_embedding_size": [break_even_embedding_size(30000, H) for H in (768, 4096)],
+    "mlm_head_params": [closed_form_breakdown(AlbertConfig.from_preset(name), heads=True)["mlm_head"]
+                        for name in ("albert-mini", "albert-base", "bert-base", "albert-xxlarge")],
+}
