@@ -52,7 +52,56 @@
 # around step 12 and only settles near 1 after a few thousand steps. For adapted tensors the trust ratio rescales
 # $u$ anyway; for LayerNorm and bias tensors the warmup keeps these early steps small. The weight decay sits
 # **inside** $u$, so the trust ratio scales it too. And the norms are of **whole tensors**, not of layers or
-# coordinates. Here is the step for one tensor:
+# coordinates. Exercises 1 and 2 ask for this step; after them it is written out and checked against the package.
+
+# %% [markdown]
+# ### Exercise 1: the trust ratio
+#
+# Write `trust_ratio(w, u)`: $\lVert w \rVert_2 / \lVert u \rVert_2$ over whole tensors, and `1.0` when either
+# norm is zero.
+
+# %%
+def trust_ratio(w, u):
+    """||w|| / ||u|| for one tensor, or 1.0 when either norm is 0."""
+    ### BEGIN SOLUTION
+    w_norm, u_norm = float(w.norm()), float(u.norm())
+    if w_norm == 0 or u_norm == 0:
+        return 1.0
+    return w_norm / u_norm
+    ### END SOLUTION
+
+
+# %%
+from albert_mini.book.exercises import check_trust_ratio
+
+check_trust_ratio(trust_ratio);
+
+# %% [markdown]
+# ### Exercise 2: one LAMB update, both groups
+#
+# Write `lamb_update(w, g, m, v, lr, weight_decay, adapt)` that returns the new `(w, m, v)` without changing its
+# inputs. With `adapt=False` (a LayerNorm or bias tensor, called with `weight_decay=0.0`) the ratio is 1. Two
+# tempting mistakes: Adam's bias correction, and adding the weight decay after the trust ratio.
+
+# %%
+def lamb_update(w, g, m, v, lr, weight_decay=0.01, adapt=True, beta1=0.9, beta2=0.999, eps=1e-6):
+    """(new w, new m, new v) after one LAMB step of one tensor."""
+    ### BEGIN SOLUTION
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    update = m / (v.sqrt() + eps) + weight_decay * w
+    ratio = trust_ratio(w, update) if adapt else 1.0
+    return w - lr * ratio * update, m, v
+    ### END SOLUTION
+
+
+# %%
+from albert_mini.book.exercises import check_lamb_update
+
+check_lamb_update(lamb_update);
+
+# %% [markdown]
+# Here is the step for one tensor, written out and compared with `albert_mini.Lamb` over five steps:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -116,53 +165,9 @@ print("adapted, e.g.: ", ", ".join(name for name, _ in decayed["params"][:3]), "
 
 # %% [markdown]
 # > **Differs from BERT.** BERT was pretrained with Adam (with decoupled weight decay, no bias correction) at
-# > batch 256 for 1M steps. ALBERT uses LAMB at batch 4096 for 125k steps: 16 times fewer, 16 times larger
-# > updates, which only stay stable because every tensor's step is tied to its own norm.
-#
-# ### Exercise 1: the trust ratio
-#
-# Write `trust_ratio(w, u)`: $\lVert w \rVert_2 / \lVert u \rVert_2$ over whole tensors, and `1.0` when either
-# norm is zero.
-
-# %%
-def trust_ratio(w, u):
-    """||w|| / ||u|| for one tensor, or 1.0 when either norm is 0."""
-    ### BEGIN SOLUTION
-    w_norm, u_norm = float(w.norm()), float(u.norm())
-    if w_norm == 0 or u_norm == 0:
-        return 1.0
-    return w_norm / u_norm
-    ### END SOLUTION
-
-
-# %%
-from albert_mini.book.exercises import check_trust_ratio
-
-check_trust_ratio(trust_ratio);
-
-# %% [markdown]
-# ### Exercise 2: one LAMB update, both groups
-#
-# Write `lamb_update(w, g, m, v, lr, weight_decay, adapt)` that returns the new `(w, m, v)` without changing its
-# inputs. With `adapt=False` (a LayerNorm or bias tensor, called with `weight_decay=0.0`) the ratio is 1. Two
-# tempting mistakes: Adam's bias correction, and adding the weight decay after the trust ratio.
-
-# %%
-def lamb_update(w, g, m, v, lr, weight_decay=0.01, adapt=True, beta1=0.9, beta2=0.999, eps=1e-6):
-    """(new w, new m, new v) after one LAMB step of one tensor."""
-    ### BEGIN SOLUTION
-    m = beta1 * m + (1 - beta1) * g
-    v = beta2 * v + (1 - beta2) * g * g
-    update = m / (v.sqrt() + eps) + weight_decay * w
-    ratio = trust_ratio(w, update) if adapt else 1.0
-    return w - lr * ratio * update, m, v
-    ### END SOLUTION
-
-
-# %%
-from albert_mini.book.exercises import check_lamb_update
-
-check_lamb_update(lamb_update);
+# > batch 256 for 1M steps. ALBERT uses LAMB at batch 4096 for 125k steps: 8 times fewer steps, on batches 16
+# > times larger, at a learning rate that large batches need and that only stays stable because every tensor's
+# > step is tied to its own norm.
 
 # %% [markdown]
 # ## The learning-rate schedule
@@ -437,13 +442,16 @@ plt.show()
 # majority label, so the model settled on giving one answer to almost every pair (the dips to 46.5%, the
 # minority share, are evaluations where it preferred the other answer).
 #
-# That is not a bug in SOP; it is scale. Telling whether two Austen passages are in their original order needs
+# This run alone cannot tell a bug in SOP from too little scale: it has no positive control, a setting in which
+# SOP is known to be learnable run through the same code. The likely reason is scale. Telling whether two
+# Austen passages are in their original order needs
 # representations of discourse (who is speaking, what answers what, how a paragraph moves on), and a model only
 # builds those after it has the words and their syntax. The paper's ALBERT-base reached 86.5% SOP accuracy
 # (Table 5) after 125k steps of 4096 sequences of 512 tokens: about $2.6 \times 10^{11}$ tokens. Our run saw
 # $4.9 \times 10^6$, some fifty thousand times fewer, with a model of about 2M parameters. Even its MLM accuracy,
 # 14.8%, is far from the 54% of ALBERT-base in Table 5. The run shows the machinery working end to end, the
-# schedule, the optimizer, the logging, the resumption; the accuracy the paper reports is a matter of compute.
+# schedule, the optimizer, the logging, the resumption; it does not show that compute alone separates it from the
+# accuracy the paper reports.
 #
 # ## ALBERT and its BERT twin
 #

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from ..cli import Parser, run as run_cli
-from ..settings import FAST_ENV
+from ..settings import FAST_ENV, STATIC_ENV
 
 CELL_TIMEOUT_SECONDS = 1800
 # The kernel a chapter names, spelled as ipykernel's installed spec spells it: JupyterLab copies the running kernel's
@@ -106,6 +106,7 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("chapters", nargs="+", type=Path, help="chapter sources (chapters/NN_name.py)")
     args = parser.parse_args(argv)
     os.environ.pop(FAST_ENV, None)  # the book is always built in full mode
+    os.environ[STATIC_ENV] = "1"  # a widget's state is not a result: the committed notebook shows a table
     for source in args.chapters:
         if source.suffix != ".py" or not source.exists():
             parser.error(f"{source} is not a chapter source (.py)")
