@@ -303,9 +303,7 @@ plt.show()
 
 # %%
 import tempfile
-import warnings
 
-warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm's notebook widget is not installed
 try:
     import transformers
 
