@@ -497,11 +497,12 @@ plt.show()
 # %% [markdown]
 # ### The trained comparison
 #
-# The experiments (`make experiments`) pretrain `albert-mini` and its unshared twin on the Austen corpus and
-# write the same measurement on held-out text to `data/results/smoothness.json`: under `models`, one entry per
-# model (trained, and at initialisation as a control), each with the fields of `Smoothness` (`l2`, `degrees`,
-# `tokens`); `meta` records the command, budget, seed and git revision. If that file exists, the next cell plots
-# it; otherwise it says so.
+# The experiments (`make experiments`) pretrain `albert-mini` and `bert-mini` on the Austen corpus. `bert-mini` is
+# not an unshared twin: it has six separate layers *and* E = H = 256 instead of the factorized E = 128, so the
+# comparison changes two things at once. The experiments write the same measurement on held-out text to
+# `data/results/smoothness.json`: under `models`, one entry per model (trained, and at initialisation as a
+# control), each with the fields of `Smoothness` (`l2`, `degrees`, `tokens`); `meta` records the command, budget,
+# seed and git revision. If that file exists, the next cell plots it; otherwise it says so.
 
 # %%
 import json
