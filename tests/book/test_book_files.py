@@ -98,35 +98,3 @@ def test_chapter_names_the_installed_kernel(source):
     for path in (source, source.with_suffix(".ipynb")):
         assert jupytext.read(path).metadata["kernelspec"] == KERNELSPEC, f"{path.name}: kernelspec"
 
-
-# ------------------------------------------------------------------------------------------- no machine paths
-# An absolute path in an output tells the reader where the book was built, and changes with every checkout.
-MACHINE_PATH = re.compile(r"(?<![\w.~])/(?:home|Users|root|work|tmp|var|opt|usr|private|mnt|srv)/[\w.-]+")
-
-
-def output_texts(notebook: Path) -> list[str]:
-    """Every text a committed notebook's code cells print or display (streams, errors, text/* and JSON data)."""
-    texts = []
-    for cell in json.loads(notebook.read_text())["cells"]:
-        for output in cell.get("outputs", []):
-            for key in ("text", "traceback", "evalue"):
-                value = output.get(key, "")
-                texts.append("".join(value) if isinstance(value, list) else value)
-            for mime, value in output.get("data", {}).items():
-                if mime.startswith("text/") or mime.endswith("json"):
-                    texts.append(json.dumps(value) if not isinstance(value, (str, list)) else
-                                 "".join(value) if isinstance(value, list) else value)
-    return texts
-
-
-def test_machine_path_pattern_finds_venv_warnings_and_spares_repo_paths():
-    assert MACHINE_PATH.search("/work/wt-x/.venv/lib/python3.11/site-packages/tqdm/auto.py:21: TqdmWarning")
-    assert MACHINE_PATH.search("saved to /home/ana/albert-mini/figures/x.png")
-    assert not MACHINE_PATH.search("data/results/README.md and figures/03_embedding_diagram.png")
-    assert not MACHINE_PATH.search("https://ipywidgets.readthedocs.io/en/stable/user_install.html")
-
-
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
-def test_no_output_shows_a_path_of_the_machine_that_built_it(notebook):
-    found = sorted({m.group(0) for text in output_texts(notebook) for m in MACHINE_PATH.finditer(text)})
-    assert not found, f"{notebook.name} prints paths of the build machine: {found}; print paths relative to the repo"
