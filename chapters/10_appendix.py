@@ -366,8 +366,8 @@ print(predicted)
 # ### Baselines without a network
 #
 # **How hard are the tasks without any neural network?** Three simple baselines, computed here in a few lines
-# each (no training beyond counting words), put chapter 8's comparison in proportion: a bag-of-words naive Bayes classifier
-# for polarity; "choose the option that shares the most words with the passage" for austen-mc; and for
+# each (no training beyond counting words), put chapter 8's comparison in proportion: a bag-of-words naive
+# Bayes classifier for polarity; "choose the option that shares the most words with the passage" for austen-mc; and for
 # austen-span a string matcher that turns the question into a pattern (`___` becomes "one word") and looks it up
 # in the context.
 
