@@ -3,6 +3,7 @@
 import os
 
 FAST_ENV = "ALBERT_MINI_FAST"
+STATIC_ENV = "ALBERT_MINI_STATIC"  # set by `make book`: the committed notebooks and the HTML book hold no widgets
 
 
 def fast_mode() -> bool:
@@ -13,3 +14,8 @@ def fast_mode() -> bool:
 def pick(fast, full):
     """`fast` under ALBERT_MINI_FAST=1, else `full`: how a chapter states both of its settings in one line."""
     return fast if fast_mode() else full
+
+
+def static_output() -> bool:
+    """True when a chapter is executed to be committed or published (ALBERT_MINI_STATIC=1): show tables, no widgets."""
+    return os.environ.get(STATIC_ENV, "0").strip().lower() not in ("", "0", "false", "no")

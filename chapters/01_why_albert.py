@@ -230,8 +230,33 @@ for name, note in KNOWN_DISAGREEMENTS.items():
 #   h' = \mathrm{LN}_2\big(a + W_2\, \mathrm{gelu}(W_1 a + b_1) + b_2\big).$$
 #
 # Many later models (GPT-2 and most large language models) normalize *before* each sub-layer instead and add the
-# raw sub-layer output to an un-normalized residual stream; that is "pre-LN". Here is the post-LN layer in a
-# dozen lines, with q, k and v computed by one fused matrix:
+# raw sub-layer output to an un-normalized residual stream; that is "pre-LN". Before we write the whole layer,
+# the optional exercise below asks for just that order of operations.
+
+# %% [markdown]
+# ### Exercise (optional): the order of operations
+#
+# The difference between post-LN and pre-LN is only the order in which the same pieces are applied. Write
+# `post_ln_block(h, attention, ffn, norm_1, norm_2)`, where each argument after `h` is a function from a tensor to
+# a tensor of the same shape (`attention` and `ffn` are the sub-layers without residual or normalization), and
+# return the output of a post-LN layer, following the two equations above.
+
+# %%
+def post_ln_block(h, attention, ffn, norm_1, norm_2):
+    """One post-LN layer built from its parts."""
+    ### BEGIN SOLUTION
+    a = norm_1(h + attention(h))
+    return norm_2(a + ffn(a))
+    ### END SOLUTION
+
+
+# %%
+from albert_mini.book.exercises import check_post_ln_block
+
+check_post_ln_block(post_ln_block);
+
+# %% [markdown]
+# Here is the whole post-LN layer in a dozen lines, with q, k and v computed by one fused matrix:
 
 # %%
 import math
@@ -295,28 +320,6 @@ torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
 print("PostLNLayer == AlbertLayer on the same weights:", tuple(got.shape))
 
 # %% [markdown]
-# ### Exercise (optional): the order of operations
-#
-# The difference between post-LN and pre-LN is only the order in which the same pieces are applied. Write
-# `post_ln_block(h, attention, ffn, norm_1, norm_2)`, where each argument after `h` is a function from a tensor to
-# a tensor of the same shape (`attention` and `ffn` are the sub-layers without residual or normalization), and
-# return the output of a post-LN layer.
-
-# %%
-def post_ln_block(h, attention, ffn, norm_1, norm_2):
-    """One post-LN layer built from its parts."""
-    ### BEGIN SOLUTION
-    a = norm_1(h + attention(h))
-    return norm_2(a + ffn(a))
-    ### END SOLUTION
-
-
-# %%
-from albert_mini.book.exercises import check_post_ln_block
-
-check_post_ln_block(post_ln_block);
-
-# %% [markdown]
 # > **Differs from BERT.** Nothing inside the layer: ALBERT keeps BERT's post-LN layer as it is. What changes is
 # > how many distinct layers hold parameters (one, in every ALBERT), the width of the embeddings, and the
 # > sentence-level pretraining task.
@@ -347,12 +350,8 @@ print(f"max |gelu_tanh(x) - gelu(x)| on [-8, 8]: {gap.max().item():.2e} at x = {
 # in both.
 
 # %%
-import warnings
-
 try:
-    with warnings.catch_warnings():  # transformers' import warns about notebook progress bars; irrelevant here
-        warnings.simplefilter("ignore")
-        from transformers.models.albert.modeling_albert import AlbertLayer as HFAlbertLayer
+    from transformers.models.albert.modeling_albert import AlbertLayer as HFAlbertLayer
 
     from albert_mini.model.hf import config_to_hf
 except ImportError:

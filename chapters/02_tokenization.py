@@ -17,15 +17,17 @@
 # A transformer reads integers, not text. Before ALBERT can learn anything, every sentence has to become a short
 # list of ids from a fixed vocabulary, and every model input has to be laid out the way pretraining laid it out.
 # ALBERT does this with SentencePiece, a subword tokenizer learned from the text itself, plus a few fixed rules:
-# lower-case everything, strip accents, and reserve five ids for special tokens. This chapter builds the book's
-# tokenizer from the book's corpus, then uses it the way the model will.
+# lower-case everything, strip accents, and reserve five ids for special tokens. This chapter uses the book's
+# tokenizer the way ALBERT uses its own: the preprocessing, the special ids, the layout of a model input and the
+# word boundaries that masking needs. How SentencePiece learns its pieces, and what the vocabulary size trades
+# off, is general tokenizer material; it is in the appendix, chapter 10.
 #
 # ## Learning goals
 #
 # - Know where the book's corpus comes from (six Jane Austen novels), how it is split, and how to load it.
 # - Apply ALBERT's text preprocessing and predict what it does to accents, case, ligatures and odd characters.
-# - Train a unigram SentencePiece model with ALBERT's special ids, and see how the vocabulary size trades off
-#   against the number of pieces per word.
+# - Use a SentencePiece tokenizer with ALBERT's special ids, and tell its pieces (`▁` marks a preceding space)
+#   from BERT's WordPiece.
 # - Lay out model inputs: special ids 0-4, `[CLS] A [SEP] B [SEP]` with token types, truncation and padding.
 # - Read word boundaries off the pieces (`▁` and `word_start`), which masking in Chapter 6 builds on.
 
@@ -85,6 +87,37 @@ print(f"\n{first.id}: {first.title}, chapter {first.chapter}, {len(first.paragra
 print("first sentence:", first.sentences()[0])
 
 # %% [markdown]
+# ## The book's tokenizer
+#
+# ALBERT does not split text into words. It uses **SentencePiece** (Kudo and Richardson, 2018), as XLNet did,
+# with a vocabulary of 30,000 **pieces** learned from its training text (the paper, section 4.1): frequent words
+# are one piece, rare words a few, and anything can be spelled from single characters. SentencePiece works on raw
+# text and makes a space part of the piece that follows it, written `▁` (U+2581), so `the cat` is `▁the ▁cat` and
+# decoding is concatenation with `▁` turned back into a space.
+#
+# The book's tokenizer was trained the same way on the Austen training chapters, with 8,000 pieces, and is
+# committed as `data/austen/spiece.model`; `Tokenizer.default()` loads it after checking its sha256. The first
+# sentence of the chapter printed above, as pieces and as ids:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from albert_mini.text.tokenizer import Tokenizer
+
+tokenizer = Tokenizer.default()
+opening = first.sentences()[0]
+pieces = tokenizer.tokenize(opening)
+print(f"{tokenizer.vocab_size:,} pieces in the vocabulary; {len(pieces)} pieces for {len(opening.split())} words:")
+print(" ".join(pieces))
+print("ids:", tokenizer.encode(opening))
+print("decoded:", tokenizer.decode(tokenizer.encode(opening)))
+
+# %% [markdown]
+# > **Differs from BERT.** BERT uses WordPiece (a vocabulary of 30,522 for the English models): text is first
+# > split on whitespace and punctuation, then each word is cut greedily into the longest pieces in the
+# > vocabulary, continuations marked with `##`. SentencePiece needs no language-specific pre-splitting and marks
+# > word *starts* (`▁`) instead of continuations.
+
+# %% [markdown]
 # ## ALBERT's preprocessing
 #
 # Before SentencePiece sees a line, ALBERT normalises it. The English ALBERT models are *uncased*, and they do not
@@ -98,15 +131,48 @@ print("first sentence:", first.sentences()[0])
 # 4. everything is lower-cased;
 # 5. runs of whitespace (tabs, newlines, non-breaking spaces) become one space.
 
+# %% [markdown]
+# ### Exercise 1: write the preprocessing
+#
+# Write `albert_preprocess(text)` with the five steps above, using `unicodedata.normalize` and
+# `unicodedata.combining`. The check runs it on strings with accents, ligatures, fractions, odd whitespace and
+# TeX quotes, and on Austen sentences.
+
 # %%
+import unicodedata
+
+
+def albert_preprocess(text):
+    """ALBERT's text normalisation: quotes, NFKD, no accents, lower case, single spaces."""
+    ### BEGIN SOLUTION
+    text = text.replace("``", '"').replace("''", '"')
+    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return " ".join(text.lower().split())
+    ### END SOLUTION
+
+
+# %%
+from albert_mini.book.exercises import check_albert_preprocess
+
+check_albert_preprocess(albert_preprocess);
+
+# %% [markdown] tags=["solution"]
+# The package's version, `albert_mini.text.tokenizer.preprocess_text`, for comparison with yours:
+
+# %% tags=["solution"]
 import inspect
 
 from albert_mini.text.tokenizer import preprocess_text
 
 print(inspect.getsource(preprocess_text))
 
+# %% [markdown]
+# Strings that tell the steps apart, through the package's `preprocess_text` (yours gives the same):
+
 # %%
 # NBVAL_CHECK_OUTPUT
+from albert_mini.text.tokenizer import preprocess_text
+
 tricky = [
     "  Caf\u00e9\t\u00c5NGSTR\u00d6M \n ``quoted''  ",
     "na\u00efve r\u00e9sum\u00e9, \u00c9mile Zo\u00eb",
@@ -127,178 +193,6 @@ for text in tricky:
 # > **Differs from the reference code.** ALBERT's TensorFlow `preprocess_text` does steps 2-5 only; the
 # > replacement of ` `` ` and `''` comes from Hugging Face's `AlbertTokenizer`, which we match. The Austen text
 # > contains neither, so the two agree on every sentence of the corpus.
-
-# %% [markdown]
-# ### Exercise 1: write the preprocessing
-#
-# Write `albert_preprocess(text)` with the five steps above, using `unicodedata.normalize` and
-# `unicodedata.combining`. The check runs it on strings like the ones above and on Austen sentences.
-
-# %%
-import unicodedata
-
-
-def albert_preprocess(text):
-    """ALBERT's text normalisation: quotes, NFKD, no accents, lower case, single spaces."""
-    ### BEGIN SOLUTION
-    text = text.replace("``", '"').replace("''", '"')
-    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-    return " ".join(text.lower().split())
-    ### END SOLUTION
-
-
-# %%
-from albert_mini.book.exercises import check_albert_preprocess
-
-check_albert_preprocess(albert_preprocess);
-
-# %% [markdown]
-# ## Subwords with SentencePiece
-#
-# A vocabulary of whole words would be enormous and would still meet unknown words; a vocabulary of characters
-# would make sequences long. Subword tokenizers sit in between: frequent words are one piece, rare words are a
-# few pieces, and anything can be spelled from single characters. ALBERT uses **SentencePiece** (Kudo and
-# Richardson, 2018), as XLNet did, with a vocabulary of 30,000 pieces (the paper, section 4.1).
-#
-# SentencePiece works on raw text: it does not split on spaces first. Instead a space becomes part of the next
-# piece, written as `▁` (U+2581), so `the cat` is `▁the ▁cat` and decoding is just concatenation with `▁` turned
-# back into a space. ALBERT uses SentencePiece's **unigram** model: it starts from a large set of candidate
-# substrings, fits a probability to each piece so that the training text is likely when each sentence is split
-# into independent pieces, and repeatedly prunes the pieces whose removal costs the least likelihood, until the
-# requested vocabulary size is left. To tokenize, it picks the most probable segmentation (Viterbi).
-#
-# > **Differs from BERT.** BERT uses WordPiece (a vocabulary of 30,522 for the English models): text is first
-# > split on whitespace and punctuation, then each word is cut greedily into the longest pieces in the
-# > vocabulary, continuations marked with `##`. SentencePiece needs no language-specific pre-splitting and marks
-# > word *starts* (`▁`) instead of continuations.
-#
-# `albert_mini.text.tokenizer.train_sentencepiece` trains a model with ALBERT's flags: `<pad>` at id 0, `<unk>` at 1,
-# no begin/end-of-sentence ids, and `[CLS]`, `[SEP]`, `[MASK]` as control symbols (ids 2, 3, 4). It is
-# deterministic: one thread, a fixed seed, every line in file order. Let us train a small model, 1,000 pieces, on
-# the 27,077 sentences of the training split (a few seconds):
-
-# %%
-import time
-
-from albert_mini.text.tokenizer import Tokenizer, train_sentencepiece, training_texts
-
-sentences = training_texts()  # the sentences of corpus["train"], in order
-start = time.perf_counter()
-small_model = train_sentencepiece(sentences, vocab_size=1000, seed=0)  # the bytes of a .model file
-print(f"trained on {len(sentences):,} sentences in {time.perf_counter() - start:.1f} s")
-small = Tokenizer.from_bytes(small_model)
-
-# %% [markdown]
-# The book's tokenizer was trained the same way with 8,000 pieces and is committed as `data/austen/spiece.model`
-# (rebuild it with `python -m albert_mini.text.tokenizer train --vocab-size 8000 --out data/austen/spiece.model`).
-# `Tokenizer.default()` loads it after checking its sha256. The same sentence with both:
-
-# %%
-# NBVAL_CHECK_OUTPUT
-tokenizer = Tokenizer.default()
-print("committed:", tokenizer.vocab_size, "pieces | small:", small.vocab_size, "pieces")
-opening = first.sentences()[0]
-for name, tk in (("1,000 pieces", small), ("8,000 pieces", tokenizer)):
-    pieces = tk.tokenize(opening)
-    print(f"\n{name}: {len(pieces)} pieces for {len(opening.split())} words")
-    print(" ".join(pieces))
-print("\nids (8,000):", tokenizer.encode(opening))
-print("decoded:", tokenizer.decode(tokenizer.encode(opening)))
-
-# %% [markdown]
-# With 1,000 pieces only the commonest words are whole (`▁truth`, `▁fortune`); `universally` needs six pieces.
-# With 8,000 pieces the whole sentence is one piece per word or punctuation mark. The vocabulary itself starts
-# with the five special pieces, then the most useful pieces in order of their learned log-probability:
-
-# %%
-# NBVAL_CHECK_OUTPUT
-for name, tk in (("1,000", small), ("8,000", tokenizer)):
-    head = [f"{tk.id_to_piece(i)}({tk.sp.get_score(i):.2f})" for i in range(5, 17)]
-    print(f"{name}: ids 0-4 = {[tk.id_to_piece(i) for i in range(5)]}")
-    print(f"        ids 5-16 = {' '.join(head)}")
-longest = sorted(range(5, tokenizer.vocab_size), key=lambda i: -len(tokenizer.id_to_piece(i)))[:6]
-print("longest pieces (8,000):", [tokenizer.id_to_piece(i) for i in longest])
-
-# %% [markdown]
-# ### How many pieces per word?
-#
-# The cost of a small vocabulary is longer sequences. Counted over every paragraph of each split (whitespace
-# words, no special tokens), with the number of `<unk>` ids:
-
-# %%
-# NBVAL_CHECK_OUTPUT
-def piece_counts(tk, documents):
-    """(pieces, words, unknown pieces) over all paragraphs of `documents`."""
-    pieces = words = unknown = 0
-    for doc in documents:
-        for paragraph in doc.paragraphs:
-            ids = tk.encode(paragraph)
-            pieces, words, unknown = pieces + len(ids), words + len(paragraph.split()), unknown + ids.count(tk.unk_id)
-    return pieces, words, unknown
-
-
-print(f"{'vocabulary':>10s} {'split':>11s} {'pieces':>9s} {'words':>8s} {'per word':>9s} {'<unk>':>6s}")
-for name, tk in (("1,000", small), ("8,000", tokenizer)):
-    for split, documents in corpus.items():
-        pieces, words, unknown = piece_counts(tk, documents)
-        print(f"{name:>10s} {split:>11s} {pieces:9,} {words:8,} {pieces / words:9.3f} {unknown:6d}")
-
-# %% [markdown]
-# With 8,000 pieces a word costs 1.23 pieces on average, and the held-out splits are hardly worse than the
-# training split (1.24-1.25): the vocabulary generalises across chapters. With 1,000 pieces, sequences are about
-# 40% longer. ALBERT's 30,000 pieces for 16 GB of text sit at a similar place: most common words are one piece.
-# The two validation `<unk>`s are the square brackets around a letter's heading in *Emma*, characters that the
-# training chapters never use.
-#
-# The figure shows the same trade-off per word (left; words split on whitespace, so `fortune,` with its comma is
-# a two-piece word) and how unevenly the pieces are used (right): the 51 most frequent pieces make up half of all
-# tokens and about 500 make up 80%, while the last 5,300 pieces share 5% of the text between them.
-
-# %%
-import matplotlib.pyplot as plt
-import numpy as np
-
-from albert_mini.paths import save_figure
-
-validation_words = [w for doc in corpus["validation"] for p in doc.paragraphs for w in p.split()]
-fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
-bins = np.arange(1, 7)
-for offset, (name, tk, color) in zip((-0.2, 0.2), (("1,000 pieces", small, "tab:orange"),
-                                                    ("8,000 pieces", tokenizer, "tab:blue"))):
-    per_word = np.minimum([len(ids) for ids in tk.sp.encode([preprocess_text(w) for w in validation_words])], 6)
-    shares = np.array([np.mean(per_word == k) for k in bins])
-    left.bar(bins + offset, shares, width=0.4, color=color, label=f"{name} (mean {np.mean(per_word):.2f})")
-left.set_xticks(bins, ["1", "2", "3", "4", "5", "6+"])
-left.set_xlabel("pieces per word (validation words)")
-left.set_ylabel("fraction of words")
-left.set_title("How many pieces a word needs")
-left.legend()
-
-train_ids = [i for doc in corpus["train"] for p in doc.paragraphs for i in tokenizer.encode(p)]
-frequency = np.sort(np.bincount(train_ids, minlength=tokenizer.vocab_size)[5:])[::-1]  # ordinary pieces only
-coverage = np.cumsum(frequency) / frequency.sum()
-ranks = np.arange(1, len(coverage) + 1)
-right.plot(ranks, coverage, color="tab:blue")
-for share in (0.5, 0.8, 0.95):
-    k = int(np.searchsorted(coverage, share)) + 1
-    right.scatter([k], [coverage[k - 1]], color="tab:red", zorder=3)
-    right.annotate(f"{share:.0%} of tokens: top {k:,} pieces", (k, coverage[k - 1]), textcoords="offset points",
-                   xytext=(8, -12), fontsize=8)
-right.set_xscale("log")
-right.set_xlabel("the k most frequent pieces (log scale)")
-right.set_ylabel("share of all training tokens")
-right.set_title("Vocabulary coverage, 8,000-piece model, training split")
-for ax in (left, right):
-    ax.grid(True, alpha=0.3)
-save_figure(fig, "02_pieces_per_word.png")
-plt.show()
-
-# %% [markdown]
-# > **Differs from the reference.** ALBERT's `30k-clean.model` has 30,000 pieces learned from Wikipedia and
-# > BookCorpus; ours has 8,000 learned from Austen, which suits a 4 MB corpus and a small embedding table. ALBERT
-# > also declared eight **user-defined symbols**, `( ) " - . – £ €`, which SentencePiece always keeps as single
-# > pieces; ours has none, so that Hugging Face's converter reproduces our model exactly (below). The special ids
-# > 0-4 are the same as ALBERT's.
 
 # %% [markdown]
 # ## Special ids
@@ -329,45 +223,6 @@ print("ids:   ", ids)
 print("special ids produced from text:", sorted(set(ids) & {2, 3, 4}))
 print("is_control(0..4):", [tokenizer.sp.is_control(i) for i in range(5)])
 print("special_ids:", sorted(tokenizer.special_ids))
-
-# %% [markdown]
-# ## Word starts
-#
-# The `▁` marker tells where words begin, and Chapter 6 needs exactly that: ALBERT masks whole words, so it must
-# know which pieces continue a word. The reference code's rule (`is_word_start`) says a piece **starts a word**
-# when it begins with `▁` or `<`, is a single punctuation character, or contains a character other than a-z and
-# punctuation (so any piece with a digit starts a word). The tokenizer evaluates the rule once for the whole
-# vocabulary into a boolean array, `tokenizer.word_start` (special ids count as word starts):
-
-# %%
-# NBVAL_CHECK_OUTPUT
-from albert_mini.text.tokenizer import is_word_start
-
-for piece in ["▁the", "ing", ",", "--", "0,000", "▁1", "'", "s"]:
-    print(f"{piece!r:9s} starts a word: {is_word_start(piece)}")
-
-
-def words_of(text: str) -> list[list[str]]:
-    """The pieces of `text` grouped into words by `word_start`."""
-    words = []
-    for piece in tokenizer.tokenize(text):
-        if tokenizer.word_start[tokenizer.piece_to_id(piece)] or not words:
-            words.append([])
-        words[-1].append(piece)
-    return words
-
-
-print()
-for word in words_of("Elizabeth's bicycle cost 10,000 pounds--unbelievable!"):
-    print(" + ".join(word))
-print(f"\n{tokenizer.word_start.sum():,} of {tokenizer.vocab_size:,} pieces start a word")
-
-# %% [markdown]
-# A word that is not in the vocabulary, like *bicycle*, is five pieces but one word: whole-word masking hides all
-# five or none. The possessive `'s` is a word of its own. The rule is crude in places: `1` and `0,000` are two
-# words because a piece with a digit always starts one, and `--unbelievable` continues `pounds` because `--` is
-# not a *single* punctuation character. It is the reference's rule, and all masking needs from it is never to
-# cut a real word in two.
 
 # %% [markdown]
 # ## Model inputs: `[CLS] A [SEP] B [SEP]`
@@ -454,16 +309,15 @@ check_truncate_longest_first(truncate_longest_first);
 # `encode_pair(a, b, max_length=...)` truncates too, but it follows Hugging Face's `truncation="longest_first"`
 # (`albert_mini.text.tokenizer.truncate_pair`), so that our inputs equal HF's. The two rules keep the same total and
 # almost always the same lengths; they disagree only on which segment keeps the odd token when both have to be
-# cut:
+# cut. With your function from Exercise 3 as ALBERT's rule:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from albert_mini.book.exercises.ch02 import truncate_longest_first as albert_rule  # Exercise 3's reference answer
 from albert_mini.text.tokenizer import truncate_pair
 
 for len_a, len_b, budget in [(10, 3, 8), (3, 10, 8), (6, 5, 7), (5, 5, 7), (5, 6, 7)]:
     a, b = list(range(len_a)), list(range(len_b))
-    ours = albert_rule(a, b, budget)
+    ours = truncate_longest_first(a, b, budget)  # your function from Exercise 3
     hf_rule = truncate_pair(a, b, budget)
     print(f"A={len_a:2d} B={len_b:2d} budget={budget}: ALBERT's loop keeps {len(ours[0])}+{len(ours[1])}, "
           f"HF's longest_first {len(hf_rule[0])}+{len(hf_rule[1])}")
@@ -485,64 +339,43 @@ for key, tensor in batch.items():
     print(tensor)
 
 # %% [markdown]
-# ## Comparing with Hugging Face (optional)
+# ## Word starts
 #
-# Hugging Face's `AlbertTokenizer` can load our model: put it in a folder as `spiece.model` and call
-# `from_pretrained(folder)`. Then the ids agree with ours: on 32,839 of the corpus's 32,840 sentences
-# (`data/README.md`), and on pairs, truncation and padding (`tests/text/test_tokenizer.py`). This cell needs
-# `transformers`; it is skipped if it is not installed.
-
-# %%
-import shutil
-import tempfile
-from pathlib import Path
-
-from albert_mini.text.tokenizer import DEFAULT_DIR
-
-import warnings
-
-try:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # transformers' import can warn about optional notebook widgets
-        import transformers
-except ImportError:
-    print("transformers is not installed: skipping the comparison")
-else:
-    folder = Path(tempfile.mkdtemp())
-    shutil.copy(DEFAULT_DIR / "spiece.model", folder / "spiece.model")
-    hf = transformers.AlbertTokenizer.from_pretrained(folder)
-    held_out = [s for doc in corpus["validation"] for s in doc.sentences()]
-    same = sum(hf(s)["input_ids"] == tokenizer.encode_pair(s)["input_ids"] for s in held_out)
-    print(f"transformers {transformers.__version__}: same ids on {same:,} of {len(held_out):,} validation sentences")
-    hf_pair = hf("She was gone.", "He smiled.", return_token_type_ids=True)
-    print("pair, token types:", hf_pair["token_type_ids"] == pair["token_type_ids"])
-    print("HF on the text '[MASK]':", hf("Emma said [MASK]")["input_ids"],
-          "| ours:", tokenizer.encode_pair("Emma said [MASK]")["input_ids"])
-    naive = transformers.AlbertTokenizer(vocab_file=str(DEFAULT_DIR / "spiece.model"))
-    print("AlbertTokenizer(vocab_file=...):", naive("She was gone.")["input_ids"], "<- <unk> ids")
-    shutil.rmtree(folder)
-
-# %% [markdown]
-# > **Differs from Hugging Face.** Four things to know when you mix the two:
-# > - **Loading.** In transformers 5.x, `AlbertTokenizer(vocab_file=...)` does not take the pieces of a
-# >   self-trained model: every word comes out as `<unk>` (id 1). Use `from_pretrained(folder)`.
-# > - **Token types.** HF 5.x returns `token_type_ids` only when asked (`return_token_type_ids=True`).
-# > - **Special tokens in text.** HF finds `[MASK]` written in raw text and turns it into id 4; here text is always
-# >   just text, and special ids are inserted only by `encode_pair` and `__call__`.
-# > - **Ties.** When two segmentations score exactly the same, SentencePiece and HF's unigram implementation may
-# >   choose differently. On the whole corpus this happens in 1 of 32,840 sentences (`"Mary M---.`).
-# >
-# > **Differs from the reference code.** ALBERT's `tokenization.py` re-splits any piece that ends in a digit
-# > followed by a comma, so that the comma becomes its own piece (albert#249). HF 5.x no longer does this, and
-# > neither do we; our vocabulary has no piece ending in "digit," so it could not change any id:
+# The `▁` marker tells where words begin, and Chapter 6 needs exactly that: ALBERT masks whole words, so it must
+# know which pieces continue a word. The reference code's rule (`is_word_start`) says a piece **starts a word**
+# when it begins with `▁` or `<`, is a single punctuation character, or contains a character other than a-z and
+# punctuation (so any piece with a digit starts a word). The tokenizer evaluates the rule once for the whole
+# vocabulary into a boolean array, `tokenizer.word_start` (special ids count as word starts):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-digit_comma = [tokenizer.id_to_piece(i) for i in range(tokenizer.vocab_size)
-               if len(tokenizer.id_to_piece(i)) > 1 and tokenizer.id_to_piece(i)[-1] == ","
-               and tokenizer.id_to_piece(i)[-2].isdigit()]
-print("pieces ending in a digit and a comma:", digit_comma)
-print("'10,000 pounds' ->", tokenizer.tokenize("10,000 pounds"))
+from albert_mini.text.tokenizer import is_word_start
+
+for piece in ["▁the", "ing", ",", "--", "0,000", "▁1", "'", "s"]:
+    print(f"{piece!r:9s} starts a word: {is_word_start(piece)}")
+
+
+def words_of(text: str) -> list[list[str]]:
+    """The pieces of `text` grouped into words by `word_start`."""
+    words = []
+    for piece in tokenizer.tokenize(text):
+        if tokenizer.word_start[tokenizer.piece_to_id(piece)] or not words:
+            words.append([])
+        words[-1].append(piece)
+    return words
+
+
+print()
+for word in words_of("Elizabeth's bicycle cost 10,000 pounds--unbelievable!"):
+    print(" + ".join(word))
+print(f"\n{tokenizer.word_start.sum():,} of {tokenizer.vocab_size:,} pieces start a word")
+
+# %% [markdown]
+# A word that is not in the vocabulary, like *bicycle*, is five pieces but one word: whole-word masking hides all
+# five or none. The possessive `'s` is a word of its own. The rule is crude in places: `1` and `0,000` are two
+# words because a piece with a digit always starts one, and `--unbelievable` continues `pounds` because `--` is
+# not a *single* punctuation character. It is the reference's rule, and all masking needs from it is never to
+# cut a real word in two.
 
 # %% [markdown]
 # ## Summary
@@ -552,8 +385,8 @@ print("'10,000 pounds' ->", tokenizer.tokenize("10,000 pounds"))
 #   and sha256-checked on every load.
 # - ALBERT's preprocessing lower-cases, strips accents through NFKD and collapses whitespace; characters it does not
 #   normalise (curly quotes, dashes) must be in the vocabulary or become `<unk>`.
-# - A unigram SentencePiece model learns its pieces from the text; `▁` marks a preceding space. With 8,000 pieces a
-#   word costs 1.23 pieces on Austen; with 1,000 pieces about 40% more.
+# - ALBERT tokenizes with SentencePiece; `▁` marks a preceding space, and a rare word is several pieces. The book's
+#   tokenizer has 8,000 pieces learned from Austen (chapter 10 trains one and measures pieces per word).
 # - Ids 0-4 are `<pad>`, `<unk>`, `[CLS]`, `[SEP]`, `[MASK]`; the last three are control symbols that text can
 #   never produce (albert#247). Inputs are `[CLS] A [SEP] B [SEP]` with token types 0 then 1, truncated longest
 #   first and padded with id 0 and attention mask 0.
@@ -565,5 +398,7 @@ print("'10,000 pounds' ->", tokenizer.tokenize("10,000 pounds"))
 #   SentencePiece and Kudo (2018) for the unigram model.
 # - Code: `albert_mini/text/corpus.py`, `albert_mini/text/build_corpus.py`, `albert_mini/text/tokenizer.py`;
 #   `data/README.md` for the corpus's provenance, normalisation and counts.
+# - Chapter 10 (appendix), part A: training a SentencePiece model, vocabulary size against pieces per word, and
+#   the comparison with Hugging Face's `AlbertTokenizer`.
 # - Next: Chapter 3 (`03_factorized_embeddings`), where these ids meet ALBERT's first idea, the factorized
 #   embedding table; and Chapter 6 (`06_ngram_masking`) for the masking that uses `word_start`.

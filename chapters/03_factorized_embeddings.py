@@ -61,6 +61,22 @@ for H in (768, 4096):
           f"({tied / factorized:.1f}x fewer)")
 
 # %% [markdown]
+# The same comparison as a picture, for ALBERT-base (V = 30,000, E = 128, H = 768): BERT's word table on the
+# left, ALBERT's narrow table and its projection on the right. The widths of the boxes are to scale, and every
+# number is computed from the config (`albert_mini.book.diagrams.embedding_diagram`):
+
+# %%
+import matplotlib.pyplot as plt
+
+from albert_mini import AlbertConfig
+from albert_mini.book.diagrams import embedding_diagram
+from albert_mini.paths import save_figure
+
+fig = embedding_diagram(AlbertConfig.from_preset("albert-base"))
+save_figure(fig, "03_embedding_diagram.png")
+plt.show()
+
+# %% [markdown]
 # ## Building it
 #
 # A factorized embedding is two standard layers: `nn.Embedding(V, E)` for the lookup and `nn.Linear(E, H)` for
@@ -336,6 +352,31 @@ display(Markdown(format_parameter_table(paper_parameter_table(table3_configs))))
 # $$\text{logits} = \mathrm{LN}\big(\mathrm{gelu}(W_{\text{dense}}\, h + b)\big)\; W_{\text{word}}^\top + b_{\text{out}}, \qquad
 #   h \in \mathbb{R}^H,\; W_{\text{word}} \in \mathbb{R}^{V \times E}.$$
 
+# %% [markdown]
+# ### Exercise 3: count the MLM head
+#
+# Write `mlm_head_params(V, E, H)`: the parameters that ALBERT's MLM head adds to a model whose word table is
+# $V \times E$ and whose hidden width is $H$. Remember which tensor the decoder borrows.
+
+# %%
+def mlm_head_params(V, E, H):
+    """Parameters of ALBERT's MLM head with the decoder weight tied to the word embeddings."""
+    ### BEGIN SOLUTION
+    dense = H * E + E
+    layer_norm = 2 * E
+    output_bias = V
+    return dense + layer_norm + output_bias
+    ### END SOLUTION
+
+
+# %%
+from albert_mini.book.exercises import check_mlm_head_params
+
+check_mlm_head_params(mlm_head_params);
+
+# %% [markdown]
+# Here is the head of `albert-mini`, with its parameters counted on the model:
+
 # %%
 # NBVAL_CHECK_OUTPUT
 from albert_mini import AlbertForPreTraining
@@ -364,28 +405,6 @@ print(f"MLM head parameters (counted on the model): {count_parameters(pretrainin
 for preset in ("albert-base", "bert-base", "albert-xxlarge"):
     c = AlbertConfig.from_preset(preset)
     print(f"{preset:15s} E = {c.embedding_size:4d}  MLM head: {closed_form_breakdown(c, heads=True)['mlm_head']:>10,}")
-
-# %% [markdown]
-# ### Exercise 3: count the MLM head
-#
-# Write `mlm_head_params(V, E, H)`: the parameters that ALBERT's MLM head adds to a model whose word table is
-# $V \times E$ and whose hidden width is $H$. Remember which tensor the decoder borrows.
-
-# %%
-def mlm_head_params(V, E, H):
-    """Parameters of ALBERT's MLM head with the decoder weight tied to the word embeddings."""
-    ### BEGIN SOLUTION
-    dense = H * E + E
-    layer_norm = 2 * E
-    output_bias = V
-    return dense + layer_norm + output_bias
-    ### END SOLUTION
-
-
-# %%
-from albert_mini.book.exercises import check_mlm_head_params
-
-check_mlm_head_params(mlm_head_params);
 
 # %% [markdown]
 # > **Differs from BERT.** BERT ties the embedding width to the hidden width, $E = H$: its token table is

@@ -57,9 +57,10 @@ from albert_mini.settings import pick
 #
 # In `albert_mini` the encoder keeps its distinct layers in `albert_layer_groups` and, when it is built, asks the
 # config which one each of the L steps runs (`AlbertConfig.layer_to_group`); `layer_plan()` returns that plan.
-# The whole loop is a few lines:
+# The whole loop is a few lines, printed below (a student notebook leaves this cell out: Exercise 1 asks for the
+# schedule it follows).
 
-# %%
+# %% tags=["solution"]
 from albert_mini.model.albert import AlbertTransformer
 
 print(inspect.getsource(AlbertConfig.layer_to_group))
@@ -158,6 +159,23 @@ for application, group, attention, ffn in block_usage(grouped):
     print(f"application {application}: group {group}, attention A{attention}, FFN F{ffn}")
 steps = len(block_usage(grouped))
 print(f"layer steps computed: {steps} (= L*K), distinct layers: {grouped.config.num_distinct_blocks()[0]} (= G*K)")
+
+# %% [markdown]
+# The figure draws the same bookkeeping for three models of six layer applications: BERT's (every application
+# has its own layer), ALBERT's (one stored layer, run six times) and the mixed case above. Each box is one layer
+# step, coloured by the stored layer whose weights it uses (`albert_mini.book.diagrams.sharing_diagram`, drawn
+# from the configs):
+
+# %%
+from albert_mini.book.diagrams import sharing_diagram
+from albert_mini.paths import save_figure
+
+mini_config = AlbertConfig.from_preset("albert-mini")
+fig = sharing_diagram({"BERT-style: nothing shared (G = L)": mini_config.replace(num_hidden_groups=6),
+                       "ALBERT: all shared (G = 1)": mini_config,
+                       "groups and inner groups": mini_config.replace(num_hidden_groups=3, inner_group_num=2)})
+save_figure(fig, "04_sharing_diagram.png")
+plt.show()
 
 # %% [markdown]
 # ### A floating-point quirk in the original formula
@@ -484,6 +502,8 @@ plt.show()
 # `bert-mini` (E = H = 256, not shared) as a third line. It measures each on held-out text after training and at
 # initialisation and writes `data/results/smoothness.json`; `albert_mini.study.results.smoothness_curves` reads it
 # (files from before seeds were added hold one seed, with no band). Bands are the mean ± std over seeds.
+# The committed file may predate the twin: then it holds `albert-mini` and `bert-mini` only, and `bert-mini`
+# changes E as well as sharing (E = H = 256 against the factorized E = 128), so read it as two changes at once.
 
 # %%
 import numpy as np
@@ -575,7 +595,7 @@ def layer_schedule(L: int, G: int, K: int) -> list[int]:
 # %%
 from albert_mini.book.exercises import check_layer_schedule
 
-check_layer_schedule(layer_schedule)
+check_layer_schedule(layer_schedule);
 
 # %% [markdown]
 # ### Exercise 2: the sharing plan
@@ -599,7 +619,131 @@ def sharing_plan(strategy: str, L: int) -> list[tuple[int, int]]:
 # %%
 from albert_mini.book.exercises import check_sharing_plan
 
-check_sharing_plan(sharing_plan)
+check_sharing_plan(sharing_plan);
+
+# %% [markdown]
+# ## ALBERT in one cell
+#
+# All the pieces are now on the table: the factorized embeddings of chapter 3 (a $V \times E$ table, then one
+# $E \times H$ projection), the post-LN layer of chapter 1, and this chapter's schedule that runs G·K stored
+# layers L·K times. The cell below puts them together into a complete ALBERT encoder with the pooler, in plain
+# PyTorch and nothing else; `load_from` copies the weights of an `albert_mini.AlbertModel` into it. The model is
+# built with groups and inner groups (L = 4, G = 2, K = 2), so that every line of the schedule matters.
+
+# %%
+import math
+
+import torch.nn.functional as F
+from torch import nn
+
+
+class OneCellAlbert(nn.Module):
+    """ALBERT's encoder in one place: factorized embeddings (chapter 3), a post-LN layer (chapter 1), shared L times."""
+
+    def __init__(self, V, E, H, L, heads, ffn, G=1, K=1, max_positions=512, types=2, eps=1e-12):
+        super().__init__()
+        self.L, self.G, self.heads, self.eps = L, G, heads, eps
+        # Chapter 3: a V x E word table, E-wide positions and token types, one LayerNorm, then E -> H.
+        self.word = nn.Embedding(V, E)
+        self.position = nn.Embedding(max_positions, E)
+        self.token_type = nn.Embedding(types, E)
+        self.embedding_norm = nn.LayerNorm(E, eps=eps)
+        self.project = nn.Linear(E, H)
+        # Chapter 4: only G * K layers are stored; the L applications reuse them.
+        self.layers = nn.ModuleList(self.layer(H, ffn) for _ in range(G * K))
+        self.K = K
+        self.pooler = nn.Linear(H, H)
+
+    def layer(self, H, ffn):
+        return nn.ModuleDict(dict(q=nn.Linear(H, H), k=nn.Linear(H, H), v=nn.Linear(H, H), out=nn.Linear(H, H),
+                                  norm_1=nn.LayerNorm(H, eps=self.eps), up=nn.Linear(H, ffn),
+                                  down=nn.Linear(ffn, H), norm_2=nn.LayerNorm(H, eps=self.eps)))
+
+    def attention(self, p, h, bias):
+        B, T, H = h.shape
+        split = lambda x: x.view(B, T, self.heads, H // self.heads).transpose(1, 2)  # (B, T, H) -> (B, nh, T, dh)
+        q, k, v = split(p["q"](h)), split(p["k"](h)), split(p["v"](h))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(H // self.heads) + bias  # (B, nh, T, T)
+        context = scores.softmax(-1) @ v  # (B, nh, T, dh)
+        return p["out"](context.transpose(1, 2).reshape(B, T, H))  # heads side by side again: (B, T, H)
+
+    def post_ln_layer(self, p, h, bias):
+        a = p["norm_1"](h + self.attention(p, h, bias))  # post-LN: add, then normalize
+        return p["norm_2"](a + p["down"](F.gelu(p["up"](a), approximate="tanh")))
+
+    def forward(self, ids, attention_mask=None, token_types=None):
+        B, T = ids.shape
+        attention_mask = torch.ones_like(ids) if attention_mask is None else attention_mask
+        token_types = torch.zeros_like(ids) if token_types is None else token_types
+        x = self.word(ids) + self.position(torch.arange(T)) + self.token_type(token_types)  # (B, T, E)
+        h = self.project(self.embedding_norm(x))  # (B, T, H)
+        bias = (1.0 - attention_mask[:, None, None, :].float()) * torch.finfo(h.dtype).min  # padding gets no weight
+        for i in range(self.L):
+            group = i * self.G // self.L  # exact integers (chapter 4's floating-point quirk)
+            for k in range(self.K):
+                h = self.post_ln_layer(self.layers[group * self.K + k], h, bias)
+        return h, torch.tanh(self.pooler(h[:, 0]))
+
+
+def load_from(model: AlbertModel, ours: OneCellAlbert) -> OneCellAlbert:
+    """Copy an albert_mini AlbertModel's weights into the one-cell model (same tensors, other names)."""
+    names = {"word": "embeddings.word_embeddings", "position": "embeddings.position_embeddings",
+             "token_type": "embeddings.token_type_embeddings", "embedding_norm": "embeddings.LayerNorm",
+             "project": "encoder.embedding_hidden_mapping_in", "pooler": "pooler"}
+    inner = {"q": "attention.query", "k": "attention.key", "v": "attention.value", "out": "attention.dense",
+             "norm_1": "attention.LayerNorm", "up": "ffn", "down": "ffn_output", "norm_2": "full_layer_layer_norm"}
+    for g in range(ours.G):
+        for k in range(ours.K):
+            for short, long in inner.items():
+                names[f"layers.{g * ours.K + k}.{short}"] = f"encoder.albert_layer_groups.{g}.albert_layers.{k}.{long}"
+    theirs = model.state_dict()
+    state = {f"{short}.{kind}": theirs[f"{long}.{kind}"] for short, long in names.items()
+             for kind in ("weight", "bias") if f"{long}.{kind}" in theirs}
+    ours.load_state_dict(state, strict=True)
+    return ours.eval()
+
+
+# %% [markdown]
+# Now the check: the same weights in three models, ours above, `albert_mini.AlbertModel` and Hugging Face's
+# `AlbertModel` (built from its config by `albert_mini.model.hf.to_hf`, nothing downloaded), on a batch with
+# padding and two token types.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from albert_mini.model.hf import to_hf
+
+config = AlbertConfig.from_preset("albert-mini").replace(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2)
+torch.manual_seed(0)
+reference = AlbertModel(config).eval()
+one_cell = load_from(reference, OneCellAlbert(config.vocab_size, config.embedding_size, config.hidden_size,
+                                              config.num_hidden_layers, config.num_attention_heads,
+                                              config.intermediate_size, config.num_hidden_groups,
+                                              config.inner_group_num))
+hf_model = to_hf(reference).eval()
+ids = torch.randint(5, config.vocab_size, (2, 12), generator=torch.Generator().manual_seed(1))
+mask = torch.ones_like(ids)
+mask[1, 8:] = 0  # the second sequence is 8 tokens and 4 padding positions
+types = torch.zeros_like(ids)
+types[:, 6:] = 1  # segment B from position 6
+with torch.no_grad():
+    h, pooled = one_cell(ids, mask, types)
+    ours = reference(ids, attention_mask=mask, token_type_ids=types)
+    theirs = hf_model(input_ids=ids, attention_mask=mask, token_type_ids=types)
+print(f"parameters: one cell {count_parameters(one_cell):,}, albert_mini {count_parameters(reference):,}")
+for name, other in (("albert_mini.AlbertModel", ours), ("transformers.AlbertModel", theirs)):
+    torch.testing.assert_close(h, other.last_hidden_state, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(pooled, other.pooler_output, rtol=1e-5, atol=1e-5)
+    print(f"one cell == {name}: hidden states {tuple(h.shape)} and pooled {tuple(pooled.shape)} within 1e-5")
+
+# %% [markdown]
+# What the cell leaves out is what the training chapters add: dropout (0 in ALBERT's pretraining), the MLM and SOP
+# heads of chapter 7 and the task heads of chapter 8. Everything else that makes ALBERT differ from BERT is in
+# three places of it: `self.word` is $V \times E$ and `self.project` is $E \times H$ (chapter 3), `self.layers`
+# holds G·K layers while the loop runs L·K steps (this chapter), and the pairs it reads are built for SOP
+# (chapter 5).
+#
+# > **Differs from BERT.** In BERT's version of this cell, `self.word` would be $V \times H$, `self.project` would
+# > not exist, and `self.layers` would hold L layers, one per step.
 
 # %% [markdown]
 # ## Summary
@@ -617,6 +761,8 @@ check_sharing_plan(sharing_plan)
 # - At initialisation the shared model's layer-to-layer changes already shrink with depth while unshared models
 #   stay flat; Figure 1 itself is about trained models: `data/results/smoothness.json` compares albert-mini with
 #   the same shape unshared, over seeds (6 layers, against the paper's 24).
+# - The whole encoder fits in one cell of about 70 lines, and it equals `albert_mini.AlbertModel` and Hugging
+#   Face's `AlbertModel` on the same weights.
 #
 # ## Further reading / pointers
 #

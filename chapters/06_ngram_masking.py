@@ -313,6 +313,22 @@ for span in sorted(masked.spans, key=lambda s: s.start):
 # > model predict a phrase from its context rather than from itself.
 
 # %% [markdown]
+# The same masking as a picture, for the first 72 of the sequence's 128 tokens: pieces of one word touch, the
+# chosen spans are blue with their length n in words, and under each chosen piece is what the model is given
+# (`albert_mini.book.diagrams.masking_diagram`, drawn from `masked` above):
+
+# %%
+from albert_mini.book.diagrams import masking_diagram
+
+shown_tokens = 72
+fig = masking_diagram([tokenizer.id_to_piece(int(t)) for t in example.tokens[:shown_tokens]],
+                      masker.word_ids(example.tokens)[:shown_tokens],
+                      [span for span in masked.spans if span.end <= shown_tokens],
+                      [tokenizer.id_to_piece(int(t)) for t in masked.input_ids[:shown_tokens]])
+save_figure(fig, "06_masking_diagram.png")
+plt.show()
+
+# %% [markdown]
 # ## The prediction budget
 #
 # How many tokens to predict? BERT and ALBERT say 15%, but the reference code caps the number with
@@ -402,9 +418,11 @@ check_prediction_budget(prediction_budget);
 # token might be wrong, so the model must build a good representation of every token from its context.
 #
 # The choice is made **per token**, even inside an n-gram: a 3-word span can come out as
-# `[MASK] [MASK] ▁grateful`. The package draws one uniform number per chosen position:
+# `[MASK] [MASK] ▁grateful`. The package draws one uniform number per chosen position (`replace_80_10_10` in
+# `albert_mini/text/masking.py`, printed below; a student notebook leaves that cell out, because Exercise 4 asks
+# for it).
 
-# %%
+# %% tags=["solution"]
 from albert_mini.text.masking import replace_80_10_10
 
 print(inspect.getsource(replace_80_10_10))

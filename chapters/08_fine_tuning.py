@@ -206,36 +206,6 @@ print({k: getattr(encoder_config, k) for k in ("hidden_dropout_prob", "attention
                                                "classifier_dropout_prob", "initializer_range")})
 
 # %% [markdown]
-# Because the heads share HF's names, a head fine-tuned with HF can be loaded here and the other way round. One
-# check, on a small random HF model (transformers is a test dependency, installed by `make`):
-
-# %%
-# NBVAL_CHECK_OUTPUT
-import warnings
-
-warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm's notebook widget is not installed
-try:
-    import transformers
-
-    from albert_mini.model.hf import from_hf
-
-    torch.manual_seed(0)
-    hf_config = transformers.AlbertConfig(vocab_size=120, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                                          num_attention_heads=4, intermediate_size=64, max_position_embeddings=64,
-                                          hidden_act="gelu_new", num_labels=3)
-    hf_head = transformers.AlbertForSequenceClassification(hf_config).eval()
-    ours = from_hf(hf_head).eval()
-    token_ids = torch.randint(5, 120, (4, 10), generator=torch.Generator().manual_seed(1))
-    labels = torch.tensor([0, 2, 1, 2])
-    with torch.no_grad():
-        hf_out, our_out = hf_head(input_ids=token_ids, labels=labels), ours(token_ids, labels=labels)
-    print(f"HF {type(hf_head).__name__} -> albert_mini {type(ours).__name__} with {ours.num_labels} labels")
-    print("logits agree within 1e-5:", bool((hf_out.logits - our_out.logits).abs().max() < 1e-5))
-    print("loss agrees within 1e-5:", abs(hf_out.loss.item() - our_out.loss.item()) < 1e-5)
-except ImportError:
-    print("transformers is not installed: this optional cell needs it (pip install transformers)")
-
-# %% [markdown]
 # ## Classification: sentence polarity
 #
 # Our classification task is **polarity**: 4,000 one-sentence snippets of movie reviews, half positive and half
@@ -541,60 +511,11 @@ check_answer_token_span(answer_token_span);
 # window that contains the whole answer gets its token positions as targets; a window that does not gets
 # start = end = 0, the `[CLS]` token: "the answer is not here".
 #
-# Our contexts fit into one 128-token window, so to see several we use a tiny input of 48 tokens, a stride of
-# 16 and a query of at most 24 tokens:
-
-# %%
-# NBVAL_CHECK_OUTPUT
-small = dict(max_length=48, doc_stride=16, max_query_length=24)
-windows = task_inputs.squad_features(tokenizer, span_example, **small)
-query_length = windows[0].context_start - 2  # input = [CLS] query [SEP] context... [SEP]
-window_size = small["max_length"] - 3 - query_length
-print(f"context {len(context_ids)} tokens, query {query_length} tokens -> windows of {window_size} context tokens")
-starts = task_inputs.window_starts(len(context_ids), window_size, small["doc_stride"])
-print("window starts:", starts)
-print(f"the answer is context tokens {first}-{last}\n")
-for w, start in zip(windows, starts):
-    n_context = len(w.input_ids) - w.context_start - 1  # the window's context tokens, before the final [SEP]
-    if start <= first and last < start + n_context:
-        max_context = w.token_is_max_context[w.context_start + first - start]
-        target = f"{pieces(w.input_ids[w.start_position:w.end_position + 1])}, max context: {max_context}"
-    else:
-        target = "[CLS]"
-    print(f"window {w.window_index}: context tokens {start:2d}-{start + n_context - 1:2d}, "
-          f"target ({w.start_position}, {w.end_position}) = {target}")
-
-# %% [markdown]
-# The answer's token sits in two windows. At prediction time both may propose it, so BERT's rule decides which
-# window may *start* an answer at a given token: the one where the token has the most context on its shorter
-# side (`token_is_max_context`), which keeps predictions away from the edges of a window. With the book's
-# setting, 128 tokens and a stride of 64, some training examples still need two windows:
-
-# %%
-# NBVAL_CHECK_OUTPUT
-train_span = austen_span.load("train")
-features = austen_span.features(tokenizer, train_span)
-per_example = np.bincount(np.unique([f.example_id for f in features], return_inverse=True)[1])
-targets_cls = sum(f.start_position == 0 for f in features)
-print(f"{len(train_span)} training examples -> {len(features)} features; {np.sum(per_example > 1)} examples need "
-      f"two or more windows; {targets_cls} windows are trained to point at [CLS]")
-
-# %% [markdown]
-# **From logits back to text.** The head gives each token of each window a start and an end score.
-# `decode_spans` pairs the best starts with the best ends in each window (end not before start, at most
-# `max_answer_length` tokens, the start a max-context token), keeps the pair with the highest start + end score
-# over all windows of the example, and cuts its characters out of the original context. Here we make the logits
-# by hand: every window that holds the answer scores its tokens highest.
-
-# %%
-# NBVAL_CHECK_OUTPUT
-width = max(len(w.input_ids) for w in windows)
-start_logits, end_logits = torch.zeros(len(windows), width), torch.zeros(len(windows), width)
-for row, w in enumerate(windows):
-    if w.start_position:
-        start_logits[row, w.start_position] = end_logits[row, w.end_position] = 5.0
-predicted = task_inputs.decode_spans(windows, start_logits, end_logits, {span_example.id: span_example.context})
-print(predicted)
+# At prediction time a context token can sit in several windows, so BERT's rule lets only the window in which
+# the token has the most context on its shorter side start an answer there (`token_is_max_context`); the best
+# start and end scores over all windows of an example then pick the span, and its characters are cut from the
+# original context (`decode_spans`). Our contexts fit into one 128-token window; chapter 10 (appendix, part B)
+# shows several windows at work on a tiny input, the max-context rule, and decoding.
 
 # %% [markdown]
 # **Scoring.** SQuAD v1.1 reports two numbers per question, both the best over the question's gold answers
@@ -739,65 +660,16 @@ plt.show()
 # - **Tasks that test narrow skills.** The derived tasks are described in `data/tasks/README.md`; what they do
 #   not test matters as much as what they do.
 #
-# **How hard are the tasks without any neural network?** Three simple baselines, computed here in a few lines
-# each (no training beyond counting words), put the table in proportion: a bag-of-words naive Bayes classifier
-# for polarity; "choose the option that shares the most words with the passage" for austen-mc; and for
-# austen-span a string matcher that turns the question into a pattern (`___` becomes "one word") and looks it up
-# in the context.
-
-# %%
-# NBVAL_CHECK_OUTPUT
-from albert_mini.tasks.squad_metrics import squad_scores
-
-
-def naive_bayes_accuracy(train, test) -> float:
-    """Multinomial naive Bayes with add-one smoothing on lower-cased words."""
-    counts = [Counter(), Counter()]
-    for e in train:
-        counts[e.label].update(e.text_a.lower().split())
-    vocabulary = set(counts[0]) | set(counts[1])
-    priors = np.log(np.bincount([e.label for e in train]) / len(train))
-    totals = [sum(c.values()) + len(vocabulary) for c in counts]
-    correct = 0
-    for e in test:
-        scores = [priors[k] + sum(math.log((counts[k][w] + 1) / totals[k]) for w in e.text_a.lower().split()
-                                  if w in vocabulary) for k in (0, 1)]
-        correct += int(np.argmax(scores)) == e.label
-    return correct / len(test)
-
-
-def overlap_accuracy(examples) -> float:
-    """Pick the option sharing the most distinct lower-cased words with the passage (the first one on ties)."""
-    def words(text):
-        return set(re.findall(r"[a-z]+", text.lower()))
-    picks = [int(np.argmax([len(words(o) & words(e.passage)) for o in e.options])) for e in examples]
-    return float(np.mean([p == e.answer for p, e in zip(picks, examples)]))
-
-
-def copy_matcher(example) -> str:
-    """The word of the context where the question, read as a pattern with `___` as one word, matches."""
-    pattern = re.escape(example.question).replace("___", r"(\w+)")
-    found = re.search(pattern, example.context)
-    return found.group(1) if found else ""
-
-
-print(f"polarity    naive Bayes (bag of words) test accuracy: "
-      f"{naive_bayes_accuracy(polarity.load('train'), polarity.load('test')):.1%} (chance 50%)")
-print(f"austen-mc   word overlap with the passage, test accuracy: {overlap_accuracy(austen_mc.load('test')):.1%} "
-      f"(chance 25%)")
-span_test = austen_span.load("test")
-scores = squad_scores({e.id: copy_matcher(e) for e in span_test}, span_test)
-print(f"austen-span string matcher, test exact match {scores['exact_match']:.1f}, F1 {scores['f1']:.1f}")
+# How hard are the tasks without any network? Chapter 10 (appendix, part B) computes three simple baselines: a
+# bag-of-words naive Bayes classifier for polarity, "the option sharing the most words with the passage" for
+# austen-mc, and a string matcher for austen-span. Keep in mind what the derived tasks are. austen-span's question
+# is a context sentence with one name removed, so it checks that the span machinery works on real prose (offsets,
+# windows, start and end scores, decoding, scoring), and a model can learn it by lexical matching; it is not a
+# test of reading comprehension, and it says nothing about SQuAD. austen-mc needs local coherence (who speaks,
+# what answers what), though some items stay ambiguous and surface cues remain. Polarity is the one task whose
+# text the encoder has never seen anything like: modern, lower-cased movie-review snippets against Austen.
 
 # %% [markdown]
-# The string matcher's score is the point of the last line: austen-span's question is a verbatim copy of a context
-# sentence with one name removed, so it checks that the span machinery works (offsets, windows, the start and end
-# scores, decoding, scoring) on real prose, and a model can learn it by lexical matching. It is not a test of
-# reading comprehension, and it says nothing about SQuAD. austen-mc is closer to a real test: it needs local
-# coherence (who speaks, what answers what, which pronoun has an antecedent), though some items stay ambiguous
-# and surface cues such as a reply's opening words remain. Polarity is the one task whose text the encoder has
-# never seen anything like: modern, lower-cased movie-review snippets against Austen's novels.
-#
 # > **Differs from the paper.** The paper compares fine-tuned models that were all pretrained, on 16 GB of text;
 # > its question is which architecture and pretraining task do best. Ours compares pretraining with no
 # > pretraining at all, because at our scale that is the question whose answer is not obvious.
@@ -826,6 +698,8 @@ print(f"austen-span string matcher, test exact match {scores['exact_match']:.1f}
 # - The paper, section 4.3 and Table 2 (downstream results), Appendix A.4 (their hyperparameters);
 #   `chapters/REFERENCE_NOTES.md`, section 3, for the reference code's heads and recipes; Rajpurkar et al. (2016) for
 #   SQuAD and its metrics, Lai et al. (2017) for RACE, Pang and Lee (2005) for the polarity sentences.
+# - Chapter 10 (appendix), part B: a head moved from Hugging Face, SQuAD windows and decoding at work, and three
+#   baselines without a network for the derived tasks.
 # - Commands: `python -m albert_mini.study.experiments finetune` rebuilds the comparison;
 #   `python -m albert_mini.tasks.finetune --task austen-mc --init data/pretrained/albert-mini-austen` fine-tunes one
 #   task (`--init random` for the control); `--format race|squad|sst2|mnli --train-file ... --test-file ...`

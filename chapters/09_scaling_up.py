@@ -331,9 +331,7 @@ plt.show()
 
 # %%
 import tempfile
-import warnings
 
-warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm's notebook widget is not installed
 try:
     import transformers
 
@@ -422,7 +420,7 @@ def training_memory_bytes(n_params: int, optimizer: str = "adamw") -> int:
 # %%
 from albert_mini.book.exercises import check_training_memory_bytes
 
-check_training_memory_bytes(training_memory_bytes)
+check_training_memory_bytes(training_memory_bytes);
 
 # %% [markdown]
 # ### Exercise 2: the compute of the MLM head
@@ -444,7 +442,7 @@ def mlm_head_flops_per_token(config: AlbertConfig) -> int:
 # %%
 from albert_mini.book.exercises import check_mlm_head_flops_per_token
 
-check_mlm_head_flops_per_token(mlm_head_flops_per_token)
+check_mlm_head_flops_per_token(mlm_head_flops_per_token);
 
 # %% [markdown]
 # With your function, the head's cost next to the encoder's, when the logits are computed at every position (as
@@ -458,10 +456,79 @@ for name in ("albert-base", "bert-base"):
     print(f"{name:12s} head {head / 1e6:5.1f} MFLOPs per predicted position = {head / encoder:6.1%} of the encoder "
           f"at every position, {20 / SEQ_LEN * head / encoder:6.2%} at 20 of {SEQ_LEN}")
 
-# %% [markdown]
+# %% [markdown] tags=["solution"]
 # The factorized embedding makes ALBERT's head six times cheaper than BERT's, because the decoder works at width
 # E = 128 instead of H = 768. Predicting only the masked positions makes the head negligible for both models; a
 # trainer that computes logits at every position spends a quarter of BERT-base's forward compute on them.
+
+# %% [markdown]
+# ## Explore: parameters and memory of any shape
+#
+# Everything this chapter counted follows from five numbers: V, E, H, L and what the L layer applications share.
+# The function below builds the config (H/64 attention heads and an FFN of width 4H, as in all the paper's
+# models) and prints where its parameters sit and what one fp32 training step needs for weights, gradients and
+# LAMB's two moments (`albert_mini.study.memory.parameter_bytes`, 16 bytes per parameter). First as a table, for
+# the paper's models and two variants of ALBERT-base:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from albert_mini.model.counting import closed_form_breakdown
+from albert_mini.study.memory import parameter_bytes
+
+SHARING = ("all", "attention", "ffn", "none")
+
+
+def shape_config(V: int, E: int, H: int, L: int, sharing: str) -> AlbertConfig:
+    """A paper-style config: H/64 heads, FFN width 4H, one group unless nothing is shared."""
+    return AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H, num_hidden_layers=L,
+                        num_attention_heads=max(1, H // 64), intermediate_size=4 * H, sharing=sharing,
+                        num_hidden_groups=L if sharing == "none" else 1, embedding_projection=E != H)
+
+
+def breakdown_row(V: int, E: int, H: int, L: int, sharing: str) -> str:
+    """One line: the shape, its parameters per component in millions, and the training-state memory."""
+    parts = closed_form_breakdown(shape_config(V, E, H, L, sharing))
+    total = sum(parts.values())
+    cells = " ".join(f"{parts[k] / 1e6:9.2f}" for k in ("embeddings", "projection", "attention", "ffn", "pooler"))
+    return (f"{V:6d} {E:5d} {H:5d} {L:3d} {sharing:>9s} {cells} {total / 1e6:9.2f} "
+            f"{parameter_bytes(total, 'lamb') / 1e9:8.2f}")
+
+
+HEADER = (f"{'V':>6s} {'E':>5s} {'H':>5s} {'L':>3s} {'sharing':>9s} {'embed M':>9s} {'proj M':>9s} {'attn M':>9s} "
+          f"{'FFN M':>9s} {'pooler M':>9s} {'total M':>9s} {'train GB':>8s}")
+print(HEADER)
+for name in ("bert-base", "bert-large", "albert-base", "albert-large", "albert-xlarge", "albert-xxlarge"):
+    c = AlbertConfig.from_preset(name)
+    print(breakdown_row(c.vocab_size, c.embedding_size, c.hidden_size, c.num_hidden_layers,
+                        "none" if c.sharing == "none" else "all"))
+print(breakdown_row(30000, 768, 768, 12, "all"))  # ALBERT-base without the factorization
+print(breakdown_row(30000, 128, 768, 12, "none"))  # ALBERT-base without the sharing
+
+# %% [markdown]
+# In JupyterLab the next cell shows sliders for the five numbers and updates the line as you move them (it needs
+# `ipywidgets`, installed with the book's dependencies). In the published book and under the tests it prints
+# only a note, because a widget keeps no output that a page or a test could show; the table above holds the same
+# numbers for the paper's models. Try it: how large can H get at L = 12 before an all-shared model has more
+# parameters than BERT-base? What does E buy at V = 30,000, and at V = 250,000 (a multilingual vocabulary)?
+
+# %%
+from albert_mini.settings import static_output
+
+try:
+    import ipywidgets as widgets
+except ImportError:
+    widgets = None
+if static_output() or widgets is None:
+    print("(the interactive explorer runs in JupyterLab with ipywidgets installed; the table above is its static form)")
+else:
+    def show(V, E, H, L, sharing):
+        print(HEADER)
+        print(breakdown_row(V, E, H, L, sharing))
+
+    widgets.interact(show, V=widgets.IntSlider(value=30000, min=1000, max=250000, step=1000),
+                     E=widgets.IntSlider(value=128, min=16, max=2048, step=16),
+                     H=widgets.IntSlider(value=768, min=64, max=4096, step=64),
+                     L=widgets.IntSlider(value=12, min=1, max=48), sharing=widgets.Dropdown(options=SHARING))
 
 # %% [markdown]
 # ## Summary

@@ -97,3 +97,4 @@ def test_chapter_names_the_installed_kernel(source):
     assert KERNELSPEC["display_name"] == installed
     for path in (source, source.with_suffix(".ipynb")):
         assert jupytext.read(path).metadata["kernelspec"] == KERNELSPEC, f"{path.name}: kernelspec"
+

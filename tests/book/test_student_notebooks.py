@@ -1,14 +1,22 @@
-"""`make exercises`: student notebooks lose every solution, and run until the first exercise asks for one."""
+"""`make exercises`: student notebooks lose every solution and every cell that reveals one, show no reference
+answer anywhere (its code, or the numbers an exercise asks for before it asks), and run until the first exercise."""
 
+import ast
+import importlib
+import inspect
+import json
+import re
+import textwrap
 from pathlib import Path
 
 import pytest
 
-from albert_mini.book.exercises.student import BEGIN, END, strip_solutions, student_notebook
+from albert_mini.book.exercises.student import BEGIN, END, reveals_answer, strip_solutions, student_notebook
 
 CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
 WITH_EXERCISES = [p for p in sorted(CHAPTERS.glob("[0-9][0-9]_*.py")) if BEGIN in p.read_text()]
 STUB = 'raise NotImplementedError("write your solution here")'
+MIN_FRAGMENT = 12  # shorter pieces of code (`return out`, `if swap:`) are not an answer
 
 
 def test_strip_solutions_keeps_indentation_and_code_around():
@@ -47,3 +55,137 @@ def test_student_notebook_runs_until_the_first_exercise(chapter, monkeypatch):
                   if any(o.get("output_type") == "error" for o in cell.get("outputs", [])))
     assert failed >= first_stub, "a cell before the first exercise failed"
     assert error.value.ename in ("ExerciseFailed", "NotImplementedError"), error.value.ename
+
+
+# ------------------------------------------------------------------------------------------- no answer shown
+def squeeze(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def answer_fragments(code: str) -> set[str]:
+    """Distinctive pieces of answer code, without whitespace: every statement (the first line of a compound one)
+    and every computed expression it returns or assigns, both as Python prints them back (ast.unparse) and as
+    written; for a whole function, only its body after the docstring (the signature is the exercise's own)."""
+    code = textwrap.dedent(code)
+    tree = ast.parse(code)
+    lines = code.splitlines()
+    if len(tree.body) == 1 and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        body = tree.body[0].body
+        if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]  # the docstring says what, not how
+        lines = lines[body[0].lineno - 1:body[-1].end_lineno]
+        tree = ast.Module(body=body, type_ignores=[])
+    trivial = (type(None), ast.Name, ast.Tuple, ast.Constant, ast.Attribute)  # `return a, b`: no answer in it
+    pieces = [re.sub(r"^\s*return\s", "", line.split("#", 1)[0]) for line in lines
+              if not line.lstrip().startswith("def ")]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            value = getattr(node, "value", None)
+            if not (isinstance(node, ast.Return) and isinstance(value, trivial)):
+                pieces.append(ast.unparse(node).splitlines()[0])
+            if isinstance(node, (ast.Return, ast.Assign, ast.AugAssign, ast.AnnAssign)) and not isinstance(
+                    value, trivial):
+                pieces.append(ast.unparse(value))
+    return {squeeze(p) for p in pieces if len(squeeze(p)) >= MIN_FRAGMENT and re.search(r"[-+*/%<>=(\[]", p)}
+
+
+def solution_blocks(chapter: Path) -> dict[str, str]:
+    """Exercise name -> the code between the solution markers in the chapter source."""
+    blocks = {}
+    for cell in student_source_cells(chapter):
+        match = re.search(r"def (\w+)\(.*?" + re.escape(BEGIN) + r"[^\n]*\n(.*?)^[ \t]*" + re.escape(END),
+                          cell.source, re.S | re.M)
+        if match:
+            blocks[match.group(1)] = match.group(2)
+    return blocks
+
+
+def student_source_cells(chapter: Path):
+    import jupytext
+
+    return jupytext.read(chapter).cells
+
+
+def exercise_module(chapter: Path):
+    return importlib.import_module(f"albert_mini.book.exercises.ch{chapter.name[:2]}")
+
+
+def number_pattern(n: int) -> re.Pattern:
+    spellings = sorted({f"{n:,}", str(n)}, key=len, reverse=True)
+    return re.compile(r"(?<![\d.,])(?:" + "|".join(map(re.escape, spellings)) + r")(?![\d]|[.,]\d)")
+
+
+def output_text(cell) -> str:
+    parts = []
+    for output in cell.get("outputs", []):
+        text = output.get("text", "") or "".join(str(v) for k, v in output.get("data", {}).items()
+                                                  if k.startswith("text/"))
+        parts.append("".join(text) if isinstance(text, list) else text)
+    return "\n".join(parts)
+
+
+def readable_cells(chapter: Path) -> list[tuple[str, str, str]]:
+    """(cell type, source, committed output) of every cell the student notebook keeps, in order: what a student
+    reads, and what a cell prints when it is run (the outputs of the executed chapter)."""
+    import jupytext
+
+    source_cells = jupytext.read(chapter).cells
+    executed = jupytext.read(chapter.with_suffix(".ipynb")).cells
+    assert len(executed) == len(source_cells), f"{chapter.name}: run `make book`"
+    kept = []
+    for cell, run in zip(source_cells, executed):
+        if not reveals_answer(cell):
+            kept.append((cell.cell_type, strip_solutions(cell.source) if cell.cell_type == "code" else cell.source,
+                         output_text(run)))
+    return kept
+
+
+def canonical(cell_type: str, source: str) -> str:
+    if cell_type == "code":
+        try:
+            return squeeze(source) + "\n" + squeeze(ast.unparse(ast.parse(source)))
+        except SyntaxError:
+            return squeeze(source)
+    return squeeze(source.replace("`", ""))
+
+
+def test_answer_fragments_ignore_generic_lines():
+    fragments = answer_fragments("def f(a, b):\n    \"\"\"Doc.\"\"\"\n    out = list(a)\n    if b:\n"
+                                 "        return V * E + E * H + H\n    return out\n")
+    assert "V*E+E*H+H" not in fragments  # too short to tell apart from ordinary code
+    assert "returnV*E+E*H+H" in fragments and "out=list(a)" not in fragments and "returnout" not in fragments
+
+
+def test_every_exercise_declares_its_answers():
+    for chapter in WITH_EXERCISES:
+        module = exercise_module(chapter)
+        checks = {name[len("check_"):] for name in dir(module)
+                  if name.startswith("check_") and name != "check_against_reference"}
+        assert checks == set(module.ANSWERS), f"{module.__name__}: ANSWERS must name every exercise"
+        assert checks == set(solution_blocks(chapter)), f"{chapter.name}: one solution block per exercise"
+
+
+@pytest.mark.parametrize("chapter", WITH_EXERCISES, ids=lambda p: p.name)
+def test_student_notebook_shows_no_reference_answer(chapter):
+    """No reference answer's code anywhere in the student notebook, in a cell's text or in what a kept cell prints
+    (e.g. `inspect.getsource` of the package's version); no number an exercise asks for before it asks."""
+    module = exercise_module(chapter)
+    cells = readable_cells(chapter)
+    texts = [canonical(kind, source) for kind, source, _ in cells]
+    printed = [squeeze(output) for _, _, output in cells]
+    leaks = []
+    for name, block in solution_blocks(chapter).items():
+        fragments = answer_fragments(block)
+        for function in module.ANSWERS[name]:
+            fragments |= answer_fragments(inspect.getsource(function))
+        for number, (text, output) in enumerate(zip(texts, printed)):
+            leaks += [f"{name}: cell {number} shows `{f}`" for f in sorted(fragments) if f in text or f in output]
+        asked = next(i for i, (kind, source, _) in enumerate(cells) if kind == "code" and f"def {name}(" in source
+                     and STUB in source)
+        for value in module.KEY_NUMBERS.get(name, []):
+            pattern = number_pattern(value)
+            for number, (kind, source, output) in enumerate(cells):
+                where = source + ("\n" + output if number < asked else "")
+                if pattern.search(where):
+                    leaks.append(f"{name}: cell {number} shows {value:,}, which the exercise asks for")
+    assert not leaks, f"{chapter.name}:\n" + "\n".join(leaks)

@@ -53,3 +53,9 @@ def check_post_ln_block(fn) -> bool:
         hint="two steps, each 'sub-layer, add the input back, then normalize': first with attention and "
              "norm_1, then with ffn and norm_2 on the result of the first step.",
     )
+
+
+# What a student notebook must not show (tests/book/test_student_notebooks.py): for each exercise, the functions
+# whose source answers it, and the numbers it asks for.
+ANSWERS = {"post_ln_block": [post_ln_block]}
+KEY_NUMBERS: dict[str, list] = {}

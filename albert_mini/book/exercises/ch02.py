@@ -99,3 +99,13 @@ def check_truncate_longest_first(fn) -> bool:
         hint="loop while len(a) + len(b) > max_total: remove the LAST token of the longer segment; when both "
              "have the same length, remove it from B. Return (a, b).",
     )
+
+
+# What a student notebook must not show (tests/book/test_student_notebooks.py): for each exercise, the functions
+# whose source answers it, and the numbers it asks for.
+ANSWERS = {
+    "albert_preprocess": [preprocess_text],
+    "pair_layout": [Tokenizer.encode_pair],
+    "truncate_longest_first": [truncate_longest_first],
+}
+KEY_NUMBERS: dict[str, list] = {}

@@ -71,3 +71,19 @@ def check_mlm_head_params(fn) -> bool:
         hint="the head is Linear(H, E), LayerNorm(E) (weight and bias) and an output bias of size V; the E x V "
              "decoder matrix is the word-embedding table itself, so it adds nothing.",
     )
+
+
+# What a student notebook must not show (tests/book/test_student_notebooks.py): for each exercise, the functions
+# whose source answers it, and the numbers it asks for.
+ANSWERS = {
+    "factorized_embedding_params": [factorized_embedding_params],
+    "break_even_embedding_size": [break_even_embedding_size],
+    "mlm_head_params": [closed_form_breakdown],
+}
+# Exercise 1 restates the formula the chapter opens with (its counts for ALBERT-base are the chapter's first
+# result), so only the numbers of Exercises 2 and 3 must wait for their exercise.
+KEY_NUMBERS = {  # at the widths of ALBERT-base and ALBERT-xxlarge (V = 30,000), and for the presets
+    "break_even_embedding_size": [break_even_embedding_size(30000, H) for H in (768, 4096)],
+    "mlm_head_params": [closed_form_breakdown(AlbertConfig.from_preset(name), heads=True)["mlm_head"]
+                        for name in ("albert-mini", "albert-base", "bert-base", "albert-xxlarge")],
+}

@@ -70,3 +70,13 @@ def check_sharing_plan(fn) -> bool:
         hint="return one (attention_block, ffn_block) pair per layer application; a shared block is block 0 "
              "for every application, an unshared one is numbered by the application that owns it (0-based).",
     )
+
+
+# What a student notebook must not show (tests/book/test_student_notebooks.py): for each exercise, the functions
+# whose source answers it, and the numbers it asks for.
+ANSWERS = {
+    "layer_schedule": [_reference_schedule, AlbertConfig.layer_to_group, AlbertTransformer.layer_plan,
+                       AlbertTransformer.forward],
+    "sharing_plan": [_reference_plan],
+}
+KEY_NUMBERS: dict[str, list] = {}

@@ -95,3 +95,13 @@ def check_overlap_feature(fn) -> bool:
         hint="count distinct tokens (word types), not occurrences: make a set of B's ids, count how many of them "
              "are in the set of A's ids, and divide by the size of B's set; return 0.0 when B is empty.",
     )
+
+
+# What a student notebook must not show (tests/book/test_student_notebooks.py): for each exercise, the functions
+# whose source answers it, and the numbers it asks for.
+ANSWERS = {
+    "sop_pair": [sop_pair],
+    "nsp_label_from_sources": [nsp_label_from_sources],
+    "overlap_feature": [overlap_feature],
+}
+KEY_NUMBERS: dict[str, list] = {}

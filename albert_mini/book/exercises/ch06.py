@@ -149,3 +149,13 @@ def check_apply_80_10_10(fn) -> bool:
              "0.8-0.9 -> a random element of replacement_ids, otherwise leave the token; touch nothing else.",
     )
 
+
+# What a student notebook must not show (tests/book/test_student_notebooks.py): for each exercise, the functions
+# whose source answers it, and the numbers it asks for.
+ANSWERS = {
+    "ngram_probabilities": [Masker.__init__],
+    "sample_span_length": [ngram_probabilities],
+    "prediction_budget": [package_budget],
+    "apply_80_10_10": [apply_80_10_10, replace_80_10_10],
+}
+KEY_NUMBERS: dict[str, list] = {}

@@ -105,3 +105,13 @@ def check_warmup_poly_lr(fn) -> bool:
         hint="while step < warmup_steps the rate is peak_lr * step / warmup_steps (0 at step 0); from then on it is "
              "peak_lr * (1 - min(step, total_steps) / total_steps) ** power, which reaches 0 at total_steps.",
     )
+
+
+# What a student notebook must not show (tests/book/test_student_notebooks.py): for each exercise, the functions
+# whose source answers it, and the numbers it asks for.
+ANSWERS = {
+    "trust_ratio": [package_trust_ratio],
+    "lamb_update": [Lamb.step],
+    "warmup_poly_lr": [WarmupPolyDecay.__call__],
+}
+KEY_NUMBERS: dict[str, list] = {}

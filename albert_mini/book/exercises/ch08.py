@@ -9,6 +9,7 @@ from ...specials import CLS_ID, SEP_ID
 from ...tasks.features import answer_token_span as package_answer_token_span
 from ...tasks.features import race_pack as package_race_pack
 from ...tasks.squad_metrics import f1 as package_f1
+from ...tasks.squad_metrics import normalize_answer
 from .checking import check_against_reference
 
 # Passage and question+option ids come from two ranges that never meet, so a packed row reads as runs.
@@ -233,3 +234,13 @@ def check_squad_f1(fn) -> bool:
              "whitespace); count shared words with multiplicity (collections.Counter &); F1 = 2PR / (P + R), 0 when "
              "nothing is shared; return the best F1 over the gold answers.",
     )
+
+
+# What a student notebook must not show (tests/book/test_student_notebooks.py): for each exercise, the functions
+# whose source answers it, and the numbers it asks for.
+ANSWERS = {
+    "race_pack": [package_race_pack],
+    "answer_token_span": [package_answer_token_span],
+    "squad_f1": [package_f1, normalize_answer],
+}
+KEY_NUMBERS: dict[str, list] = {}

@@ -50,3 +50,15 @@ def check_mlm_head_flops_per_token(fn) -> bool:
         hint="the head maps H -> E (dense), then E -> V (the decoder tied to the word embeddings); a multiply-add "
              "is 2 FLOPs; leave out biases, the activation and the LayerNorm.",
     )
+
+
+# What a student notebook must not show (tests/book/test_student_notebooks.py): for each exercise, the functions
+# whose source answers it, and the numbers it asks for.
+ANSWERS = {
+    "training_memory_bytes": [parameter_bytes],
+    "mlm_head_flops_per_token": [_reference_head_flops],
+}
+KEY_NUMBERS = {  # the head's forward FLOPs per predicted position of ALBERT-base and BERT-base
+    "mlm_head_flops_per_token": [_reference_head_flops(AlbertConfig.from_preset(name))
+                                 for name in ("albert-base", "bert-base")],
+}

@@ -8,6 +8,18 @@ In a chapter source, a solution is written inside a code cell between two marker
         ### BEGIN SOLUTION
         ...the reference answer...
         ### END SOLUTION
+
+A cell that shows an answer outside such a block (the package's own version printed after the exercise, or prose
+that gives the number an exercise asks for) carries the cell tag `solution`, and is left out of the student
+notebook. In a chapter source the tag is written on the cell marker:
+
+    # %% tags=["solution"]
+    print(inspect.getsource(replace_80_10_10))
+
+    # %% [markdown] tags=["solution"]
+    # The factorized head is ... times cheaper ...
+
+tests/book/test_student_notebooks.py checks that no student notebook shows a reference answer.
 """
 
 from __future__ import annotations
@@ -20,6 +32,7 @@ from pathlib import Path
 from ...cli import Parser, run as run_cli
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+SOLUTION_TAG = "solution"  # a cell that reveals an answer: in the published chapter, not in the student notebook
 _BLOCK = re.compile(rf"^([ \t]*){re.escape(BEGIN)}[^\n]*\n.*?^[ \t]*{re.escape(END)}[^\n]*$", re.M | re.S)
 
 
@@ -30,11 +43,17 @@ def strip_solutions(source: str, label: str = "this exercise") -> str:
     return _BLOCK.sub(lambda m: f'{m.group(1)}raise NotImplementedError("write your solution here")', source)
 
 
+def reveals_answer(cell) -> bool:
+    """Whether a cell carries the `solution` tag (it shows an exercise's answer)."""
+    return SOLUTION_TAG in cell.get("metadata", {}).get("tags", [])
+
+
 def student_notebook(chapter: Path):
-    """The chapter as a notebook without solutions or outputs, ready to hand out."""
+    """The chapter as a notebook without solutions, cells that reveal them, or outputs, ready to hand out."""
     import jupytext
 
     notebook = jupytext.read(chapter)
+    notebook.cells = [cell for cell in notebook.cells if not reveals_answer(cell)]
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.source = strip_solutions(cell.source, chapter.name)

@@ -1,0 +1,448 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 10 (appendix): tokenizer and fine-tuning machinery, in detail
+#
+# Some of what ALBERT needs is not specific to ALBERT: how a SentencePiece model learns its pieces, how a SQuAD
+# context is cut into windows, how hard a task is without any network. This appendix holds that material, so
+# that chapters 2 and 8 can stay with what ALBERT does. Part A belongs to chapter 2 (tokenization), part B to
+# chapter 8 (fine-tuning). Every cell runs under the tests, like the chapters.
+#
+# ## Learning goals
+#
+# - Train a unigram SentencePiece model with ALBERT's special ids, and see how the vocabulary size trades off
+#   against the number of pieces per word and against how evenly the pieces are used.
+# - Load the book's tokenizer into Hugging Face's `AlbertTokenizer` and know where the two differ.
+# - Move a fine-tuned classification head from Hugging Face to `albert_mini`.
+# - Follow a SQuAD-format context through overlapping windows, the max-context rule and decoding.
+# - Put the fine-tuning comparison of chapter 8 in proportion with three baselines that use no network.
+
+# %%
+import math
+import re
+from collections import Counter
+
+import numpy as np
+import torch
+
+from albert_mini.text.corpus import SPLITS, load_corpus
+from albert_mini.text.tokenizer import Tokenizer, preprocess_text
+
+corpus = {split: load_corpus("austen", split) for split in SPLITS}
+tokenizer = Tokenizer.default()
+opening = next(doc for doc in corpus["train"] if doc.novel == "Pride and Prejudice").sentences()[0]
+
+# %% [markdown]
+# ## Part A: SentencePiece in detail
+#
+# ### Subwords
+#
+# A vocabulary of whole words would be enormous and would still meet unknown words; a vocabulary of characters
+# would make sequences long. Subword tokenizers sit in between: frequent words are one piece, rare words are a
+# few pieces, and anything can be spelled from single characters. ALBERT uses **SentencePiece** (Kudo and
+# Richardson, 2018), as XLNet did, with a vocabulary of 30,000 pieces (the paper, section 4.1); chapter 2
+# compares it with BERT's WordPiece.
+#
+# SentencePiece works on raw text: it does not split on spaces first. Instead a space becomes part of the next
+# piece, written as `▁` (U+2581), so `the cat` is `▁the ▁cat` and decoding is just concatenation with `▁` turned
+# back into a space. ALBERT uses SentencePiece's **unigram** model: it starts from a large set of candidate
+# substrings, fits a probability to each piece so that the training text is likely when each sentence is split
+# into independent pieces, and repeatedly prunes the pieces whose removal costs the least likelihood, until the
+# requested vocabulary size is left. To tokenize, it picks the most probable segmentation (Viterbi).
+#
+# `albert_mini.text.tokenizer.train_sentencepiece` trains a model with ALBERT's flags: `<pad>` at id 0, `<unk>` at 1,
+# no begin/end-of-sentence ids, and `[CLS]`, `[SEP]`, `[MASK]` as control symbols (ids 2, 3, 4). It is
+# deterministic: one thread, a fixed seed, every line in file order. Let us train a small model, 1,000 pieces, on
+# the 27,077 sentences of the training split (a few seconds):
+
+# %%
+import time
+
+from albert_mini.text.tokenizer import train_sentencepiece, training_texts
+
+sentences = training_texts()  # the sentences of corpus["train"], in order
+start = time.perf_counter()
+small_model = train_sentencepiece(sentences, vocab_size=1000, seed=0)  # the bytes of a .model file
+print(f"trained on {len(sentences):,} sentences in {time.perf_counter() - start:.1f} s")
+small = Tokenizer.from_bytes(small_model)
+
+# %% [markdown]
+# The book's tokenizer was trained the same way with 8,000 pieces and is committed as `data/austen/spiece.model`
+# (rebuild it with `python -m albert_mini.text.tokenizer train --vocab-size 8000 --out data/austen/spiece.model`).
+# The first sentence of *Pride and Prejudice*, chapter 1, with both:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print("committed:", tokenizer.vocab_size, "pieces | small:", small.vocab_size, "pieces")
+for name, tk in (("1,000 pieces", small), ("8,000 pieces", tokenizer)):
+    pieces = tk.tokenize(opening)
+    print(f"\n{name}: {len(pieces)} pieces for {len(opening.split())} words")
+    print(" ".join(pieces))
+
+# %% [markdown]
+# With 1,000 pieces only the commonest words are whole (`▁truth`, `▁fortune`); `universally` needs six pieces.
+# With 8,000 pieces the whole sentence is one piece per word or punctuation mark. The vocabulary itself starts
+# with the five special pieces, then the most useful pieces in order of their learned log-probability:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for name, tk in (("1,000", small), ("8,000", tokenizer)):
+    head = [f"{tk.id_to_piece(i)}({tk.sp.get_score(i):.2f})" for i in range(5, 17)]
+    print(f"{name}: ids 0-4 = {[tk.id_to_piece(i) for i in range(5)]}")
+    print(f"        ids 5-16 = {' '.join(head)}")
+longest = sorted(range(5, tokenizer.vocab_size), key=lambda i: -len(tokenizer.id_to_piece(i)))[:6]
+print("longest pieces (8,000):", [tokenizer.id_to_piece(i) for i in longest])
+
+# %% [markdown]
+# ### How many pieces per word?
+#
+# The cost of a small vocabulary is longer sequences. Counted over every paragraph of each split (whitespace
+# words, no special tokens), with the number of `<unk>` ids:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def piece_counts(tk, documents):
+    """(pieces, words, unknown pieces) over all paragraphs of `documents`."""
+    pieces = words = unknown = 0
+    for doc in documents:
+        for paragraph in doc.paragraphs:
+            ids = tk.encode(paragraph)
+            pieces, words, unknown = pieces + len(ids), words + len(paragraph.split()), unknown + ids.count(tk.unk_id)
+    return pieces, words, unknown
+
+
+print(f"{'vocabulary':>10s} {'split':>11s} {'pieces':>9s} {'words':>8s} {'per word':>9s} {'<unk>':>6s}")
+for name, tk in (("1,000", small), ("8,000", tokenizer)):
+    for split, documents in corpus.items():
+        pieces, words, unknown = piece_counts(tk, documents)
+        print(f"{name:>10s} {split:>11s} {pieces:9,} {words:8,} {pieces / words:9.3f} {unknown:6d}")
+
+# %% [markdown]
+# With 8,000 pieces a word costs 1.23 pieces on average, and the held-out splits are hardly worse than the
+# training split (1.24-1.25): the vocabulary generalises across chapters. With 1,000 pieces, sequences are about
+# 40% longer. ALBERT's 30,000 pieces for 16 GB of text sit at a similar place: most common words are one piece.
+# The two validation `<unk>`s are the square brackets around a letter's heading in *Emma*, characters that the
+# training chapters never use.
+#
+# The figure shows the same trade-off per word (left; words split on whitespace, so `fortune,` with its comma is
+# a two-piece word) and how unevenly the pieces are used (right): the 51 most frequent pieces make up half of all
+# tokens and about 500 make up 80%, while the last 5,300 pieces share 5% of the text between them.
+
+# %%
+import matplotlib.pyplot as plt
+
+from albert_mini.paths import save_figure
+
+validation_words = [w for doc in corpus["validation"] for p in doc.paragraphs for w in p.split()]
+fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
+bins = np.arange(1, 7)
+for offset, (name, tk, color) in zip((-0.2, 0.2), (("1,000 pieces", small, "tab:orange"),
+                                                    ("8,000 pieces", tokenizer, "tab:blue"))):
+    per_word = np.minimum([len(ids) for ids in tk.sp.encode([preprocess_text(w) for w in validation_words])], 6)
+    shares = np.array([np.mean(per_word == k) for k in bins])
+    left.bar(bins + offset, shares, width=0.4, color=color, label=f"{name} (mean {np.mean(per_word):.2f})")
+left.set_xticks(bins, ["1", "2", "3", "4", "5", "6+"])
+left.set_xlabel("pieces per word (validation words)")
+left.set_ylabel("fraction of words")
+left.set_title("How many pieces a word needs")
+left.legend()
+
+train_ids = [i for doc in corpus["train"] for p in doc.paragraphs for i in tokenizer.encode(p)]
+frequency = np.sort(np.bincount(train_ids, minlength=tokenizer.vocab_size)[5:])[::-1]  # ordinary pieces only
+coverage = np.cumsum(frequency) / frequency.sum()
+ranks = np.arange(1, len(coverage) + 1)
+right.plot(ranks, coverage, color="tab:blue")
+for share in (0.5, 0.8, 0.95):
+    k = int(np.searchsorted(coverage, share)) + 1
+    right.scatter([k], [coverage[k - 1]], color="tab:red", zorder=3)
+    right.annotate(f"{share:.0%} of tokens: top {k:,} pieces", (k, coverage[k - 1]), textcoords="offset points",
+                   xytext=(8, -12), fontsize=8)
+right.set_xscale("log")
+right.set_xlabel("the k most frequent pieces (log scale)")
+right.set_ylabel("share of all training tokens")
+right.set_title("Vocabulary coverage, 8,000-piece model, training split")
+for ax in (left, right):
+    ax.grid(True, alpha=0.3)
+save_figure(fig, "10_pieces_per_word.png")
+plt.show()
+
+# %% [markdown]
+# > **Differs from the reference.** ALBERT's `30k-clean.model` has 30,000 pieces learned from Wikipedia and
+# > BookCorpus; ours has 8,000 learned from Austen, which suits a 4 MB corpus and a small embedding table. ALBERT
+# > also declared eight **user-defined symbols**, `( ) " - . – £ €`, which SentencePiece always keeps as single
+# > pieces; ours has none, so that Hugging Face's converter reproduces our model exactly (below). The special ids
+# > 0-4 are the same as ALBERT's.
+
+# %% [markdown]
+# ### The same tokenizer in Hugging Face
+#
+# Hugging Face's `AlbertTokenizer` can load our model: put it in a folder as `spiece.model` and call
+# `from_pretrained(folder)`. Then the ids agree with ours: on 32,839 of the corpus's 32,840 sentences
+# (`data/README.md`), and on pairs, truncation and padding (`tests/text/test_tokenizer.py`). This cell needs
+# `transformers`; it is skipped if it is not installed.
+
+# %%
+import shutil
+import tempfile
+from pathlib import Path
+
+from albert_mini.text.tokenizer import DEFAULT_DIR
+
+try:
+    import transformers
+except ImportError:
+    print("transformers is not installed: skipping the comparison")
+else:
+    folder = Path(tempfile.mkdtemp())
+    shutil.copy(DEFAULT_DIR / "spiece.model", folder / "spiece.model")
+    hf = transformers.AlbertTokenizer.from_pretrained(folder)
+    held_out = [s for doc in corpus["validation"] for s in doc.sentences()]
+    same = sum(hf(s)["input_ids"] == tokenizer.encode_pair(s)["input_ids"] for s in held_out)
+    print(f"transformers {transformers.__version__}: same ids on {same:,} of {len(held_out):,} validation sentences")
+    hf_pair = hf("She was gone.", "He smiled.", return_token_type_ids=True)
+    pair = tokenizer.encode_pair("She was gone.", "He smiled.")
+    print("pair, token types:", hf_pair["token_type_ids"] == pair["token_type_ids"])
+    print("HF on the text '[MASK]':", hf("Emma said [MASK]")["input_ids"],
+          "| ours:", tokenizer.encode_pair("Emma said [MASK]")["input_ids"])
+    naive = transformers.AlbertTokenizer(vocab_file=str(DEFAULT_DIR / "spiece.model"))
+    print("AlbertTokenizer(vocab_file=...):", naive("She was gone.")["input_ids"], "<- <unk> ids")
+    shutil.rmtree(folder)
+
+# %% [markdown]
+# > **Differs from Hugging Face.** Four things to know when you mix the two:
+# > - **Loading.** In transformers 5.x, `AlbertTokenizer(vocab_file=...)` does not take the pieces of a
+# >   self-trained model: every word comes out as `<unk>` (id 1). Use `from_pretrained(folder)`.
+# > - **Token types.** HF 5.x returns `token_type_ids` only when asked (`return_token_type_ids=True`).
+# > - **Special tokens in text.** HF finds `[MASK]` written in raw text and turns it into id 4; here text is always
+# >   just text, and special ids are inserted only by `encode_pair` and `__call__`.
+# > - **Ties.** When two segmentations score exactly the same, SentencePiece and HF's unigram implementation may
+# >   choose differently. On the whole corpus this happens in 1 of 32,840 sentences (`"Mary M---.`).
+# >
+# > **Differs from the reference code.** ALBERT's `tokenization.py` re-splits any piece that ends in a digit
+# > followed by a comma, so that the comma becomes its own piece (albert#249). HF 5.x no longer does this, and
+# > neither do we; our vocabulary has no piece ending in "digit," so it could not change any id:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+digit_comma = [tokenizer.id_to_piece(i) for i in range(tokenizer.vocab_size)
+               if len(tokenizer.id_to_piece(i)) > 1 and tokenizer.id_to_piece(i)[-1] == ","
+               and tokenizer.id_to_piece(i)[-2].isdigit()]
+print("pieces ending in a digit and a comma:", digit_comma)
+print("'10,000 pounds' ->", tokenizer.tokenize("10,000 pounds"))
+
+# %% [markdown]
+# ## Part B: fine-tuning machinery in detail
+#
+# ### A head from Hugging Face
+#
+# The heads of `albert_mini.model.heads` keep Hugging Face's class and parameter names (chapter 8), so a head
+# fine-tuned with HF can be loaded here and the other way round. One check, on a small random HF model
+# (transformers is a test dependency, installed by `make`):
+
+# %%
+# NBVAL_CHECK_OUTPUT
+try:
+    import transformers
+
+    from albert_mini.model.hf import from_hf
+
+    torch.manual_seed(0)
+    hf_config = transformers.AlbertConfig(vocab_size=120, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                                          num_attention_heads=4, intermediate_size=64, max_position_embeddings=64,
+                                          hidden_act="gelu_new", num_labels=3)
+    hf_head = transformers.AlbertForSequenceClassification(hf_config).eval()
+    ours = from_hf(hf_head).eval()
+    token_ids = torch.randint(5, 120, (4, 10), generator=torch.Generator().manual_seed(1))
+    labels = torch.tensor([0, 2, 1, 2])
+    with torch.no_grad():
+        hf_out, our_out = hf_head(input_ids=token_ids, labels=labels), ours(token_ids, labels=labels)
+    print(f"HF {type(hf_head).__name__} -> albert_mini {type(ours).__name__} with {ours.num_labels} labels")
+    print("logits agree within 1e-5:", bool((hf_out.logits - our_out.logits).abs().max() < 1e-5))
+    print("loss agrees within 1e-5:", abs(hf_out.loss.item() - our_out.loss.item()) < 1e-5)
+except ImportError:
+    print("transformers is not installed: this optional cell needs it (pip install transformers)")
+
+# %% [markdown]
+# ### SQuAD windows at work
+#
+# Chapter 8 describes how a long SQuAD context becomes overlapping windows with a document stride, and how a
+# window without the whole answer is trained to point at `[CLS]`. Here is the same test example of austen-span,
+# its answer mapped from characters to tokens as in chapter 8's Exercise B:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from albert_mini.tasks import features as task_inputs
+from albert_mini.tasks.registry import get_task
+
+
+def pieces(ids) -> str:
+    """Token ids as their pieces, separated by spaces (special tokens show as [CLS], [SEP])."""
+    return " ".join(tokenizer.id_to_piece(int(i)) for i in ids)
+
+
+austen_span = get_task("austen-span")
+span_example = austen_span.load("test")[3]
+answer = span_example.answers[0]
+context_ids, offsets = tokenizer.encode_with_offsets(span_example.context)
+first, last = task_inputs.answer_token_span(offsets, answer.start, answer.end)
+print("QUESTION:", span_example.question)
+print(f"ANSWER: {answer.text!r}, context tokens {first}-{last}: {pieces(context_ids[first:last + 1])}")
+
+# %% [markdown]
+# A SQuAD context is often longer than the input. BERT's recipe, which
+# ALBERT's code keeps, cuts the context into overlapping windows: each holds `max_length - 3 - len(query)`
+# context tokens, and each starts `doc_stride` tokens after the previous one, until a window reaches the end.
+# Every window is a separate feature `[CLS] query [SEP] window [SEP]` with the same question. For training, a
+# window that contains the whole answer gets its token positions as targets; a window that does not gets
+# start = end = 0, the `[CLS]` token: "the answer is not here".
+#
+# Our contexts fit into one 128-token window, so to see several we use a tiny input of 48 tokens, a stride of
+# 16 and a query of at most 24 tokens:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+tiny = dict(max_length=48, doc_stride=16, max_query_length=24)
+windows = task_inputs.squad_features(tokenizer, span_example, **tiny)
+query_length = windows[0].context_start - 2  # input = [CLS] query [SEP] context... [SEP]
+window_size = tiny["max_length"] - 3 - query_length
+print(f"context {len(context_ids)} tokens, query {query_length} tokens -> windows of {window_size} context tokens")
+starts = task_inputs.window_starts(len(context_ids), window_size, tiny["doc_stride"])
+print("window starts:", starts)
+print(f"the answer is context tokens {first}-{last}\n")
+for w, start in zip(windows, starts):
+    n_context = len(w.input_ids) - w.context_start - 1  # the window's context tokens, before the final [SEP]
+    if start <= first and last < start + n_context:
+        max_context = w.token_is_max_context[w.context_start + first - start]
+        target = f"{pieces(w.input_ids[w.start_position:w.end_position + 1])}, max context: {max_context}"
+    else:
+        target = "[CLS]"
+    print(f"window {w.window_index}: context tokens {start:2d}-{start + n_context - 1:2d}, "
+          f"target ({w.start_position}, {w.end_position}) = {target}")
+
+# %% [markdown]
+# The answer's token sits in two windows. At prediction time both may propose it, so BERT's rule decides which
+# window may *start* an answer at a given token: the one where the token has the most context on its shorter
+# side (`token_is_max_context`), which keeps predictions away from the edges of a window. With the book's
+# setting, 128 tokens and a stride of 64, some training examples still need two windows:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+train_span = austen_span.load("train")
+features = austen_span.features(tokenizer, train_span)
+per_example = np.bincount(np.unique([f.example_id for f in features], return_inverse=True)[1])
+targets_cls = sum(f.start_position == 0 for f in features)
+print(f"{len(train_span)} training examples -> {len(features)} features; {np.sum(per_example > 1)} examples need "
+      f"two or more windows; {targets_cls} windows are trained to point at [CLS]")
+
+# %% [markdown]
+# **From logits back to text.** The head gives each token of each window a start and an end score.
+# `decode_spans` pairs the best starts with the best ends in each window (end not before start, at most
+# `max_answer_length` tokens, the start a max-context token), keeps the pair with the highest start + end score
+# over all windows of the example, and cuts its characters out of the original context. Here we make the logits
+# by hand: every window that holds the answer scores its tokens highest.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+width = max(len(w.input_ids) for w in windows)
+start_logits, end_logits = torch.zeros(len(windows), width), torch.zeros(len(windows), width)
+for row, w in enumerate(windows):
+    if w.start_position:
+        start_logits[row, w.start_position] = end_logits[row, w.end_position] = 5.0
+predicted = task_inputs.decode_spans(windows, start_logits, end_logits, {span_example.id: span_example.context})
+print(predicted)
+
+# %% [markdown]
+# ### Baselines without a network
+#
+# **How hard are the tasks without any neural network?** Three simple baselines, computed here in a few lines
+# each (no training beyond counting words), put chapter 8's comparison in proportion: a bag-of-words naive
+# Bayes classifier for polarity; "choose the option that shares the most words with the passage" for austen-mc; and for
+# austen-span a string matcher that turns the question into a pattern (`___` becomes "one word") and looks it up
+# in the context.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from albert_mini.tasks.squad_metrics import squad_scores
+
+polarity, austen_mc = get_task("polarity"), get_task("austen-mc")
+
+
+def naive_bayes_accuracy(train, test) -> float:
+    """Multinomial naive Bayes with add-one smoothing on lower-cased words."""
+    counts = [Counter(), Counter()]
+    for e in train:
+        counts[e.label].update(e.text_a.lower().split())
+    vocabulary = set(counts[0]) | set(counts[1])
+    priors = np.log(np.bincount([e.label for e in train]) / len(train))
+    totals = [sum(c.values()) + len(vocabulary) for c in counts]
+    correct = 0
+    for e in test:
+        scores = [priors[k] + sum(math.log((counts[k][w] + 1) / totals[k]) for w in e.text_a.lower().split()
+                                  if w in vocabulary) for k in (0, 1)]
+        correct += int(np.argmax(scores)) == e.label
+    return correct / len(test)
+
+
+def overlap_accuracy(examples) -> float:
+    """Pick the option sharing the most distinct lower-cased words with the passage (the first one on ties)."""
+    def words(text):
+        return set(re.findall(r"[a-z]+", text.lower()))
+    picks = [int(np.argmax([len(words(o) & words(e.passage)) for o in e.options])) for e in examples]
+    return float(np.mean([p == e.answer for p, e in zip(picks, examples)]))
+
+
+def copy_matcher(example) -> str:
+    """The word of the context where the question, read as a pattern with `___` as one word, matches."""
+    pattern = re.escape(example.question).replace("___", r"(\w+)")
+    found = re.search(pattern, example.context)
+    return found.group(1) if found else ""
+
+
+print(f"polarity    naive Bayes (bag of words) test accuracy: "
+      f"{naive_bayes_accuracy(polarity.load('train'), polarity.load('test')):.1%} (chance 50%)")
+print(f"austen-mc   word overlap with the passage, test accuracy: {overlap_accuracy(austen_mc.load('test')):.1%} "
+      f"(chance 25%)")
+span_test = austen_span.load("test")
+scores = squad_scores({e.id: copy_matcher(e) for e in span_test}, span_test)
+print(f"austen-span string matcher, test exact match {scores['exact_match']:.1f}, F1 {scores['f1']:.1f}")
+
+# %% [markdown]
+# The string matcher's score is the point of the last line: austen-span's question is a verbatim copy of a context
+# sentence with one name removed, so it checks that the span machinery works (offsets, windows, the start and end
+# scores, decoding, scoring) on real prose, and a model can learn it by lexical matching. It is not a test of
+# reading comprehension, and it says nothing about SQuAD. austen-mc is closer to a real test: it needs local
+# coherence (who speaks, what answers what, which pronoun has an antecedent), though some items stay ambiguous
+# and surface cues such as a reply's opening words remain. Polarity is the one task whose text the encoder has
+# never seen anything like: modern, lower-cased movie-review snippets against Austen's novels.
+
+# %% [markdown]
+# ## Summary
+#
+# - A unigram SentencePiece model learns its pieces from the text with ALBERT's special ids at 0-4; a smaller
+#   vocabulary means more pieces per word, and a few hundred pieces cover most of the tokens (the table and
+#   figure of part A measure both on Austen).
+# - Hugging Face's `AlbertTokenizer` loads the book's model through `from_pretrained(folder)` and gives the same
+#   ids, except for the differences listed in part A.
+# - Heads move between Hugging Face and `albert_mini` with `from_hf` and `to_hf`, because the names agree.
+# - A SQuAD context longer than the input becomes overlapping windows; a window without the answer points at
+#   `[CLS]`, and the max-context rule picks which window may start an answer at a token.
+# - Baselines without a network show what the derived fine-tuning tasks can be solved by; read chapter 8's
+#   comparison next to them.
+#
+# ## Further reading / pointers
+#
+# - Kudo and Richardson (2018) for SentencePiece, Kudo (2018) for the unigram model; `albert_mini/text/tokenizer.py`.
+# - `albert_mini/model/hf.py`; `albert_mini/tasks/features.py` (windows, max context, `decode_spans`);
+#   `data/tasks/README.md` for how the derived tasks are built.
+# - Back to chapter 2 (tokenization) or chapter 8 (fine-tuning).

@@ -1,0 +1,60 @@
+"""The diagrams print numbers computed from their arguments: parameter counts, the layer each step runs, spans."""
+
+from types import SimpleNamespace
+
+import matplotlib
+import pytest
+
+from albert_mini import AlbertConfig, count_parameters
+from albert_mini.book import diagrams
+from albert_mini.settings import STATIC_ENV, static_output
+
+matplotlib.use("Agg")
+
+
+def texts(fig) -> list[str]:
+    return [t.get_text() for ax in fig.axes for t in ax.texts]
+
+
+def test_embedding_diagram_shows_albert_base_counts():
+    config = AlbertConfig.from_preset("albert-base")
+    shown = " | ".join(texts(diagrams.embedding_diagram(config)))
+    for number in (30000 * 768, 30000 * 128, 128 * 768):  # V x H, V x E, E x H
+        assert f"{number:,}" in shown
+    assert f"{count_parameters(config):,}" in shown
+    assert f"{count_parameters(config.replace(embedding_size=768, embedding_projection=False)):,}" in shown
+
+
+@pytest.mark.parametrize("groups, inner", [(1, 1), (3, 2), (6, 1)])
+def test_sharing_diagram_labels_every_step_with_the_layer_the_model_runs(groups, inner):
+    config = AlbertConfig.from_preset("albert-mini").replace(num_hidden_groups=groups, inner_group_num=inner)
+    labels = [t for t in texts(diagrams.sharing_diagram({"x": config})) if t.startswith("-> layer ")]
+    expected = [config.layer_to_group(i) * inner + k for i in range(config.num_hidden_layers) for k in range(inner)]
+    assert [int(t.split()[-1]) for t in labels] == expected
+
+
+def test_masking_diagram_draws_the_input_under_every_chosen_piece_and_marks_each_span():
+    pieces = ["▁it", "▁is", "▁a", "▁truth", "▁universal", "ly", "▁known"]
+    spans = [SimpleNamespace(start=1, end=2, n=1), SimpleNamespace(start=4, end=6, n=1)]
+    shown = ["▁it", "[MASK]", "▁a", "▁truth", "▁cat", "ly", "▁known"]
+    fig = diagrams.masking_diagram(pieces, [0, 1, 2, 3, 4, 4, 5], spans, shown)
+    drawn = texts(fig)
+    assert drawn.count("n = 1") == 2
+    assert drawn.count("[MASK]") == 1 and drawn.count("▁cat") == 1 and drawn.count("ly") == 2  # piece and input
+
+
+def test_sentence_pair_diagram_swaps_for_sop_and_replaces_for_nsp():
+    fig = diagrams.sentence_pair_diagram("alpha one", "beta two", "gamma three", {"C": "another novel"})
+    drawn = texts(fig)
+    order = [t for t in drawn if t in ("alpha one", "beta two", "gamma three")]
+    assert order == ["alpha one", "beta two", "beta two", "alpha one", "alpha one", "gamma three"]
+    assert "C (another novel)" in drawn
+
+
+def test_static_output_follows_the_environment(monkeypatch):
+    monkeypatch.delenv(STATIC_ENV, raising=False)
+    assert not static_output()
+    monkeypatch.setenv(STATIC_ENV, "1")
+    assert static_output()
+    monkeypatch.setenv(STATIC_ENV, "0")
+    assert not static_output()
