@@ -29,7 +29,7 @@
 # - Explain global gradient clipping and the unigram prior we give the MLM output bias.
 # - Train albert-mini with `albert_mini.train` and the `albert_mini.training.pretrain` command line (resume, several
 #   processes), and read the curves of a 15-minute run.
-# - Compare ALBERT with its unshared BERT twin on parameters, training memory and speed.
+# - Compare ALBERT with bert-mini (nothing shared, E = H) on parameters, training memory and speed.
 
 # %% [markdown]
 # ## LAMB: a step sized by the weight it changes
