@@ -1,0 +1,447 @@
+"""A pretraining-recipe search: probes at one token budget, one seed, one held-out set; every probe recorded.
+
+    python -m albert_mini.study.recipe_search probe base --tokens 1.6e6 --threads 2 --out cache/recipe
+    python -m albert_mini.study.recipe_search probe adamw-1e-3 --set optimizer=adamw lr=1e-3 betas=0.9,0.98
+    python -m albert_mini.study.recipe_search control ctl-lamb --set seq_len=64 warmup=50 --steps 400
+    python -m albert_mini.study.recipe_search results --records data/results/recipe_search
+
+A probe is a `Recipe` (optimizer, rate, warmup, sequence length, masking rate, dropout, sentence-loss weight,
+...) trained on the Austen training chapters for a fixed number of tokens. Every probe is scored the same way:
+held-out MLM and SOP accuracy with ALBERT's masking (15% n-grams, seed 1) at 64 and at 128 tokens, the
+training-split MLM accuracy on a fixed sample (a widening gap means the data, not the optimisation, limits the
+model), and the collapse diagnostics of albert_mini.study.collapse.
+
+A control trains the sentence loss alone (no MLM) on a label the network can certainly learn (segment A longer
+than B), or on a fixed small set of real SOP pairs: it separates "the sentence path cannot learn" from "SOP is
+hard at this scale".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..cli import Parser, run as run_cli
+from ..errors import UsageError
+from ..model.albert import AlbertForPreTraining
+from ..model.config import PRESETS, AlbertConfig
+from ..specials import IGNORE_INDEX
+from ..text.batch_source import PhasedBatches
+from ..text.batches import PretrainingBatches, build_pretraining_dataset, tokenize_documents, unigram_log_prior
+from ..text.corpus import load_corpus
+from ..text.tokenizer import Tokenizer
+from ..training.objectives import PretrainingObjective
+from ..training.optim import OPTIMIZERS, WarmupPolyDecay, build_optimizer, clip_grad_global_norm
+from ..training.trainer import Trainer, TrainConfig, evaluate
+from .collapse import RULES, diagnose, relabel
+from .experiments.common import git_revision
+
+PROG = "python -m albert_mini.study.recipe_search"
+HELD_OUT_LENGTHS = (64, 128)  # every probe is scored at both, whatever it trains at
+HELD_OUT_SEED, SAMPLE_SEED = 1, 7  # the held-out masks and the training sample: the same for every probe
+DECAYS = ("linear", "constant")
+POSITION_INITS = ("normal", "sinusoidal")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Everything a probe varies; the defaults are the recipe the shipped classroom model was trained with."""
+
+    optimizer: str = "lamb"
+    lr: float = 5e-3
+    betas: tuple[float, float] = (0.9, 0.999)
+    warmup: int = 100
+    seq_len: int = 128
+    batch_size: int = 32
+    mask_prob: float = 0.15
+    ngram: int = 3
+    dropout: float = 0.0
+    sentence_weight: float = 1.0
+    mlm_weight: float = 1.0
+    task: str = "sop"
+    clip_norm: float = 1.0  # a huge value (1e9) means no clipping
+    weight_decay: float = 0.01
+    output_bias: str = "unigram"
+    layers: int = 6
+    hidden: int = 256
+    embedding: int = 128
+    heads: int = 4
+    layer_norm_eps: float = 1e-12
+    initializer_range: float = 0.02
+    decay: str = "linear"  # linear to 0 at the end of the budget, or "constant" after warmup
+    position_init: str = "normal"  # "sinusoidal": Vaswani et al.'s table scaled to initializer_range
+    long_seq_len: int = 0  # >0: a second phase at this length for the last `long_fraction` of the tokens
+    long_fraction: float = 0.1
+    seed: int = 0
+    preset: str = "albert-mini"  # the sizes above override it; tests use albert-nano
+
+    def __post_init__(self):
+        checks = [(self.optimizer in OPTIMIZERS, f"optimizer must be one of {', '.join(OPTIMIZERS)}"),
+                  (self.decay in DECAYS, f"decay must be one of {', '.join(DECAYS)}"),
+                  (self.position_init in POSITION_INITS, f"position_init must be one of {', '.join(POSITION_INITS)}"),
+                  (self.preset in PRESETS, f"preset must be one of {', '.join(PRESETS)}"),
+                  (self.lr > 0 and self.clip_norm > 0, "lr and clip_norm must be > 0"),
+                  (0 < self.mask_prob < 1, "mask_prob must be in (0, 1)"),
+                  (self.seq_len >= 8 and self.batch_size >= 1 and self.warmup >= 0,
+                   "seq_len must be >= 8, batch_size >= 1, warmup >= 0"),
+                  (self.hidden % self.heads == 0, "hidden must be a multiple of heads")]
+        for ok, message in checks:
+            if not ok:
+                raise UsageError(f"recipe: {message} (got {dataclasses.asdict(self)})")
+
+    def config(self) -> AlbertConfig:
+        return AlbertConfig.from_preset(
+            self.preset, num_hidden_layers=self.layers, hidden_size=self.hidden, embedding_size=self.embedding,
+            num_attention_heads=self.heads, intermediate_size=4 * self.hidden, hidden_dropout_prob=self.dropout,
+            attention_probs_dropout_prob=self.dropout, layer_norm_eps=self.layer_norm_eps,
+            initializer_range=self.initializer_range)
+
+    def schedule(self, steps: int) -> WarmupPolyDecay:
+        # A "constant" rate is the poly decay with a vanishing power: 1 until the last step.
+        power = 1.0 if self.decay == "linear" else 1e-9
+        return WarmupPolyDecay(self.lr, steps, min(self.warmup, steps), power=power)
+
+
+def nano_recipe(**changes) -> Recipe:
+    """The albert-nano sizes (2 layers, H 64, E 32): what the fast tests and the chapters' live controls train."""
+    return Recipe(**{"preset": "albert-nano", "layers": 2, "hidden": 64, "embedding": 32, "heads": 2, **changes})
+
+
+def parse_settings(items: list[str]) -> Recipe:
+    """A Recipe from `field=value` strings, e.g. ["optimizer=adamw", "betas=0.9,0.98"]."""
+    fields = {f.name: f for f in dataclasses.fields(Recipe)}
+    changes = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or key not in fields:
+            raise UsageError(f"--set takes field=value with a Recipe field ({', '.join(fields)}); got {item!r}")
+        default = fields[key].default
+        try:
+            if key == "betas":
+                value = tuple(float(x) for x in text.split(","))
+                if len(value) != 2:
+                    raise ValueError(text)
+            elif isinstance(default, int):
+                value = int(float(text))
+            else:
+                value = type(default)(text)
+        except ValueError:
+            kind = "two numbers like 0.9,0.98" if key == "betas" else type(default).__name__
+            raise UsageError(f"--set {key}= needs {kind}, got {text!r}") from None
+        changes[key] = value
+    return Recipe(**changes)
+
+
+class WeightedObjective(PretrainingObjective):
+    """MLM and sentence losses with weights; the logged metrics stay unweighted."""
+
+    def __init__(self, mlm_weight: float = 1.0, sentence_weight: float = 1.0):
+        self.mlm_weight, self.sentence_weight = mlm_weight, sentence_weight
+
+    def __call__(self, out, batch, denominators):
+        mlm_den, s_den = denominators
+        targets = batch["labels"][batch["labels"] != IGNORE_INDEX]  # (N,)
+        loss = self.mlm_weight * out.mlm_loss_sum / max(mlm_den, 1.0)
+        stats = [out.mlm_loss_sum.detach(), (out.mlm_logits.argmax(-1) == targets).sum(), out.mlm_count]
+        if out.sentence_loss_sum is not None:
+            y = batch["sentence_order_label"].view(-1)
+            loss = loss + self.sentence_weight * out.sentence_loss_sum / max(s_den, 1.0)
+            stats += [out.sentence_loss_sum.detach(), (out.sentence_logits.argmax(-1) == y).sum(), out.sentence_count]
+        else:
+            stats += [0.0, 0, 0]
+        return loss, torch.tensor([float(s) for s in stats], dtype=torch.float64)
+
+
+# ---------------------------------------------------------------------------------------------- data
+@functools.lru_cache(maxsize=None)
+def documents(split: str):
+    """An Austen split tokenized with the committed tokenizer, once per process."""
+    return tokenize_documents(load_corpus("austen", split), Tokenizer.default())
+
+
+def dataset(split: str, recipe: Recipe, task: str, seed: int, dynamic: bool, mask_prob: float | None = None,
+            max_documents: int | None = None):
+    p = recipe.mask_prob if mask_prob is None else mask_prob
+    docs = documents(split)
+    if max_documents is not None:
+        docs = tokenize_documents(load_corpus("austen", split)[:max_documents], Tokenizer.default())
+    return build_pretraining_dataset(docs, Tokenizer.default(), task, recipe.seq_len, seed=seed, dynamic=dynamic,
+                                     masked_lm_prob=p, ngram=recipe.ngram,
+                                     max_predictions=max(20, math.ceil(p * recipe.seq_len)))
+
+
+def held_out(recipe: Recipe, seq_len: int | None = None, batches: int | None = None, split: str = "validation",
+             max_documents: int | None = None) -> list[dict]:
+    """Static held-out batches of 32 with ALBERT's masking (15% n-grams) and SOP labels; all of them by default."""
+    if seq_len is not None:
+        recipe = dataclasses.replace(recipe, seq_len=seq_len)
+    ds = dataset(split, recipe, "sop", HELD_OUT_SEED, dynamic=False, mask_prob=0.15, max_documents=max_documents)
+    source = PretrainingBatches(ds, 32)
+    n = source.batches_per_epoch() if batches is None else min(batches, source.batches_per_epoch())
+    return source.take(n)
+
+
+def train_sample(recipe: Recipe, batches: int = 8) -> list[dict]:
+    """Fixed training-split batches masked like the held-out ones: the train/held-out gap."""
+    ds = dataset("train", recipe, "sop", SAMPLE_SEED, dynamic=False, mask_prob=0.15)
+    return PretrainingBatches(ds, 32).take(batches)
+
+
+def cpu_name() -> str:
+    """The CPU model, as `lscpu | grep 'Model name'` prints it (every timing is labelled with it)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+@torch.no_grad()
+def init_sinusoidal_positions(model: AlbertForPreTraining) -> None:
+    """Position embeddings start as sin/cos waves (std = initializer_range) instead of random draws."""
+    table = model.albert.embeddings.position_embeddings.weight
+    T, E = table.shape
+    position = torch.arange(T, dtype=torch.float32)[:, None]  # (T, 1)
+    freq = torch.exp(-math.log(10000.0) * torch.arange(0, E, 2, dtype=torch.float32) / E)[None, :]  # (1, E/2)
+    waves = torch.zeros(T, E)
+    waves[:, 0::2], waves[:, 1::2] = torch.sin(position * freq), torch.cos(position * freq)
+    table.copy_(waves / waves.std() * model.config.initializer_range)
+
+
+def build_model(recipe: Recipe) -> AlbertForPreTraining:
+    """The recipe's model, drawn from its seed, with the output bias and position table it asks for."""
+    torch.manual_seed(recipe.seed)
+    model = AlbertForPreTraining(recipe.config())
+    if recipe.output_bias == "unigram":
+        model.init_output_bias(unigram_log_prior(documents("train"), model.config.vocab_size))
+    if recipe.position_init == "sinusoidal":
+        init_sinusoidal_positions(model)
+    if recipe.task == "none":  # nothing trains them; see albert_mini.training.recipe
+        model.albert.pooler.requires_grad_(False)
+        model.sop_classifier.requires_grad_(False)
+    return model
+
+
+# ---------------------------------------------------------------------------------------------- probes
+def probe_steps(recipe: Recipe, tokens: float) -> tuple[int, int]:
+    """(steps at seq_len, steps at long_seq_len) that spend `tokens` training tokens."""
+    if not recipe.long_seq_len:
+        return int(tokens // (recipe.batch_size * recipe.seq_len)), 0
+    short_tokens = tokens * (1 - recipe.long_fraction)
+    return (int(short_tokens // (recipe.batch_size * recipe.seq_len)),
+            int((tokens - short_tokens) // (recipe.batch_size * recipe.long_seq_len)))
+
+
+def score(model, sets: dict, sample: list[dict]) -> dict:
+    """Held-out metrics at every length (the probe's own first), the training sample, and the diagnostics."""
+    by_len = {str(n): evaluate(model, b) for n, b in sets.items()}
+    first = next(iter(sets.values()))
+    return {"held_out_by_len": by_len, "train_sample": evaluate(model, sample),
+            "diag": diagnose(model, first[0])}
+
+
+def run_probe(name: str, recipe: Recipe, tokens: float, out_dir: Path | None = None, eval_points: int = 8,
+              say=print) -> dict:
+    """Train one recipe for `tokens` tokens, scoring it `eval_points` times; write (when out_dir) and return its record."""
+    short_steps, long_steps = probe_steps(recipe, tokens)
+    steps = short_steps + long_steps
+    if steps < 1:
+        raise UsageError(f"--tokens {tokens:g} is less than one batch of {recipe.batch_size} x {recipe.seq_len}")
+    model = build_model(recipe)
+    source = PretrainingBatches(dataset("train", recipe, recipe.task, recipe.seed, dynamic=True), recipe.batch_size)
+    if long_steps:
+        long = dataclasses.replace(recipe, seq_len=recipe.long_seq_len)
+        then = PretrainingBatches(dataset("train", long, recipe.task, recipe.seed + 1, dynamic=True),
+                                  recipe.batch_size)
+        source = PhasedBatches(source, then, switch_after=short_steps)
+    lengths = (recipe.seq_len,) + tuple(n for n in HELD_OUT_LENGTHS if n != recipe.seq_len)
+    sets = {n: held_out(recipe, seq_len=n) for n in lengths}
+    sample = train_sample(recipe)
+    optimizer = build_optimizer(model, recipe.optimizer, lr=recipe.lr, weight_decay=recipe.weight_decay,
+                                betas=tuple(recipe.betas))
+    every = max(1, steps // eval_points)
+    config = TrainConfig(max_steps=steps, log_every=max(1, every // 4), clip_norm=recipe.clip_norm, progress=False)
+    trainer = Trainer(model, optimizer, recipe.schedule(steps), source,
+                      config, objective=WeightedObjective(recipe.mlm_weight, recipe.sentence_weight))
+    curve, start = [], time.perf_counter()
+    while trainer.step < steps:
+        trainer.config = dataclasses.replace(config, max_steps=min(steps, trainer.step + every))
+        trainer.train()
+        point = {"step": trainer.step, "tokens": trainer.tokens_seen, "seconds": time.perf_counter() - start,
+                 "train": {k: v for k, v in trainer.history[-1].items() if k != "type"}, **score(model, sets, sample)}
+        point["held_out"] = point["held_out_by_len"][str(recipe.seq_len)]
+        curve.append(point)
+        say(json.dumps({"probe": name, "step": trainer.step, "s": round(point["seconds"]),
+                        **{f"mlm{n}": round(m["mlm_acc"], 4) for n, m in point["held_out_by_len"].items()},
+                        "sop": round(point["held_out"]["sentence_acc"], 4),
+                        "train_mlm": round(point["train_sample"]["mlm_acc"], 4),
+                        "cos": round(point["diag"]["position_cosine"][-1], 3),
+                        "ent": round(min(point["diag"]["entropy"]), 2)}))
+    final = curve[-1]["held_out"]
+    record = {"name": name, "recipe": dataclasses.asdict(recipe), "tokens": trainer.tokens_seen, "steps": steps,
+              "seconds": time.perf_counter() - start, "threads": torch.get_num_threads(), "cpu": cpu_name(),
+              "git": git_revision(), "held_out_pairs": sum(int(b["sentence_order_label"].numel()) for b in sets[recipe.seq_len]),
+              "held_out_mlm": final["mlm_acc"], "held_out_sop": final["sentence_acc"],
+              "held_out_sop_loss": final["sentence_loss"], "curve": curve,
+              "train_history": [h for h in trainer.history if h["type"] == "train"]}
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+# ---------------------------------------------------------------------------------------------- controls
+def control_step(model, optimizer, batch: dict, clip_norm: float) -> tuple[float, float, float]:
+    """One update on the sentence loss alone; (loss, training accuracy of the batch, gradient norm before clipping)."""
+    out = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"],
+                sentence_order_label=batch["sentence_order_label"])
+    out.sentence_loss.backward()
+    norm = clip_grad_global_norm([p for p in model.parameters() if p.grad is not None], clip_norm)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    acc = float((out.sentence_logits.argmax(-1) == batch["sentence_order_label"]).float().mean())
+    return float(out.sentence_loss.detach()), acc, norm
+
+
+@torch.no_grad()
+def sentence_accuracy(model, batches: list[dict]) -> tuple[float, float]:
+    """(mean sentence loss, accuracy) of the sentence head on `batches`, in eval mode."""
+    was = model.training
+    model.eval()
+    loss = correct = count = 0.0
+    for b in batches:
+        out = model(b["input_ids"], b["attention_mask"], b["token_type_ids"],
+                    sentence_order_label=b["sentence_order_label"])
+        loss += float(out.sentence_loss_sum)
+        correct += float((out.sentence_logits.argmax(-1) == b["sentence_order_label"]).sum())
+        count += out.sentence_count
+    model.train(was)
+    return loss / count, correct / count
+
+
+def run_control(name: str, recipe: Recipe, steps: int, out_dir: Path | None = None, rule: str = "longer",
+                every: int = 10, train_pairs: int | None = None, max_documents: int | None = None,
+                held_out_batches: int | None = 8, say=print) -> dict:
+    """Train the sentence path alone (no MLM loss); log loss, accuracy and the collapse diagnostics.
+
+    rule 'longer': label = segment A longer than B, on fresh SOP pairs every step. rule 'sop': the real SOP
+    label; with `train_pairs`, the same fixed pairs are revisited every epoch (can the path fit what it has
+    seen?). `max_documents` keeps only the first chapters of each split (fast tests).
+    """
+    if rule not in RULES + ("sop",):
+        raise UsageError(f"--rule must be one of {', '.join(RULES + ('sop',))}, got {rule!r}")
+    if train_pairs is not None and train_pairs < recipe.batch_size:
+        raise UsageError(f"--train-pairs {train_pairs} is fewer than one batch of {recipe.batch_size}")
+    model = build_model(dataclasses.replace(recipe, output_bias="zeros"))  # MLM head unused
+    ds = dataset("train", recipe, "sop", recipe.seed, dynamic=train_pairs is None, max_documents=max_documents)
+    source = PretrainingBatches(ds, recipe.batch_size)
+    fixed = source.take(train_pairs // recipe.batch_size) if train_pairs else None
+    val = held_out(recipe, batches=held_out_batches, max_documents=max_documents)
+    if rule != "sop":
+        val = [relabel(b, rule) for b in val]
+        fixed = [relabel(b, rule) for b in fixed] if fixed else None
+    optimizer = build_optimizer(model, recipe.optimizer, lr=recipe.lr, weight_decay=recipe.weight_decay,
+                                betas=tuple(recipe.betas))
+    schedule = recipe.schedule(steps)
+    log, start = [], time.perf_counter()
+    model.train()
+    for step in range(steps):
+        batch = fixed[step % len(fixed)] if fixed else next(source)
+        if rule != "sop" and not fixed:
+            batch = relabel(batch, rule)
+        lr = schedule.apply(optimizer, step)
+        loss, acc, norm = control_step(model, optimizer, batch, recipe.clip_norm)
+        row = {"step": step + 1, "lr": lr, "loss": loss, "acc": acc, "grad_norm": norm}
+        if (step + 1) % every == 0 or step == 0 or step + 1 == steps:
+            row["diag"] = diagnose(model, val[0])
+            row["held_out_loss"], row["held_out_acc"] = sentence_accuracy(model, val)
+            if fixed:
+                row["fit_loss"], row["fit_acc"] = sentence_accuracy(model, fixed)
+            say(json.dumps({"control": name, "step": step + 1, "loss": round(loss, 4), "acc": round(acc, 3),
+                            "held_out": round(row["held_out_acc"], 3),
+                            "cos": round(row["diag"]["position_cosine"][-1], 3),
+                            "qk_std": round(row["diag"]["qk_logit_std"], 3)}))
+        log.append(row)
+    record = {"name": name, "rule": rule, "recipe": dataclasses.asdict(recipe), "steps": steps,
+              "train_pairs": train_pairs, "seconds": time.perf_counter() - start, "cpu": cpu_name(),
+              "threads": torch.get_num_threads(), "git": git_revision(), "log": log}
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / f"control-{name}.json").write_text(json.dumps(record) + "\n")
+    return record
+
+
+# ---------------------------------------------------------------------------------------------- command line
+def build_parser() -> Parser:
+    p = Parser(prog=PROG, description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    probe = sub.add_parser("probe", help="train one recipe for a fixed number of tokens")
+    control = sub.add_parser("control", help="train the sentence loss alone on a learnable label")
+    for s in (probe, control):
+        s.error = p.error  # one-line errors from the subcommands too
+        s.add_argument("name", help="the record's name: <out>/<name>.json (controls: control-<name>.json)")
+        s.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
+                       help=f"Recipe fields to change: {', '.join(f.name for f in dataclasses.fields(Recipe))}")
+        s.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+        s.add_argument("--out", default="cache/recipe", help="folder of the records (default cache/recipe)")
+    probe.add_argument("--tokens", type=float, default=1.6e6, help="training tokens (default 1.6e6)")
+    probe.add_argument("--eval-points", type=int, default=8, help="evaluations along the way (default 8)")
+    control.add_argument("--steps", type=int, default=400, help="updates (default 400)")
+    control.add_argument("--rule", default="longer", choices=RULES + ("sop",),
+                         help="longer: label = A longer than B (default); sop: the real sentence order")
+    control.add_argument("--every", type=int, default=10, help="steps between diagnostics (default 10)")
+    control.add_argument("--train-pairs", type=int, default=None,
+                         help="revisit this many fixed pairs instead of fresh ones (e.g. 256 with --rule sop)")
+    results = sub.add_parser("results", help="build data/results/recipe_search.json and its figure from records")
+    results.error = p.error
+    results.add_argument("--records", default="data/results/recipe_search", help="folder of probe/control records")
+    results.add_argument("--out", default="data/results/recipe_search.json")
+    results.add_argument("--figure", default="figures/recipe_search.png")
+    return p
+
+
+def _main(argv: list[str]):
+    args = build_parser().parse_args(argv)
+    if args.command == "results":
+        from .recipe_results import write_results
+
+        records = Path(args.records)
+        if not records.is_dir():
+            raise UsageError(f"--records {records} is not a folder of probe records; give the folder the probes "
+                             "were written to (--out of the probe command)")
+        path = write_results(records, Path(args.out), Path(args.figure))
+        print(f"wrote {path} and {args.figure}")
+        return path
+    if args.threads is not None:
+        if args.threads < 1:
+            raise UsageError(f"--threads must be >= 1, got {args.threads}")
+        torch.set_num_threads(args.threads)
+    recipe = parse_settings(args.set)
+    if args.command == "probe":
+        if args.eval_points < 1:
+            raise UsageError(f"--eval-points must be >= 1, got {args.eval_points}")
+        return run_probe(args.name, recipe, args.tokens, Path(args.out), args.eval_points)
+    if args.steps < 1 or args.every < 1:
+        raise UsageError(f"--steps and --every must be >= 1, got {args.steps} and {args.every}")
+    held = None if args.rule == "sop" else 8  # the real label is scored on every held-out pair
+    return run_control(args.name, recipe, args.steps, Path(args.out), args.rule, args.every, args.train_pairs,
+                       held_out_batches=held)
+
+
+def main(argv: list[str] | None = None):
+    """Command line (see --help); bad flags end with one error line and exit status 2."""
+    return run_cli(_main, argv)
+
+
+if __name__ == "__main__":
+    main()
