@@ -12,7 +12,7 @@ import json
 import math
 from pathlib import Path
 
-from .recipe_search import Recipe
+from .recipe_space import Recipe
 
 LN2 = math.log(2)
 # The harness these records were made with, before the package moved to the layered layout.
@@ -194,7 +194,7 @@ def write_results(folder: Path, out: Path, figure_out: Path, with_entropy: bool 
     entropy = None
     if with_entropy:
         from .collapse import uniform_entropy
-        from .recipe_search import held_out
+        from .recipe_space import held_out
 
         entropy = {str(n): round(uniform_entropy(held_out(Recipe(), seq_len=n)), 4) for n in (64, 128)}
     results = build_results(folder, entropy)
