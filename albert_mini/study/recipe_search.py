@@ -21,11 +21,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import platform
 import time
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 
 from ..cli import Parser, run as run_cli
 from ..errors import UsageError
@@ -33,12 +33,12 @@ from ..model.albert import AlbertForPreTraining
 from ..specials import IGNORE_INDEX
 from ..text.batch_source import PhasedBatches
 from ..text.batches import PretrainingBatches, unigram_log_prior
-from ..training.objectives import PretrainingObjective
+from ..training.objectives import PretrainingObjective, sentence_metrics_warning
 from ..training.optim import build_optimizer, clip_grad_global_norm
 from ..training.trainer import Trainer, TrainConfig, evaluate
 from .collapse import RULES, diagnose, relabel
 from .recipe_results import build_results, write_results  # noqa: F401  (the results are built here too)
-from .recipe_space import Recipe, dataset, documents, held_out, nano_recipe, parse_settings, train_sample  # noqa: F401
+from .recipe_space import Recipe, cpu_name, dataset, documents, held_out, nano_recipe, parse_settings, train_sample  # noqa: F401
 from .experiments.common import git_revision
 
 PROG = "python -m albert_mini.study.recipe_search"
@@ -63,17 +63,6 @@ class WeightedObjective(PretrainingObjective):
         else:
             stats += [0.0, 0, 0]
         return loss, torch.tensor([float(s) for s in stats], dtype=torch.float64)
-
-
-def cpu_name() -> str:
-    """The CPU model, as `lscpu | grep 'Model name'` prints it (every timing is labelled with it)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 @torch.no_grad()
@@ -150,6 +139,7 @@ def run_probe(name: str, recipe: Recipe, tokens: float, out_dir: Path | None = N
         point = {"step": trainer.step, "tokens": trainer.tokens_seen, "seconds": time.perf_counter() - start,
                  "train": {k: v for k, v in trainer.history[-1].items() if k != "type"}, **score(model, sets, sample)}
         point["held_out"] = point["held_out_by_len"][str(recipe.seq_len)]
+        point["sentence_warning"] = sentence_metrics_warning(point["train"])  # loss and accuracy must agree
         curve.append(point)
         say(json.dumps({"probe": name, "step": trainer.step, "s": round(point["seconds"]),
                         **{f"mlm{n}": round(m["mlm_acc"], 4) for n, m in point["held_out_by_len"].items()},
@@ -173,14 +163,20 @@ def run_probe(name: str, recipe: Recipe, tokens: float, out_dir: Path | None = N
 # ---------------------------------------------------------------------------------------------- controls
 def control_step(model, optimizer, batch: dict, clip_norm: float) -> tuple[float, float, float]:
     """One update on the sentence loss alone; (loss, training accuracy of the batch, gradient norm before clipping)."""
-    out = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"],
-                sentence_order_label=batch["sentence_order_label"])
-    out.sentence_loss.backward()
+    logits = sentence_logits(model, batch)  # (B, 2)
+    loss = F.cross_entropy(logits, batch["sentence_order_label"])
+    loss.backward()
     norm = clip_grad_global_norm([p for p in model.parameters() if p.grad is not None], clip_norm)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    acc = float((out.sentence_logits.argmax(-1) == batch["sentence_order_label"]).float().mean())
-    return float(out.sentence_loss.detach()), acc, norm
+    acc = float((logits.argmax(-1) == batch["sentence_order_label"]).float().mean())
+    return float(loss.detach()), acc, norm
+
+
+def sentence_logits(model, batch: dict) -> torch.Tensor:
+    """The sentence head's logits (B, 2), without the MLM head (which would score all B x T positions)."""
+    pooled = model.albert(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]).pooler_output
+    return model.sop_classifier(pooled)
 
 
 @torch.no_grad()
@@ -190,11 +186,10 @@ def sentence_accuracy(model, batches: list[dict]) -> tuple[float, float]:
     model.eval()
     loss = correct = count = 0.0
     for b in batches:
-        out = model(b["input_ids"], b["attention_mask"], b["token_type_ids"],
-                    sentence_order_label=b["sentence_order_label"])
-        loss += float(out.sentence_loss_sum)
-        correct += float((out.sentence_logits.argmax(-1) == b["sentence_order_label"]).sum())
-        count += out.sentence_count
+        logits = sentence_logits(model, b)  # (B, 2)
+        loss += float(F.cross_entropy(logits, b["sentence_order_label"], reduction="sum"))
+        correct += float((logits.argmax(-1) == b["sentence_order_label"]).sum())
+        count += len(logits)
     model.train(was)
     return loss / count, correct / count
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import platform
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import UsageError
 from ..model.config import PRESETS, AlbertConfig
@@ -122,9 +124,8 @@ def documents(split: str):
 def dataset(split: str, recipe: Recipe, task: str, seed: int, dynamic: bool, mask_prob: float | None = None,
             max_documents: int | None = None):
     p = recipe.mask_prob if mask_prob is None else mask_prob
-    docs = documents(split)
-    if max_documents is not None:
-        docs = tokenize_documents(load_corpus("austen", split)[:max_documents], Tokenizer.default())
+    docs = (documents(split) if max_documents is None
+            else tokenize_documents(load_corpus("austen", split)[:max_documents], Tokenizer.default()))
     return build_pretraining_dataset(docs, Tokenizer.default(), task, recipe.seq_len, seed=seed, dynamic=dynamic,
                                      masked_lm_prob=p, ngram=recipe.ngram,
                                      max_predictions=max(20, math.ceil(p * recipe.seq_len)))
@@ -147,3 +148,12 @@ def train_sample(recipe: Recipe, batches: int = 8) -> list[dict]:
     return PretrainingBatches(ds, 32).take(batches)
 
 
+def cpu_name() -> str:
+    """The CPU model, as `lscpu | grep 'Model name'` prints it (every timing is labelled with it)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
