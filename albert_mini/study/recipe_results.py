@@ -154,7 +154,7 @@ def describe(settings: dict) -> str:
 
 def table(results: dict, top: int = 5) -> str:
     """A markdown table of the leaders and the baseline."""
-    rows = ["| probe | change from the shipped recipe | held-out MLM @128 | @64 | held-out SOP | tokens | wall s |",
+    rows = ["| probe | change from the shipped recipe | held-out MLM, 128-token set | 64-token set | held-out SOP (own length) | tokens | wall s |",
             "|---|---|---|---|---|---|---|"]
     for p in leaders(results, top):
         m = p["held_out_mlm_by_len"]
@@ -204,3 +204,38 @@ def write_results(folder: Path, out: Path, figure_out: Path, with_entropy: bool 
     figure_out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(figure_out, dpi=120)
     return out
+
+
+def rolling_mean(values: list[float], window: int) -> list[float]:
+    """Mean of the last `window` values at each position (fewer at the start)."""
+    out, total = [], 0.0
+    for i, v in enumerate(values):
+        total += v - (values[i - window] if i >= window else 0.0)
+        out.append(total / min(i + 1, window))
+    return out
+
+
+def collapse_figure(results: dict, names: list[str] | None = None, window: int = 10):
+    """The sentence-loss-only controls: training accuracy (rolling mean), and how alike the positions become."""
+    import matplotlib.pyplot as plt
+
+    controls = [c for c in results["controls"] if c["rule"] == "longer" and (names is None or c["name"] in names)]
+    fig, (acc_ax, cos_ax) = plt.subplots(1, 2, figsize=(11, 4))
+    for c in controls:
+        s = c["settings"]
+        clip = "no clipping" if s["clip_norm"] > 1e6 else f"clip {s['clip_norm']:g}"
+        label = f"{s['optimizer']} {s['lr']:g}, {s['decay']} lr, {clip}"
+        line, = acc_ax.plot(range(1, len(c["train_acc"]) + 1), [100 * a for a in rolling_mean(c["train_acc"], window)],
+                            label=label)
+        cos_ax.plot([k["step"] for k in c["checks"]], [k["position_cosine"] for k in c["checks"]],
+                    color=line.get_color(), label=label)
+    acc_ax.axhline(50, color="grey", ls=":", lw=1)
+    acc_ax.set(xlabel="update", ylabel=f"training accuracy (%, {window}-step mean)", ylim=(30, 102),
+               title="Label 'A longer than B', sentence loss only")
+    cos_ax.set(xlabel="update", ylabel="mean cosine between positions (last layer)", ylim=(0, 1.02),
+               title="1.0 = every position holds the same vector")
+    for ax in (acc_ax, cos_ax):
+        ax.grid(alpha=0.3)
+    acc_ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
