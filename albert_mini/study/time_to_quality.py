@@ -86,7 +86,7 @@ def compare(old: list[dict], new: list[dict]) -> dict | None:
     reached = minutes_to_reach(new, target)
     return {"old_minutes": old[-1]["minutes"], "new_minutes": new[-1]["minutes"],
             "old_mlm": target, "new_mlm": new[-1]["mlm_acc"], "mlm_ratio": new[-1]["mlm_acc"] / target,
-            "old_sop": old[-1]["sentence_acc"], "new_sop": new[-1]["sentence_acc"],
+            "old_sop": old[-1].get("sentence_acc"), "new_sop": new[-1].get("sentence_acc"),
             "new_minutes_to_old_final_mlm": reached,
             "speedup": old[-1]["minutes"] / reached if reached else None}
 
