@@ -15,7 +15,7 @@ from albert_mini.study.recipe_results import build_results, leaders, rolling_mea
 from albert_mini.study.showcase import swapped
 from albert_mini.study.time_to_quality import build_results as ttq_results, compare, minutes_to_reach
 from albert_mini.text.instances import Instance
-from tests.cli_helpers import cli_error
+from cli_helpers import cli_error
 
 RECORDS = repo_root() / "data/results/recipe_search"
 
