@@ -4,13 +4,14 @@ below ln 2 at chance accuracy (a label bug) is caught. Each runs on albert-nano 
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 import torch
 
 from albert_mini.study.collapse import relabel, segment_lengths
-from albert_mini.study.recipe_search import build_model, dataset, held_out, nano_recipe, run_control
+from albert_mini.study.recipe_search import build_model, dataset, held_out, nano_recipe, run_control, run_probe
 from albert_mini.text.batches import PretrainingBatches
 from albert_mini.training.objectives import PretrainingObjective, sentence_metrics_warning
 from albert_mini.training.trainer import TrainConfig, evaluate, train
@@ -93,3 +94,14 @@ def test_sentence_warning_flags_loss_below_ln2_at_chance():
     assert sentence_metrics_warning({"sentence_loss": 0.60, "sentence_acc": 0.70, "sentence_count": 320}) is None
     assert sentence_metrics_warning({"sentence_loss": math.log(2), "sentence_acc": 0.50, "sentence_count": 320}) is None
     assert sentence_metrics_warning({"mlm_loss": 5.0}) is None
+
+
+def test_probe_record_scores_both_lengths(tmp_path):
+    recipe = nano_recipe(seq_len=64, warmup=2)
+    record = run_probe("smoke", recipe, tokens=8 * 32 * 64, out_dir=tmp_path, eval_points=2, say=quiet)
+    assert record["steps"] == 8 and len(record["curve"]) == 2
+    assert record["curve"][-1]["step"] == 8 and record["tokens"] <= 8 * 32 * 64
+    point = record["curve"][-1]
+    assert set(point["held_out_by_len"]) == {"64", "128"} and point["held_out"] == point["held_out_by_len"]["64"]
+    assert len(point["diag"]["entropy"]) == 2 and point["sentence_warning"] is None
+    assert json.loads((tmp_path / "smoke.json").read_text())["held_out_mlm"] == record["held_out_mlm"]
