@@ -76,6 +76,6 @@ def diagnose(model: AlbertForPreTraining, batch: dict, weight_norms: bool = Fals
 
 
 def uniform_entropy(batches) -> float:
-    """The entropy of attention spread evenly over the keys, ln(unpadded length), averaged over queries as diagnose does."""
+    """Entropy of attention spread evenly over the keys, ln(unpadded length), averaged over queries as in diagnose."""
     n = torch.cat([b["attention_mask"].sum(1).double() for b in batches])  # (rows,) unpadded lengths
     return float((n * n.log()).sum() / n.sum())  # each row has n queries, each with entropy ln n

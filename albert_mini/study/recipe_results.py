@@ -135,7 +135,7 @@ def build_results(folder: Path, uniform_entropy: dict | None = None) -> dict:
 
 
 def leaders(results: dict, top: int = 5) -> list[dict]:
-    """The `top` probes by held-out MLM on the 128-token set (the probe's own set if it has no other), and the baseline."""
+    """The `top` probes by held-out MLM on the 128-token set (else the probe's own set), plus the baseline."""
     probes = [p for p in results["probes"] if "repeat_of" not in p]
     score = lambda p: p["held_out_mlm_by_len"].get("128", p["held_out_mlm"])
     ranked = sorted(probes, key=score, reverse=True)
@@ -154,7 +154,8 @@ def describe(settings: dict) -> str:
 
 def table(results: dict, top: int = 5) -> str:
     """A markdown table of the leaders and the baseline."""
-    rows = ["| probe | change from the shipped recipe | held-out MLM, 128-token set | 64-token set | held-out SOP (own length) | tokens | wall s |",
+    rows = ["| probe | change from the shipped recipe | held-out MLM, 128-token set | 64-token set "
+            "| held-out SOP (own length) | tokens | wall s |",
             "|---|---|---|---|---|---|---|"]
     for p in leaders(results, top):
         m = p["held_out_mlm_by_len"]

@@ -38,7 +38,8 @@ from ..training.optim import build_optimizer, clip_grad_global_norm
 from ..training.trainer import Trainer, TrainConfig, evaluate
 from .collapse import RULES, diagnose, relabel
 from .recipe_results import build_results, write_results  # noqa: F401  (the results are built here too)
-from .recipe_space import Recipe, cpu_name, dataset, documents, held_out, nano_recipe, parse_settings, train_sample  # noqa: F401
+from .recipe_space import (Recipe, cpu_name, dataset, documents, held_out, nano_recipe,  # noqa: F401
+                           parse_settings, train_sample)
 from .experiments.common import git_revision
 
 PROG = "python -m albert_mini.study.recipe_search"
@@ -111,7 +112,7 @@ def score(model, sets: dict, sample: list[dict]) -> dict:
 
 def run_probe(name: str, recipe: Recipe, tokens: float, out_dir: Path | None = None, eval_points: int = 8,
               say=print) -> dict:
-    """Train one recipe for `tokens` tokens, scoring it `eval_points` times; write (when out_dir) and return its record."""
+    """Train one recipe for `tokens` tokens, scored `eval_points` times; its record, also written when out_dir."""
     short_steps, long_steps = probe_steps(recipe, tokens)
     steps = short_steps + long_steps
     if steps < 1:
@@ -150,7 +151,8 @@ def run_probe(name: str, recipe: Recipe, tokens: float, out_dir: Path | None = N
     final = curve[-1]["held_out"]
     record = {"name": name, "recipe": dataclasses.asdict(recipe), "tokens": trainer.tokens_seen, "steps": steps,
               "seconds": time.perf_counter() - start, "threads": torch.get_num_threads(), "cpu": cpu_name(),
-              "git": git_revision(), "held_out_pairs": sum(int(b["sentence_order_label"].numel()) for b in sets[recipe.seq_len]),
+              "git": git_revision(),
+              "held_out_pairs": sum(int(b["sentence_order_label"].numel()) for b in sets[recipe.seq_len]),
               "held_out_mlm": final["mlm_acc"], "held_out_sop": final["sentence_acc"],
               "held_out_sop_loss": final["sentence_loss"], "curve": curve,
               "train_history": [h for h in trainer.history if h["type"] == "train"]}

@@ -57,12 +57,14 @@ class Recipe:
     preset: str = "albert-mini"  # the sizes above override it; tests use albert-nano
 
     def __post_init__(self):
-        checks = [(self.optimizer in OPTIMIZERS, f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}"),
+        checks = [(self.optimizer in OPTIMIZERS,
+                   f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}"),
                   (self.decay in DECAYS, f"decay must be one of {', '.join(DECAYS)}, got {self.decay!r}"),
                   (self.position_init in POSITION_INITS,
                    f"position_init must be one of {', '.join(POSITION_INITS)}, got {self.position_init!r}"),
                   (self.preset in PRESETS, f"preset must be one of {', '.join(PRESETS)}, got {self.preset!r}"),
-                  (self.lr > 0 and self.clip_norm > 0, f"lr and clip_norm must be > 0, got {self.lr}, {self.clip_norm}"),
+                  (self.lr > 0 and self.clip_norm > 0,
+                   f"lr and clip_norm must be > 0, got {self.lr}, {self.clip_norm}"),
                   (0 < self.mask_prob < 1, f"mask_prob must be in (0, 1), got {self.mask_prob}"),
                   (self.seq_len >= 8 and self.batch_size >= 1 and self.warmup >= 0,
                    f"seq_len must be >= 8, batch_size >= 1, warmup >= 0; got {self.seq_len}, {self.batch_size}, "

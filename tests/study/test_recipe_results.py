@@ -109,7 +109,8 @@ def test_time_to_quality_shipped_model_has_a_curve():
 def test_command_lines_fail_in_one_line(capsys, tmp_path):
     assert "Recipe field" in cli_error(recipe_search.main, ["probe", "x", "--set", "nonsense=1"], capsys)
     assert "needs float" in cli_error(recipe_search.main, ["probe", "x", "--set", "lr=fast"], capsys)
-    assert "optimizer must be one of" in cli_error(recipe_search.main, ["control", "x", "--set", "optimizer=sgd"], capsys)
+    sgd = ["control", "x", "--set", "optimizer=sgd"]
+    assert "optimizer must be one of" in cli_error(recipe_search.main, sgd, capsys)
     assert "not a folder" in cli_error(recipe_search.main, ["results", "--records", str(tmp_path / "no")], capsys)
     assert "no metrics.jsonl" in cli_error(time_to_quality.main, ["results", str(tmp_path), str(tmp_path)], capsys)
     assert "--steps" in cli_error(lexical_sop.main, ["--steps", "0"], capsys)
