@@ -518,7 +518,7 @@ else:
 # albert-nano (2 layers, H = 64), AdamW at 1e-3, 80 updates, seed 0, so that it runs live in a few seconds:
 
 # %%
-# NBVAL_CHECK_OUTPUT
+# Not checked by nbval: training arithmetic differs in the last bits between thread counts and CPUs.
 from albert_mini.study.recipe_search import nano_recipe, run_control
 
 nano_fit = run_control("fit", nano_recipe(seq_len=64, warmup=10, optimizer="adamw", lr=1e-3, betas=(0.9, 0.98)),
