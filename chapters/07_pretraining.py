@@ -469,9 +469,10 @@ for cloze in held_out_clozes(tokenizer, count=5, seed=0):
 
 # %% [markdown]
 # Read the guesses as a portrait of 16% held-out accuracy: the model has learned which *kinds* of token are
-# frequent where (a comma, "the", "of", "and", "you"), and puts a few percent on each; it is right when the
-# hidden word is one of those frequent ones, and has no idea when it is a content word like "occupy". That is
-# where MLM training starts in every model; the paper's ALBERT-base, at 54% (Table 5), has gone much further.
+# frequent where (a comma, "the", "of", "and", "you"), and puts a few percent on each. The hidden word is among
+# its five guesses when it is one of those frequent words ("and", "you"), and nowhere near them when it is a
+# content word ("trouble", "occupy"). That is where MLM training starts in every model; the paper's ALBERT-base,
+# at 54% (Table 5), has gone much further.
 #
 # ## Does the classroom model know sentence order?
 #
