@@ -217,25 +217,25 @@ def rolling_mean(values: list[float], window: int) -> list[float]:
 
 
 def collapse_figure(results: dict, names: list[str] | None = None, window: int = 10):
-    """The sentence-loss-only controls: training accuracy (rolling mean), and how alike the positions become."""
+    """The sentence-loss-only controls: training accuracy (rolling mean), and the spread of the attention logits."""
     import matplotlib.pyplot as plt
 
     controls = [c for c in results["controls"] if c["rule"] == "longer" and (names is None or c["name"] in names)]
-    fig, (acc_ax, cos_ax) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (acc_ax, qk_ax) = plt.subplots(1, 2, figsize=(11, 4))
     for c in controls:
         s = c["settings"]
         clip = "no clipping" if s["clip_norm"] > 1e6 else f"clip {s['clip_norm']:g}"
         label = f"{s['optimizer']} {s['lr']:g}, {s['decay']} lr, {clip}"
         line, = acc_ax.plot(range(1, len(c["train_acc"]) + 1), [100 * a for a in rolling_mean(c["train_acc"], window)],
                             label=label)
-        cos_ax.plot([k["step"] for k in c["checks"]], [k["position_cosine"] for k in c["checks"]],
-                    color=line.get_color(), label=label)
+        qk_ax.plot([k["step"] for k in c["checks"]], [k["qk_logit_std"] for k in c["checks"]],
+                   color=line.get_color(), label=label)
     acc_ax.axhline(50, color="grey", ls=":", lw=1)
     acc_ax.set(xlabel="update", ylabel=f"training accuracy (%, {window}-step mean)", ylim=(30, 102),
                title="Label 'A longer than B', sentence loss only")
-    cos_ax.set(xlabel="update", ylabel="mean cosine between positions (last layer)", ylim=(0, 1.02),
-               title="1.0 = every position holds the same vector")
-    for ax in (acc_ax, cos_ax):
+    qk_ax.set(xlabel="update", ylabel="std of q.k / sqrt(d), last layer", yscale="log",
+              title="Attention logits: near 0 = uniform attention")
+    for ax in (acc_ax, qk_ax):
         ax.grid(alpha=0.3)
     acc_ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
