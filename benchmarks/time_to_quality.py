@@ -12,25 +12,26 @@ time-to-quality ratio; label every number with the CPU it prints.
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
+from albert_mini.cli import Parser, run
 from albert_mini.study.time_to_quality import race, report
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def _main(argv: list[str]) -> dict:
+    p = Parser(prog="benchmarks/time_to_quality.py", description=__doc__.split("\n")[0])
     p.add_argument("--minutes", type=float, default=15.0, help="training minutes of each recipe (default 15)")
     p.add_argument("--slice-minutes", type=float, default=1.0, help="minutes per turn (default 1)")
     p.add_argument("--out", default="runs/ttq", help="run directories old/ and new/ go here (overwritten)")
     p.add_argument("--json", default=None, help="also write the curves and the summary to this file")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     result = race(args.minutes, Path(args.out), args.slice_minutes)
     print(report(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    return result
 
 
 if __name__ == "__main__":
-    main()
+    run(_main)
