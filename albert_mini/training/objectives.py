@@ -8,6 +8,8 @@ module holds pretraining's; fine-tuning (albert_mini.tasks.finetune) plugs its o
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..specials import IGNORE_INDEX
@@ -69,3 +71,21 @@ class PretrainingObjective:
 
     def metrics(self, sums: torch.Tensor) -> dict:
         return metrics_from_sums(sums)
+
+
+def sentence_metrics_warning(metrics: dict, margin: float = 0.05) -> str | None:
+    """A message when the sentence loss is below ln 2 - margin while the accuracy is still at chance, else None.
+
+    A two-way head whose loss beats a coin by that much should answer better than a coin. Both at once usually
+    means the loss and the accuracy do not look at the same labels (a shuffled or ignored label, a mask bug).
+    The chance band is 0.5 +- 2 standard errors of the batch (at least +-0.05).
+    """
+    loss, acc = metrics.get("sentence_loss"), metrics.get("sentence_acc")
+    if loss is None or acc is None:
+        return None
+    count = metrics.get("sentence_count") or 0
+    band = max(0.05, 2 * math.sqrt(0.25 / count)) if count else 0.05
+    if loss < math.log(2) - margin and abs(acc - 0.5) <= band:
+        return (f"sentence loss {loss:.3f} is below ln 2 - {margin} = {math.log(2) - margin:.3f} while the accuracy "
+                f"{acc:.3f} is at chance: check that the loss and the accuracy use the same labels")
+    return None

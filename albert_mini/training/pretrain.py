@@ -241,6 +241,18 @@ def _main(argv: list[str]) -> TrainResult:
 def run(args: argparse.Namespace, info: DistInfo) -> TrainResult:
     """Build model, optimizer, schedule and data, resume if the run directory allows it, and train."""
     say = print if info.is_main and not args.quiet else (lambda *a, **k: None)
+    trainer = build_trainer(args, info, say)
+    out = Path(args.out)
+    result = trainer.train()
+    say(f"stopped at step {result.step} ({result.stop_reason}); metrics and checkpoints in {out}")
+    if result.eval is not None:
+        say("held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in result.eval.items()
+                                     if isinstance(v, float) and k != "elapsed_s"))
+    return result
+
+
+def build_trainer(args: argparse.Namespace, info: DistInfo, say=print) -> Trainer:
+    """The run's trainer, resumed when --out holds the same run: what `run` trains, and what studies drive."""
     out = Path(args.out)
     rundir.check_run_dir(out)  # before the data is read: a directory a run may not use is refused at once
     tokenizer = load_tokenizer(args)
@@ -273,12 +285,7 @@ def run(args: argparse.Namespace, info: DistInfo) -> TrainResult:
         say(f"vocab_size {config.vocab_size} from the tokenizer {tokenizer.path} (the preset has {preset_vocab})")
     say(f"{args.preset}: {count_parameters(model):,} parameters | {info.world_size} process(es) | effective batch "
         f"{effective} x {args.seq_len} tokens{phase_note(args)} | {args.optimizer} lr {args.lr:g}, warmup {warmup}, {args.steps} steps")
-    result = trainer.train()
-    say(f"stopped at step {result.step} ({result.stop_reason}); metrics and checkpoints in {out}")
-    if result.eval is not None:
-        say("held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in result.eval.items()
-                                     if isinstance(v, float) and k != "elapsed_s"))
-    return result
+    return trainer
 
 
 if __name__ == "__main__":

@@ -1,0 +1,312 @@
+"""A pretraining-recipe search: probes at one token budget, one seed, one held-out set; every probe recorded.
+
+    python -m albert_mini.study.recipe_search probe base --tokens 1.6e6 --threads 2 --out cache/recipe
+    python -m albert_mini.study.recipe_search probe adamw-1e-3 --set optimizer=adamw lr=1e-3 betas=0.9,0.98
+    python -m albert_mini.study.recipe_search control ctl-lamb --set seq_len=64 warmup=50 --steps 400
+    python -m albert_mini.study.recipe_search results --records data/results/recipe_search
+
+A probe is a `Recipe` (optimizer, rate, warmup, sequence length, masking rate, dropout, sentence-loss weight,
+...) trained on the Austen training chapters for a fixed number of tokens. Every probe is scored the same way:
+held-out MLM and SOP accuracy with ALBERT's masking (15% n-grams, seed 1) at 64 and at 128 tokens, the
+training-split MLM accuracy on a fixed sample (a widening gap means the data, not the optimisation, limits the
+model), and the collapse diagnostics of albert_mini.study.collapse.
+
+A control trains the sentence loss alone (no MLM) on a label the network can certainly learn (segment A longer
+than B), or on a fixed small set of real SOP pairs: it separates "the sentence path cannot learn" from "SOP is
+hard at this scale".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from ..cli import Parser, run as run_cli
+from ..errors import UsageError
+from ..model.albert import AlbertForPreTraining
+from ..specials import IGNORE_INDEX
+from ..text.batch_source import PhasedBatches
+from ..text.batches import PretrainingBatches, unigram_log_prior
+from ..training.objectives import PretrainingObjective, sentence_metrics_warning
+from ..training.optim import build_optimizer, clip_grad_global_norm
+from ..training.trainer import Trainer, TrainConfig, evaluate
+from .collapse import RULES, diagnose, relabel
+from .recipe_results import build_results, write_results  # noqa: F401  (the results are built here too)
+from .recipe_space import (Recipe, cpu_name, dataset, documents, held_out, nano_recipe,  # noqa: F401
+                           parse_settings, train_sample)
+from .experiments.common import git_revision
+
+PROG = "python -m albert_mini.study.recipe_search"
+HELD_OUT_LENGTHS = (64, 128)  # every probe is scored at both, whatever it trains at
+
+
+class WeightedObjective(PretrainingObjective):
+    """MLM and sentence losses with weights; the logged metrics stay unweighted."""
+
+    def __init__(self, mlm_weight: float = 1.0, sentence_weight: float = 1.0):
+        self.mlm_weight, self.sentence_weight = mlm_weight, sentence_weight
+
+    def __call__(self, out, batch, denominators):
+        mlm_den, s_den = denominators
+        targets = batch["labels"][batch["labels"] != IGNORE_INDEX]  # (N,)
+        loss = self.mlm_weight * out.mlm_loss_sum / max(mlm_den, 1.0)
+        stats = [out.mlm_loss_sum.detach(), (out.mlm_logits.argmax(-1) == targets).sum(), out.mlm_count]
+        if out.sentence_loss_sum is not None:
+            y = batch["sentence_order_label"].view(-1)
+            loss = loss + self.sentence_weight * out.sentence_loss_sum / max(s_den, 1.0)
+            stats += [out.sentence_loss_sum.detach(), (out.sentence_logits.argmax(-1) == y).sum(), out.sentence_count]
+        else:
+            stats += [0.0, 0, 0]
+        return loss, torch.tensor([float(s) for s in stats], dtype=torch.float64)
+
+
+@torch.no_grad()
+def init_sinusoidal_positions(model: AlbertForPreTraining) -> None:
+    """Position embeddings start as sin/cos waves (std = initializer_range) instead of random draws."""
+    table = model.albert.embeddings.position_embeddings.weight
+    T, E = table.shape
+    position = torch.arange(T, dtype=torch.float32)[:, None]  # (T, 1)
+    freq = torch.exp(-math.log(10000.0) * torch.arange(0, E, 2, dtype=torch.float32) / E)[None, :]  # (1, E/2)
+    waves = torch.zeros(T, E)
+    waves[:, 0::2], waves[:, 1::2] = torch.sin(position * freq), torch.cos(position * freq)
+    table.copy_(waves / waves.std() * model.config.initializer_range)
+
+
+def build_model(recipe: Recipe) -> AlbertForPreTraining:
+    """The recipe's model, drawn from its seed, with the output bias and position table it asks for."""
+    torch.manual_seed(recipe.seed)
+    model = AlbertForPreTraining(recipe.config())
+    if recipe.output_bias == "unigram":
+        model.init_output_bias(unigram_log_prior(documents("train"), model.config.vocab_size))
+    if recipe.position_init == "sinusoidal":
+        init_sinusoidal_positions(model)
+    if recipe.task == "none":  # nothing trains them; see albert_mini.training.recipe
+        model.albert.pooler.requires_grad_(False)
+        model.sop_classifier.requires_grad_(False)
+    return model
+
+
+# ---------------------------------------------------------------------------------------------- probes
+def probe_steps(recipe: Recipe, tokens: float) -> tuple[int, int]:
+    """(steps at seq_len, steps at long_seq_len) that spend `tokens` training tokens."""
+    if not recipe.long_seq_len:
+        return int(tokens // (recipe.batch_size * recipe.seq_len)), 0
+    short_tokens = tokens * (1 - recipe.long_fraction)
+    return (int(short_tokens // (recipe.batch_size * recipe.seq_len)),
+            int((tokens - short_tokens) // (recipe.batch_size * recipe.long_seq_len)))
+
+
+def score(model, sets: dict, sample: list[dict]) -> dict:
+    """Held-out metrics at every length (the probe's own first), the training sample, and the diagnostics."""
+    by_len = {str(n): evaluate(model, b) for n, b in sets.items()}
+    first = next(iter(sets.values()))
+    return {"held_out_by_len": by_len, "train_sample": evaluate(model, sample),
+            "diag": diagnose(model, first[0])}
+
+
+def run_probe(name: str, recipe: Recipe, tokens: float, out_dir: Path | None = None, eval_points: int = 8,
+              say=print) -> dict:
+    """Train one recipe for `tokens` tokens, scored `eval_points` times; its record, also written when out_dir."""
+    short_steps, long_steps = probe_steps(recipe, tokens)
+    steps = short_steps + long_steps
+    if steps < 1:
+        raise UsageError(f"--tokens {tokens:g} is less than one batch of {recipe.batch_size} x {recipe.seq_len}")
+    model = build_model(recipe)
+    source = PretrainingBatches(dataset("train", recipe, recipe.task, recipe.seed, dynamic=True), recipe.batch_size)
+    if long_steps:
+        long = dataclasses.replace(recipe, seq_len=recipe.long_seq_len)
+        then = PretrainingBatches(dataset("train", long, recipe.task, recipe.seed + 1, dynamic=True),
+                                  recipe.batch_size)
+        source = PhasedBatches(source, then, switch_after=short_steps)
+    lengths = (recipe.seq_len,) + tuple(n for n in HELD_OUT_LENGTHS if n != recipe.seq_len)
+    sets = {n: held_out(recipe, seq_len=n) for n in lengths}
+    sample = train_sample(recipe)
+    optimizer = build_optimizer(model, recipe.optimizer, lr=recipe.lr, weight_decay=recipe.weight_decay,
+                                betas=tuple(recipe.betas))
+    every = max(1, steps // eval_points)
+    config = TrainConfig(max_steps=steps, log_every=max(1, every // 4), clip_norm=recipe.clip_norm, progress=False)
+    trainer = Trainer(model, optimizer, recipe.schedule(steps), source,
+                      config, objective=WeightedObjective(recipe.mlm_weight, recipe.sentence_weight))
+    curve, start = [], time.perf_counter()
+    while trainer.step < steps:
+        trainer.config = dataclasses.replace(config, max_steps=min(steps, trainer.step + every))
+        trainer.train()
+        point = {"step": trainer.step, "tokens": trainer.tokens_seen, "seconds": time.perf_counter() - start,
+                 "train": {k: v for k, v in trainer.history[-1].items() if k != "type"}, **score(model, sets, sample)}
+        point["held_out"] = point["held_out_by_len"][str(recipe.seq_len)]
+        point["sentence_warning"] = sentence_metrics_warning(point["train"])  # loss and accuracy must agree
+        curve.append(point)
+        say(json.dumps({"probe": name, "step": trainer.step, "s": round(point["seconds"]),
+                        **{f"mlm{n}": round(m["mlm_acc"], 4) for n, m in point["held_out_by_len"].items()},
+                        "sop": round(point["held_out"]["sentence_acc"], 4),
+                        "train_mlm": round(point["train_sample"]["mlm_acc"], 4),
+                        "cos": round(point["diag"]["position_cosine"][-1], 3),
+                        "ent": round(min(point["diag"]["entropy"]), 2)}))
+    final = curve[-1]["held_out"]
+    record = {"name": name, "recipe": dataclasses.asdict(recipe), "tokens": trainer.tokens_seen, "steps": steps,
+              "seconds": time.perf_counter() - start, "threads": torch.get_num_threads(), "cpu": cpu_name(),
+              "git": git_revision(),
+              "held_out_pairs": sum(int(b["sentence_order_label"].numel()) for b in sets[recipe.seq_len]),
+              "held_out_mlm": final["mlm_acc"], "held_out_sop": final["sentence_acc"],
+              "held_out_sop_loss": final["sentence_loss"], "curve": curve,
+              "train_history": [h for h in trainer.history if h["type"] == "train"]}
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+# ---------------------------------------------------------------------------------------------- controls
+def control_step(model, optimizer, batch: dict, clip_norm: float) -> tuple[float, float, float]:
+    """One update on the sentence loss alone; (loss, training accuracy of the batch, gradient norm before clipping)."""
+    logits = sentence_logits(model, batch)  # (B, 2)
+    loss = F.cross_entropy(logits, batch["sentence_order_label"])
+    loss.backward()
+    norm = clip_grad_global_norm([p for p in model.parameters() if p.grad is not None], clip_norm)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    acc = float((logits.argmax(-1) == batch["sentence_order_label"]).float().mean())
+    return float(loss.detach()), acc, norm
+
+
+def sentence_logits(model, batch: dict) -> torch.Tensor:
+    """The sentence head's logits (B, 2), without the MLM head (which would score all B x T positions)."""
+    pooled = model.albert(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]).pooler_output
+    return model.sop_classifier(pooled)
+
+
+@torch.no_grad()
+def sentence_accuracy(model, batches: list[dict]) -> tuple[float, float]:
+    """(mean sentence loss, accuracy) of the sentence head on `batches`, in eval mode."""
+    was = model.training
+    model.eval()
+    loss = correct = count = 0.0
+    for b in batches:
+        logits = sentence_logits(model, b)  # (B, 2)
+        loss += float(F.cross_entropy(logits, b["sentence_order_label"], reduction="sum"))
+        correct += float((logits.argmax(-1) == b["sentence_order_label"]).sum())
+        count += len(logits)
+    model.train(was)
+    return loss / count, correct / count
+
+
+def run_control(name: str, recipe: Recipe, steps: int, out_dir: Path | None = None, rule: str = "longer",
+                every: int = 10, train_pairs: int | None = None, max_documents: int | None = None,
+                held_out_batches: int | None = 8, say=print) -> dict:
+    """Train the sentence path alone (no MLM loss); log loss, accuracy and the collapse diagnostics.
+
+    rule 'longer': label = segment A longer than B, on fresh SOP pairs every step. rule 'sop': the real SOP
+    label; with `train_pairs`, the same fixed pairs are revisited every epoch (can the path fit what it has
+    seen?). `max_documents` keeps only the first chapters of each split (fast tests).
+    """
+    if rule not in RULES + ("sop",):
+        raise UsageError(f"--rule must be one of {', '.join(RULES + ('sop',))}, got {rule!r}")
+    if train_pairs is not None and train_pairs < recipe.batch_size:
+        raise UsageError(f"--train-pairs {train_pairs} is fewer than one batch of {recipe.batch_size}")
+    model = build_model(dataclasses.replace(recipe, output_bias="zeros"))  # MLM head unused
+    ds = dataset("train", recipe, "sop", recipe.seed, dynamic=train_pairs is None, max_documents=max_documents)
+    source = PretrainingBatches(ds, recipe.batch_size)
+    fixed = source.take(train_pairs // recipe.batch_size) if train_pairs else None
+    val = held_out(recipe, batches=held_out_batches, max_documents=max_documents)
+    if rule != "sop":
+        val = [relabel(b, rule) for b in val]
+        fixed = [relabel(b, rule) for b in fixed] if fixed else None
+    optimizer = build_optimizer(model, recipe.optimizer, lr=recipe.lr, weight_decay=recipe.weight_decay,
+                                betas=tuple(recipe.betas))
+    schedule = recipe.schedule(steps)
+    log, start = [], time.perf_counter()
+    model.train()
+    for step in range(steps):
+        batch = fixed[step % len(fixed)] if fixed else next(source)
+        if rule != "sop" and not fixed:
+            batch = relabel(batch, rule)
+        lr = schedule.apply(optimizer, step)
+        loss, acc, norm = control_step(model, optimizer, batch, recipe.clip_norm)
+        row = {"step": step + 1, "lr": lr, "loss": loss, "acc": acc, "grad_norm": norm}
+        if (step + 1) % every == 0 or step == 0 or step + 1 == steps:
+            row["diag"] = diagnose(model, val[0])
+            row["held_out_loss"], row["held_out_acc"] = sentence_accuracy(model, val)
+            if fixed:
+                row["fit_loss"], row["fit_acc"] = sentence_accuracy(model, fixed)
+            say(json.dumps({"control": name, "step": step + 1, "loss": round(loss, 4), "acc": round(acc, 3),
+                            "held_out": round(row["held_out_acc"], 3),
+                            "cos": round(row["diag"]["position_cosine"][-1], 3),
+                            "qk_std": round(row["diag"]["qk_logit_std"], 3)}))
+        log.append(row)
+    record = {"name": name, "rule": rule, "recipe": dataclasses.asdict(recipe), "steps": steps,
+              "train_pairs": train_pairs, "seconds": time.perf_counter() - start, "cpu": cpu_name(),
+              "threads": torch.get_num_threads(), "git": git_revision(), "log": log}
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / f"control-{name}.json").write_text(json.dumps(record) + "\n")
+    return record
+
+
+# ---------------------------------------------------------------------------------------------- command line
+def build_parser() -> Parser:
+    p = Parser(prog=PROG, description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    probe = sub.add_parser("probe", help="train one recipe for a fixed number of tokens")
+    control = sub.add_parser("control", help="train the sentence loss alone on a learnable label")
+    for s in (probe, control):
+        s.error = p.error  # one-line errors from the subcommands too
+        s.add_argument("name", help="the record's name: <out>/<name>.json (controls: control-<name>.json)")
+        s.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
+                       help=f"Recipe fields to change: {', '.join(f.name for f in dataclasses.fields(Recipe))}")
+        s.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+        s.add_argument("--out", default="cache/recipe", help="folder of the records (default cache/recipe)")
+    probe.add_argument("--tokens", type=float, default=1.6e6, help="training tokens (default 1.6e6)")
+    probe.add_argument("--eval-points", type=int, default=8, help="evaluations along the way (default 8)")
+    control.add_argument("--steps", type=int, default=400, help="updates (default 400)")
+    control.add_argument("--rule", default="longer", choices=RULES + ("sop",),
+                         help="longer: label = A longer than B (default); sop: the real sentence order")
+    control.add_argument("--every", type=int, default=10, help="steps between diagnostics (default 10)")
+    control.add_argument("--train-pairs", type=int, default=None,
+                         help="revisit this many fixed pairs instead of fresh ones (e.g. 256 with --rule sop)")
+    results = sub.add_parser("results", help="build data/results/recipe_search.json and its figure from records")
+    results.error = p.error
+    results.add_argument("--records", default="data/results/recipe_search", help="folder of probe/control records")
+    results.add_argument("--out", default="data/results/recipe_search.json")
+    results.add_argument("--figure", default="figures/recipe_search.png")
+    return p
+
+
+def _main(argv: list[str]):
+    args = build_parser().parse_args(argv)
+    if args.command == "results":
+        records = Path(args.records)
+        if not records.is_dir():
+            raise UsageError(f"--records {records} is not a folder of probe records; give the folder the probes "
+                             "were written to (--out of the probe command)")
+        path = write_results(records, Path(args.out), Path(args.figure))
+        print(f"wrote {path} and {args.figure}")
+        return path
+    if args.threads is not None:
+        if args.threads < 1:
+            raise UsageError(f"--threads must be >= 1, got {args.threads}")
+        torch.set_num_threads(args.threads)
+    recipe = parse_settings(args.set)
+    if args.command == "probe":
+        if args.eval_points < 1:
+            raise UsageError(f"--eval-points must be >= 1, got {args.eval_points}")
+        return run_probe(args.name, recipe, args.tokens, Path(args.out), args.eval_points)
+    if args.steps < 1 or args.every < 1:
+        raise UsageError(f"--steps and --every must be >= 1, got {args.steps} and {args.every}")
+    held = None if args.rule == "sop" else 8  # the real label is scored on every held-out pair
+    return run_control(args.name, recipe, args.steps, Path(args.out), args.rule, args.every, args.train_pairs,
+                       held_out_batches=held)
+
+
+def main(argv: list[str] | None = None):
+    """Command line (see --help); bad flags end with one error line and exit status 2."""
+    return run_cli(_main, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""What a recipe probe varies (`Recipe`) and the data every probe shares: the Austen splits and the held-out sets.
+
+Used by the recipe search (albert_mini.study.recipe_search), its results builder and the time-to-quality study.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UsageError
+from ..model.config import PRESETS, AlbertConfig
+from ..text.batches import PretrainingBatches, build_pretraining_dataset, tokenize_documents
+from ..text.corpus import load_corpus
+from ..text.tokenizer import Tokenizer
+from ..training.optim import OPTIMIZERS, WarmupPolyDecay
+
+HELD_OUT_SEED, SAMPLE_SEED = 1, 7  # the held-out masks and the training sample: the same for every probe
+DECAYS = ("linear", "constant")
+POSITION_INITS = ("normal", "sinusoidal")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Everything a probe varies; the defaults are the recipe the shipped classroom model was trained with."""
+
+    optimizer: str = "lamb"
+    lr: float = 5e-3
+    betas: tuple[float, float] = (0.9, 0.999)
+    warmup: int = 100
+    seq_len: int = 128
+    batch_size: int = 32
+    mask_prob: float = 0.15
+    ngram: int = 3
+    dropout: float = 0.0
+    sentence_weight: float = 1.0
+    mlm_weight: float = 1.0
+    task: str = "sop"
+    clip_norm: float = 1.0  # a huge value (1e9) means no clipping
+    weight_decay: float = 0.01
+    output_bias: str = "unigram"
+    layers: int = 6
+    hidden: int = 256
+    embedding: int = 128
+    heads: int = 4
+    layer_norm_eps: float = 1e-12
+    initializer_range: float = 0.02
+    decay: str = "linear"  # linear to 0 at the end of the budget, or "constant" after warmup
+    position_init: str = "normal"  # "sinusoidal": Vaswani et al.'s table scaled to initializer_range
+    long_seq_len: int = 0  # >0: a second phase at this length for the last `long_fraction` of the tokens
+    long_fraction: float = 0.1
+    seed: int = 0
+    preset: str = "albert-mini"  # the sizes above override it; tests use albert-nano
+
+    def __post_init__(self):
+        checks = [(self.optimizer in OPTIMIZERS,
+                   f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}"),
+                  (self.decay in DECAYS, f"decay must be one of {', '.join(DECAYS)}, got {self.decay!r}"),
+                  (self.position_init in POSITION_INITS,
+                   f"position_init must be one of {', '.join(POSITION_INITS)}, got {self.position_init!r}"),
+                  (self.preset in PRESETS, f"preset must be one of {', '.join(PRESETS)}, got {self.preset!r}"),
+                  (self.lr > 0 and self.clip_norm > 0,
+                   f"lr and clip_norm must be > 0, got {self.lr}, {self.clip_norm}"),
+                  (0 < self.mask_prob < 1, f"mask_prob must be in (0, 1), got {self.mask_prob}"),
+                  (self.seq_len >= 8 and self.batch_size >= 1 and self.warmup >= 0,
+                   f"seq_len must be >= 8, batch_size >= 1, warmup >= 0; got {self.seq_len}, {self.batch_size}, "
+                   f"{self.warmup}"),
+                  (self.hidden % self.heads == 0, f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")]
+        for ok, message in checks:
+            if not ok:
+                raise UsageError(f"recipe: {message}")
+
+    def config(self) -> AlbertConfig:
+        return AlbertConfig.from_preset(
+            self.preset, num_hidden_layers=self.layers, hidden_size=self.hidden, embedding_size=self.embedding,
+            num_attention_heads=self.heads, intermediate_size=4 * self.hidden, hidden_dropout_prob=self.dropout,
+            attention_probs_dropout_prob=self.dropout, layer_norm_eps=self.layer_norm_eps,
+            initializer_range=self.initializer_range)
+
+    def schedule(self, steps: int) -> WarmupPolyDecay:
+        # A "constant" rate is the poly decay with a vanishing power: 1 until the last step.
+        power = 1.0 if self.decay == "linear" else 1e-9
+        return WarmupPolyDecay(self.lr, steps, min(self.warmup, steps), power=power)
+
+
+def nano_recipe(**changes) -> Recipe:
+    """The albert-nano sizes (2 layers, H 64, E 32): what the fast tests and the chapters' live controls train."""
+    return Recipe(**{"preset": "albert-nano", "layers": 2, "hidden": 64, "embedding": 32, "heads": 2, **changes})
+
+
+def parse_settings(items: list[str]) -> Recipe:
+    """A Recipe from `field=value` strings, e.g. ["optimizer=adamw", "betas=0.9,0.98"]."""
+    fields = {f.name: f for f in dataclasses.fields(Recipe)}
+    changes = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or key not in fields:
+            raise UsageError(f"--set takes field=value with a Recipe field ({', '.join(fields)}); got {item!r}")
+        default = fields[key].default
+        try:
+            if key == "betas":
+                value = tuple(float(x) for x in text.split(","))
+                if len(value) != 2:
+                    raise ValueError(text)
+            elif isinstance(default, int):
+                value = int(float(text))
+            else:
+                value = type(default)(text)
+        except ValueError:
+            kind = "two numbers like 0.9,0.98" if key == "betas" else type(default).__name__
+            raise UsageError(f"--set {key}= needs {kind}, got {text!r}") from None
+        changes[key] = value
+    return Recipe(**changes)
+
+
+@functools.lru_cache(maxsize=None)
+def documents(split: str):
+    """An Austen split tokenized with the committed tokenizer, once per process."""
+    return tokenize_documents(load_corpus("austen", split), Tokenizer.default())
+
+
+def dataset(split: str, recipe: Recipe, task: str, seed: int, dynamic: bool, mask_prob: float | None = None,
+            max_documents: int | None = None):
+    p = recipe.mask_prob if mask_prob is None else mask_prob
+    docs = (documents(split) if max_documents is None
+            else tokenize_documents(load_corpus("austen", split)[:max_documents], Tokenizer.default()))
+    return build_pretraining_dataset(docs, Tokenizer.default(), task, recipe.seq_len, seed=seed, dynamic=dynamic,
+                                     masked_lm_prob=p, ngram=recipe.ngram,
+                                     max_predictions=max(20, math.ceil(p * recipe.seq_len)))
+
+
+def held_out(recipe: Recipe, seq_len: int | None = None, batches: int | None = None, split: str = "validation",
+             max_documents: int | None = None) -> list[dict]:
+    """Static held-out batches of 32 with ALBERT's masking (15% n-grams) and SOP labels; all of them by default."""
+    if seq_len is not None:
+        recipe = dataclasses.replace(recipe, seq_len=seq_len)
+    ds = dataset(split, recipe, "sop", HELD_OUT_SEED, dynamic=False, mask_prob=0.15, max_documents=max_documents)
+    source = PretrainingBatches(ds, 32)
+    n = source.batches_per_epoch() if batches is None else min(batches, source.batches_per_epoch())
+    return source.take(n)
+
+
+def train_sample(recipe: Recipe, batches: int = 8) -> list[dict]:
+    """Fixed training-split batches masked like the held-out ones: the train/held-out gap."""
+    ds = dataset("train", recipe, "sop", SAMPLE_SEED, dynamic=False, mask_prob=0.15)
+    return PretrainingBatches(ds, 32).take(batches)
+
+
+def cpu_name() -> str:
+    """The CPU model, as `lscpu | grep 'Model name'` prints it (every timing is labelled with it)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"

@@ -1,0 +1,116 @@
+"""What a pretrained model does on held-out text: fill in masked words, judge sentence order, with honest intervals.
+
+Chapter 7 shows the shipped classroom model with these; they work for any AlbertForPreTraining and tokenizer.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..model.albert import AlbertForPreTraining
+from ..specials import MASK_ID
+from ..text.instances import Instance, build_instances
+from ..text.padding import pad_batch
+from ..text.tokenizer import WORD_BOUNDARY
+from .lexical_sop import wilson_interval
+from .recipe_space import documents
+
+
+@dataclass
+class Cloze:
+    """A held-out sentence with one whole word (a single piece) replaced by [MASK]."""
+
+    ids: list[int]  # [CLS] sentence [SEP], with MASK_ID at `position`
+    position: int
+    answer: str
+    text: str  # the sentence with the word shown as [MASK]
+
+
+def word(tokenizer, piece_id: int) -> str:
+    """A piece as a reader sees it: without SentencePiece's word-boundary mark."""
+    return tokenizer.id_to_piece(int(piece_id)).replace(WORD_BOUNDARY, "")
+
+
+def held_out_clozes(tokenizer, count: int = 4, seed: int = 0, split: str = "validation",
+                    min_pieces: int = 10, max_pieces: int = 30) -> list[Cloze]:
+    """`count` sentences of a held-out split, each with one alphabetic whole word of >= 3 letters masked."""
+    docs = documents(split)
+    rng = random.Random(seed)
+    sentences = [docs.streams[d][docs.boundaries[d][s]:docs.boundaries[d][s + 1]]
+                 for d in range(len(docs)) for s in range(docs.num_sentences(d))]
+    chosen: list[Cloze] = []
+    for index in rng.sample(range(len(sentences)), len(sentences)):
+        pieces = [int(t) for t in sentences[index]]
+        if not min_pieces <= len(pieces) <= max_pieces:
+            continue
+        words = [i for i in range(len(pieces) - 1)
+                 if tokenizer.word_start[pieces[i]] and tokenizer.word_start[pieces[i + 1]]
+                 and word(tokenizer, pieces[i]).isalpha() and len(word(tokenizer, pieces[i])) >= 3]
+        if not words:
+            continue
+        i = rng.choice(words)
+        text = tokenizer.decode(pieces[:i]) + " [MASK] " + tokenizer.decode(pieces[i + 1:])
+        ids = [tokenizer.cls_id, *pieces[:i], MASK_ID, *pieces[i + 1:], tokenizer.sep_id]
+        chosen.append(Cloze(ids, i + 1, word(tokenizer, pieces[i]), " ".join(text.split())))
+        if len(chosen) == count:
+            break
+    return chosen
+
+
+@torch.no_grad()
+def fill_mask(model: AlbertForPreTraining, tokenizer, cloze: Cloze, top: int = 5) -> list[tuple[str, float]]:
+    """The model's `top` guesses for the masked word, with their probabilities."""
+    model.eval()
+    ids = torch.tensor([cloze.ids])
+    logits = model(ids, torch.ones_like(ids), torch.zeros_like(ids)).mlm_logits[0, cloze.position]  # (V,)
+    probs = logits.softmax(-1)
+    best = probs.topk(top)
+    return [(word(tokenizer, i), float(p)) for p, i in zip(best.values, best.indices)]
+
+
+# ---------------------------------------------------------------------------------------------- sentence order
+def held_out_pairs(seq_len: int = 128, splits=("validation", "test"), seed: int = 1) -> list[Instance]:
+    """Every SOP pair of the held-out chapters (about half swapped), drawn with `seed`."""
+    return [x for split in splits for x in build_instances(documents(split), "sop", seq_len, seed=seed)]
+
+
+def swapped(x: Instance) -> Instance:
+    """The same two segments in the other order (the label flips)."""
+    a, b = x.segments()
+    tokens = np.concatenate([x.tokens[:1], b, x.tokens[1 + x.len_a:2 + x.len_a], a, x.tokens[-1:]])
+    return Instance(tokens, x.len_b, x.len_a, 1 - x.label, x.source_b, x.source_a)
+
+
+@torch.no_grad()
+def p_in_order(model: AlbertForPreTraining, instances: list[Instance], chunk: int = 64) -> np.ndarray:
+    """The model's probability that segment A comes before segment B (SOP label 0), for each pair."""
+    model.eval()
+    out = []
+    for start in range(0, len(instances), chunk):
+        part = instances[start:start + chunk]
+        batch = pad_batch({"input_ids": [x.tokens for x in part], "token_type_ids": [x.token_type_ids for x in part]})
+        pooled = model.albert(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]).pooler_output
+        out.append(model.sop_classifier(pooled).softmax(-1)[:, 0])  # (chunk,)
+    return torch.cat(out).numpy()
+
+
+def sop_accuracy(model: AlbertForPreTraining, instances: list[Instance]) -> dict:
+    """Held-out SOP accuracy with its 95% Wilson interval, and how often the model says "in order"."""
+    p = p_in_order(model, instances)
+    labels = np.array([x.label for x in instances])
+    predicted = (p < 0.5).astype(int)  # label 1 = swapped
+    correct = int((predicted == labels).sum())
+    low, high = wilson_interval(correct, len(instances))
+    return {"pairs": len(instances), "correct": correct, "accuracy": correct / len(instances), "interval": (low, high),
+            "says_in_order": float((predicted == 0).mean()), "in_order_pairs": float((labels == 0).mean())}
+
+
+def pair_text(tokenizer, x: Instance, width: int = 70) -> tuple[str, str]:
+    """Segments A and B as text, each cut to `width` characters for display."""
+    a, b = x.segments()
+    cut = lambda s: s if len(s) <= width else s[:width - 3] + "..."
+    return cut(tokenizer.decode(a.tolist())), cut(tokenizer.decode(b.tolist()))

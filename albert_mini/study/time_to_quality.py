@@ -1,0 +1,196 @@
+"""Time to quality: held-out MLM and SOP accuracy against training CPU-minutes, the old recipe against the new.
+
+`race` trains both recipes in one process, alternating slices of a few minutes, so both see the same machine
+and the same background load; each is evaluated on the same held-out batches at the end of every slice.
+`build_results` turns two run directories' metrics.jsonl (any two runs of the pretraining CLI, e.g. the
+shipped classroom model and a new one) into data/results/time_to_quality.json and its figure.
+
+    python benchmarks/time_to_quality.py --minutes 15 --out runs/ttq
+    python -m albert_mini.study.time_to_quality results OLD_RUN_DIR NEW_RUN_DIR
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import torch
+
+from ..cli import Parser, run as run_cli
+from ..errors import UsageError
+from ..training.distributed import DistInfo
+from ..training.pretrain import build_parser, build_trainer, check_args
+from ..training.rundir import METRICS_FILE, RUN_FILE
+from .experiments.common import git_revision
+from .recipe_space import cpu_name
+
+# The 15-minute run of data/results/pretrain_albert_mini_sop_15min, and the same with BERT's short-then-long curriculum.
+COMMON = ["--preset", "albert-mini", "--corpus", "austen", "--task", "sop", "--steps", "1200", "--warmup", "50",
+          "--lr", "5e-3", "--batch-size", "32", "--seq-len", "128", "--eval-batches", "16", "--eval-every", "0",
+          "--save-every", "0", "--keep", "1", "--quiet"]
+RECIPES = {"old": COMMON, "new": COMMON + ["--short-seq-len", "64", "--short-fraction", "0.9"]}
+
+
+def race(minutes: float, out: Path, slice_minutes: float = 1.0, recipes: dict | None = None, say=print) -> dict:
+    """Train each recipe for `minutes` of its own training time, in alternating slices; returns their eval curves."""
+    if minutes <= 0 or slice_minutes <= 0:
+        raise UsageError(f"--minutes and --slice-minutes must be > 0, got {minutes} and {slice_minutes}")
+    recipes = recipes or RECIPES
+    trainers = {}
+    for name, argv in recipes.items():
+        args = build_parser().parse_args(argv + ["--out", str(out / name), "--overwrite"])
+        check_args(args)
+        trainers[name] = build_trainer(args, DistInfo(), say=lambda *a, **k: None)
+    curves = {name: [] for name in recipes}
+    budget = 0.0
+    while budget < minutes:
+        budget = min(minutes, budget + slice_minutes)
+        for name, trainer in trainers.items():  # same slice for each, one after the other
+            trainer.config = dataclasses.replace(trainer.config, max_minutes=budget)
+            result = trainer.train()
+            if result.eval is not None and (not curves[name] or curves[name][-1]["step"] != result.step):
+                point = {"step": result.step, "minutes": trainer.elapsed / 60, "tokens": trainer.tokens_seen,
+                         "mlm_acc": result.eval["mlm_acc"], "sentence_acc": result.eval.get("sentence_acc")}
+                curves[name].append(point)
+                say(f"{name}: {point['minutes']:.2f} min, step {point['step']}, held-out MLM {point['mlm_acc']:.4f}, "
+                    f"SOP {point['sentence_acc']:.4f}")
+            if result.stop_reason != "max_minutes":
+                break
+    summary = compare(curves["old"], curves["new"]) if {"old", "new"} <= set(curves) else None
+    return {"minutes": minutes, "slice_minutes": slice_minutes, "machine": cpu_name(),
+            "threads": torch.get_num_threads(), "git_revision": git_revision(),
+            "recipes": {name: " ".join(argv) for name, argv in recipes.items()}, "curves": curves, "summary": summary}
+
+
+def minutes_to_reach(curve: list[dict], target: float) -> float | None:
+    """When a curve's held-out MLM reaches `target` for good: the crossing (linearly interpolated) after which every
+    later evaluation stays at or above it. The untrained start (the unigram guess) does not count as reaching it."""
+    if not curve or curve[-1]["mlm_acc"] < target:
+        return None
+    i = len(curve) - 1
+    while i > 0 and curve[i - 1]["mlm_acc"] >= target:
+        i -= 1
+    if i == 0:
+        return curve[0]["minutes"]
+    before, after = curve[i - 1], curve[i]
+    share = (target - before["mlm_acc"]) / (after["mlm_acc"] - before["mlm_acc"])
+    return before["minutes"] + share * (after["minutes"] - before["minutes"])
+
+
+def compare(old: list[dict], new: list[dict]) -> dict | None:
+    """Final accuracies of both, and how much sooner the new recipe reaches the old one's final MLM accuracy."""
+    if not old or not new:
+        return None
+    target = old[-1]["mlm_acc"]
+    reached = minutes_to_reach(new, target)
+    return {"old_minutes": old[-1]["minutes"], "new_minutes": new[-1]["minutes"],
+            "old_mlm": target, "new_mlm": new[-1]["mlm_acc"], "mlm_ratio": new[-1]["mlm_acc"] / target,
+            "old_sop": old[-1].get("sentence_acc"), "new_sop": new[-1].get("sentence_acc"),
+            "new_minutes_to_old_final_mlm": reached,
+            "speedup": old[-1]["minutes"] / reached if reached else None}
+
+
+# ---------------------------------------------------------------------------------------------- from run directories
+def read_run(folder: Path) -> tuple[dict, list[dict]]:
+    """(run.json settings, eval curve with minutes) of a pretraining run directory or an exported model."""
+    folder = Path(folder)
+    metrics = folder / METRICS_FILE
+    if not metrics.is_file():
+        raise UsageError(f"{folder} has no {METRICS_FILE}; give a run directory of python -m "
+                         "albert_mini.training.pretrain (or an exported model that kept its metrics)")
+    settings = json.loads((folder / RUN_FILE).read_text()).get("settings", {}) if (folder / RUN_FILE).is_file() else {}
+    curve = []
+    for line in metrics.read_text().splitlines():
+        row = json.loads(line) if line.strip() else {}
+        if row.get("type") == "eval":
+            curve.append({"step": row["step"], "minutes": row["elapsed_s"] / 60, "mlm_acc": row["mlm_acc"],
+                          "sentence_acc": row.get("sentence_acc")})
+    if not curve:
+        raise UsageError(f"{metrics} has no evaluation lines; pretrain with --eval-every > 0")
+    return settings, curve
+
+
+def build_results(old_dir: Path, new_dir: Path, machine: str | None = None) -> dict:
+    """Both runs' held-out curves against training minutes and their comparison at the old run's last evaluation."""
+    runs = {name: read_run(folder) for name, folder in (("old", old_dir), ("new", new_dir))}
+    old_curve, new_curve = runs["old"][1], runs["new"][1]
+    # Compare at the same time: the new run's curve up to the old run's last minute (or all of it, if shorter).
+    horizon = min(old_curve[-1]["minutes"], new_curve[-1]["minutes"])
+    clipped = {n: [p for p in c if p["minutes"] <= horizon + 1e-9] for n, c in (("old", old_curve), ("new", new_curve))}
+    return {"about": "held-out MLM and SOP accuracy (the run's own evaluation batches) against training minutes "
+                     "(elapsed_s of metrics.jsonl, evaluations included)",
+            "machine": machine or cpu_name(),
+            "runs": {name: {"dir": str(folder), "settings": runs[name][0], "curve": runs[name][1]}
+                     for name, folder in (("old", old_dir), ("new", new_dir))},
+            "at_common_minutes": {"minutes": horizon, **(compare(clipped["old"], clipped["new"]) or {})}}
+
+
+def figure(results: dict):
+    """Held-out MLM and SOP accuracy against training minutes, one line per run."""
+    import matplotlib.pyplot as plt
+
+    fig, (mlm, sop) = plt.subplots(1, 2, figsize=(10, 4))
+    for name, run in results["runs"].items():
+        x = [p["minutes"] for p in run["curve"]]
+        mlm.plot(x, [100 * p["mlm_acc"] for p in run["curve"]], marker="o", ms=3, label=f"{name}: {run['dir']}")
+        sop.plot(x, [100 * p["sentence_acc"] for p in run["curve"]], marker="o", ms=3, label=name)
+    sop.axhline(50, color="grey", ls=":", label="chance")
+    mlm.set_ylabel("held-out MLM accuracy (%)")
+    sop.set_ylabel("held-out SOP accuracy (%)")
+    for ax in (mlm, sop):
+        ax.set_xlabel(f"training minutes ({results['machine']})")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def write_results(old_dir: Path, new_dir: Path, out: Path, figure_out: Path) -> dict:
+    results = build_results(old_dir, new_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1) + "\n")
+    figure_out.parent.mkdir(parents=True, exist_ok=True)
+    figure(results).savefig(figure_out, dpi=120)
+    return results
+
+
+def report(result: dict) -> str:
+    """The race's summary in a few lines."""
+    s = result["summary"]
+    if s is None:
+        return "no evaluation finished"
+    lines = [f"machine: {result['machine']}, {result['threads']} threads; each recipe trained "
+             f"{s['old_minutes']:.2f} (old) and {s['new_minutes']:.2f} (new) minutes",
+             f"held-out MLM: old {s['old_mlm']:.4f}, new {s['new_mlm']:.4f} (ratio new/old {s['mlm_ratio']:.2f})",
+             f"held-out SOP: old {s['old_sop']:.4f}, new {s['new_sop']:.4f}"]
+    if s["speedup"]:
+        lines.append(f"new reaches old's final MLM after {s['new_minutes_to_old_final_mlm']:.2f} min: "
+                     f"time-to-quality ratio {s['speedup']:.2f}x")
+    else:
+        lines.append("new did not reach old's final MLM within the budget")
+    return "\n".join(lines)
+
+
+def _main(argv: list[str]):
+    p = Parser(prog="python -m albert_mini.study.time_to_quality", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    results = sub.add_parser("results", help="time_to_quality.json and its figure from two run directories")
+    results.error = p.error
+    results.add_argument("old", help="run directory of the old recipe (e.g. data/pretrained/albert-mini-austen)")
+    results.add_argument("new", help="run directory of the new recipe")
+    results.add_argument("--out", default="data/results/time_to_quality.json")
+    results.add_argument("--figure", default="figures/time_to_quality.png")
+    args = p.parse_args(argv)
+    result = write_results(Path(args.old), Path(args.new), Path(args.out), Path(args.figure))
+    print(json.dumps(result["at_common_minutes"], indent=1))
+    return result
+
+
+def main(argv: list[str] | None = None):
+    """Command line; bad arguments end with one error line and exit status 2."""
+    return run_cli(_main, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""Positive controls of the sentence path (issue 12): it fits a small fixed set of SOP pairs, it learns a label
+that is certainly learnable, and the trainer reports the sentence loss and accuracy together so that a loss
+below ln 2 at chance accuracy (a label bug) is caught. Each runs on albert-nano in seconds."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from albert_mini.study.collapse import relabel, segment_lengths
+from albert_mini.study.recipe_search import build_model, dataset, held_out, nano_recipe, run_control, run_probe
+from albert_mini.text.batches import PretrainingBatches
+from albert_mini.training.objectives import PretrainingObjective, sentence_metrics_warning
+from albert_mini.training.trainer import TrainConfig, evaluate, train
+
+FEW = 10  # chapters of each split: enough pairs for these controls, quick to tokenize
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def quiet(_line):
+    pass
+
+
+def test_sop_path_fits_a_fixed_set_of_pairs():
+    # 128 real SOP pairs revisited: labels, pooler, head and loss wired right means the network can memorise them.
+    recipe = nano_recipe(seq_len=64, warmup=10, optimizer="adamw", lr=1e-3, betas=(0.9, 0.98))
+    record = run_control("fit", recipe, steps=80, rule="sop", every=80, train_pairs=128, max_documents=FEW,
+                         held_out_batches=1, say=quiet)
+    first, last = record["log"][0], record["log"][-1]
+    assert first["fit_acc"] < 0.7  # it starts near chance ...
+    assert last["fit_acc"] >= 0.95  # ... and fits the pairs it trains on
+    assert last["fit_loss"] < 0.5  # well below ln 2 = 0.693
+
+
+def test_learnable_label_is_learned():
+    # Label = segment A longer than B: visible through the segment ids, so the head must get it from fresh pairs.
+    recipe = nano_recipe(seq_len=64, warmup=10, optimizer="adamw", lr=1e-3, betas=(0.9, 0.98))
+    record = run_control("longer", recipe, steps=60, rule="longer", every=60, max_documents=FEW,
+                         held_out_batches=2, say=quiet)
+    checks = [row for row in record["log"] if "held_out_acc" in row]
+    assert checks[0]["held_out_acc"] < 0.7
+    assert checks[-1]["held_out_acc"] >= 0.9
+
+
+def test_relabel_marks_the_longer_first_segment():
+    batch = held_out(nano_recipe(seq_len=64), batches=1, max_documents=FEW)[0]
+    len_a, len_b = segment_lengths(batch)
+    assert int(len_a.sum() + len_b.sum() + 3 * len(len_a)) == int(batch["attention_mask"].sum())
+    assert torch.equal(relabel(batch)["sentence_order_label"], (len_a > len_b).long())
+    with pytest.raises(ValueError, match="unknown control rule"):
+        relabel(batch, "shorter")
+
+
+class RolledAccuracy(PretrainingObjective):
+    """A deliberately broken objective: the loss sees the right labels, the accuracy those of the next row."""
+
+    def __call__(self, out, batch, denominators):
+        loss, stats = super().__call__(out, batch, denominators)
+        rolled = batch["sentence_order_label"].roll(1)
+        stats[4] = float((out.sentence_logits.argmax(-1) == rolled).sum())
+        return loss, stats
+
+
+def test_trainer_logs_sentence_loss_and_accuracy_together():
+    recipe = nano_recipe(seq_len=64, warmup=5)
+    model = build_model(recipe)
+    source = PretrainingBatches(dataset("train", recipe, "sop", 0, dynamic=True, max_documents=FEW), 32)
+    val = [relabel(b) for b in held_out(recipe, batches=2, max_documents=FEW)]
+    result = train(model, (relabel(b) for b in source), TrainConfig(max_steps=60, log_every=20, progress=False),
+                   optimizer="adamw", lr=1e-3, warmup_steps=5)
+    lines = [h for h in result.history if h["type"] == "train"]
+    assert len(lines) == 3 and all("sentence_loss" in h and "sentence_acc" in h for h in lines)
+    honest = evaluate(model, val)
+    assert honest["sentence_loss"] < 0.4 and honest["sentence_acc"] > 0.85
+    assert sentence_metrics_warning(honest) is None
+    broken = evaluate(model, val, objective=RolledAccuracy())
+    assert broken["sentence_loss"] == pytest.approx(honest["sentence_loss"])
+    assert abs(broken["sentence_acc"] - 0.5) < 0.1  # the accuracy no longer matches the loss ...
+    assert "same labels" in sentence_metrics_warning(broken)  # ... and the check says so
+
+
+def test_sentence_warning_flags_loss_below_ln2_at_chance():
+    assert sentence_metrics_warning({"sentence_loss": 0.60, "sentence_acc": 0.51, "sentence_count": 320}) is not None
+    assert sentence_metrics_warning({"sentence_loss": 0.60, "sentence_acc": 0.70, "sentence_count": 320}) is None
+    assert sentence_metrics_warning({"sentence_loss": math.log(2), "sentence_acc": 0.50, "sentence_count": 320}) is None
+    assert sentence_metrics_warning({"mlm_loss": 5.0}) is None
+
+
+def test_probe_record_scores_both_lengths(tmp_path):
+    recipe = nano_recipe(seq_len=64, warmup=2)
+    record = run_probe("smoke", recipe, tokens=8 * 32 * 64, out_dir=tmp_path, eval_points=2, say=quiet)
+    assert record["steps"] == 8 and len(record["curve"]) == 2
+    assert record["curve"][-1]["step"] == 8 and record["tokens"] <= 8 * 32 * 64
+    point = record["curve"][-1]
+    assert set(point["held_out_by_len"]) == {"64", "128"} and point["held_out"] == point["held_out_by_len"]["64"]
+    assert len(point["diag"]["entropy"]) == 2 and point["sentence_warning"] is None
+    assert json.loads((tmp_path / "smoke.json").read_text())["held_out_mlm"] == record["held_out_mlm"]

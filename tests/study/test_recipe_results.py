@@ -1,0 +1,116 @@
+"""The recipe-search results built from the committed records, the time-to-quality arithmetic, the Wilson
+interval, the swapped SOP pair, and the one-line errors of the study command lines."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from albert_mini.paths import repo_root
+from albert_mini.study import lexical_sop, recipe_search, time_to_quality
+from albert_mini.study.recipe_results import build_results, leaders, rolling_mean, table
+from albert_mini.study.showcase import swapped
+from albert_mini.study.time_to_quality import build_results as ttq_results, compare, minutes_to_reach
+from albert_mini.text.instances import Instance
+from cli_helpers import cli_error
+
+RECORDS = repo_root() / "data/results/recipe_search"
+
+
+@pytest.fixture(scope="module")
+def results():
+    return build_results(RECORDS)
+
+
+def test_committed_json_is_what_the_records_build(results):
+    committed = json.loads((repo_root() / "data/results/recipe_search.json").read_text())
+    assert [p["name"] for p in committed["probes"]] == [p["name"] for p in results["probes"]]
+    assert [p["held_out_mlm"] for p in committed["probes"]] == [p["held_out_mlm"] for p in results["probes"]]
+    assert [c["collapse_step"] for c in committed["controls"]] == [c["collapse_step"] for c in results["controls"]]
+
+
+def test_probe_numbers_and_repeats(results):
+    probes = {p["name"]: p for p in results["probes"]}
+    assert probes["base2"]["settings"] == {} and probes["base-lamb5e-3"]["repeat_of"] == "base2"
+    assert probes["base2"]["held_out_mlm"] == probes["base-lamb5e-3"]["held_out_mlm"]  # the rerun reproduced
+    assert round(100 * probes["base2"]["held_out_mlm"], 2) == 12.40
+    assert round(100 * probes["seq64b"]["held_out_mlm_by_len"]["64"], 2) == 15.33
+    assert round(100 * probes["init05-lamb5e-3"]["held_out_mlm"], 2) == 6.69
+    assert all(p["tokens"] == p["steps"] * p["recipe"]["batch_size"] * p["recipe"]["seq_len"] for p in probes.values())
+    names = [p["name"] for p in leaders(results, top=5)]
+    assert names[0] == "mask30" and "base2" in names
+    assert table(results).count("\n") == len(names) + 1
+
+
+def test_controls_collapse_only_with_adamw_constant_rate_and_clipping(results):
+    controls = {c["name"]: c for c in results["controls"]}
+    assert 150 <= controls["ctl-adamw-1e-3-const"]["collapse_step"] <= 200
+    assert not controls["ctl-adamw-1e-3-const"]["recovered"]
+    assert controls["ctl-adamw-1e-3-const"]["checks"][-1]["position_cosine"] > 0.999
+    for name in ("ctl-adamw-1e-3-const-noclip", "ctl-adamw-1e-3", "ctl-lamb-5e-3"):
+        assert controls[name]["collapse_step"] is None and controls[name]["final_held_out_acc"] > 0.99
+
+
+def test_rolling_mean():
+    assert rolling_mean([1, 0, 1, 1], 2) == [1.0, 0.5, 0.5, 1.0]
+
+
+def test_wilson_interval_closed_form():
+    low, high = lexical_sop.wilson_interval(50, 100)
+    assert (round(low, 4), round(high, 4)) == (0.4038, 0.5962)  # 0.5 +- 1.96 * 0.05 / (1 + 1.96**2 / 100)
+    low, high = lexical_sop.wilson_interval(0, 10)
+    assert low == pytest.approx(0.0, abs=1e-12) and 0 < high < 0.35
+
+
+def test_swapped_pair_exchanges_segments_and_flips_the_label():
+    x = Instance(np.array([2, 10, 11, 3, 20, 3], dtype=np.int32), 2, 1, 0, (0, 0, 2), (0, 2, 3))
+    y = swapped(x)
+    assert y.tokens.tolist() == [2, 20, 3, 10, 11, 3] and (y.len_a, y.len_b, y.label) == (1, 2, 1)
+    assert y.token_type_ids.tolist() == [0, 0, 0, 1, 1, 1]
+
+
+def test_minutes_to_reach_ignores_the_untrained_start():
+    curve = [{"minutes": m, "mlm_acc": a} for m, a in ((0, 0.063), (1, 0.05), (2, 0.10), (3, 0.12))]
+    assert minutes_to_reach(curve, 0.063) == pytest.approx(1.26)
+    assert minutes_to_reach(curve, 0.11) == pytest.approx(2.5)
+    assert minutes_to_reach(curve, 0.2) is None
+    old = [{"minutes": 3.0, "mlm_acc": 0.10, "sentence_acc": 0.5}]
+    assert compare(old, curve)["speedup"] == pytest.approx(3.0 / 2.0)
+
+
+def write_run(folder, rows):
+    folder.mkdir()
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_time_to_quality_from_run_directories(tmp_path):
+    old_rows = [{"type": "eval", "step": s, "mlm_acc": a, "sentence_acc": 0.5, "elapsed_s": 60 * m}
+                for s, m, a in ((100, 1, 0.08), (200, 2, 0.10), (300, 3, 0.11))]
+    new_rows = [{"type": "train", "step": 10, "elapsed_s": 5}] + [
+        {"type": "eval", "step": s, "mlm_acc": a, "sentence_acc": 0.55, "elapsed_s": 60 * m}
+        for s, m, a in ((100, 1, 0.09), (200, 2, 0.12), (300, 3, 0.13), (400, 4, 0.14))]
+    write_run(tmp_path / "old", old_rows)
+    write_run(tmp_path / "new", new_rows)
+    result = ttq_results(tmp_path / "old", tmp_path / "new", machine="test")
+    common = result["at_common_minutes"]
+    assert common["minutes"] == 3 and common["new_mlm"] == 0.13  # compared at the old run's last minute
+    assert common["new_minutes_to_old_final_mlm"] == pytest.approx(1 + (0.11 - 0.09) / 0.03)
+    assert math.isclose(common["speedup"], 3 / common["new_minutes_to_old_final_mlm"])
+
+
+def test_time_to_quality_shipped_model_has_a_curve():
+    settings, curve = time_to_quality.read_run(repo_root() / "data/pretrained/albert-mini-austen")
+    assert settings["steps"] == 3200 and curve[-1]["step"] == 3200 and curve[-1]["minutes"] > 60
+
+
+def test_command_lines_fail_in_one_line(capsys, tmp_path):
+    assert "Recipe field" in cli_error(recipe_search.main, ["probe", "x", "--set", "nonsense=1"], capsys)
+    assert "needs float" in cli_error(recipe_search.main, ["probe", "x", "--set", "lr=fast"], capsys)
+    sgd = ["control", "x", "--set", "optimizer=sgd"]
+    assert "optimizer must be one of" in cli_error(recipe_search.main, sgd, capsys)
+    assert "not a folder" in cli_error(recipe_search.main, ["results", "--records", str(tmp_path / "no")], capsys)
+    assert "no metrics.jsonl" in cli_error(time_to_quality.main, ["results", str(tmp_path), str(tmp_path)], capsys)
+    assert "--steps" in cli_error(lexical_sop.main, ["--steps", "0"], capsys)
