@@ -38,9 +38,9 @@ from ..training.optim import build_optimizer, clip_grad_global_norm
 from ..training.trainer import Trainer, TrainConfig, evaluate
 from .collapse import RULES, diagnose, relabel
 from .recipe_results import build_results, write_results  # noqa: F401  (the results are built here too)
-from .recipe_space import (Recipe, cpu_name, dataset, documents, held_out, nano_recipe,  # noqa: F401
+from .recipe_space import (Recipe, dataset, documents, held_out, nano_recipe,  # noqa: F401
                            parse_settings, train_sample)
-from .experiments.common import git_revision
+from .experiments.common import cpu_model, git_revision
 
 PROG = "python -m albert_mini.study.recipe_search"
 HELD_OUT_LENGTHS = (64, 128)  # every probe is scored at both, whatever it trains at
@@ -150,7 +150,7 @@ def run_probe(name: str, recipe: Recipe, tokens: float, out_dir: Path | None = N
                         "ent": round(min(point["diag"]["entropy"]), 2)}))
     final = curve[-1]["held_out"]
     record = {"name": name, "recipe": dataclasses.asdict(recipe), "tokens": trainer.tokens_seen, "steps": steps,
-              "seconds": time.perf_counter() - start, "threads": torch.get_num_threads(), "cpu": cpu_name(),
+              "seconds": time.perf_counter() - start, "threads": torch.get_num_threads(), "cpu": cpu_model(),
               "git": git_revision(),
               "held_out_pairs": sum(int(b["sentence_order_label"].numel()) for b in sets[recipe.seq_len]),
               "held_out_mlm": final["mlm_acc"], "held_out_sop": final["sentence_acc"],
@@ -240,7 +240,7 @@ def run_control(name: str, recipe: Recipe, steps: int, out_dir: Path | None = No
                             "qk_std": round(row["diag"]["qk_logit_std"], 3)}))
         log.append(row)
     record = {"name": name, "rule": rule, "recipe": dataclasses.asdict(recipe), "steps": steps,
-              "train_pairs": train_pairs, "seconds": time.perf_counter() - start, "cpu": cpu_name(),
+              "train_pairs": train_pairs, "seconds": time.perf_counter() - start, "cpu": cpu_model(),
               "threads": torch.get_num_threads(), "git": git_revision(), "log": log}
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -8,9 +8,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import platform
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..errors import UsageError
 from ..model.config import PRESETS, AlbertConfig
@@ -149,13 +147,3 @@ def train_sample(recipe: Recipe, batches: int = 8) -> list[dict]:
     ds = dataset("train", recipe, "sop", SAMPLE_SEED, dynamic=False, mask_prob=0.15)
     return PretrainingBatches(ds, 32).take(batches)
 
-
-def cpu_name() -> str:
-    """The CPU model, as `lscpu | grep 'Model name'` prints it (every timing is labelled with it)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"

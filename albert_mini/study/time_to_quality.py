@@ -22,8 +22,7 @@ from ..errors import UsageError
 from ..training.distributed import DistInfo
 from ..training.pretrain import build_parser, build_trainer, check_args
 from ..training.rundir import METRICS_FILE, RUN_FILE
-from .experiments.common import git_revision
-from .recipe_space import cpu_name
+from .experiments.common import cpu_model, git_revision
 
 # The 15-minute run of data/results/pretrain_albert_mini_sop_15min, and the same with BERT's short-then-long curriculum.
 COMMON = ["--preset", "albert-mini", "--corpus", "austen", "--task", "sop", "--steps", "1200", "--warmup", "50",
@@ -58,7 +57,7 @@ def race(minutes: float, out: Path, slice_minutes: float = 1.0, recipes: dict | 
             if result.stop_reason != "max_minutes":
                 break
     summary = compare(curves["old"], curves["new"]) if {"old", "new"} <= set(curves) else None
-    return {"minutes": minutes, "slice_minutes": slice_minutes, "machine": cpu_name(),
+    return {"minutes": minutes, "slice_minutes": slice_minutes, "machine": cpu_model(),
             "threads": torch.get_num_threads(), "git_revision": git_revision(),
             "recipes": {name: " ".join(argv) for name, argv in recipes.items()}, "curves": curves, "summary": summary}
 
@@ -120,7 +119,7 @@ def build_results(old_dir: Path, new_dir: Path, machine: str | None = None) -> d
     clipped = {n: [p for p in c if p["minutes"] <= horizon + 1e-9] for n, c in (("old", old_curve), ("new", new_curve))}
     return {"about": "held-out MLM and SOP accuracy (the run's own evaluation batches) against training minutes "
                      "(elapsed_s of metrics.jsonl, evaluations included)",
-            "machine": machine or cpu_name(),
+            "machine": machine or cpu_model(),
             "runs": {name: {"dir": str(folder), "settings": runs[name][0], "curve": runs[name][1]}
                      for name, folder in (("old", old_dir), ("new", new_dir))},
             "at_common_minutes": {"minutes": horizon, **(compare(clipped["old"], clipped["new"]) or {})}}
