@@ -7,7 +7,6 @@ draws held-out accuracy against training tokens for this run and any runs to com
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from pathlib import Path
@@ -22,8 +21,9 @@ from ..text.corpus import load_corpus
 from ..text.tokenizer import Tokenizer
 from ..training.checkpoint import load_pretrained
 from ..training.objectives import metrics_from_sums, pretraining_objective
-from .stats import wilson_interval
 from ..training.rundir import MODEL_CARD_FILE as CARD_FILE, SCORES_FILE
+from .stats import wilson_interval
+from .time_to_quality import read_run
 
 HELD_OUT_SPLITS = ("validation", "test")
 
@@ -50,25 +50,6 @@ def held_out_scores(model, splits=HELD_OUT_SPLITS, seq_len: int = 128, seed: int
             "sop_interval": wilson_interval(sop_correct, pairs), "sop_loss": metrics["sentence_loss"]}
 
 
-def read_curve(metrics_path: str | Path) -> dict:
-    """Held-out accuracy at every evaluation of a run, with the training tokens and wall time reached by then."""
-    lines = [json.loads(line) for line in Path(metrics_path).read_text().splitlines() if line.strip()]
-    train = {m["step"]: m for m in lines if m["type"] == "train"}
-    curve = {"step": [], "tokens": [], "minutes": [], "mlm_acc": [], "sop_acc": []}
-    for m in (m for m in lines if m["type"] == "eval"):
-        reached = max((s for s in train if s <= m["step"]), default=None)
-        if reached is None:
-            continue
-        curve["step"].append(m["step"])
-        curve["tokens"].append(train[reached]["tokens_seen"])
-        curve["minutes"].append(m["elapsed_s"] / 60)
-        curve["mlm_acc"].append(m["mlm_acc"])
-        curve["sop_acc"].append(m["sentence_acc"])
-    if not curve["step"]:
-        raise UsageError(f"{metrics_path} has no evaluation line after a training line; was the run evaluated?")
-    return curve
-
-
 def curve_figure(curves: dict[str, dict], out: str | Path):
     """Held-out MLM and SOP accuracy against training tokens, one line per run, chance as a dashed line."""
     import matplotlib
@@ -77,9 +58,9 @@ def curve_figure(curves: dict[str, dict], out: str | Path):
 
     fig, (mlm, sop) = plt.subplots(1, 2, figsize=(10, 3.6))
     for label, curve in curves.items():
-        tokens = [t / 1e6 for t in curve["tokens"]]
-        mlm.plot(tokens, [100 * a for a in curve["mlm_acc"]], marker=".", label=label)
-        sop.plot(tokens, [100 * a for a in curve["sop_acc"]], marker=".", label=label)
+        tokens = [p["tokens"] / 1e6 for p in curve]
+        mlm.plot(tokens, [100 * p["mlm_acc"] for p in curve], marker=".", label=label)
+        sop.plot(tokens, [100 * p["sentence_acc"] for p in curve], marker=".", label=label)
     sop.axhline(50, color="grey", linestyle="--", linewidth=1, label="chance")
     mlm.set(xlabel="training tokens (millions)", ylabel="held-out masked tokens right (%)",
             title="Masked-language-model accuracy")
@@ -100,7 +81,7 @@ def module_command(command: str) -> str:
     return re.sub(r"^\S*?(albert_mini/\S+)\.py", lambda m: "python -m " + m.group(1).replace("/", "."), command)
 
 
-def card_text(model_dir: Path, scores: dict, curve: dict, figure: str) -> str:
+def card_text(model_dir: Path, scores: dict, curve: list[dict], figure: str) -> str:
     """The model card (markdown): what the model is, how it was trained, how well it does, and its limits."""
     run = json.loads((model_dir / "run.json").read_text())
     s = run["settings"]
@@ -113,9 +94,8 @@ def card_text(model_dir: Path, scores: dict, curve: dict, figure: str) -> str:
                  f"sequences ({s['batch_size'] * s['seq_len'] // s['short_seq_len']} per batch, BERT's curriculum)")
     lo, hi = scores["mlm_interval"]
     slo, shi = scores["sop_interval"]
-    rows = "\n".join(f"| {st} | {t / 1e6:.1f} | {m:.1f} | {100 * a:.1f} | {100 * b:.1f} |"
-                     for st, t, m, a, b in zip(curve["step"], curve["tokens"], curve["minutes"], curve["mlm_acc"],
-                                               curve["sop_acc"]))
+    rows = "\n".join(f"| {p['step']} | {p['tokens'] / 1e6:.1f} | {p['minutes']:.1f} | {100 * p['mlm_acc']:.1f} | "
+                     f"{100 * p['sentence_acc']:.1f} |" for p in curve)
     return f"""# albert-mini-austen: the classroom model
 
 An `albert-mini` ({run['model']['num_hidden_layers']} layers sharing one set of weights, H = {run['model']['hidden_size']},
@@ -164,8 +144,8 @@ def main(argv: list[str] | None = None) -> None:
 def _main(argv: list[str]) -> None:
     p = Parser(prog="python -m albert_mini.study.model_card", description=__doc__.splitlines()[0])
     p.add_argument("model_dir", help="an exported model directory (with run.json and metrics.jsonl)")
-    p.add_argument("--compare", nargs="*", default=[], metavar="LABEL=METRICS",
-                   help="other runs' metrics.jsonl to draw beside this one")
+    p.add_argument("--compare", nargs="*", default=[], metavar="LABEL=RUN_DIR",
+                   help="other run directories (or exported models) to draw beside this one")
     p.add_argument("--figure", default="classroom_model_curve.png", help="file name under figures/")
     p.add_argument("--label", default="this model", help="legend label of this model's curve")
     args = p.parse_args(argv)
@@ -174,12 +154,12 @@ def _main(argv: list[str]) -> None:
         if not (model_dir / name).is_file():
             raise UsageError(f"{model_dir} has no {name}; export the model from its run directory with "
                              "albert_mini.training.checkpoint.export_pretrained(RUN_DIR, OUT)")
-    curves = {args.label: read_curve(model_dir / "metrics.jsonl")}
+    curves = {args.label: read_run(model_dir)[1]}
     for item in args.compare:
         label, sep, path = item.partition("=")
         if not sep:
             raise UsageError(f"--compare takes LABEL=PATH, got {item!r}")
-        curves[label] = read_curve(path)
+        curves[label] = read_run(Path(path))[1]
     torch.manual_seed(0)
     scores = held_out_scores(load_pretrained(model_dir))
     curve_figure(curves, FIGURES_ROOT / args.figure)

@@ -62,19 +62,19 @@ def race(minutes: float, out: Path, slice_minutes: float = 1.0, recipes: dict | 
             "recipes": {name: " ".join(argv) for name, argv in recipes.items()}, "curves": curves, "summary": summary}
 
 
-def minutes_to_reach(curve: list[dict], target: float) -> float | None:
-    """When a curve's held-out MLM reaches `target` for good: the crossing (linearly interpolated) after which every
-    later evaluation stays at or above it. The untrained start (the unigram guess) does not count as reaching it."""
+def minutes_to_reach(curve: list[dict], target: float, axis: str = "minutes") -> float | None:
+    """When (in `axis`: minutes or tokens) a curve's held-out MLM reaches `target` for good: the crossing (linearly
+    interpolated) after which every later evaluation stays at or above it. The untrained start does not count."""
     if not curve or curve[-1]["mlm_acc"] < target:
         return None
     i = len(curve) - 1
     while i > 0 and curve[i - 1]["mlm_acc"] >= target:
         i -= 1
     if i == 0:
-        return curve[0]["minutes"]
+        return curve[0][axis]
     before, after = curve[i - 1], curve[i]
     share = (target - before["mlm_acc"]) / (after["mlm_acc"] - before["mlm_acc"])
-    return before["minutes"] + share * (after["minutes"] - before["minutes"])
+    return before[axis] + share * (after[axis] - before[axis])
 
 
 def compare(old: list[dict], new: list[dict]) -> dict | None:
@@ -99,12 +99,14 @@ def read_run(folder: Path) -> tuple[dict, list[dict]]:
         raise UsageError(f"{folder} has no {METRICS_FILE}; give a run directory of python -m "
                          "albert_mini.training.pretrain (or an exported model that kept its metrics)")
     settings = json.loads((folder / RUN_FILE).read_text()).get("settings", {}) if (folder / RUN_FILE).is_file() else {}
-    curve = []
+    curve, tokens = [], 0
     for line in metrics.read_text().splitlines():
         row = json.loads(line) if line.strip() else {}
-        if row.get("type") == "eval":
-            curve.append({"step": row["step"], "minutes": row["elapsed_s"] / 60, "mlm_acc": row["mlm_acc"],
-                          "sentence_acc": row.get("sentence_acc")})
+        if row.get("type") == "train":
+            tokens = row.get("tokens_seen", tokens)  # training tokens reached by the next evaluation
+        elif row.get("type") == "eval":
+            curve.append({"step": row["step"], "minutes": row["elapsed_s"] / 60, "tokens": tokens,
+                          "mlm_acc": row["mlm_acc"], "sentence_acc": row.get("sentence_acc")})
     if not curve:
         raise UsageError(f"{metrics} has no evaluation lines; pretrain with --eval-every > 0")
     return settings, curve
@@ -122,7 +124,16 @@ def build_results(old_dir: Path, new_dir: Path, machine: str | None = None) -> d
             "machine": machine or cpu_model(),
             "runs": {name: {"dir": str(folder), "settings": runs[name][0], "curve": runs[name][1]}
                      for name, folder in (("old", old_dir), ("new", new_dir))},
-            "at_common_minutes": {"minutes": horizon, **(compare(clipped["old"], clipped["new"]) or {})}}
+            "at_common_minutes": {"minutes": horizon, **(compare(clipped["old"], clipped["new"]) or {})},
+            "tokens_to_old_final_mlm": tokens_to_reach_old_final(old_curve, new_curve)}
+
+
+def tokens_to_reach_old_final(old: list[dict], new: list[dict]) -> dict:
+    """Training tokens each run needed for the old run's final held-out MLM accuracy: fair under any machine load."""
+    target = old[-1]["mlm_acc"]
+    new_tokens = minutes_to_reach(new, target, axis="tokens")
+    return {"target_mlm": target, "old_tokens": old[-1]["tokens"], "new_tokens": new_tokens,
+            "ratio": old[-1]["tokens"] / new_tokens if new_tokens else None}
 
 
 def figure(results: dict):

@@ -4,20 +4,39 @@ from __future__ import annotations
 
 import json
 
-from albert_mini.study.model_card import module_command, read_curve
+import pytest
 
-
-def test_read_curve_pairs_each_evaluation_with_the_tokens_seen_by_then(tmp_path):
-    lines = [{"type": "train", "step": 10, "tokens_seen": 1000, "elapsed_s": 5},
-             {"type": "eval", "step": 10, "mlm_acc": 0.1, "sentence_acc": 0.5, "elapsed_s": 6},
-             {"type": "train", "step": 20, "tokens_seen": 2000, "elapsed_s": 11},
-             {"type": "eval", "step": 20, "mlm_acc": 0.2, "sentence_acc": 0.55, "elapsed_s": 12}]
-    path = tmp_path / "metrics.jsonl"
-    path.write_text("".join(json.dumps(m) + "\n" for m in lines))
-    curve = read_curve(path)
-    assert curve["tokens"] == [1000, 2000] and curve["mlm_acc"] == [0.1, 0.2] and curve["minutes"] == [0.1, 0.2]
+from albert_mini.study.model_card import module_command
+from albert_mini.study.time_to_quality import read_run, tokens_to_reach_old_final
 
 
 def test_recorded_script_paths_become_module_commands():
     assert module_command("/x/y/albert_mini/training/pretrain.py --steps 3") == \
         "python -m albert_mini.training.pretrain --steps 3"
+
+
+def write_metrics(folder, lines):
+    folder.mkdir()
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in lines))
+    return folder
+
+
+def run_lines(accuracies, tokens_per_eval):
+    lines = []
+    for i, acc in enumerate(accuracies, start=1):
+        lines.append({"type": "train", "step": 10 * i, "tokens_seen": tokens_per_eval * i, "elapsed_s": 60.0 * i})
+        lines.append({"type": "eval", "step": 10 * i, "mlm_acc": acc, "sentence_acc": 0.5, "elapsed_s": 60.0 * i})
+    return lines
+
+
+def test_read_run_pairs_each_evaluation_with_the_tokens_seen_by_then(tmp_path):
+    _, curve = read_run(write_metrics(tmp_path / "r", run_lines([0.1, 0.2], 1000)))
+    assert [p["tokens"] for p in curve] == [1000, 2000] and [p["minutes"] for p in curve] == [1.0, 2.0]
+
+
+def test_tokens_to_reach_the_old_final_accuracy_is_interpolated(tmp_path):
+    old = read_run(write_metrics(tmp_path / "old", run_lines([0.10, 0.14, 0.16], 1000)))[1]
+    new = read_run(write_metrics(tmp_path / "new", run_lines([0.12, 0.20], 1000)))[1]
+    # 0.16 is reached halfway from (1000, 0.12) to (2000, 0.20): 1500 tokens, against the old run's 3000.
+    result = tokens_to_reach_old_final(old, new)
+    assert result["new_tokens"] == pytest.approx(1500) and result["ratio"] == pytest.approx(2.0)
