@@ -137,21 +137,26 @@ def tokens_to_reach_old_final(old: list[dict], new: list[dict]) -> dict:
 
 
 def figure(results: dict):
-    """Held-out MLM and SOP accuracy against training minutes, one line per run."""
+    """Held-out MLM and SOP accuracy per run, against training tokens (top) and training minutes (bottom)."""
     import matplotlib.pyplot as plt
 
-    fig, (mlm, sop) = plt.subplots(1, 2, figsize=(10, 4))
-    for name, run in results["runs"].items():
-        x = [p["minutes"] for p in run["curve"]]
-        mlm.plot(x, [100 * p["mlm_acc"] for p in run["curve"]], marker="o", ms=3, label=f"{name}: {run['dir']}")
-        sop.plot(x, [100 * p["sentence_acc"] for p in run["curve"]], marker="o", ms=3, label=name)
-    sop.axhline(50, color="grey", ls=":", label="chance")
-    mlm.set_ylabel("held-out MLM accuracy (%)")
-    sop.set_ylabel("held-out SOP accuracy (%)")
-    for ax in (mlm, sop):
-        ax.set_xlabel(f"training minutes ({results['machine']})")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7))
+    for row, (axis, label, scale) in enumerate((("tokens", "training tokens (millions)", 1e6),
+                                                ("minutes", f"training minutes ({results['machine']})", 1))):
+        mlm, sop = axes[row]
+        for name, run in results["runs"].items():
+            x = [p[axis] / scale for p in run["curve"] if p.get(axis) is not None]
+            mlm.plot(x, [100 * p["mlm_acc"] for p in run["curve"] if p.get(axis) is not None], marker="o", ms=3,
+                     label=f"{name}: {run['dir']}")
+            sop.plot(x, [100 * p["sentence_acc"] for p in run["curve"] if p.get(axis) is not None], marker="o",
+                     ms=3, label=name)
+        sop.axhline(50, color="grey", ls=":", label="chance")
+        mlm.set_ylabel("held-out MLM accuracy (%)")
+        sop.set_ylabel("held-out SOP accuracy (%)")
+        for ax in (mlm, sop):
+            ax.set_xlabel(label)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
 
@@ -193,7 +198,7 @@ def _main(argv: list[str]):
     results.add_argument("--figure", default="figures/time_to_quality.png")
     args = p.parse_args(argv)
     result = write_results(Path(args.old), Path(args.new), Path(args.out), Path(args.figure))
-    print(json.dumps(result["at_common_minutes"], indent=1))
+    print(json.dumps({k: result[k] for k in ("at_common_minutes", "tokens_to_old_final_mlm")}, indent=1))
     return result
 
 
