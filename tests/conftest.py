@@ -25,3 +25,12 @@ def model_file(tmp_path_factory):
     out = folder.parent / "texts.model"
     tokenizer_cli(["train", "--text", str(folder), "--vocab-size", "100", "--out", str(out)])
     return out
+
+
+@pytest.fixture
+def one_thread():
+    """Small models run fastest, and steadiest on a shared machine, on one thread; modules opt in with pytestmark."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

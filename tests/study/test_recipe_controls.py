@@ -19,12 +19,7 @@ from albert_mini.training.trainer import TrainConfig, evaluate, train
 FEW = 10  # chapters of each split: enough pairs for these controls, quick to tokenize
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def quiet(_line):

@@ -1,7 +1,6 @@
 """Flag combinations that cannot fill a batch are refused before training, with values that work."""
 
 import pytest
-import torch
 
 from albert_mini.text.batches import DataSettings, build_pretraining_dataset, count_examples
 from albert_mini.text.corpus import load_corpus
@@ -15,12 +14,7 @@ AUSTEN = ["--preset", "albert-nano", "--corpus", "austen", "--steps", "1", "--sa
           "--quiet"]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def suggestions(error: str) -> list[list[str]]:

@@ -19,12 +19,7 @@ FLAGS = ["--preset", "albert-nano", "--corpus", "synthetic", "--seq-len", "16", 
          "--eval-every", "0", "--eval-batches", "1", "--save-every", "1", "--keep", "3", "--quiet"]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def snapshot(folder) -> dict:

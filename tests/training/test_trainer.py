@@ -25,13 +25,7 @@ CONFIG = AlbertConfig.from_preset("albert-nano", hidden_dropout_prob=0.1, attent
 B, T = 4, 32
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Small models run fastest (and steadiest on a shared machine) on one thread."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 class Killed(Exception):

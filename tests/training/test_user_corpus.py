@@ -3,7 +3,6 @@
 import json
 
 import pytest
-import torch
 
 from albert_mini.text.corpus import CorpusError, Document, load_text_files
 from albert_mini.text.tokenizer import Tokenizer
@@ -13,12 +12,7 @@ from albert_mini.training.pretrain_inputs import hold_out
 from cli_helpers import cli_error
 from user_text import PRETRAIN_FLAGS as FLAGS, write_texts
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 @pytest.fixture
