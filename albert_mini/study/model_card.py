@@ -15,7 +15,7 @@ import torch
 
 from ..cli import Parser, run as run_cli
 from ..errors import UsageError
-from ..paths import FIGURES_ROOT
+from ..paths import FIGURES_ROOT, REPO_ROOT
 from ..text.batches import build_pretraining_dataset, collate
 from ..text.corpus import load_corpus
 from ..text.tokenizer import Tokenizer
@@ -76,6 +76,14 @@ def curve_figure(curves: dict[str, dict], out: str | Path):
     return Path(out)
 
 
+def display_path(folder: Path) -> str:
+    """A folder as a reader of the repository names it: relative to the checkout when inside it."""
+    try:
+        return str(Path(folder).resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(folder)
+
+
 def module_command(command: str) -> str:
     """A recorded command line (sys.argv, so a script path) as the `python -m` command a reader types."""
     return re.sub(r"^\S*?(albert_mini/\S+)\.py", lambda m: "python -m " + m.group(1).replace("/", "."), command)
@@ -101,7 +109,7 @@ def card_text(model_dir: Path, scores: dict, curve: list[dict], figure: str) -> 
 An `albert-mini` ({run['model']['num_hidden_layers']} layers sharing one set of weights, H = {run['model']['hidden_size']},
 E = {run['model']['embedding_size']}, vocabulary {run['model']['vocab_size']}) pretrained with MLM + SOP on the Austen
 training chapters (public domain; see `data/austen/`). Load it with
-`albert_mini.training.checkpoint.load_pretrained("data/pretrained/albert-mini-austen")`; `manifest.json` holds the
+`albert_mini.training.checkpoint.load_pretrained("{display_path(model_dir)}")`; `manifest.json` holds the
 sha256 of the weights and config.
 
 ## Training
