@@ -104,7 +104,7 @@ def card_text(model_dir: Path, scores: dict, curve: list[dict], figure: str) -> 
     slo, shi = scores["sop_interval"]
     rows = "\n".join(f"| {p['step']} | {p['tokens'] / 1e6:.1f} | {p['minutes']:.1f} | {100 * p['mlm_acc']:.1f} | "
                      f"{100 * p['sentence_acc']:.1f} |" for p in curve)
-    return f"""# albert-mini-austen: the classroom model
+    return f"""# {model_dir.name}: a classroom model
 
 An `albert-mini` ({run['model']['num_hidden_layers']} layers sharing one set of weights, H = {run['model']['hidden_size']},
 E = {run['model']['embedding_size']}, vocabulary {run['model']['vocab_size']}) pretrained with MLM + SOP on the Austen
