@@ -50,14 +50,6 @@ def ddp_worker(rank: int, port: int, out_dir: str) -> None:
     cleanup(info)
 
 
-@pytest.fixture
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_two_ranks_equal_one_process_on_the_global_batch(tmp_path, one_thread):
     # Ranks hold different numbers of masked tokens, so a per-rank mean would not match; a global one does.
     big = SyntheticBatches(CONFIG.vocab_size, WORLD * B, T, seed=7).batch(0, 0)

@@ -394,6 +394,16 @@ def variant_rows(records: dict[str, dict[int, dict]], keys: dict[str, dict], bud
                            "pairs summed over seeds, and a paired bootstrap"}
 
 
+
+def plot_seed_cells(ax, cells: list[dict]) -> None:
+    """Cells of seed_summary (mean, std, values) at x = 0, 1, ...: mean ± std as error bars, each seed as a dot."""
+    x = np.arange(len(cells))
+    ax.errorbar(x, [100 * c["mean"] for c in cells], yerr=[100 * (c["std"] or 0) for c in cells], fmt="o", capsize=4,
+                color="tab:blue", label="ours: mean ± std over seeds")
+    for i, cell in enumerate(cells):
+        ax.scatter([i] * len(cell["values"]), [100 * v for v in cell["values"]], s=10, color="tab:blue", alpha=0.35)
+
+
 def params_figure(result: dict, title: str, paper_row):
     """Three panels per model variant: held-out MLM and SOP accuracy (mean ± std, seeds as dots), the paper's Avg."""
     import matplotlib.pyplot as plt
@@ -403,12 +413,7 @@ def params_figure(result: dict, title: str, paper_row):
     x = np.arange(len(labels))
     fig, (ax_m, ax_s, ax_p) = plt.subplots(1, 3, figsize=(14, 4.2))
     for ax, key, name in ((ax_m, "mlm_acc", "held-out MLM accuracy (%)"), (ax_s, "sop", "held-out SOP accuracy (%)")):
-        means = [100 * rows[k][key]["mean"] for k in labels]
-        errors = [100 * (rows[k][key]["std"] or 0) for k in labels]
-        ax.errorbar(x, means, yerr=errors, fmt="o", capsize=4, color="tab:blue", label="ours: mean ± std over seeds")
-        for i, k in enumerate(labels):
-            ax.scatter([i] * len(rows[k][key]["values"]), [100 * v for v in rows[k][key]["values"]], s=10,
-                       color="tab:blue", alpha=0.35)
+        plot_seed_cells(ax, [rows[k][key] for k in labels])
         ax.set(ylabel=name)
     base = result["baselines"]["sop"]
     ax_s.axhline(100 * base["majority"], color="grey", ls="--", lw=1, label="majority label (chance)")

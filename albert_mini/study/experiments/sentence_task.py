@@ -11,7 +11,8 @@ import numpy as np
 
 from ..paper import TABLE5
 from ..stats import compare_paired
-from .common import Budget, Pretraining, correct_rows, mini, pm, sentence_baselines, seed_rows, setting
+from .common import (Budget, Pretraining, correct_rows, mini, plot_seed_cells, pm, sentence_baselines, seed_rows,
+                     setting)
 
 TASKS = tuple(TABLE5)  # none, nsp, sop: one model per row of the paper's table
 # The paper's contrast, as paired comparisons (model A vs model B, scored on one task).
@@ -54,12 +55,7 @@ def figure(result: dict):
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=False)
     x = np.arange(len(rows))
     for ax, task in zip(axes, ("nsp", "sop")):
-        means = [100 * rows[t][task]["mean"] for t in rows]
-        errors = [100 * (rows[t][task]["std"] or 0) for t in rows]
-        ax.errorbar(x, means, yerr=errors, fmt="o", capsize=4, color="tab:blue", label="ours: mean ± std over seeds")
-        for i, t in enumerate(rows):
-            ax.scatter([i] * len(rows[t][task]["values"]), [100 * v for v in rows[t][task]["values"]], s=10,
-                       color="tab:blue", alpha=0.35)
+        plot_seed_cells(ax, [rows[t][task] for t in rows])
         ax.scatter(x, [TABLE5[t][task] for t in rows], marker="D", color="tab:red", label="paper, Table 5")
         base = result["baselines"][task]
         ax.axhline(100 * base["majority"], color="grey", ls="--", lw=1, label="majority label (chance)")
