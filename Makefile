@@ -79,7 +79,7 @@ polarity: $(STAMP)
 
 # The paper's findings at mini scale: data/results/*.json and figures/experiment_*.png (full settings, SEEDS seeds).
 # It prints its expected duration first, then one progress line per model; finished models are kept in
-# cache/experiment-runs/, so running it again after an interruption continues where it stopped.
+# data/results/experiment-runs/ (committed), so running it again after an interruption continues where it stopped.
 # Parts: experiments-pretraining (Tables 3-5, Figure 1), experiments-speed (Table 2, memory), experiments-finetune;
 # one experiment: make experiment-NAME, NAME a module of albert_mini/study/experiments/ (e.g. experiment-sharing).
 SEEDS ?= 0 1 2

@@ -8,7 +8,7 @@
 
 Each experiment writes data/results/<name>.json (per-seed values, mean and spread per cell, paired tests, and the
 command, git revision, CPU, budget and wall time that produced them) and figures/experiment_<name>.png. Every
-finished model is kept in cache/experiment-runs/ as it ends: rerunning the same command after an interruption
+finished model is kept in data/results/experiment-runs/ as it ends: rerunning the same command after an interruption
 skips what is done; other settings or other code never reuse a result.
 """
 

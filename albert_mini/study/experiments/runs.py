@@ -27,8 +27,9 @@ KEY_RULE = ("sha256 of the run's settings (config, task, seed, budget) and of th
 
 
 def cache_dir() -> Path:
-    """Where finished runs are kept (git-ignored): one folder per mode, so fast runs never mix with full ones."""
-    return CACHE_ROOT / ("experiment-runs-fast" if fast_mode() else "experiment-runs")
+    """Where finished runs are kept: full runs in data/results/experiment-runs/ (committed, so a run that takes
+    longer than one sitting continues on another machine), fast runs in the git-ignored cache/."""
+    return CACHE_ROOT / "experiment-runs-fast" if fast_mode() else DATA_ROOT / "results" / "experiment-runs"
 
 
 @functools.lru_cache(maxsize=None)
