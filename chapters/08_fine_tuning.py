@@ -306,21 +306,24 @@ for init in ("pretrained", "random"):
 print(f"both runs with evaluation: {time.perf_counter() - started:.0f} s")
 
 
-def two_standard_errors(p: float, q: float, n: int) -> float:
-    """About two standard errors of the difference of two accuracies p and q measured on n examples each."""
-    return 2 * math.sqrt((p * (1 - p) + q * (1 - q)) / n)
+# Both models answer the same test sentences, so compare them sentence by sentence (a paired test): only the
+# sentences where they disagree carry information about which is better.
+from albert_mini.study.experiments.finetune import correctness
+from albert_mini.study.stats import compare_paired
 
-
-gap = live["pretrained"]["accuracy"] - live["random"]["accuracy"]
-noise = two_standard_errors(live["pretrained"]["accuracy"], live["random"]["accuracy"], live["pretrained"]["n"])
-print(f"difference {100 * gap:+.1f} points; two standard errors are about {100 * noise:.1f} points, so the "
-      f"difference is {'larger than' if abs(gap) > noise else 'within'} the noise of this test set")
+right = {init: correctness(model, "polarity", live_settings) for init, model in live_models.items()}
+paired = compare_paired([right["pretrained"]], [right["random"]])
+low, high = paired["bootstrap"]["ci95"]
+print(f"difference {100 * paired['bootstrap']['difference']:+.1f} points, 95% paired bootstrap interval "
+      f"[{100 * low:+.1f}, {100 * high:+.1f}]; only the pretrained model right on {paired['only_a']} sentences, only "
+      f"the random one on {paired['only_b']}: McNemar p = {paired['mcnemar_p']:.2g}")
 
 # %% [markdown]
 # Read these numbers with care. A sentence-level sentiment task is far from anything an encoder pretrained on
-# Austen has seen, a hundred steps are few, and an accuracy measured on 400 sentences has a standard error of up
-# to 2.5 points ($\sqrt{0.5 \cdot 0.5 / 400}$): the last line says whether the gap is larger than that noise.
-# The committed comparison at the end of the chapter gives both encoders a longer budget on all three tasks.
+# Austen has seen, a hundred steps are few, and an accuracy measured on 400 sentences moves by up to 2.5 points
+# ($\sqrt{0.5 \cdot 0.5 / 400}$) from the test set alone: the paired interval says whether the gap is larger
+# than that. The committed comparison at the end of the chapter gives both encoders a longer budget on all three
+# tasks, with three seeds.
 #
 # The fine-tuned model is an ordinary `AlbertForSequenceClassification`. To classify new text, build features the
 # same way and read the softmax of the logits:
@@ -577,92 +580,97 @@ check_squad_f1(squad_f1);
 # %% [markdown]
 # ## Does pretraining help? The committed comparison
 #
-# `python -m albert_mini.study.experiments finetune` (part of `make experiments`) fine-tunes each of the three tasks
-# twice with one fixed budget per task: once from the shipped pretrained encoder and once from random weights,
-# with the same seed, the same batches and the same head initialization. It writes `data/results/finetune.json`,
-# which we read here, and the figure below. Its settings and wall time:
+# `python -m albert_mini.study.experiments finetune` (`make experiments-finetune`) fine-tunes each of the three
+# tasks twice per seed with one fixed budget per task: once from the shipped pretrained encoder and once from
+# random weights, with the same seed, the same batches and the same head initialization, so the two runs of a
+# seed differ only in the encoder. Three seeds give a spread. It writes `data/results/finetune.json` (every
+# run's per-example correctness, training loss and time, the paired tests, and how it was made), which we read
+# here, and the figure below. Its settings:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-results = json.loads((repo_root() / "data/results/finetune.json").read_text())
-meta = results["meta"]
-print(f"{meta['command']} (git {meta['git_revision']}, torch {meta['torch']}, {meta['threads']} thread(s), "
-      f"{meta['wall_seconds'] / 60:.1f} minutes)")
+from albert_mini.study import results as committed
+
+finetune = committed.load("finetune")
+meta = finetune["meta"]
+print(f"{meta['command']}: git {meta['git_revision']}, {meta['cpu']}, {meta['threads']} thread(s), seeds "
+      f"{meta['seeds']}")
 if meta["fast_mode"]:
     print("NOTE: these numbers come from a fast-mode smoke run (ALBERT_MINI_FAST=1), not from the full budget")
-print(f"pretrained encoder: {results['pretrained']['path']}, pretraining step {results['pretrained']['step']}\n")
-print(f"{'task':12s} {'steps':>5s} {'batch':>5s} {'lr':>7s} {'seed':>4s} {'train examples':>14s} {'epochs':>6s} "
-      f"{'test examples':>13s} {'minutes (pretrained, random)':>29s}")
-for task, pair in results["rows"].items():
+print(f"pretrained encoder: {finetune['pretrained']['path']}, pretraining step {finetune['pretrained']['step']}\n")
+print(f"{'task':12s} {'steps':>5s} {'batch':>5s} {'lr':>7s} {'train examples':>14s} {'epochs':>6s} "
+      f"{'test examples':>13s}")
+for task, pair in finetune["rows"].items():
     p, s = pair["pretrained"], pair["pretrained"]["settings"]
-    minutes = f"{p['train_seconds'] / 60:.1f}, {pair['random']['train_seconds'] / 60:.1f}"
-    print(f"{task:12s} {s['steps']:5d} {s['batch_size']:5d} {s['lr']:7g} {s['seed']:4d} {p['train_examples']:14,d} "
-          f"{p['epochs']:6.1f} {p['n']:13,d} {minutes:>29s}")
+    print(f"{task:12s} {s['steps']:5d} {s['batch_size']:5d} {s['lr']:7g} {p['train_examples']:14,d} "
+          f"{p['epochs']:6.1f} {p['n']:13,d}")
+
+# %% [markdown]
+# The scores, mean ± standard deviation over the seeds, next to the no-network baseline of each task (chapter
+# 10 explains them; `albert_mini/study/task_baselines.py`). The difference between the encoders is paired: for
+# polarity and austen-mc both models answer the same test examples, so a paired bootstrap over the examples
+# (pooled over seeds) gives its 95% interval and McNemar's exact test a p-value; for austen-span the seeds pair
+# up and a t interval over the three seed-by-seed differences is used. The verdict is read off the interval.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-chance = {"polarity": 0.5, "austen-mc": 0.25}
-print(f"{'task':12s} {'metric':15s} {'pretrained':>10s} {'random':>8s} {'difference':>10s} {'2 s.e.':>7s}  verdict")
-higher = clear = 0
-for task, pair in results["rows"].items():
-    p, r = pair["pretrained"], pair["random"]
-    if "accuracy" in p:
-        metric, a, b = "accuracy", p["accuracy"], r["accuracy"]
-        extra = f" (chance {chance[task]:.0%})"
-    else:
-        metric, a, b = "exact match", p["exact_match"] / 100, r["exact_match"] / 100
-        extra = f" (F1: pretrained {p['f1']:.1f}, random {r['f1']:.1f})"
-    noise = two_standard_errors(a, b, p["n"])
-    higher += a > b
-    clear += abs(a - b) > noise and a > b
-    verdict = "pretrained ahead" if a > b else ("random ahead" if b > a else "tie")
-    verdict += ", beyond the noise" if abs(a - b) > noise else ", within the noise"
-    print(f"{task:12s} {metric:15s} {100 * a:10.1f} {100 * b:8.1f} {100 * (a - b):+10.1f} {100 * noise:7.1f}  "
-          f"{verdict}{extra}")
-print(f"\nthe pretrained encoder scored higher on {higher} of {len(results['rows'])} tasks, by more than two standard "
-      f"errors on {clear}")
+print(f"{'task':12s} {'metric':12s} {'pretrained':>12s} {'random':>12s} {'baseline':>8s} "
+      f"{'difference [95% interval]':>27s}  verdict")
+for row in committed.finetune_rows():
+    k = row["scale"]
+    pretrained, random_init = committed.fmt(row["pretrained"], k), committed.fmt(row["random"], k)
+    low, high = row["interval"]
+    print(f"{row['task']:12s} {row['metric']:12s} {pretrained:>12s} {random_init:>12s} {k * row['baseline']:8.1f} "
+          f"{k * row['difference']:+9.1f} [{k * low:+6.1f}, {k * high:+6.1f}]  {row['verdict']}")
+for row in committed.finetune_rows():
+    if row["vs_baseline"] is not None:
+        low, high = row["vs_baseline_interval"]
+        print(f"{row['task']}: pretrained - baseline {100 * row['vs_baseline']:+.1f} points "
+              f"[{100 * low:+.1f}, {100 * high:+.1f}], {row['baseline_verdict']}; McNemar p (pretrained vs random) "
+              f"= {row['mcnemar_p']:.2g}")
 
 # %% [markdown]
-# ![Test scores after the same budget: pretrained vs random encoder](../figures/experiment_finetune.png)
+# ![Test scores after the same budget: pretrained vs random encoder, seeds as dots, chance and the no-network
+# baseline as lines](../figures/experiment_finetune.png)
 #
-# The training curves in the same file show *how* each run got there:
+# The training losses in the same file show *how* each run got there (seed 0):
 
 # %%
 import matplotlib.pyplot as plt
 
-fig, axes = plt.subplots(1, len(results["rows"]), figsize=(15, 3.8))
-for ax, (task, pair) in zip(axes, results["rows"].items()):
+fig, axes = plt.subplots(1, len(finetune["rows"]), figsize=(15, 3.8))
+for ax, (task, pair) in zip(axes, finetune["rows"].items()):
     for init, colour in (("pretrained", "tab:blue"), ("random", "tab:grey")):
-        history = pair[init]["history"]
+        history = pair[init]["history"][0]
         ax.plot([h["step"] for h in history], [h["loss"] for h in history], "o-", markersize=3, color=colour,
                 label=f"{init} encoder")
-    if task in chance:
-        n_options = round(1 / chance[task])
+    if task in finetune["chance"]:
+        n_options = round(100 / finetune["chance"][task])
         ax.axhline(math.log(n_options), color="black", ls=":", lw=1, label=f"ln {n_options} (guessing)")
     ax.set(xlabel="fine-tuning step", ylabel="training loss", title=task)
     ax.legend(fontsize=8)
-fig.suptitle("Fine-tuning loss, same budget and seed for both encoders (data/results/finetune.json)")
+fig.suptitle("Fine-tuning loss, same budget and seed for both encoders (data/results/finetune.json, seed 0)")
 fig.tight_layout()
 save_figure(fig, "08_finetune_curves.png")
 plt.show()
 
 # %% [markdown]
+# FINETUNE_READING
+
+# %% [markdown]
 # **What this shows, and what it does not.** It answers one narrow question: with our encoder, our tasks and
-# this budget, does starting from pretraining beat starting from random weights? The table's verdicts are
-# computed from the numbers, with a rough noise level (two standard errors of the difference of two accuracies,
-# or exact-match rates, on a test set of that size). Three things limit it:
+# this budget, does starting from pretraining beat starting from random weights, and does either beat counting
+# words? The verdicts are computed from the intervals. Three things limit it:
 #
-# - **One seed.** Each cell is one run. Fine-tuning results also vary from seed to seed (the order of the
-#   batches, the head's start), on top of the test-set noise printed; this comparison does not measure how much.
+# - **Three seeds.** The spread over seeds covers the order of the batches and the head's start; the paired
+#   intervals cover the test examples. Neither covers other budgets or learning rates, which were not searched.
 # - **A small, briefly pretrained encoder.** albert-mini, pretrained as in chapter 7 on 220 Austen chapters
 #   (its pretraining step is printed above). The paper's encoders saw 125k steps of 4096 sequences of 512
 #   tokens from 16 GB of text.
 # - **Tasks that test narrow skills.** The derived tasks are described in `data/tasks/README.md`; what they do
 #   not test matters as much as what they do.
 #
-# How hard are the tasks without any network? Chapter 10 (appendix, part B) computes three simple baselines: a
-# bag-of-words naive Bayes classifier for polarity, "the option sharing the most words with the passage" for
-# austen-mc, and a string matcher for austen-span. Keep in mind what the derived tasks are. austen-span's question
+# Keep in mind what the derived tasks are (chapter 10, part B, computes their baselines step by step). austen-span's question
 # is a context sentence with one name removed, so it checks that the span machinery works on real prose (offsets,
 # windows, start and end scores, decoding, scoring), and a model can learn it by lexical matching; it is not a
 # test of reading comprehension, and it says nothing about SQuAD. austen-mc needs local coherence (who speaks,

@@ -29,10 +29,6 @@
 # - Put the fine-tuning comparison of chapter 8 in proportion with three baselines that use no network.
 
 # %%
-import math
-import re
-from collections import Counter
-
 import numpy as np
 import torch
 
@@ -365,54 +361,25 @@ print(predicted)
 # %% [markdown]
 # ### Baselines without a network
 #
-# **How hard are the tasks without any neural network?** Three simple baselines, computed here in a few lines
-# each (no training beyond counting words), put chapter 8's comparison in proportion: a bag-of-words naive
-# Bayes classifier for polarity; "choose the option that shares the most words with the passage" for austen-mc; and for
-# austen-span a string matcher that turns the question into a pattern (`___` becomes "one word") and looks it up
-# in the context.
+# **How hard are the tasks without any neural network?** Three simple baselines, a few lines each in
+# `albert_mini/study/task_baselines.py` (no training beyond counting words), put chapter 8's comparison in
+# proportion: a bag-of-words naive Bayes classifier for polarity; "choose the option that shares the most words
+# with the passage" for austen-mc; and for austen-span a string matcher that turns the question into a pattern
+# (`___` becomes "one word") and looks it up in the context. `make experiments-finetune` records the same three
+# scores in `data/results/finetune.json`, where chapter 8 reads them.
 
 # %%
 # NBVAL_CHECK_OUTPUT
+from albert_mini.study.task_baselines import copy_matcher, naive_bayes_predictions, overlap_predictions
 from albert_mini.tasks.squad_metrics import squad_scores
 
 polarity, austen_mc = get_task("polarity"), get_task("austen-mc")
-
-
-def naive_bayes_accuracy(train, test) -> float:
-    """Multinomial naive Bayes with add-one smoothing on lower-cased words."""
-    counts = [Counter(), Counter()]
-    for e in train:
-        counts[e.label].update(e.text_a.lower().split())
-    vocabulary = set(counts[0]) | set(counts[1])
-    priors = np.log(np.bincount([e.label for e in train]) / len(train))
-    totals = [sum(c.values()) + len(vocabulary) for c in counts]
-    correct = 0
-    for e in test:
-        scores = [priors[k] + sum(math.log((counts[k][w] + 1) / totals[k]) for w in e.text_a.lower().split()
-                                  if w in vocabulary) for k in (0, 1)]
-        correct += int(np.argmax(scores)) == e.label
-    return correct / len(test)
-
-
-def overlap_accuracy(examples) -> float:
-    """Pick the option sharing the most distinct lower-cased words with the passage (the first one on ties)."""
-    def words(text):
-        return set(re.findall(r"[a-z]+", text.lower()))
-    picks = [int(np.argmax([len(words(o) & words(e.passage)) for o in e.options])) for e in examples]
-    return float(np.mean([p == e.answer for p, e in zip(picks, examples)]))
-
-
-def copy_matcher(example) -> str:
-    """The word of the context where the question, read as a pattern with `___` as one word, matches."""
-    pattern = re.escape(example.question).replace("___", r"(\w+)")
-    found = re.search(pattern, example.context)
-    return found.group(1) if found else ""
-
-
-print(f"polarity    naive Bayes (bag of words) test accuracy: "
-      f"{naive_bayes_accuracy(polarity.load('train'), polarity.load('test')):.1%} (chance 50%)")
-print(f"austen-mc   word overlap with the passage, test accuracy: {overlap_accuracy(austen_mc.load('test')):.1%} "
-      f"(chance 25%)")
+polarity_test, mc_test = polarity.load("test"), austen_mc.load("test")
+polarity_right = np.equal(naive_bayes_predictions(polarity.load("train"), polarity_test),
+                          [e.label for e in polarity_test])
+mc_right = np.equal(overlap_predictions(mc_test), [e.answer for e in mc_test])
+print(f"polarity    naive Bayes (bag of words) test accuracy: {polarity_right.mean():.1%} (chance 50%)")
+print(f"austen-mc   word overlap with the passage, test accuracy: {mc_right.mean():.1%} (chance 25%)")
 span_test = austen_span.load("test")
 scores = squad_scores({e.id: copy_matcher(e) for e in span_test}, span_test)
 print(f"austen-span string matcher, test exact match {scores['exact_match']:.1f}, F1 {scores['f1']:.1f}")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import albert_mini
+from albert_mini.import_graph import closure, import_graph, imported_modules
 
 PACKAGE = Path(albert_mini.__file__).resolve().parent
 # Bottom to top. "base" is the package's own top-level modules (specials, paths, settings).
@@ -18,41 +19,6 @@ COMMANDS = ("albert_mini.training.pretrain", "albert_mini.tasks.finetune", "albe
             "albert_mini.text.build_corpus", "albert_mini.tasks.austen_tasks", "albert_mini.tasks.polarity",
             "albert_mini.study.experiments", "albert_mini.book.build", "albert_mini.book.exercises.student",
             "albert_mini.book.lab", "albert_mini.book.html_book")
-
-
-def module_files() -> dict[str, Path]:
-    """Dotted module name -> file, for every module of the package (a package is named by its __init__)."""
-    modules = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-    return modules
-
-
-def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
-    """The package's modules that `name` imports anywhere in its file, function bodies included."""
-    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            candidates = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = package[:len(package) - node.level + 1] if node.level else []
-            module = ".".join(base + ([node.module] if node.module else []))
-            candidates = [module] + [f"{module}.{alias.name}" for alias in node.names]
-        else:
-            continue
-        for candidate in candidates:
-            while candidate and candidate not in known:  # `from x import name` names a module or an attribute
-                candidate = candidate.rpartition(".")[0]
-            if candidate.startswith("albert_mini") and candidate != name:
-                found.add(candidate)
-    return found
-
-
-def import_graph() -> dict[str, set[str]]:
-    modules = module_files()
-    return {name: imported_modules(name, path, set(modules)) for name, path in modules.items()}
 
 
 def layer_of(module: str) -> str:
@@ -122,6 +88,24 @@ def test_the_check_sees_lazy_imports_and_package_imports(tmp_path):
     assert found == {"albert_mini", "albert_mini.model", "albert_mini.model.albert", "albert_mini.specials"}
     assert layer_of("albert_mini") == "top" and layer_of("albert_mini.specials") == "base"
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_a_lazy_public_name_counts_as_an_import_of_its_module(tmp_path):
+    (tmp_path / "probe.py").write_text("from albert_mini import Lamb, __version__\n")
+    known = {"albert_mini", "albert_mini.training", "albert_mini.training.optim"}
+    assert imported_modules("albert_mini.study.probe", tmp_path / "probe.py", known) == {
+        "albert_mini", "albert_mini.training.optim"}
+
+
+def test_the_experiments_closure_holds_what_they_run_and_nothing_they_do_not():
+    """What the run cache fingerprints: the trainer and the model, with the packages Python runs on the way."""
+    needed = closure("albert_mini.study.experiments")
+    assert {"albert_mini.training.trainer", "albert_mini.model.albert", "albert_mini.tasks.finetune",
+            "albert_mini.text.masking", "albert_mini.study.stats", "albert_mini", "albert_mini.study"} <= needed
+    assert not {"albert_mini.study.model_card", "albert_mini.study.time_to_quality", "albert_mini.book.build"} & needed
+    assert closure("albert_mini.specials") == {"albert_mini", "albert_mini.specials"}
+    with pytest.raises(KeyError, match="not a module"):
+        closure("albert_mini.nowhere")
 
 
 def test_every_package_says_what_it_holds_and_layers_say_it_in_one_line():

@@ -120,3 +120,45 @@ def speedup_table(folder: Path | None = None) -> tuple[list[dict], dict]:
     result = load("throughput", folder)
     rows = [{"model": name, **row} for name, row in result["rows"].items()]
     return rows, result["meta"]
+
+
+def verdict(interval: list[float] | None, ahead: str, behind: str) -> str:
+    """What a 95% interval of a difference says: `ahead` above 0, `behind` below 0, else no clear difference."""
+    if interval is None:
+        return "one seed: no interval"
+    low, high = interval
+    return ahead if low > 0 else behind if high < 0 else "no clear difference"
+
+
+def finetune_rows(folder: Path | None = None) -> list[dict]:
+    """Chapter 8's table: per task the pretrained and random encoders' scores over seeds, the no-network baseline,
+    and the paired differences (pretrained - random, pretrained - baseline) with their 95% intervals and verdicts.
+    Accuracy tasks pair test examples (paired bootstrap, McNemar); span tasks pair seeds (t interval). Values are
+    in the file's units: accuracies as fractions (`scale` 100 prints percent), exact match already in percent."""
+    result = load("finetune", folder)
+    rows = []
+    for task, pair in result["rows"].items():
+        p, r, baseline = pair["pretrained"], pair["random"], result["baselines"][task]
+        if "accuracy" in p:
+            versus, against = pair["pretrained_vs_random"], pair.get("pretrained_vs_baseline")
+            row = {"task": task, "metric": "accuracy", "scale": 100, "pretrained": p["accuracy"],
+                   "random": r["accuracy"], "baseline": baseline["accuracy"],
+                   "difference": versus["bootstrap"]["difference"], "interval": versus["bootstrap"]["ci95"],
+                   "mcnemar_p": versus["mcnemar_p"], "test": "paired bootstrap over test examples",
+                   "vs_baseline": against["bootstrap"]["difference"] if against else None,
+                   "vs_baseline_interval": against["bootstrap"]["ci95"] if against else None,
+                   "chance": result["chance"].get(task)}
+        else:
+            em = pair["pretrained_vs_random"]["exact_match"]
+            row = {"task": task, "metric": "exact match", "scale": 1, "pretrained": p["exact_match"],
+                   "random": r["exact_match"], "baseline": baseline["exact_match"],  # percent, as SQuAD's script
+                   "difference": em["mean"], "interval": em["ci95"],
+                   "mcnemar_p": None, "test": "t interval over seeds", "vs_baseline": None,
+                   "vs_baseline_interval": None, "chance": None}
+        row["verdict"] = verdict(row["interval"], "pretrained ahead", "random ahead")
+        row["baseline_verdict"] = (verdict(row["vs_baseline_interval"], "above the baseline", "below the baseline")
+                                   if row["vs_baseline_interval"] is not None else "-")
+        row["steps"], row["batch_size"] = p["settings"]["steps"], p["settings"]["batch_size"]
+        row["epochs"], row["n"], row["seeds"] = p["epochs"], p["n"], len(p[row["metric"].replace(" ", "_")]["values"])
+        rows.append(row)
+    return rows

@@ -101,8 +101,8 @@ def test_smoothness_twin_differs_only_in_sharing(results):
 
 def test_an_interrupted_experiment_resumes_without_redoing_finished_runs(tmp_path):
     class StopAfterFirst(RunCache):
-        def save(self, spec, result):
-            super().save(spec, result)
+        def save(self, spec, result, seconds=None):
+            super().save(spec, result, seconds)
             raise KeyboardInterrupt  # as if the user pressed Ctrl-C right after the first run ended
 
     with pytest.raises(KeyboardInterrupt):
@@ -112,6 +112,11 @@ def test_an_interrupted_experiment_resumes_without_redoing_finished_runs(tmp_pat
     experiments.run("smoothness", FAST, tmp_path, runner=runner)
     assert [line.split(": ")[1].split(" in ")[0] for line in lines] == ["cached", "ran", "ran"]
     assert runner.ran == 2
+    # What the result cost counts the run computed before the interruption too, from its stored seconds.
+    stored = [json.loads(f.read_text())["seconds"] for f in (tmp_path / "runs").glob("*.json")]
+    assert len(stored) == 3 and all(s > 0 for s in stored)
+    meta = json.loads((tmp_path / "smoothness.json").read_text())["meta"]
+    assert meta["compute_seconds"] == pytest.approx(sum(stored), abs=0.2)
 
 
 def test_other_settings_never_reuse_a_cached_run(tmp_path):

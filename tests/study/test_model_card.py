@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from albert_mini.study.model_card import module_command
+from albert_mini.study.model_card import module_command, sop_verdict
 from albert_mini.study.time_to_quality import read_run, tokens_to_reach_old_final
 
 
@@ -40,3 +40,18 @@ def test_tokens_to_reach_the_old_final_accuracy_is_interpolated(tmp_path):
     # 0.16 is reached halfway from (1000, 0.12) to (2000, 0.20): 1500 tokens, against the old run's 3000.
     result = tokens_to_reach_old_final(old, new)
     assert result["new_tokens"] == pytest.approx(1500) and result["ratio"] == pytest.approx(2.0)
+
+
+def test_the_card_calls_sop_better_than_a_coin_only_when_the_interval_clears_half():
+    assert "better than a coin" in sop_verdict({"sop_interval": [0.565, 0.618]})
+    assert "not distinguishable from a coin" in sop_verdict({"sop_interval": [0.47, 0.524]})
+    assert "86.5%" in sop_verdict({"sop_interval": [0.499, 0.55]})  # the paper's number, read from its table
+
+
+def test_reusing_scores_needs_a_scores_file(tmp_path, capsys):
+    from albert_mini.study import model_card
+    write_metrics(tmp_path / "m", run_lines([0.1], 1000))
+    (tmp_path / "m" / "run.json").write_text("{}")
+    with pytest.raises(SystemExit) as stop:
+        model_card.main([str(tmp_path / "m"), "--reuse-scores"])
+    assert stop.value.code == 2 and "no scores.json to reuse" in capsys.readouterr().err

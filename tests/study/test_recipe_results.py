@@ -101,9 +101,16 @@ def test_time_to_quality_from_run_directories(tmp_path):
     assert math.isclose(common["speedup"], 3 / common["new_minutes_to_old_final_mlm"])
 
 
-def test_time_to_quality_shipped_model_has_a_curve():
-    settings, curve = time_to_quality.read_run(repo_root() / "data/pretrained/albert-mini-austen")
+def test_time_to_quality_reads_both_classroom_runs_and_the_committed_file_is_what_they_build():
+    old, new = repo_root() / "data/results/classroom-model-v1", repo_root() / "data/pretrained/albert-mini-austen"
+    settings, curve = time_to_quality.read_run(old)
     assert settings["steps"] == 3200 and curve[-1]["step"] == 3200 and curve[-1]["minutes"] > 60
+    settings, curve = time_to_quality.read_run(new)
+    assert settings["steps"] == 5000 and settings["short_seq_len"] == 64 and curve[-1]["step"] == 5000
+    committed = json.loads((repo_root() / "data/results/time_to_quality.json").read_text())
+    rebuilt = json.loads(json.dumps(ttq_results(old.relative_to(repo_root()), new.relative_to(repo_root()),
+                                                machine=committed["machine"])))
+    assert rebuilt == committed
 
 
 def test_command_lines_fail_in_one_line(capsys, tmp_path):

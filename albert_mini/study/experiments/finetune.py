@@ -15,6 +15,7 @@ from ...tasks.registry import get_task
 from ...text.tokenizer import Tokenizer
 from ...training.checkpoint import load_pretrained
 from ..stats import compare_paired, seed_summary
+from ..task_baselines import task_baselines
 from .common import FAST, Budget, bits, pm, seed_rows, setting
 
 CHANCE = {"polarity": 50, "austen-mc": 25}  # % a constant answer scores
@@ -79,22 +80,30 @@ def run(runner) -> dict:
                                f"{item.task} {item.init} seed {item.seed}")
         runs.setdefault(item.task, {}).setdefault(item.init, {})[item.seed] = result
     rows = {}
+    baselines = task_baselines()
     for task, pair in runs.items():
         metrics = ("accuracy",) if "accuracy" in pair["pretrained"][min(pair["pretrained"])] else ("exact_match", "f1")
         rows[task] = {}
         for init, recs in pair.items():
             first = recs[min(recs)]
             rows[task][init] = {**seed_rows(recs, metrics), "settings": first["settings"], "epochs": first["epochs"],
+                                "train_examples": first.get("train_examples"),
                                 "n": first.get("n"), "correct": [recs[s]["correct"] for s in sorted(recs)]
                                 if first["correct"] is not None else None,
-                                "train_seconds": [recs[s]["train_seconds"] for s in sorted(recs)]}
+                                "train_seconds": [recs[s]["train_seconds"] for s in sorted(recs)],
+                                "history": [recs[s].get("history") for s in sorted(recs)]}  # training loss, per seed
         ours, theirs = rows[task]["pretrained"], rows[task]["random"]
+        baseline = baselines[task]
         if ours["correct"] is not None:
             rows[task]["pretrained_vs_random"] = compare_paired(ours["correct"], theirs["correct"])
+            if ours["n"] == baseline["n"]:  # the baseline answers the same test examples, once for every seed
+                for init in ("pretrained", "random"):
+                    rows[task][f"{init}_vs_baseline"] = compare_paired(
+                        rows[task][init]["correct"], [baseline["correct"]] * len(rows[task][init]["correct"]))
         else:  # spans: seeds pair up (same batches, same head initialisation)
             rows[task]["pretrained_vs_random"] = {m: seed_summary(
                 [a - b for a, b in zip(ours[m]["values"], theirs[m]["values"])]) for m in metrics}
-    return {"rows": rows, "chance": CHANCE,
+    return {"rows": rows, "chance": CHANCE, "baselines": baselines,
             "pretrained": {"path": PRETRAINED_MODEL.relative_to(REPO_ROOT).as_posix(), "step": manifest["step"],
                            "sha256": manifest["sha256"]},
             "paired_test": "accuracy tasks: McNemar's exact test on discordant test examples summed over seeds, and a "
@@ -122,7 +131,11 @@ def figure(result: dict):
                        alpha=0.4)
         if task in result["chance"]:
             ax.axhline(result["chance"][task], color="black", ls="--", lw=1, label="chance (constant answer)")
-            ax.legend(fontsize=8, loc="best")
+        baseline = result.get("baselines", {}).get(task)
+        if baseline:
+            ax.axhline(baseline[metric] * scale if metric == "accuracy" else baseline[metric], color="tab:red",
+                       ls=":", lw=1.5, label="no-network baseline")
+        ax.legend(fontsize=8, loc="best")
         ax.set_xticks([0, 1], ["pretrained\nencoder", "random\nencoder"])
         ax.set_xlim(-0.6, 1.6)
         ax.set(title=f"{task} ({pair['pretrained']['settings']['steps']} steps)",
@@ -136,20 +149,24 @@ def figure(result: dict):
 
 def table(result: dict) -> str:
     out = ["### Fine-tuning: pretrained vs random encoder (same budget, mean ± std over seeds)", "",
-           "| task | metric | pretrained | random init | difference (paired) | steps x batch | epochs |",
-           "|---|---|---|---|---|---|---|"]
+           "| task | metric | pretrained | random init | difference (paired) | no-network baseline | steps x batch "
+           "| epochs |",
+           "|---|---|---|---|---|---|---|---|"]
     for task, pair in result["rows"].items():
         p, q, versus = pair["pretrained"], pair["random"], pair["pretrained_vs_random"]
         s = p["settings"]
+        baseline = result.get("baselines", {}).get(task)
         if "accuracy" in p:
             boot = versus["bootstrap"]
             diff = (f"{100 * boot['difference']:+.1f} [{100 * boot['ci95'][0]:+.1f}, {100 * boot['ci95'][1]:+.1f}], "
                     f"McNemar p = {versus['mcnemar_p']:.2g}")
-            out.append(f"| {task} | accuracy | {pm(p['accuracy'])} | {pm(q['accuracy'])} | {diff} | "
+            base = f"{100 * baseline['accuracy']:.1f}" if baseline else "-"
+            out.append(f"| {task} | accuracy | {pm(p['accuracy'])} | {pm(q['accuracy'])} | {diff} | {base} | "
                        f"{s['steps']} x {s['batch_size']} | {p['epochs']:.1f} |")
         else:
             em = versus["exact_match"]
+            base = f"{baseline['exact_match']:.1f} / {baseline['f1']:.1f}" if baseline else "-"
             out.append(f"| {task} | EM / F1 | {pm(p['exact_match'], 1)} / {pm(p['f1'], 1)} | "
-                       f"{pm(q['exact_match'], 1)} / {pm(q['f1'], 1)} | EM {em['mean']:+.1f} | "
+                       f"{pm(q['exact_match'], 1)} / {pm(q['f1'], 1)} | EM {em['mean']:+.1f} | {base} | "
                        f"{s['steps']} x {s['batch_size']} | {p['epochs']:.1f} |")
     return "\n".join(out)

@@ -1,0 +1,85 @@
+"""The package's own import graph, read from the source (no module is imported): who imports whom, and everything
+a module needs to run. The architecture test checks the layers with it; the experiments' run cache fingerprints
+exactly the code an experiment executes, so editing an unrelated module keeps finished runs valid."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent
+ROOT = PACKAGE.name  # "albert_mini"
+
+
+def module_files() -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the package (a package is named by its __init__)."""
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def _lazy_exports(path: Path) -> dict[str, str]:
+    """Public name -> module for the top-level package's lazily imported names (its _EXPORTS table)."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.AnnAssign | ast.Assign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in targets):
+                table = ast.literal_eval(node.value)
+                return {name: f"{ROOT}.{module}" for module, names in table.items() for name in names}
+    return {}
+
+
+def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
+    """The package's modules that `name` imports anywhere in its file, function bodies included. A name taken from
+    the top-level package's lazy exports counts as an import of the module that defines it."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    lazy = _lazy_exports(PACKAGE / "__init__.py")
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            candidates = [module] + [f"{module}.{alias.name}" for alias in node.names]
+            if module == ROOT:
+                candidates += [lazy[alias.name] for alias in node.names if alias.name in lazy]
+        else:
+            continue
+        for candidate in candidates:
+            while candidate and candidate not in known:  # `from x import name` names a module or an attribute
+                candidate = candidate.rpartition(".")[0]
+            if candidate.startswith(ROOT) and candidate != name:
+                found.add(candidate)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports."""
+    modules = module_files()
+    return {name: imported_modules(name, path, set(modules)) for name, path in modules.items()}
+
+
+def parents(module: str) -> list[str]:
+    """The packages Python runs before `module` (their __init__): albert_mini.a.b -> [albert_mini, albert_mini.a]."""
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def closure(module: str, graph: dict[str, set[str]] | None = None) -> set[str]:
+    """Every module of the package that running `module` may execute: its imports, theirs, and their packages."""
+    graph = import_graph() if graph is None else graph
+    if module not in graph:
+        raise KeyError(f"{module!r} is not a module of {ROOT}")
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        todo.extend(graph.get(current, ()))
+        todo.extend(parents(current))
+    return seen
