@@ -509,7 +509,7 @@ print(time_to_quality.report(race))
 # 1,080 of its 1,200-step schedule it has seen no position past 63, and every evaluation here is on 128-token
 # text. The long runs above show where the curriculum wins: after about 5 million tokens, well past what two cores
 # train in fifteen minutes (about 3.5 million here). A recipe that reaches 20% held-out MLM in fifteen CPU-minutes
-# is not among those we tried; the classroom model got there after about 7 million tokens.
+# is not among those we tried; the classroom model got there after about 9 million tokens.
 
 # %% [markdown]
 # ## The classroom model fills in blanks

@@ -100,3 +100,41 @@ def test_probe_record_scores_both_lengths(tmp_path):
     assert set(point["held_out_by_len"]) == {"64", "128"} and point["held_out"] == point["held_out_by_len"]["64"]
     assert len(point["diag"]["entropy"]) == 2 and point["sentence_warning"] is None
     assert json.loads((tmp_path / "smoke.json").read_text())["held_out_mlm"] == record["held_out_mlm"]
+
+
+def test_reference_style_pairs_batch_with_their_labels_and_lengths():
+    from albert_mini.study.leak_control import pair_batches, split_documents
+    from albert_mini.study.leak_probe import reference_style_instances
+
+    instances = reference_style_instances(split_documents(("train",), max_documents=3), 64, seed=0)
+    batches = pair_batches(instances, batch_size=8, seed=0)
+    assert len(batches) == len(instances) // 8
+    order = pair_batches(instances, batch_size=8, seed=0)
+    assert all(torch.equal(a["input_ids"], b["input_ids"]) for a, b in zip(batches, order))  # seeded
+    from albert_mini.study.leak_control import held_out_order
+    labels = torch.cat([b["sentence_order_label"] for b in batches])  # the order the per-pair scores come in
+    assert labels.tolist() == [instances[i].label for i in held_out_order(len(instances), 8)]
+    by_tokens = {tuple(i.tokens.tolist()): i for i in instances}
+    for batch in batches:
+        for ids, types, mask, label in zip(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+                                           batch["sentence_order_label"]):
+            inst = by_tokens[tuple(ids[mask.bool()].tolist())]
+            assert int(label) == inst.label and int(mask.sum()) == len(inst.tokens)
+            assert torch.equal(types[mask.bool()], torch.as_tensor(inst.token_type_ids, dtype=types.dtype))
+
+
+def test_leak_control_scores_the_network_the_surface_probe_and_the_constant_answer_on_one_set():
+    from albert_mini.study.leak_control import run_leak_control
+
+    record = run_leak_control(nano_recipe(seq_len=64, warmup=1), steps=2, every=1, max_documents=FEW, say=quiet)
+    share = record["label_1_share"]
+    constant = record["constant_answer"]
+    assert constant["total"] == record["surface_probe"]["total"] == record["held_out_pairs"]
+    assert constant["accuracy"] == pytest.approx(max(share, 1 - share), abs=1 / constant["total"])
+    assert record["network"]["total"] % 64 == 0 and record["network"]["total"] <= record["held_out_pairs"]
+    assert [row["step"] for row in record["log"]] == [1, 2] and "held_out_acc" in record["log"][-1]
+    low, high = record["network"]["interval"]
+    assert low <= record["network"]["accuracy"] <= high
+    for c in record["network_vs"].values():  # paired on the same pairs: the difference is the discordant balance
+        assert c["bootstrap"]["difference"] == pytest.approx((c["only_a"] - c["only_b"]) / record["network"]["total"])
+        assert 0 <= c["mcnemar_p"] <= 1

@@ -121,3 +121,18 @@ def test_command_lines_fail_in_one_line(capsys, tmp_path):
     assert "not a folder" in cli_error(recipe_search.main, ["results", "--records", str(tmp_path / "no")], capsys)
     assert "no metrics.jsonl" in cli_error(time_to_quality.main, ["results", str(tmp_path), str(tmp_path)], capsys)
     assert "--steps" in cli_error(lexical_sop.main, ["--steps", "0"], capsys)
+
+
+def test_committed_leak_control_scores_agree_with_their_counts_and_intervals():
+    from albert_mini.study.stats import wilson_interval
+
+    record = json.loads((repo_root() / "data/results/leak_control.json").read_text())
+    for name in ("constant_answer", "surface_probe", "network"):
+        r = record[name]
+        assert r["accuracy"] == pytest.approx(r["correct"] / r["total"])
+        assert r["interval"] == pytest.approx(list(wilson_interval(r["correct"], r["total"])))
+    assert record["constant_answer"]["accuracy"] == pytest.approx(max(record["label_1_share"],
+                                                                     1 - record["label_1_share"]))
+    assert record["network"]["accuracy"] == pytest.approx(record["log"][-1]["held_out_acc"])
+    for c in record["network_vs"].values():
+        assert c["bootstrap"]["difference"] == pytest.approx((c["only_a"] - c["only_b"]) / record["network"]["total"])

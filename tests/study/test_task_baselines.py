@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from albert_mini.study.task_baselines import copy_matcher, naive_bayes_predictions, overlap_predictions, task_baselines
@@ -43,3 +45,10 @@ def test_shipped_task_baselines_score_whole_test_splits_with_per_example_correct
         assert row["accuracy"] == pytest.approx(row["correct"].count("1") / row["n"])
     assert baselines["austen-span"]["n"] == len(get_task("austen-span").load("test"))
     assert 0 <= baselines["austen-span"]["exact_match"] <= 100
+
+
+def test_committed_finetune_results_hold_the_baselines_computed_now():
+    from albert_mini.study import results
+
+    committed = results.load("finetune")["baselines"]
+    assert committed == json.loads(json.dumps(task_baselines()))
