@@ -601,6 +601,10 @@ for name, label in (("constant_answer", "the constant answer"), ("surface_probe"
     print(f"{label:28s} {r['accuracy']:6.1%}   95% interval [{r['interval'][0]:.1%}, {r['interval'][1]:.1%}]")
 print("held-out accuracy during training: " + ", ".join(
     f"{row['held_out_acc']:.1%} at {row['step']}" for row in leak["log"] if "held_out_acc" in row))
+for name, c in leak["network_vs"].items():  # paired: the same held-out pairs for both answers
+    low, high = c["bootstrap"]["ci95"]
+    print(f"head - {name.replace('_', ' ')}: {100 * c['bootstrap']['difference']:+.1f} points, 95% paired bootstrap "
+          f"interval [{100 * low:+.1f}, {100 * high:+.1f}], McNemar p = {c['mcnemar_p']:.2g}")
 
 # %% [markdown]
 # The reference pairs are 60% "swapped" at 128 tokens, so a constant answer already scores about 60%. The trained
