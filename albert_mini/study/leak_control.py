@@ -107,7 +107,8 @@ def run_leak_control(recipe: Recipe, steps: int, every: int = 50, max_documents:
         return {"correct": count, "total": len(right), "accuracy": count / len(right),
                 "interval": wilson_interval(count, len(right))}
 
-    return {"recipe": dataclasses.asdict(recipe), "steps": steps, "passes": draw, "seconds": time.perf_counter() - start,
+    return {"recipe": dataclasses.asdict(recipe), "steps": steps, "passes": draw,
+            "seconds": time.perf_counter() - start,
             "cpu": cpu_model(), "threads": torch.get_num_threads(), "git": git_revision(),
             "held_out_pairs": len(held), "label_1_share": float(labels.mean()),
             "constant_answer": score(constant), "surface_probe": score(surface), "network": score(network),
@@ -154,7 +155,8 @@ def _main(argv: list[str]) -> dict:
               f"[{r['interval'][0]:.1%}, {r['interval'][1]:.1%}]")
     for name, c in record["network_vs"].items():
         low, high = c["bootstrap"]["ci95"]
-        print(f"network - {name}: {100 * c['bootstrap']['difference']:+.1f} points [{100 * low:+.1f}, {100 * high:+.1f}], "
+        print(f"network - {name}: {100 * c['bootstrap']['difference']:+.1f} points "
+              f"[{100 * low:+.1f}, {100 * high:+.1f}], "
               f"McNemar p = {c['mcnemar_p']:.2g}")
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

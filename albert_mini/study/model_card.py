@@ -192,7 +192,8 @@ def _main(argv: list[str]) -> None:
         curves[label] = read_run(Path(path))[1]
     if args.reuse_scores:
         if not (model_dir / SCORES_FILE).is_file():
-            raise UsageError(f"{model_dir} has no {SCORES_FILE} to reuse; run without --reuse-scores to score the model")
+            raise UsageError(f"{model_dir} has no {SCORES_FILE} to reuse; "
+                             "run without --reuse-scores to score the model")
         scores = json.loads((model_dir / SCORES_FILE).read_text())
     else:
         torch.manual_seed(0)
