@@ -46,10 +46,9 @@ def split_documents(splits, max_documents: int | None = None):
 
 def pair_batches(instances, batch_size: int, seed: int) -> list[dict]:
     """Padded sentence-pair batches (no masking: the sentence loss alone is trained), in a seeded order."""
-    order = list(range(len(instances)))
-    random.Random(seed).shuffle(order)
+    order = batch_order(len(instances), batch_size, seed)
     batches = []
-    for start in range(0, len(order) - batch_size + 1, batch_size):
+    for start in range(0, len(order), batch_size):
         rows = [instances[i] for i in order[start:start + batch_size]]
         batch = pad_batch({"input_ids": [r.tokens.tolist() for r in rows],
                            "token_type_ids": [r.token_type_ids.tolist() for r in rows]})
@@ -115,11 +114,16 @@ def run_leak_control(recipe: Recipe, steps: int, every: int = 50, max_documents:
             "network_vs": versus, "log": log}
 
 
+def batch_order(pairs: int, batch_size: int, seed: int) -> list[int]:
+    """The indices pair_batches(…, batch_size, seed) puts in its batches, in order (the last partial batch dropped)."""
+    order = list(range(pairs))
+    random.Random(seed).shuffle(order)
+    return order[:pairs // batch_size * batch_size]
+
+
 def held_out_order(pairs: int, batch_size: int) -> np.ndarray:
     """Indices of the held-out pairs in the order pair_batches(…, batch_size, seed=0) scores them."""
-    order = list(range(pairs))
-    random.Random(0).shuffle(order)
-    return np.array(order[:pairs // batch_size * batch_size])
+    return np.array(batch_order(pairs, batch_size, seed=0))
 
 
 @torch.no_grad()
