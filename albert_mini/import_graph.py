@@ -5,6 +5,7 @@ exactly the code an experiment executes, so editing an unrelated module keeps fi
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
@@ -22,6 +23,17 @@ def module_files() -> dict[str, Path]:
 
 def _lazy_exports(path: Path) -> dict[str, str]:
     """Public name -> module for the top-level package's lazily imported names (its _EXPORTS table)."""
+    return dict(_parsed_exports(path, path.stat().st_mtime_ns))
+
+
+@cache
+def _parsed_exports(path: Path, mtime_ns: int) -> tuple[tuple[str, str], ...]:
+    """_lazy_exports parsed once per version of the file (the modification time is part of the key)."""
+    return tuple(_read_exports(path).items())
+
+
+def _read_exports(path: Path) -> dict[str, str]:
+    """Parse the _EXPORTS table out of `path`."""
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.AnnAssign | ast.Assign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]

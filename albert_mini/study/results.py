@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from ..paths import DATA_ROOT
-from .stats import seed_summary
+from .stats import seed_summary, wilson_interval
 
 RESULTS = DATA_ROOT / "results"
 
@@ -62,17 +62,20 @@ def variant_table(name: str, folder: Path | None = None) -> list[dict]:
     for label, row in result["rows"].items():
         paper = paper_row(row)
         versus = row.get("vs_baseline") or {}
+        sop_versus = versus.get("sop", {})
         rows.append({"model": label, "E": row["E"], "sharing": row["sharing"], "params": row["params"],
                      "mlm": cell(row["mlm_acc"]), "sop": cell(row["sop"]), "baseline": row.get("baseline"),
                      "mlm_vs_baseline": versus.get("mlm_acc"),
-                     "sop_mcnemar_p": versus.get("sop", {}).get("mcnemar_p"),
+                     "sop_vs_baseline": sop_versus.get("bootstrap"),
+                     "sop_mcnemar_p": sop_versus.get("mcnemar_p"),
                      "paper_params": paper[0] if paper else None, "paper_avg": paper[1] if paper else None})
     return rows
 
 
 def variant_markdown(rows: list[dict]) -> str:
     """A markdown table of variant_table rows."""
-    out = ["| model | params | held-out MLM acc (%) | held-out SOP acc (%) | paper: params, Avg |", "|---|---|---|---|---|"]
+    out = ["| model | params | held-out MLM acc (%) | held-out SOP acc (%) | paper: params, Avg |",
+           "|---|---|---|---|---|"]
     for r in rows:
         paper = f"{r['paper_params']}M, {r['paper_avg']}" if r["paper_params"] else "-"
         out.append(f"| {r['model']} | {r['params'] / 1e6:.2f}M | {fmt(r['mlm'])} | {fmt(r['sop'])} | {paper} |")
@@ -87,6 +90,67 @@ def mlm_spread(rows: list[dict]) -> dict:
     worst = min(rows, key=lambda r: r["mlm"]["mean"])
     return {"low": min(means), "high": max(means), "best": best["model"], "worst": worst["model"],
             "largest_std": max(stds) if stds else None, "seeds": rows[0]["mlm"]["n"]}
+
+
+def paired_lines(rows: list[dict]) -> list[str]:
+    """One line per row that has a baseline row: its MLM and SOP differences to it, 95% intervals and verdicts.
+
+    MLM pairs the seeds (same data order, masks and held-out batches: t interval over the seed differences); SOP
+    pairs the held-out sentence pairs (paired bootstrap, McNemar's exact test on the discordant pairs)."""
+    lines = []
+    for row in rows:
+        mlm, sop = row.get("mlm_vs_baseline"), row.get("sop_vs_baseline")
+        if not mlm:
+            continue
+        text = f"{row['model']} - {row['baseline']}: MLM {100 * mlm['mean']:+.1f} points"
+        if mlm.get("ci95"):
+            low, high = mlm["ci95"]
+            text += f" [{100 * low:+.1f}, {100 * high:+.1f}]"
+        text += f" ({verdict(mlm.get('ci95'), 'ahead', 'behind')})"
+        if sop:
+            low, high = sop["ci95"]
+            text += (f"; SOP {100 * sop['difference']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}], McNemar p = "
+                     f"{row['sop_mcnemar_p']:.2g} ({verdict(sop['ci95'], 'ahead', 'behind')})")
+        lines.append(text)
+    return lines
+
+
+def verdict_counts(rows: list[dict]) -> dict[str, dict[str, int]]:
+    """How many rows are ahead of, behind or level with their baseline row, for MLM and for SOP."""
+    counts = {"mlm": {}, "sop": {}}
+    for row in rows:
+        for metric, key in (("mlm", "mlm_vs_baseline"), ("sop", "sop_vs_baseline")):
+            if row.get(key):
+                v = verdict(row[key].get("ci95"), "ahead", "behind")
+                counts[metric][v] = counts[metric].get(v, 0) + 1
+    return counts
+
+
+def seeds_above_chance(correct: list[str], chance: float = 0.5) -> dict:
+    """Per seed, the accuracy and its Wilson 95% interval on the held-out examples; how many lie above `chance`."""
+    per_seed = []
+    for bits in correct:
+        right = bits.count("1")
+        low, high = wilson_interval(right, len(bits))
+        per_seed.append({"accuracy": right / len(bits), "ci95": [low, high], "examples": len(bits)})
+    return {"per_seed": per_seed, "above": sum(s["ci95"][0] > chance for s in per_seed),
+            "below": sum(s["ci95"][1] < chance for s in per_seed), "seeds": len(per_seed)}
+
+
+def table5_reading(result: dict) -> list[str]:
+    """The paper's Table 5 contrast read from sentence_task.json: each model on the sentence task it was not
+    trained on (and on its own), seed by seed against chance (Wilson 95% intervals on the held-out pairs)."""
+    lines = []
+    for trained, row in result["rows"].items():
+        for task in ("nsp", "sop"):
+            if "correct" not in row or task not in row["correct"]:
+                continue
+            check = seeds_above_chance(row["correct"][task])
+            how = row.get("method", {}).get(task, "")
+            accuracies = ", ".join(f"{100 * s['accuracy']:.1f}" for s in check["per_seed"])
+            lines.append(f"{trained.upper()}-trained on {task.upper()} ({how}): per seed {accuracies}%; above chance "
+                         f"in {check['above']} of {check['seeds']} seeds, below in {check['below']}")
+    return lines
 
 
 def smoothness_curves(folder: Path | None = None) -> dict[str, dict]:
@@ -110,8 +174,11 @@ def smoothness_reading(curves: dict[str, dict]) -> dict[str, dict]:
     for label, states in curves.items():
         degrees = states["trained"]["degrees"]["mean"]
         rises = [b - a for a, b in zip(degrees, degrees[1:])]
+        l2 = states["trained"]["l2"]["mean"]
         out[label] = {"first": degrees[0], "last": degrees[-1], "largest_rise": max(rises),
-                      "falls_every_layer": all(r < 0 for r in rises)}
+                      "falls_every_layer": all(r < 0 for r in rises),
+                      "degrees_path": sum(abs(r) for r in rises),  # total up-and-down from layer to layer
+                      "l2_path": sum(abs(b - a) for a, b in zip(l2, l2[1:]))}
     return out
 
 

@@ -136,6 +136,7 @@ def test_full_budget_is_three_seeds_with_the_curriculum():
     assert full.tokens == TOKENS_PER_MODEL["full"] == full.steps * full.batch_size * full.seq_len
     assert (full.short_seq_len, full.short_fraction) == (64, 0.9)  # pretrain --short-seq-len 64 --short-fraction 0.9
     assert full.short_batch_size * full.short_seq_len == full.batch_size * full.seq_len  # same tokens per step
+    assert full.warmup >= 40  # fewer warm-up steps leave every 160-step model on the unigram plateau
     with pytest.raises(ValueError, match="less than one batch"):
         Budget(tokens=10)
 
@@ -185,3 +186,22 @@ def test_command_line_prints_the_estimate_first_and_checks_seeds(capsys, monkeyp
     with pytest.raises(SystemExit) as stop:
         main(["smoothness", "--seeds", "0", "0"])
     assert stop.value.code == 2 and "--seeds must be distinct" in capsys.readouterr().err
+
+
+def test_chapter_readers_read_what_the_experiments_write(results, tmp_path):
+    from albert_mini.study import results as readers
+
+    for name, result in results.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(result))
+    for name in ("sharing", "embedding_size"):
+        rows = readers.variant_table(name, tmp_path)
+        lines = readers.paired_lines(rows)
+        # two baseline rows: all-shared at each E (sharing), E = 128 for each sharing setting (embedding size)
+        assert len(lines) == sum(r["mlm_vs_baseline"] is not None for r in rows) == len(rows) - 2
+        assert all(r["mlm"]["n"] == len(TEST_SEEDS) for r in rows)
+    table5 = readers.table5_reading(readers.load("sentence_task", tmp_path))
+    assert len(table5) == 2 * len(results["sentence_task"]["rows"])
+    curves = readers.smoothness_curves(tmp_path)
+    assert set(readers.smoothness_reading(curves)) == set(results["smoothness"]["models"])
+    speed_rows, meta = readers.speedup_table(tmp_path)
+    assert speed_rows and meta["experiment"] == "throughput"

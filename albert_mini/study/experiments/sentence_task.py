@@ -59,7 +59,8 @@ def figure(result: dict):
         ax.scatter(x, [TABLE5[t][task] for t in rows], marker="D", color="tab:red", label="paper, Table 5")
         base = result["baselines"][task]
         ax.axhline(100 * base["majority"], color="grey", ls="--", lw=1, label="majority label (chance)")
-        ax.axhline(100 * base["overlap_stump"], color="tab:green", ls=":", lw=1.2, label="word-overlap stump (no network)")
+        ax.axhline(100 * base["overlap_stump"], color="tab:green", ls=":", lw=1.2,
+                   label="word-overlap stump (no network)")
         ax.set(xticks=x, xticklabels=[f"trained with {t.upper()}\n({'own head' if t == task else 'linear probe'})"
                                           for t in rows], ylabel=f"held-out {task.upper()} "
                "accuracy (%)", title=f"Scored on {task.upper()} ({rows[next(iter(rows))]['examples'][task]} pairs)")

@@ -47,7 +47,8 @@ def figure(result: dict):
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     colours = dict(zip(result["models"], ("tab:blue", "tab:orange", "tab:grey")))
-    for ax, metric, name in zip(axes, METRICS, ("L2 distance (mean over tokens)", "angle in degrees (mean over tokens)")):
+    names = ("L2 distance (mean over tokens)", "angle in degrees (mean over tokens)")
+    for ax, metric, name in zip(axes, METRICS, names):
         for label, model in result["models"].items():
             for state, style in (("trained", "-"), ("init", ":")):
                 entry = model[state][metric]
