@@ -716,8 +716,8 @@ plt.show()
 # - Answers go from characters to tokens through `encode_with_offsets` and back through the same spans, so the
 #   predicted text is cut from the original context. Exact match and F1 compare normalised answers, the best over
 #   the gold answers.
-# - The committed comparison fine-tunes each task from the pretrained and from a random encoder with one budget;
-#   read its verdicts together with their noise, one seed, and what the derived tasks test.
+# - The committed comparison fine-tunes each task from the pretrained and from a random encoder with one budget,
+#   once per seed; its verdicts come from paired tests, and read beside the no-network baseline of each task.
 #
 # ## Further reading / pointers
 #
