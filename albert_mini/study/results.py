@@ -153,6 +153,15 @@ def table5_reading(result: dict) -> list[str]:
     return lines
 
 
+def mlm_against(result: dict, baseline: str = "none") -> dict[str, dict]:
+    """Per sentence-task model, its held-out MLM accuracy minus the `baseline` model's, seed by seed (mean, t
+    interval over the seeds): what training a sentence task beside MLM costs or gains the masked-token task."""
+    rows = result["rows"]
+    base = rows[baseline]["per_seed"]
+    return {task: seed_summary([row["per_seed"][s]["mlm_acc"] - base[s]["mlm_acc"] for s in sorted(base)])
+            for task, row in rows.items() if task != baseline and "per_seed" in row}
+
+
 def smoothness_curves(folder: Path | None = None) -> dict[str, dict]:
     """Per model: trained and initial per-layer L2 and degrees (mean, std or None), from smoothness.json."""
     models = load("smoothness", folder)["models"]
