@@ -538,14 +538,15 @@ for label, reading in results.smoothness_reading(curves).items():
     shape = "falls at every layer" if reading["falls_every_layer"] else \
         f"rises somewhere (by up to {reading['largest_rise']:.1f} degrees)"
     print(f"{label}: {reading['first']:.1f} degrees at layer 1, {reading['last']:.1f} at the last layer; {shape}; "
-          f"up-and-down over the layers: {reading['degrees_path']:.1f} degrees, L2 {reading['l2_path']:.2f}")
+          f"wobble: {reading['degrees_wobble']:.1f} degrees, L2 {reading['l2_wobble']:.2f}")
 
 # %% [markdown]
 # **Reading it.** The paper's Figure 1 is about 24-layer BERT-large and ALBERT-large after full pretraining; ours
 # has 6 layers and a CPU budget, so only the shape can be compared: in the paper the shared model's changes are
 # smaller and smoother from layer to layer, the unshared model's jump around, and neither reaches 0. The lines
 # above say, from the committed file, whether the shared model's angle falls steadily while its unshared twin's
-# does not; "up-and-down" adds up the absolute change from one layer to the next (smaller is smoother). The dotted
+# does not; "wobble" is the total change from one layer to the next minus the net change from the first layer to
+# the last, so a curve that only falls has none, and one that falls and rises again has some. The dotted
 # lines show how much of each shape is already there at initialisation, before any training, and the bands show
 # how much of it changes from seed to seed. With six layers a curve has five steps, so a difference in
 # smoothness rests on few points: read it beside the bands, not alone.

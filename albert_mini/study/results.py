@@ -177,6 +177,12 @@ def smoothness_curves(folder: Path | None = None) -> dict[str, dict]:
     return out
 
 
+def wobble(curve: list[float]) -> float:
+    """How much a per-layer curve goes up and down: the total change from layer to layer minus the net change
+    from the first layer to the last. Zero for a curve that only falls (or only rises), however steeply."""
+    return sum(abs(b - a) for a, b in zip(curve, curve[1:])) - abs(curve[-1] - curve[0])
+
+
 def smoothness_reading(curves: dict[str, dict]) -> dict[str, dict]:
     """Per model, the trained angle at the first and last layer and its largest rise from one layer to the next."""
     out = {}
@@ -186,8 +192,7 @@ def smoothness_reading(curves: dict[str, dict]) -> dict[str, dict]:
         l2 = states["trained"]["l2"]["mean"]
         out[label] = {"first": degrees[0], "last": degrees[-1], "largest_rise": max(rises),
                       "falls_every_layer": all(r < 0 for r in rises),
-                      "degrees_path": sum(abs(r) for r in rises),  # total up-and-down from layer to layer
-                      "l2_path": sum(abs(b - a) for a, b in zip(l2, l2[1:]))}
+                      "degrees_wobble": wobble(degrees), "l2_wobble": wobble(l2)}
     return out
 
 

@@ -55,6 +55,8 @@ def test_table5_reading_names_each_model_task_and_method():
 def test_smoothness_reading_adds_up_the_layer_to_layer_changes():
     curve = {"trained": {"degrees": {"mean": [10.0, 8.0, 9.0, 5.0]}, "l2": {"mean": [1.0, 0.5, 0.5, 0.75]}}}
     reading = results.smoothness_reading({"m": curve})["m"]
-    assert reading["degrees_path"] == pytest.approx(2 + 1 + 4) and reading["l2_path"] == pytest.approx(0.75)
+    # degrees: 2 + 1 + 4 = 7 of change, 5 of it net; l2: 0.5 + 0 + 0.25 = 0.75 of change, 0.25 net
+    assert reading["degrees_wobble"] == pytest.approx(2) and reading["l2_wobble"] == pytest.approx(0.5)
+    assert results.wobble([9.0, 7.0, 4.0, 1.0]) == 0  # a steady fall does not wobble
     assert reading["largest_rise"] == pytest.approx(1.0) and not reading["falls_every_layer"]
     assert (reading["first"], reading["last"]) == (10.0, 5.0)
