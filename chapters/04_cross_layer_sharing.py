@@ -538,7 +538,8 @@ for label, reading in results.smoothness_reading(curves).items():
     shape = "falls at every layer" if reading["falls_every_layer"] else \
         f"rises somewhere (by up to {reading['largest_rise']:.1f} degrees)"
     print(f"{label}: {reading['first']:.1f} degrees at layer 1, {reading['last']:.1f} at the last layer; {shape}; "
-          f"wobble: {reading['degrees_wobble']:.1f} degrees, L2 {reading['l2_wobble']:.2f}")
+          f"wobble: {reading['degrees_wobble']:.1f} degrees, L2 {reading['l2_wobble']:.2f}; falls at every layer in "
+          f"{reading['seeds_falling_every_layer']} of {reading['seeds']} seeds")
 
 # %% [markdown]
 # **Reading it.** The paper's Figure 1 is about 24-layer BERT-large and ALBERT-large after full pretraining; ours

@@ -168,7 +168,8 @@ def smoothness_curves(folder: Path | None = None) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for label, entry in models.items():
         if "trained" in entry:  # per-seed format
-            out[label] = {state: {m: {"mean": entry[state][m]["mean"], "std": entry[state][m]["std"]}
+            out[label] = {state: {m: {"mean": entry[state][m]["mean"], "std": entry[state][m]["std"],
+                                      "values": entry[state][m].get("values")}
                                   for m in ("l2", "degrees")} for state in ("trained", "init")}
         else:  # one seed: labels "<model>, trained" and "<model>, at initialisation"
             model, _, state = label.rpartition(", ")
@@ -193,6 +194,9 @@ def smoothness_reading(curves: dict[str, dict]) -> dict[str, dict]:
         out[label] = {"first": degrees[0], "last": degrees[-1], "largest_rise": max(rises),
                       "falls_every_layer": all(r < 0 for r in rises),
                       "degrees_wobble": wobble(degrees), "l2_wobble": wobble(l2)}
+        per_seed = states["trained"]["degrees"].get("values") or [degrees]
+        out[label]["seeds"] = len(per_seed)
+        out[label]["seeds_falling_every_layer"] = sum(all(b < a for a, b in zip(v, v[1:])) for v in per_seed)
     return out
 
 

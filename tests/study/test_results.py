@@ -60,3 +60,7 @@ def test_smoothness_reading_adds_up_the_layer_to_layer_changes():
     assert results.wobble([9.0, 7.0, 4.0, 1.0]) == 0  # a steady fall does not wobble
     assert reading["largest_rise"] == pytest.approx(1.0) and not reading["falls_every_layer"]
     assert (reading["first"], reading["last"]) == (10.0, 5.0)
+    assert (reading["seeds"], reading["seeds_falling_every_layer"]) == (1, 0)
+    curve["trained"]["degrees"]["values"] = [[3.0, 2.0, 1.0, 0.5], [10.0, 8.0, 9.0, 5.0]]
+    reading = results.smoothness_reading({"m": curve})["m"]
+    assert (reading["seeds"], reading["seeds_falling_every_layer"]) == (2, 1)
