@@ -27,7 +27,7 @@ from ..text.corpus import load_corpus
 from ..text.padding import pad_batch
 from ..text.tokenizer import Tokenizer
 from ..training.optim import build_optimizer
-from .experiments.common import cpu_model, git_revision
+from .experiments.common import bits, cpu_model, git_revision
 from .leak_probe import fit_logistic_regression, reference_style_instances, sentence_end_pieces, surface_features
 from .recipe_search import build_model, control_step, sentence_accuracy, sentence_logits
 from .recipe_space import Recipe, nano_recipe
@@ -133,10 +133,6 @@ def held_out_correct(model, batches: list[dict]) -> np.ndarray:
     right = [(sentence_logits(model, b).argmax(-1) == b["sentence_order_label"]).numpy() for b in batches]
     model.train()
     return np.concatenate(right)
-
-
-def bits(right: np.ndarray) -> str:
-    return "".join("1" if r else "0" for r in right)
 
 
 def main(argv: list[str] | None = None):

@@ -156,9 +156,10 @@ def table5_reading(result: dict) -> list[str]:
 def mlm_against(result: dict, baseline: str = "none") -> dict[str, dict]:
     """Per sentence-task model, its held-out MLM accuracy minus the `baseline` model's, seed by seed (mean, t
     interval over the seeds): what training a sentence task beside MLM costs or gains the masked-token task."""
+    from .experiments.common import paired_mlm
+
     rows = result["rows"]
-    base = rows[baseline]["per_seed"]
-    return {task: seed_summary([row["per_seed"][s]["mlm_acc"] - base[s]["mlm_acc"] for s in sorted(base)])
+    return {task: paired_mlm(row["per_seed"], rows[baseline]["per_seed"])
             for task, row in rows.items() if task != baseline and "per_seed" in row}
 
 

@@ -64,3 +64,11 @@ def test_smoothness_reading_adds_up_the_layer_to_layer_changes():
     curve["trained"]["degrees"]["values"] = [[3.0, 2.0, 1.0, 0.5], [10.0, 8.0, 9.0, 5.0]]
     reading = results.smoothness_reading({"m": curve})["m"]
     assert (reading["seeds"], reading["seeds_falling_every_layer"]) == (2, 1)
+
+
+def test_mlm_against_subtracts_the_mlm_only_model_seed_by_seed():
+    per_seed = {"none": {"0": 0.10, "1": 0.12}, "nsp": {"0": 0.07, "1": 0.10}}
+    result = {"rows": {task: {"per_seed": {s: {"mlm_acc": v} for s, v in seeds.items()}}
+                       for task, seeds in per_seed.items()}}
+    versus = results.mlm_against(result)["nsp"]
+    assert versus["values"] == pytest.approx([-0.03, -0.02]) and versus["mean"] == pytest.approx(-0.025)
