@@ -64,8 +64,10 @@ def variant_table(name: str, folder: Path | None = None) -> list[dict]:
         versus = row.get("vs_baseline") or {}
         sop_versus = versus.get("sop", {})
         rows.append({"model": label, "E": row["E"], "sharing": row["sharing"], "params": row["params"],
-                     "mlm": cell(row["mlm_acc"]), "sop": cell(row["sop"]), "baseline": row.get("baseline"),
-                     "mlm_vs_baseline": versus.get("mlm_acc"),
+                     "mlm": cell(row["mlm_acc"]), "mlm_loss": cell(row.get("mlm_loss")), "sop": cell(row["sop"]),
+                     "sop_constant_seeds": row.get("sop_constant_seeds", 0), "baseline": row.get("baseline"),
+                     "per_seed": row.get("per_seed", {}),
+                     "mlm_vs_baseline": versus.get("mlm_acc"), "mlm_loss_vs_baseline": versus.get("mlm_loss"),
                      "sop_vs_baseline": sop_versus.get("bootstrap"),
                      "sop_mcnemar_p": sop_versus.get("mcnemar_p"),
                      "paper_params": paper[0] if paper else None, "paper_avg": paper[1] if paper else None})
@@ -73,12 +75,15 @@ def variant_table(name: str, folder: Path | None = None) -> list[dict]:
 
 
 def variant_markdown(rows: list[dict]) -> str:
-    """A markdown table of variant_table rows."""
-    out = ["| model | params | held-out MLM acc (%) | held-out SOP acc (%) | paper: params, Avg |",
-           "|---|---|---|---|---|"]
+    """A markdown table of variant_table rows: MLM loss first (the primary measure), SOP only where it varies."""
+    out = ["| model | params | MLM loss | MLM acc (%) | SOP head | paper: params, Avg |",
+           "|---|---|---|---|---|---|"]
     for r in rows:
         paper = f"{r['paper_params']}M, {r['paper_avg']}" if r["paper_params"] else "-"
-        out.append(f"| {r['model']} | {r['params'] / 1e6:.2f}M | {fmt(r['mlm'])} | {fmt(r['sop'])} | {paper} |")
+        n = r["sop"]["n"] if r["sop"] else 0
+        sop = f"constant in {r['sop_constant_seeds']} of {n}" if r["sop_constant_seeds"] else fmt(r["sop"])
+        out.append(f"| {r['model']} | {r['params'] / 1e6:.2f}M | {fmt(r['mlm_loss'], 1, 3)} | {fmt(r['mlm'])} | "
+                   f"{sop} | {paper} |")
     return "\n".join(out)
 
 
@@ -88,25 +93,43 @@ def mlm_spread(rows: list[dict]) -> dict:
     stds = [r["mlm"]["std"] for r in rows if r["mlm"].get("std") is not None]
     best = max(rows, key=lambda r: r["mlm"]["mean"])
     worst = min(rows, key=lambda r: r["mlm"]["mean"])
+    losses = [r["mlm_loss"]["mean"] for r in rows if r.get("mlm_loss")]
     return {"low": min(means), "high": max(means), "best": best["model"], "worst": worst["model"],
-            "largest_std": max(stds) if stds else None, "seeds": rows[0]["mlm"]["n"]}
+            "largest_std": max(stds) if stds else None, "seeds": rows[0]["mlm"]["n"],
+            "loss_low": min(losses) if losses else None, "loss_high": max(losses) if losses else None}
+
+
+def loss_verdict(interval: list[float] | None) -> str:
+    """What a 95% interval of a loss difference (row - baseline) says: a lower loss is the better model."""
+    return verdict(interval, "higher loss (worse)", "lower loss (better)")
+
+
+def seeds_agreeing(differences: list[float]) -> str:
+    """"3 of 3 seeds lower" style count of the sign of per-seed differences."""
+    lower = sum(d < 0 for d in differences)
+    return f"lower in {lower} of {len(differences)} seeds"
 
 
 def paired_lines(rows: list[dict]) -> list[str]:
-    """One line per row that has a baseline row: its MLM and SOP differences to it, 95% intervals and verdicts.
-
-    MLM pairs the seeds (same data order, masks and held-out batches: t interval over the seed differences); SOP
-    pairs the held-out sentence pairs (paired bootstrap, McNemar's exact test on the discordant pairs)."""
+    """One line per row that has a baseline row: its MLM loss (primary) and accuracy differences to it, seed by
+    seed, with 95% t intervals over seeds and verdicts. SOP is left out where a head answered one class."""
     lines = []
     for row in rows:
-        mlm, sop = row.get("mlm_vs_baseline"), row.get("sop_vs_baseline")
+        loss, mlm = row.get("mlm_loss_vs_baseline"), row.get("mlm_vs_baseline")
         if not mlm:
             continue
-        text = f"{row['model']} - {row['baseline']}: MLM {100 * mlm['mean']:+.1f} points"
+        text = f"{row['model']} - {row['baseline']}:"
+        if loss:
+            text += f" MLM loss {loss['mean']:+.3f}"
+            if loss.get("ci95"):
+                text += f" [{loss['ci95'][0]:+.3f}, {loss['ci95'][1]:+.3f}]"
+            text += f", {seeds_agreeing(loss['values'])} ({loss_verdict(loss.get('ci95'))});"
+        text += f" MLM acc {100 * mlm['mean']:+.1f} points"
         if mlm.get("ci95"):
             low, high = mlm["ci95"]
             text += f" [{100 * low:+.1f}, {100 * high:+.1f}]"
         text += f" ({verdict(mlm.get('ci95'), 'ahead', 'behind')})"
+        sop = row.get("sop_vs_baseline")
         if sop:
             low, high = sop["ci95"]
             text += (f"; SOP {100 * sop['difference']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}], McNemar p = "
@@ -116,14 +139,24 @@ def paired_lines(rows: list[dict]) -> list[str]:
 
 
 def verdict_counts(rows: list[dict]) -> dict[str, dict[str, int]]:
-    """How many rows are ahead of, behind or level with their baseline row, for MLM and for SOP."""
-    counts = {"mlm": {}, "sop": {}}
+    """How many rows are ahead of, behind or level with their baseline row: MLM loss, MLM accuracy, SOP."""
+    counts = {"mlm_loss": {}, "mlm": {}, "sop": {}}
     for row in rows:
-        for metric, key in (("mlm", "mlm_vs_baseline"), ("sop", "sop_vs_baseline")):
+        for metric, key in (("mlm_loss", "mlm_loss_vs_baseline"), ("mlm", "mlm_vs_baseline"),
+                            ("sop", "sop_vs_baseline")):
             if row.get(key):
-                v = verdict(row[key].get("ci95"), "ahead", "behind")
+                interval = row[key].get("ci95")
+                v = loss_verdict(interval) if metric == "mlm_loss" else verdict(interval, "ahead", "behind")
                 counts[metric][v] = counts[metric].get(v, 0) + 1
     return counts
+
+
+def row_difference(rows: list[dict], a: str, b: str, key: str = "mlm_loss") -> dict:
+    """Row `a` minus row `b` of a variant table, seed by seed (mean, t interval over seeds): a contrast between
+    two rows that share no baseline, e.g. attention-only against FFN-only sharing."""
+    by_name = {r["model"]: r for r in rows}
+    seeds = sorted(by_name[a]["per_seed"])
+    return seed_summary([by_name[a]["per_seed"][s][key] - by_name[b]["per_seed"][s][key] for s in seeds])
 
 
 def seeds_above_chance(correct: list[str], chance: float = 0.5) -> dict:
@@ -138,18 +171,32 @@ def seeds_above_chance(correct: list[str], chance: float = 0.5) -> dict:
 
 
 def table5_reading(result: dict) -> list[str]:
-    """The paper's Table 5 contrast read from sentence_task.json: each model on the sentence task it was not
-    trained on (and on its own), seed by seed against chance (Wilson 95% intervals on the held-out pairs)."""
+    """The Table 5 analog read from sentence_task.json: each branch on each sentence task (own head where it trained
+    one, else a linear probe), seed by seed against chance (Wilson 95% intervals on every held-out pair); a head
+    that gave one answer to every pair is said to, not tested."""
     lines = []
     for trained, row in result["rows"].items():
         for task in ("nsp", "sop"):
-            if "correct" not in row or task not in row["correct"]:
-                continue
-            check = seeds_above_chance(row["correct"][task])
-            how = row.get("method", {}).get(task, "")
-            accuracies = ", ".join(f"{100 * s['accuracy']:.1f}" for s in check["per_seed"])
-            lines.append(f"{trained.upper()}-trained on {task.upper()} ({how}): per seed {accuracies}%; above chance "
-                         f"in {check['above']} of {check['seeds']} seeds, below in {check['below']}")
+            seeds = row["per_seed"]
+            accuracies = ", ".join(f"{100 * seeds[s][task]:.1f}" for s in seeds)
+            above = sum(seeds[s]["wilson"][task][0] > 0.5 for s in seeds)
+            constant = sum(seeds[s]["constant"][task] for s in seeds)
+            how = "own head" if row["method"][task] == "trained head" else "probe"
+            text = (f"+{trained.upper()} on {task.upper()} ({how}): {accuracies}%; above chance in {above} "
+                    f"of {len(seeds)} seeds")
+            lines.append(text + (f"; one answer to every pair in {constant} seed(s)" if constant else ""))
+    return lines
+
+
+def contrast_lines(result: dict) -> list[str]:
+    """The pre-registered contrasts of sentence_task.json: per seed, mean and t interval over seeds, verdict."""
+    lines = []
+    for c in result["contrasts"].values():
+        d = c["difference"]
+        per_seed = ", ".join(f"{100 * v['difference']:+.1f}" for v in c["per_seed"].values())
+        interval = f" [{100 * d['ci95'][0]:+.1f}, {100 * d['ci95'][1]:+.1f}]" if d.get("ci95") else ""
+        lines.append(f"+{c['a'].upper()} - +{c['b'].upper()} on {c['task'].upper()}: seeds {per_seed}; mean "
+                     f"{100 * d['mean']:+.1f}{interval} ({verdict(d.get('ci95'), 'A ahead', 'B ahead')})")
     return lines
 
 
@@ -218,9 +265,9 @@ def verdict(interval: list[float] | None, ahead: str, behind: str) -> str:
 
 def finetune_rows(folder: Path | None = None) -> list[dict]:
     """Chapter 8's table: per task the pretrained and random encoders' scores over seeds, the no-network baseline,
-    and the paired differences (pretrained - random, pretrained - baseline) with their 95% intervals and verdicts.
-    Accuracy tasks pair test examples (paired bootstrap, McNemar); span tasks pair seeds (t interval). Values are
-    in the file's units: accuracies as fractions (`scale` 100 prints percent), exact match already in percent."""
+    and the differences (pretrained - random, pretrained - baseline) seed by seed with t intervals over seeds and
+    verdicts (McNemar per seed for accuracy tasks, as support). Values are in the file's units: accuracies as
+    fractions (`scale` 100 prints percent), exact match already in percent."""
     result = load("finetune", folder)
     rows = []
     for task, pair in result["rows"].items():
@@ -229,17 +276,18 @@ def finetune_rows(folder: Path | None = None) -> list[dict]:
             versus, against = pair["pretrained_vs_random"], pair.get("pretrained_vs_baseline")
             row = {"task": task, "metric": "accuracy", "scale": 100, "pretrained": p["accuracy"],
                    "random": r["accuracy"], "baseline": baseline["accuracy"],
-                   "difference": versus["bootstrap"]["difference"], "interval": versus["bootstrap"]["ci95"],
-                   "mcnemar_p": versus["mcnemar_p"], "test": "paired bootstrap over test examples",
-                   "vs_baseline": against["bootstrap"]["difference"] if against else None,
-                   "vs_baseline_interval": against["bootstrap"]["ci95"] if against else None,
+                   "difference": versus["accuracy"]["mean"], "interval": versus["accuracy"]["ci95"],
+                   "per_seed": versus["accuracy"]["values"], "mcnemar_per_seed": versus.get("mcnemar_per_seed"),
+                   "test": "t interval over seeds",
+                   "vs_baseline": against["accuracy"]["mean"] if against else None,
+                   "vs_baseline_interval": against["accuracy"]["ci95"] if against else None,
                    "chance": result["chance"].get(task)}
         else:
             em = pair["pretrained_vs_random"]["exact_match"]
             row = {"task": task, "metric": "exact match", "scale": 1, "pretrained": p["exact_match"],
                    "random": r["exact_match"], "baseline": baseline["exact_match"],  # percent, as SQuAD's script
-                   "difference": em["mean"], "interval": em["ci95"],
-                   "mcnemar_p": None, "test": "t interval over seeds", "vs_baseline": None,
+                   "difference": em["mean"], "interval": em["ci95"], "per_seed": em["values"],
+                   "mcnemar_per_seed": None, "test": "t interval over seeds", "vs_baseline": None,
                    "vs_baseline_interval": None, "chance": None}
         row["verdict"] = verdict(row["interval"], "pretrained ahead", "random ahead")
         row["baseline_verdict"] = (verdict(row["vs_baseline_interval"], "above the baseline", "below the baseline")

@@ -193,7 +193,7 @@ def _main(argv: list[str]):
     results = sub.add_parser("results", help="time_to_quality.json and its figure from two run directories")
     results.error = p.error
     results.add_argument("old", help="run directory of the old recipe (e.g. data/results/classroom-model-v1)")
-    results.add_argument("new", help="run directory of the new recipe (e.g. data/pretrained/albert-mini-austen)")
+    results.add_argument("new", help="run directory of the new recipe (e.g. data/results/classroom-model-v2)")
     results.add_argument("--out", default="data/results/time_to_quality.json")
     results.add_argument("--figure", default="figures/time_to_quality.png")
     args = p.parse_args(argv)

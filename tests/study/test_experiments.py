@@ -16,7 +16,7 @@ TEST_SEEDS = (0, 1)  # two seeds: enough for a spread, half the time of the defa
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
+def results(tmp_path_factory, polarity_data):  # the finetune experiment reads the polarity sentences
     out = tmp_path_factory.mktemp("results")
     cache = RunCache(tmp_path_factory.mktemp("runs"))
     return {name: json.loads(experiments.run(name, FAST, out, seeds=TEST_SEEDS, cache=cache).read_text())
@@ -29,6 +29,7 @@ def test_every_experiment_is_a_module_with_run_figure_and_table():
         assert all(callable(getattr(module, f)) for f in ("run", "figure", "table"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", experiments.EXPERIMENTS)
 def test_result_has_provenance_and_a_figure(results, name, tmp_path):
     meta = results[name]["meta"]
@@ -42,29 +43,49 @@ def test_result_has_provenance_and_a_figure(results, name, tmp_path):
     assert fig.axes and fig.axes[0].has_data()
 
 
-def test_sentence_task_scores_every_model_on_every_task(results):
+@pytest.mark.slow
+def test_sentence_task_scores_every_branch_on_the_same_examples(results):
+    from albert_mini.study.experiments.trunk import FAST_TRUNK, held_out_pairs
+
     result = results["sentence_task"]
     rows = result["rows"]
     assert set(rows) == {"none", "nsp", "sop"}
     for task, row in rows.items():
         for evaluated in ("nsp", "sop"):
-            assert row["examples"][evaluated] == FAST.probe_eval
+            # Every validation and test pair, the same set for every branch.
+            assert row["examples"][evaluated] == len(held_out_pairs(evaluated, FAST_TRUNK)[1])
             assert row["method"][evaluated].startswith("trained head" if evaluated == task else "linear probe")
-            # The stored per-example correctness gives back each seed's accuracy, and the summary is their mean.
             per_seed = [row["per_seed"][str(s)][evaluated] for s in TEST_SEEDS]
-            assert per_seed == [bits.count("1") / len(bits) for bits in row["correct"][evaluated]]
             assert row[evaluated]["mean"] == pytest.approx(sum(per_seed) / len(per_seed))
             assert row[evaluated]["n"] == len(TEST_SEEDS) and row[evaluated]["std"] is not None
-        assert len(row["curve"]) == FAST.steps
-    for groups in zip(*rows["nsp"]["nsp_groups"].values()):  # one triple per seed
-        assert sum(g["examples"] for g in groups) == FAST.probe_eval
-    contrast = result["contrasts"]["sop_vs_none_on_nsp"]
-    only_a = sum(a == "1" and b == "0" for ra, rb in zip(rows["sop"]["correct"]["nsp"], rows["none"]["correct"]["nsp"])
-                 for a, b in zip(ra, rb))
-    assert contrast["only_a"] == only_a and 0 <= contrast["mcnemar_p"] <= 1
-    assert 0 < result["baselines"]["sop"]["majority"] <= 1 and result["baselines"]["nsp"]["majority"] >= 0.5
+        assert len({row["mlm_tokens"] for row in rows.values()}) == 1  # MLM on the same masked tokens
+    # The trunk is probed at every probe point, on both lengths.
+    points = result["trunk"]["points"]
+    assert [p["step"] for p in points] == list(FAST_TRUNK.probe_at)
+    assert all(0 <= p["sop_probe"] <= 1 and 0 <= p["mlm_acc_128"] <= 1 for p in points)
+    # A contrast is the difference seed by seed; its summary is their mean.
+    contrast = result["contrasts"]["sop_vs_nsp_on_sop"]
+    diffs = [rows["sop"]["per_seed"][str(s)]["sop"] - rows["nsp"]["per_seed"][str(s)]["sop"] for s in TEST_SEEDS]
+    assert [contrast["per_seed"][str(s)]["difference"] for s in TEST_SEEDS] == pytest.approx(diffs)
+    assert contrast["difference"]["mean"] == pytest.approx(sum(diffs) / len(diffs))
+    assert set(result["contrasts"]) == {"sop_vs_nsp_on_sop", "nsp_vs_none_on_sop", "sop_vs_none_on_nsp"}
 
 
+def test_a_constant_head_is_reported_not_tested():
+    from albert_mini.study.experiments.sentence_task import contrast
+
+    def record(bits, answers):
+        entry = {"accuracy": bits.count("1") / len(bits), "correct": bits, "answers": answers}
+        return {"sop": {"head": entry, "probe": entry, "examples": len(bits)}}
+
+    records = {"sop": {0: record("1100", [0, 1])}, "nsp": {0: record("1010", [0])}}
+    c = contrast(records, "sop", "nsp", "sop")
+    assert c["per_seed"]["0"]["mcnemar_p"] is None and c["per_seed"]["0"]["constant"] == {"sop": False, "nsp": True}
+    records["nsp"][0] = record("1010", [0, 1])
+    assert contrast(records, "sop", "nsp", "sop")["per_seed"]["0"]["mcnemar_p"] == 1.0  # one discordant each way
+
+
+@pytest.mark.slow
 def test_sharing_and_embedding_rows_carry_exact_counts(results):
     for name in ("sharing", "embedding_size"):
         for row in results[name]["rows"].values():
@@ -74,6 +95,7 @@ def test_sharing_and_embedding_rows_carry_exact_counts(results):
         < sharing["E=128 none"]["params"]
 
 
+@pytest.mark.slow
 def test_sharing_rows_pair_with_their_baseline(results):
     rows = results["sharing"]["rows"]
     assert "vs_baseline" not in rows["E=128 all"]
@@ -87,6 +109,7 @@ def test_sharing_rows_pair_with_their_baseline(results):
     assert table3.paper_row({"sharing": "none", "E": 256}) == (108, 82.3)
 
 
+@pytest.mark.slow
 def test_smoothness_twin_differs_only_in_sharing(results):
     models = results["smoothness"]["models"]
     assert list(models) == list(experiments.EXPERIMENTS["smoothness"].MODELS)
@@ -99,6 +122,7 @@ def test_smoothness_twin_differs_only_in_sharing(results):
             assert len(entry[state]["degrees"]["values"]) == len(TEST_SEEDS) and entry["tokens"] > 0
 
 
+@pytest.mark.slow
 def test_an_interrupted_experiment_resumes_without_redoing_finished_runs(tmp_path):
     class StopAfterFirst(RunCache):
         def save(self, spec, result, seconds=None):
@@ -134,13 +158,15 @@ def test_full_budget_is_three_seeds_with_the_curriculum():
     assert SEEDS == (0, 1, 2)
     full = experiments.FULL
     assert full.tokens == TOKENS_PER_MODEL["full"] == full.steps * full.batch_size * full.seq_len
-    assert (full.short_seq_len, full.short_fraction) == (64, 0.9)  # pretrain --short-seq-len 64 --short-fraction 0.9
+    assert (full.short_seq_len, full.short_fraction) == (64, 0.5)  # half the steps at full length
     assert full.short_batch_size * full.short_seq_len == full.batch_size * full.seq_len  # same tokens per step
+    assert full.tokens >= 2_000_000  # at 655,360 tokens every model sat on the unigram plateau
     assert full.warmup >= 40  # fewer warm-up steps leave every 160-step model on the unigram plateau
     with pytest.raises(ValueError, match="less than one batch"):
         Budget(tokens=10)
 
 
+@pytest.mark.slow
 def test_throughput_and_memory(results):
     rows = results["throughput"]["rows"]
     assert rows["albert-base"]["paper_speedup"] == 5.6
@@ -162,6 +188,7 @@ def test_unknown_experiment():
         Runner(FAST, ())
 
 
+@pytest.mark.slow
 def test_results_tables_put_ours_next_to_the_paper(results, tmp_path):
     for name, result in results.items():
         (tmp_path / f"{name}.json").write_text(json.dumps(result))
@@ -176,6 +203,7 @@ def test_results_tables_put_ours_next_to_the_paper(results, tmp_path):
         for line in experiments.EXPERIMENTS[name].table(results[name]).splitlines() if line.startswith("### ")]
 
 
+@pytest.mark.slow
 def test_command_line_prints_the_estimate_first_and_checks_seeds(capsys, monkeypatch):
     from albert_mini.study.experiments.__main__ import main
 
@@ -188,6 +216,7 @@ def test_command_line_prints_the_estimate_first_and_checks_seeds(capsys, monkeyp
     assert stop.value.code == 2 and "--seeds must be distinct" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_chapter_readers_read_what_the_experiments_write(results, tmp_path):
     from albert_mini.study import results as readers
 

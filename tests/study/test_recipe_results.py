@@ -102,7 +102,7 @@ def test_time_to_quality_from_run_directories(tmp_path):
 
 
 def test_time_to_quality_reads_both_classroom_runs_and_the_committed_file_is_what_they_build():
-    old, new = repo_root() / "data/results/classroom-model-v1", repo_root() / "data/pretrained/albert-mini-austen"
+    old, new = repo_root() / "data/results/classroom-model-v1", repo_root() / "data/results/classroom-model-v2"
     settings, curve = time_to_quality.read_run(old)
     assert settings["steps"] == 3200 and curve[-1]["step"] == 3200 and curve[-1]["minutes"] > 60
     settings, curve = time_to_quality.read_run(new)

@@ -13,13 +13,15 @@ skips what is done; other settings or other code never reuse a result.
 """
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
 
-from ...cli import Parser, run as run_cli
-from ...errors import UsageError
-from . import EXPERIMENTS, command_line, results_dir, results_tables, run
+from ...cli import Parser, run as run_cli, seed
+from ...errors import MissingFileError, UsageError, UserError
+from ...safe_files import check_out_folder
+from . import EXPERIMENTS, command_line, results_dir, run
 from .common import SEEDS, current_budget
 from .estimate import describe, estimate
 from .runs import RunCache, Runner, cache_dir
@@ -36,16 +38,20 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("names", nargs="+", choices=[*EXPERIMENTS, "all", "tables"],
                         help="experiments to run; `tables` prints markdown tables of the results in --out")
     parser.add_argument("--out", type=Path, default=None, help="results folder (default: data/results)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS),
+    parser.add_argument("--seeds", type=seed, nargs="+", default=list(SEEDS),
                         help=f"seeds: every model is trained once per seed (default {' '.join(map(str, SEEDS))})")
     parser.add_argument("--estimate", action="store_true", help="print the expected duration and stop")
     parser.add_argument("--no-cache", action="store_true", help="train everything again (finished runs not reused)")
     args = parser.parse_args(argv)
+    if "tables" in args.names and args.names != ["tables"]:
+        raise UsageError("`tables` prints the results and runs nothing; give it alone, or drop it")
     if args.names == ["tables"]:
-        print(results_tables(args.out or results_dir()))
+        print(checked_tables(args.out or results_dir()))
         return 0
     if len(set(args.seeds)) != len(args.seeds) or min(args.seeds) < 0:
         raise UsageError(f"--seeds must be distinct non-negative integers, got {' '.join(map(str, args.seeds))}")
+    if args.out is not None:
+        check_out_folder(args.out)  # now, not after hours of training
     names = list(EXPERIMENTS) if "all" in args.names else [n for n in EXPERIMENTS if n in args.names]
     budget = current_budget()
     cache = None if args.no_cache else RunCache(cache_dir())
@@ -63,6 +69,33 @@ def _main(argv: list[str]) -> int:
         print(f"{name}: wrote {path} ({time.perf_counter() - start:.0f} s so far)", flush=True)
     print(f"done in {time.perf_counter() - start:.0f} s (estimated {report['seconds']:.0f} s) on {report['cpu']}")
     return 0
+
+
+class ResultFileError(UserError, ValueError):
+    """A result file that `tables` cannot read."""
+
+
+def checked_tables(folder: Path) -> str:
+    """`results_tables(folder)`, with a missing folder or a malformed result file as one error naming the file."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise MissingFileError(f"--out {folder} is not a folder of results; give the folder the experiments wrote "
+                               f"(default {results_dir()})")
+    tables = []
+    for name, experiment in EXPERIMENTS.items():
+        path = folder / f"{name}.json"
+        if not path.exists():
+            continue
+        try:
+            tables.append(experiment.table(json.loads(path.read_text(encoding="utf-8"))) + "\n")
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:
+            raise ResultFileError(f"{path} is not a result of the {name} experiment ({type(err).__name__}: {err}); "
+                                  f"restore it (git checkout -- {path}) or run `python -m albert_mini.study."
+                                  f"experiments {name}` again") from None
+    if not tables:
+        raise MissingFileError(f"{folder} holds no result files ({', '.join(f'{n}.json' for n in EXPERIMENTS)}); "
+                               "run the experiments first, or give their folder with --out")
+    return "\n".join(tables)
 
 
 if __name__ == "__main__":

@@ -43,9 +43,9 @@ COMMAND = "python -m albert_mini.study.experiments"
 
 
 # Training tokens per model, the one budget knob of each mode (`make experiments` is "full"; tests run "fast").
-# Full: 160 steps of 32 x 128 tokens (655,360), set by the 3-hour cap on 2 cores for 36 pretraining runs (12 models
-# x 3 seeds) plus 18 fine-tuning runs: 224 steps measured 259 min on an AMD EPYC; `--estimate` prints the cost here.
-TOKENS_PER_MODEL = {"full": 160 * 32 * 128, "fast": 2 * 4 * 64}
+# Full: 512 steps of 32 x 128 tokens (2,097,152), half of them at 64 tokens: at 655,360 tokens (the budget before)
+# every model of Tables 3-4 sat on the unigram plateau and every sentence head answered one class.
+TOKENS_PER_MODEL = {"full": 512 * 32 * 128, "fast": 2 * 4 * 64}
 SEEDS = (0, 1, 2)  # every model of every experiment is trained once per seed
 
 
@@ -103,9 +103,24 @@ class Budget:
                 "short_steps": self.short_steps}
 
 
-FULL = Budget(tokens=TOKENS_PER_MODEL["full"])
+# 20 held-out batches: the validation chapters hold 21 batches of 32 x 128 tokens.
+FULL = Budget(tokens=TOKENS_PER_MODEL["full"], short_fraction=0.5, warmup_fraction=0.1, eval_batches=20)
 FAST = Budget(tokens=TOKENS_PER_MODEL["fast"], batch_size=4, seq_len=64, short_seq_len=32, short_fraction=0.5,
               eval_batches=1, probe_train=32, probe_eval=32, probe_steps=5, max_documents=6)
+
+
+def experiment_device() -> torch.device:
+    """Where experiments train: ALBERT_MINI_DEVICE (cpu, cuda, cuda:1, ...), default the CPU. The device is
+    recorded with every run, not keyed: a run made on a GPU stands for the same settings on the CPU."""
+    return torch.device(os.environ.get("ALBERT_MINI_DEVICE", "cpu"))
+
+
+def device_name(device: torch.device | None = None) -> str:
+    """The device a run trains on, as recorded with it: the CPU's model name or the GPU's."""
+    device = device or experiment_device()
+    if device.type == "cuda":
+        return f"GPU: {torch.cuda.get_device_name(device)}"
+    return f"CPU: {cpu_model()}"
 
 
 def current_budget() -> Budget:
@@ -171,6 +186,7 @@ def pretrain(config: AlbertConfig, task: str, budget: Budget, seed: int):
     Returns the trained model, a record of the run and the smoothness of the encoder it started from."""
     model = build_pretraining_model(config, task, token_documents("train", budget.max_documents), seed=seed)
     at_init = layer_smoothness(model.albert, held_out_batches(budget))
+    model.to(experiment_device())
     start = time.perf_counter()
     result = train(model, training_batches(task, budget, seed),
                    TrainConfig(max_steps=budget.steps, log_every=max(1, budget.steps // 20), progress=False),
@@ -207,14 +223,21 @@ class Pretraining:
         return not self.nsp or "nsp" in record
 
 
+def on_device(batches: list[dict], device: torch.device) -> list[dict]:
+    return [{k: v.to(device) for k, v in b.items()} for b in batches]
+
+
 def measure(run: Pretraining, budget: Budget) -> dict:
-    """Train one model and take every measurement an experiment reads from it."""
+    """Train one model and take every measurement an experiment reads from it (on the device it trained on)."""
     model, record, at_init = pretrain(run.config, run.task, budget, run.seed)
+    device = next(model.parameters()).device
     result = {"params": count_parameters(run.config), "mlm_acc": mlm_accuracy(record),
+              "mlm_loss": record["eval"]["mlm_loss"] if record["eval"] else None,
               "train_seconds": record["seconds"],
               "steps": record["steps"], "curve": record["curve"],
               "sop": sentence_accuracy(model, "sop", run.task, budget, run.seed),
-              "smoothness": dataclasses.asdict(layer_smoothness(model.albert, held_out_batches(budget))),
+              "smoothness": dataclasses.asdict(layer_smoothness(model.albert,
+                                                                on_device(held_out_batches(budget), device))),
               "smoothness_init": dataclasses.asdict(at_init)}
     if run.nsp:
         result["nsp"] = sentence_accuracy(model, "nsp", run.task, budget, run.seed)
@@ -252,17 +275,20 @@ def bits(correct: torch.Tensor) -> str:
 def sentence_accuracy(model: AlbertForPreTraining, task: str, trained_task: str, budget: Budget, seed: int) -> dict:
     """Held-out accuracy on SOP or NSP: the model's own head if it was trained on `task`, else a linear probe."""
     test_inputs, test_y, test_instances = held_out_sentences(task, budget)
-    pooled, logits = pooled_outputs(model, test_inputs)
+    device = next(model.parameters()).device
+    pooled, logits = pooled_outputs(model, {k: v.to(device) for k, v in test_inputs.items()})
+    pooled, logits = pooled.cpu(), logits.cpu()
     if task == trained_task:
         predictions, method = logits.argmax(-1), "trained head"
     else:
         train_inputs, train_y, _ = probe_sentences(task, budget)
-        train_pooled, _ = pooled_outputs(model, train_inputs)
+        train_pooled, _ = pooled_outputs(model, {k: v.to(device) for k, v in train_inputs.items()})
+        train_pooled = train_pooled.cpu()
         predictions = linear_probe(train_pooled, train_y, pooled, budget.probe_steps, seed=seed)
         method = f"linear probe on frozen pooled output ({budget.probe_train} examples, {budget.probe_steps} steps)"
     correct = predictions == test_y
     result = {"accuracy": float(correct.float().mean()), "examples": len(test_y), "method": method,
-              "correct": bits(correct)}
+              "correct": bits(correct), "answers": sorted(set(predictions.tolist()))}
     if task == "nsp":  # negatives whose B comes from another novel vs from the same novel
         for name, rows in nsp_groups(test_instances, test_y, budget).items():
             result[name] = {"accuracy": float(correct[rows].float().mean()) if rows.any() else None,
@@ -380,87 +406,101 @@ def correct_rows(records: dict[int, dict], task: str) -> list[str]:
     return [records[s][task]["correct"] for s in sorted(records)]
 
 
-def paired_mlm(records_a: dict[int, dict], records_b: dict[int, dict]) -> dict:
-    """MLM accuracy of A minus B, paired by seed (same data order, masks and held-out batches)."""
-    return seed_summary([records_a[s]["mlm_acc"] - records_b[s]["mlm_acc"] for s in sorted(records_a)])
+def paired_mlm(records_a: dict[int, dict], records_b: dict[int, dict], key: str = "mlm_acc") -> dict:
+    """A held-out MLM measure of A minus B, paired by seed (same data order, masks and held-out batches): the
+    seeds are the unit, so the interval is a t interval over the per-seed differences."""
+    return seed_summary([records_a[s][key] - records_b[s][key] for s in sorted(records_a)])
+
+
+def constant_head(score: dict) -> bool:
+    """Whether a sentence score came from a head or probe that gave one answer to every pair."""
+    return len(score.get("answers", [0, 1])) == 1
 
 
 def variant_rows(records: dict[str, dict[int, dict]], keys: dict[str, dict], budget: Budget) -> dict:
-    """Rows of a Table 3/4 analog: parameters, MLM and SOP accuracy over seeds, each paired with its baseline row."""
+    """Rows of a Table 3/4 analog: parameters, held-out MLM loss (the primary measure) and accuracy over seeds,
+    each paired seed by seed with its baseline row; SOP only with the count of seeds whose head answered one
+    class (a constant head is reported as such, never tested)."""
     rows = {}
     for label, info in keys.items():
         recs, base = records[label], records[info["baseline"]]
-        rows[label] = {**info, "params": next(iter(recs.values()))["params"], **seed_rows(recs, ("mlm_acc", "sop")),
+        rows[label] = {**info, "params": next(iter(recs.values()))["params"],
+                       **seed_rows(recs, ("mlm_loss", "mlm_acc", "sop")),
+                       "sop_constant_seeds": sum(constant_head(recs[s]["sop"]) for s in recs),
                        "correct_sop": correct_rows(recs, "sop"),
                        "train_seconds": [recs[s]["train_seconds"] for s in sorted(recs)]}
         if label != info["baseline"]:
-            rows[label]["vs_baseline"] = {"mlm_acc": paired_mlm(recs, base),
-                                          "sop": compare_paired(correct_rows(recs, "sop"), correct_rows(base, "sop"))}
+            versus = {"mlm_loss": paired_mlm(recs, base, "mlm_loss"), "mlm_acc": paired_mlm(recs, base)}
+            if not any(constant_head(r[s]["sop"]) for r in (recs, base) for s in r):
+                versus["sop"] = compare_paired(correct_rows(recs, "sop"), correct_rows(base, "sop"))
+            rows[label]["vs_baseline"] = versus
     return {"rows": rows, "baselines": {"sop": sentence_baselines("sop", budget)},
-            "paired_test": "MLM: difference to the baseline row seed by seed (same data order, masks and held-out "
-                           "batches), mean and t interval; SOP: McNemar's exact test on the discordant held-out "
-                           "pairs summed over seeds, and a paired bootstrap"}
+            "paired_test": "MLM loss and accuracy: difference to the baseline row seed by seed (same data order, "
+                           "masks and held-out batches), mean and t interval over seeds; SOP: paired tests only "
+                           "where no head of either row answered one class"}
 
 
-
-def plot_seed_cells(ax, cells: list[dict]) -> None:
+def plot_seed_cells(ax, cells: list[dict], scale: float = 100) -> None:
     """Cells of seed_summary (mean, std, values) at x = 0, 1, ...: mean ± std as error bars, each seed as a dot."""
     x = np.arange(len(cells))
-    ax.errorbar(x, [100 * c["mean"] for c in cells], yerr=[100 * (c["std"] or 0) for c in cells], fmt="o", capsize=4,
-                color="tab:blue", label="ours: mean ± std over seeds")
+    ax.errorbar(x, [scale * c["mean"] for c in cells], yerr=[scale * (c["std"] or 0) for c in cells], fmt="o",
+                capsize=4, color="tab:blue", label="ours: mean ± std over seeds")
     for i, cell in enumerate(cells):
-        ax.scatter([i] * len(cell["values"]), [100 * v for v in cell["values"]], s=10, color="tab:blue", alpha=0.35)
+        ax.scatter([i] * len(cell["values"]), [scale * v for v in cell["values"]], s=10, color="tab:blue", alpha=0.35)
 
 
 def params_figure(result: dict, title: str, paper_row):
-    """Three panels per model variant: held-out MLM and SOP accuracy (mean ± std, seeds as dots), the paper's Avg."""
+    """Three panels per model variant: held-out MLM loss and accuracy (mean ± std, seeds as dots), the paper's Avg."""
     import matplotlib.pyplot as plt
 
     rows = result["rows"]
     labels = list(rows)
     x = np.arange(len(labels))
-    fig, (ax_m, ax_s, ax_p) = plt.subplots(1, 3, figsize=(14, 4.2))
-    for ax, key, name in ((ax_m, "mlm_acc", "held-out MLM accuracy (%)"), (ax_s, "sop", "held-out SOP accuracy (%)")):
-        plot_seed_cells(ax, [rows[k][key] for k in labels])
-        ax.set(ylabel=name)
-    base = result["baselines"]["sop"]
-    ax_s.axhline(100 * base["majority"], color="grey", ls="--", lw=1, label="majority label (chance)")
-    ax_s.axhline(100 * base["overlap_stump"], color="tab:green", ls=":", lw=1.2, label="word-overlap stump")
+    fig, (ax_l, ax_m, ax_p) = plt.subplots(1, 3, figsize=(15, 4.8))
+    plot_seed_cells(ax_l, [rows[k]["mlm_loss"] for k in labels], scale=1)
+    ax_l.set(ylabel="held-out MLM loss (nats, lower is better)")
+    plot_seed_cells(ax_m, [rows[k]["mlm_acc"] for k in labels])
+    ax_m.set(ylabel="held-out MLM accuracy (%)")
     paper = [paper_row(rows[k]) for k in labels]
     ax_p.scatter([i for i, p in enumerate(paper) if p], [p[1] for p in paper if p], marker="D", color="tab:red",
                  label="paper: Avg of 5 fine-tuned tasks")
     ax_p.set(ylabel="paper's Avg score (ALBERT-base shape)")
     ticks = [f"{k}\n{rows[k]['params'] / 1e6:.2f}M" for k in labels]
-    for ax in (ax_m, ax_s, ax_p):
-        ax.set_xticks(x, ticks, rotation=60, fontsize=8)
+    for ax in (ax_l, ax_m, ax_p):
+        ax.set_xticks(x, ticks, rotation=45, fontsize=9)
         ax.grid(axis="y", alpha=0.3)
         ax.set_xlim(-0.6, len(labels) - 0.4)
-    handles = [h for ax in (ax_m, ax_s, ax_p) for h in ax.get_legend_handles_labels()[0]]
-    names = [n for ax in (ax_m, ax_s, ax_p) for n in ax.get_legend_handles_labels()[1]]
+    handles = [h for ax in (ax_l, ax_p) for h in ax.get_legend_handles_labels()[0]]
+    names = [n for ax in (ax_l, ax_p) for n in ax.get_legend_handles_labels()[1]]
     unique = dict(zip(names, handles))
-    fig.legend(unique.values(), unique.keys(), loc="lower center", ncol=4, fontsize=8, bbox_to_anchor=(0.5, -0.02))
+    fig.legend(unique.values(), unique.keys(), loc="lower center", ncol=3, fontsize=9, bbox_to_anchor=(0.5, -0.02))
     fig.suptitle(f"{title}: {setting(result)} (x: model and its parameters)")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 
 
 def params_table(result: dict, title: str, paper_row) -> str:
-    """Markdown rows of model variants (params, MLM and SOP accuracy over seeds, paired differences) beside the
-    paper row `paper_row(row)` picks."""
-    out = [f"### {title}", "", "| model | params | MLM acc | SOP acc | vs baseline: MLM (t 95%) | vs baseline: SOP, "
-           "McNemar p | paper row: params, Avg |", "|---|---|---|---|---|---|---|"]
+    """Markdown rows of model variants (params, held-out MLM loss and accuracy over seeds, paired differences to
+    the baseline row over seeds) beside the paper row `paper_row(row)` picks."""
+    out = [f"### {title}", "", "| model | params | MLM loss | MLM acc | vs baseline: MLM loss (t 95%) | "
+           "vs baseline: MLM acc (t 95%) | SOP | paper row: params, Avg |", "|---|---|---|---|---|---|---|---|"]
     for label, row in result["rows"].items():
         ref = paper_row(row)
         ref_text = f"{ref[0]}M, {ref[1]}" if ref else "-"
         versus = row.get("vs_baseline")
         if versus:
-            mlm = versus["mlm_acc"]
-            interval = f" [{100 * mlm['ci95'][0]:+.1f}, {100 * mlm['ci95'][1]:+.1f}]" if mlm["ci95"] else ""
-            mlm_text = f"{100 * mlm['mean']:+.1f}{interval} vs {row['baseline']}"
-            sop = versus["sop"]
-            sop_text = f"{100 * sop['bootstrap']['difference']:+.1f}, p = {sop['mcnemar_p']:.2g}"
+            texts = []
+            for key, scale, digits in (("mlm_loss", 1, 3), ("mlm_acc", 100, 1)):
+                d = versus[key]
+                interval = (f" [{scale * d['ci95'][0]:+.{digits}f}, {scale * d['ci95'][1]:+.{digits}f}]"
+                            if d["ci95"] else "")
+                texts.append(f"{scale * d['mean']:+.{digits}f}{interval}")
+            loss_text, acc_text = texts
         else:
-            mlm_text = sop_text = "(baseline)"
-        out.append(f"| {label} | {row['params'] / 1e6:.2f}M | {pm(row['mlm_acc'])} | {pm(row['sop'])} | {mlm_text} | "
-                   f"{sop_text} | {ref_text} |")
+            loss_text = acc_text = "(baseline)"
+        n = len(row["sop"]["values"])
+        sop_text = (f"constant in {row['sop_constant_seeds']} of {n} seeds" if row.get("sop_constant_seeds")
+                    else pm(row["sop"]))
+        out.append(f"| {label} | {row['params'] / 1e6:.2f}M | {pm(row['mlm_loss'], 1, 3)} | {pm(row['mlm_acc'])} | "
+                   f"{loss_text} | {acc_text} | {sop_text} | {ref_text} |")
     return "\n".join(out)

@@ -66,6 +66,11 @@ def pretraining_seconds(run: Pretraining, budget: Budget, speed: dict[int, float
     return seconds + cost(forward * budget.seq_len, budget.seq_len) / 3
 
 
+def speed_at(speed: dict[int, float], seq_len: int) -> float:
+    """Measured tokens/s at `seq_len`, or at the nearest length measured."""
+    return speed.get(seq_len) or speed[min(speed, key=lambda T: abs(T - seq_len))]
+
+
 def finetuning_seconds(item, speed: dict[int, float]) -> float:
     """Training plus scoring time of one fine-tuning run (inputs taken at their longest; a multiple-choice
     question is one sequence per option)."""
@@ -87,6 +92,14 @@ def estimate(names: list[str], experiments: dict, budget: Budget, seeds, cache) 
             continue
         seconds = 0.0
         for item in module.plan(budget, seeds):
+            if hasattr(item, "tokens_by_length"):  # a run that states its own training tokens (trunk, branch)
+                spec = item.spec()
+                if cache and cache.load(spec) is not None:
+                    cached += 1
+                    continue
+                pending += 1
+                seconds += 1.15 * sum(tokens / speed_at(speed, T) for T, tokens in item.tokens_by_length.items())
+                continue
             is_pretraining = isinstance(item, Pretraining)
             spec = item.spec(budget) if is_pretraining else item.spec(pretrained_sha)
             key = cache.key(spec) if cache else repr(spec)

@@ -1,11 +1,11 @@
 """Running an experiment's models: a cache of finished runs (so an interrupted run resumes), progress lines, and
 the time estimate printed before anything starts.
 
-Cache key: the sha256 of a run's settings (model config, sentence task or fine-tuning task, seed, budget) together
-with a fingerprint of the code and data that compute it (every module the experiments package imports, directly or
-not, read from the source by albert_mini.import_graph, and the Austen and task manifests). Settings that differ
-never share a result, and neither do two versions of that code; a commit that changes only chapters, docs, tests
-or modules the experiments never run (the model card, the book) keeps the cache valid.
+Cache key: the sha256 of a run's settings (its spec: model config, sentence task or fine-tuning task, seed, budget),
+the numerics version of its kind (NUMERICS_VERSION below) and the data manifests. The source code is deliberately
+not part of the key: a comment, a rename or a refactor keeps hours of finished runs valid. What guards against a
+change that does alter the numbers is tests/study/test_numerics_guard.py: a short seeded run of every kind whose
+values must not move unless that kind's version is bumped here (which retires its cached runs).
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ...import_graph import closure, module_files
 from ...paths import CACHE_ROOT, DATA_ROOT
 from ...settings import fast_mode
-from .common import Budget, Pretraining, measure
+from .common import Budget, Pretraining, device_name, measure
 
-PACKAGE = Path(__file__).resolve().parents[2]
-EXPERIMENTS_PACKAGE = __name__.rpartition(".")[0]  # albert_mini.study.experiments
-KEY_RULE = ("sha256 of the run's settings (config, task, seed, budget) and of the code and data that compute it "
-            "(every albert_mini module the experiments import, data/austen and data/tasks manifests)")
+# Bump a kind's number whenever a change alters what its runs compute (losses, data order, masks, initialisation,
+# measurements); its finished runs are then recomputed, every other kind's stay valid.
+NUMERICS_VERSION = {"pretraining": 1, "finetuning": 1, "trunk": 1, "branch": 1}
+KEY_RULE = ("sha256 of the run's settings (config, task, seed, budget), the numerics version of its kind and the "
+            "data/austen and data/tasks manifests; source code is not part of the key")
 
 
 def cache_dir() -> Path:
@@ -36,17 +36,27 @@ def cache_dir() -> Path:
 
 
 @functools.lru_cache(maxsize=None)
-def code_fingerprint() -> str:
-    """sha256 over the source of every module the experiments may run (their import closure) and the data
-    manifests."""
+def data_fingerprint() -> str:
+    """sha256 over the data manifests (data/*/SHA256SUMS): another corpus or tokenizer never reuses a run."""
     digest = hashlib.sha256()
-    files = module_files()
-    for name in sorted(closure(EXPERIMENTS_PACKAGE)):
-        path = files[name]
-        digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
     for manifest in sorted(DATA_ROOT.glob("*/SHA256SUMS")):
-        digest.update(manifest.read_bytes())
+        digest.update(manifest.parent.name.encode() + b"\0" + manifest.read_bytes())
     return digest.hexdigest()
+
+
+def numerics_version(spec: dict) -> int:
+    """The version of the code that computes runs of the spec's kind."""
+    kind = spec.get("kind")
+    if kind not in NUMERICS_VERSION:
+        raise ValueError(f"run spec of unknown kind {kind!r}; add it to NUMERICS_VERSION in {__name__}")
+    return NUMERICS_VERSION[kind]
+
+
+def run_key(spec: dict) -> str:
+    """The cache key of a run: its settings, its kind's numerics version and the data (24 hex digits)."""
+    text = json.dumps({"spec": spec, "version": numerics_version(spec), "data": data_fingerprint()},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
 class RunCache:
@@ -56,8 +66,7 @@ class RunCache:
         self.folder = Path(folder)
 
     def key(self, spec: dict) -> str:
-        text = json.dumps(spec, sort_keys=True, default=str) + code_fingerprint()
-        return hashlib.sha256(text.encode()).hexdigest()[:24]
+        return run_key(spec)
 
     def load(self, spec: dict) -> dict | None:
         record = self.load_record(spec)
@@ -69,13 +78,16 @@ class RunCache:
         if not path.exists():
             return None
         stored = json.loads(path.read_text())
-        return stored if stored.get("spec") == json.loads(json.dumps(spec, default=str)) else None
+        same = stored.get("spec") == json.loads(json.dumps(spec, default=str))
+        return stored if same and stored.get("version", 1) == numerics_version(spec) else None
 
     def save(self, spec: dict, result: dict, seconds: float | None = None) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{self.key(spec)}.json"
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"spec": spec, "result": result, "seconds": seconds}, default=float))
+        record = {"spec": spec, "version": numerics_version(spec), "result": result, "seconds": seconds,
+                  "device": device_name()}
+        tmp.write_text(json.dumps(record, default=float))
         os.replace(tmp, path)  # a run killed while writing leaves no half file under the key
 
 

@@ -1,0 +1,66 @@
+"""The run cache's guard: short seeded runs of every kind of cached run, whose numbers must not move.
+
+The cache keys a run on its settings and its kind's NUMERICS_VERSION (runs.py), never on source code, so a comment
+or a refactor keeps hours of finished runs. The other side of that bargain is this guard: a change that alters
+what a kind computes changes these values, tests/study/test_numerics_guard.py fails, and the fix is to bump that
+kind's version (retiring its cached runs) and record the new values:
+
+    python -m albert_mini.study.experiments.numerics --write
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+from ...paths import REPO_ROOT
+from .runs import NUMERICS_VERSION
+
+GUARD_FILE = REPO_ROOT / "tests" / "study" / "numerics_guard.json"
+
+
+def _losses(curve: list[dict]) -> list[float]:
+    return [round(float(point["loss"]), 6) for point in curve]
+
+
+def guard_values() -> dict[str, dict]:
+    """kind -> {"version", "values"}: a few steps of each kind on the fast settings, on the CPU."""
+    from ...model.albert import AlbertForPreTraining
+    from ...tasks.finetune import FinetuneSettings
+    from .common import FAST, Pretraining, measure, mini
+    from .finetune import Finetuning, finetune_one
+    from .trunk import FAST_BRANCH, FAST_TRUNK, train_branch, train_trunk
+
+    torch.set_num_threads(1)  # one thread: the same reduction order on every machine
+    values = {}
+    record = measure(Pretraining("guard", mini(), "sop", 0), FAST)
+    values["pretraining"] = _losses(record["curve"]) + [record["mlm_acc"], record["sop"]["accuracy"]]
+    with tempfile.TemporaryDirectory() as tmp:
+        weights = Path(tmp) / "trunk.safetensors"
+        trunk = train_trunk(FAST_TRUNK, 0, weights)
+        values["trunk"] = _losses(trunk["curve"]) + [p["mlm_128"]["loss"] for p in trunk["probes"]]
+        branch = train_branch(weights, "sop", FAST_BRANCH, FAST_TRUNK, 0)
+        values["branch"] = _losses(branch["curve"]) + [branch["mlm_128"]["loss"], branch["sop"]["head"]["accuracy"]]
+    tuned = finetune_one(Finetuning("austen-mc", "random", 0, FinetuneSettings(
+        steps=2, batch_size=2, seed=0, max_train_examples=8, max_eval_examples=8)), AlbertForPreTraining(mini()))
+    values["finetuning"] = [round(float(tuned["final_train_loss"]), 6), tuned["accuracy"]]
+    return {kind: {"version": NUMERICS_VERSION[kind], "values": v} for kind, v in values.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    values = guard_values()
+    if argv == ["--write"]:
+        GUARD_FILE.write_text(json.dumps(values, indent=1) + "\n")
+        print(f"wrote {GUARD_FILE}")
+    else:
+        print(json.dumps(values, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
