@@ -36,9 +36,24 @@ def run(runner) -> dict:
         models[label] = {state: {m: per_layer([recs[s][key] for s in sorted(recs)], m) for m in METRICS}
                          for state, key in (("trained", "smoothness"), ("init", "smoothness_init"))}
         models[label]["tokens"] = recs[min(recs)]["smoothness"]["tokens"]
-    return {"models": models,
+    return {"models": models, "classroom_model": classroom_smoothness(runner.budget),
             "reading": "per token, averaged over every non-pad token of the held-out batches; h_0 is the embedding "
                        "after the E -> H projection (albert_mini/study/smoothness.py)"}
+
+
+def classroom_smoothness(budget: Budget) -> dict:
+    """The same measurement on the shipped classroom model (20.5M + 8.2M tokens), for the claim's wording."""
+    import json
+
+    from ...paths import PRETRAINED_MODEL
+    from ...training.checkpoint import load_pretrained
+    from ..smoothness import layer_smoothness
+    from .common import held_out_batches
+
+    manifest = json.loads((PRETRAINED_MODEL / "manifest.json").read_text())
+    measured = layer_smoothness(load_pretrained(PRETRAINED_MODEL).albert, held_out_batches(budget))
+    return {"l2": measured.l2, "degrees": measured.degrees, "tokens": measured.tokens,
+            "step": manifest["step"], "sha256": manifest["sha256"]["model.safetensors"]}
 
 
 def figure(result: dict):
@@ -59,6 +74,10 @@ def figure(result: dict):
                 if entry["std"] is not None:
                     std = np.array(entry["std"])
                     ax.fill_between(layers, mean - std, mean + std, color=colours[label], alpha=0.2, lw=0)
+        classroom = result.get("classroom_model")
+        if classroom:
+            ax.plot(layers, classroom[metric], "--", marker="s", color="black",
+                    label=f"classroom model ({classroom['step']:,} steps, 28.7M tokens)")
         ax.set(xlabel="layer", ylabel=name, xticks=layers)
         ax.grid(alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
