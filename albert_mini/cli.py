@@ -4,13 +4,17 @@
         return cli.run(_main, argv)     # _main parses with cli.Parser and does the work
 
 Expected errors are the subclasses of errors.UserError (ConfigError, CorpusError, CheckpointError, RecordError,
-TokenizerError, UsageError, RunDirError, ...) and argparse's own complaints. Anything else is a bug and keeps its
-traceback.
+TokenizerError, UsageError, RunDirError, ...), argparse's own complaints, and every OSError (a path that cannot be
+read or written, a full disk), which is reported with the file and what to do. Anything else is a bug and keeps
+its traceback. The argparse types below check numbers at the boundary, once: `positive_float` and friends refuse
+NaN and infinity, which pass every `<= 0` test.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
+import math
 import sys
 from typing import Callable, TypeVar
 
@@ -18,6 +22,8 @@ from .errors import UsageError, UserError
 
 ERROR_STATUS = 2  # argparse's status for bad usage, used for every expected error
 DEBUG_FLAG = "--debug"
+SEED_MAX = 2**32 - 1  # NumPy's seeds stop here
+PORT_MAX = 65535
 Result = TypeVar("Result")
 
 
@@ -42,8 +48,79 @@ def run(command: Callable[[list[str]], Result], argv: list[str] | None = None) -
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return command(argv)
-    except UserError as error:
+    except (UserError, OSError) as error:
         if DEBUG_FLAG in argv:
             raise
-        print(f"error: {one_line(str(error))}", file=sys.stderr, flush=True)
+        message = str(error) if isinstance(error, UserError) else os_error_message(error)
+        print(f"error: {one_line(message)}", file=sys.stderr, flush=True)
         raise SystemExit(ERROR_STATUS) from None
+
+
+_OS_FIXES = {
+    errno.ENOSPC: "the disk is full; make room and rerun the same command",
+    errno.EDQUOT: "the disk quota is used up; make room and rerun the same command",
+    errno.EACCES: "permission denied; choose a path you may use, or change its permissions",
+    errno.EPERM: "operation not permitted; choose a path you may use, or change its permissions",
+    errno.EROFS: "the file system is read-only; choose a path on a writable disk",
+    errno.ENOTDIR: "a part of the path is a file, not a folder; choose a path in a folder",
+    errno.EISDIR: "it is a folder; give a file path",
+    errno.ENOENT: "it does not exist; check the path",
+    errno.EEXIST: "it already exists; choose a new path",
+}
+
+
+def os_error_message(error: OSError) -> str:
+    """An OSError as one line: the file (or files), what went wrong, and what to do."""
+    files = " -> ".join(str(f) for f in (error.filename, error.filename2) if f is not None)
+    fix = _OS_FIXES.get(error.errno, f"{error.strerror or error}; check the path, its permissions and the disk")
+    return f"{files}: {fix}" if files else f"{error.strerror or error}: {fix}"
+
+
+# --------------------------------------------------------------------------- argparse types
+def _number(text: str, kind: type, what: str):
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if kind is float and not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number; give {what}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0 (NaN and infinity are refused)."""
+    value = _number(text, float, "a number > 0")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def nonnegative_float(text: str) -> float:
+    """A finite number >= 0."""
+    value = _number(text, float, "a number >= 0")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = _number(text, int, "a whole number >= 1")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
+def seed(text: str) -> int:
+    """A seed NumPy, torch and Python all accept: 0 to 2**32 - 1."""
+    value = _number(text, int, "a whole number")
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"must be in [0, {SEED_MAX}], got {text}")
+    return value
+
+
+def port(text: str) -> int:
+    """A TCP port, or 0 for a free one."""
+    value = _number(text, int, "a whole number")
+    if not 0 <= value <= PORT_MAX:
+        raise argparse.ArgumentTypeError(f"must be a TCP port in [1, {PORT_MAX}] (0: a free one), got {text}")
+    return value

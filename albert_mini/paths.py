@@ -91,7 +91,9 @@ def update_manifest(folder: str | Path, names: list[str]) -> None:
     entries = read_manifest(folder) if (folder / MANIFEST).is_file() else {}
     for name in names:
         entries[name] = sha256_file(folder / name)
-    (folder / MANIFEST).write_text("".join(f"{entries[name]}  {name}\n" for name in sorted(entries)))
+    from .safe_files import atomic_write_text  # all or nothing: a torn manifest would fail every check
+
+    atomic_write_text(folder / MANIFEST, "".join(f"{entries[name]}  {name}\n" for name in sorted(entries)))
 
 
 def verified_path(folder: str | Path, name: str, rebuild: str, error: type[Exception] = ValueError) -> Path:

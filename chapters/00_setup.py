@@ -81,14 +81,16 @@ print("fast mode:", fast_mode(), "-> training steps:", steps)
 # Everything in the package starts from a config. Named presets cover the paper's models and two small ones for
 # CPUs; `albert-mini` is the classroom model used throughout the book.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 from albert_mini import PRESETS, AlbertConfig, count_parameters
 
 for name in PRESETS:
     config = AlbertConfig.from_preset(name)
-    print(f"{name:15s} L={config.num_hidden_layers:2d} H={config.hidden_size:4d} E={config.embedding_size:4d} "
-          f"sharing={config.sharing:4s} parameters={count_parameters(config):>13,}")
+    print(
+        f"{name:15s} L={config.num_hidden_layers:2d} H={config.hidden_size:4d} "
+        f"E={config.embedding_size:4d} "
+        f"sharing={config.sharing:4s} parameters={count_parameters(config):>13,}"
+    )
 
 # %% [markdown]
 # The next chapter asks why anyone needed a *lite* BERT in the first place.

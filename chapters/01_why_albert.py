@@ -40,46 +40,68 @@
 
 # %%
 passage = (
-    "When the library in Millbrook lost half of its funding, the head librarian, Ruth Okafor, did not cut the "
-    "opening hours. Instead she asked the town what else a library could lend. The answers surprised her. "
-    "People wanted to borrow tools they needed once a year: ladders, sewing machines, a pressure washer. Parents "
-    "asked for board games that were too expensive to buy for a single birthday party. A retired teacher offered "
-    "to look after a shelf of vegetable seeds, on one condition: anyone who took seeds in spring had to bring "
-    "back seeds from their own harvest in autumn.\n"
-    "The first year was messy. Two drills never came back, and the seed shelf held more beans than anything "
-    "else, because beans are the easiest seeds to save. But the number of visitors doubled, and many of the "
-    "newcomers had not used a library card in years. In the second year the council gave back part of the "
-    "money. Okafor says the lesson was never about funding. \"A library is a promise that sharing works,\" she "
-    "said. \"We only had to widen what we share.\""
+    "When the library in Millbrook lost half of its funding, the head librarian, Ruth"
+    " Okafor, did not cut the opening hours. Instead she asked the town what else a "
+    "library could lend. The answers surprised her. People wanted to borrow tools "
+    "they needed once a year: ladders, sewing machines, a pressure washer. Parents "
+    "asked for board games that were too expensive to buy for a single birthday "
+    "party. A retired teacher offered to look after a shelf of vegetable seeds, on "
+    "one condition: anyone who took seeds in spring had to bring back seeds from "
+    "their own harvest in autumn.\n"
+    "The first year was messy. Two drills never came back, and the seed shelf held "
+    "more beans than anything else, because beans are the easiest seeds to save. But "
+    "the number of visitors doubled, and many of the newcomers had not used a library"
+    " card in years. In the second year the council gave back part of the money. "
+    'Okafor says the lesson was never about funding. "A library is a promise that '
+    'sharing works," she said. "We only had to widen what we share."'
 )
 questions = [
-    {"question": "Why did the seed shelf hold more beans than other seeds?",
-     "options": ["The retired teacher grew only beans.", "Bean seeds are easy to collect from a harvest.",
-                 "The council paid for the bean seeds.", "Beans were the cheapest seeds in the shop."],
-     "answer": "B"},
-    {"question": "What happened during the first year of the new lending?",
-     "options": ["The council restored all of the funding.", "Every borrowed tool was returned.",
-                 "The library had twice as many visitors.", "The library opened for fewer hours."],
-     "answer": "C"},
-    {"question": "According to Okafor, the main lesson of the experiment was that _.",
-     "options": ["money is what keeps a library open", "seeds are more popular than books",
-                 "tools should be lent only to members", "sharing can work for more than books"],
-     "answer": "D"},
+    {
+        "question": "Why did the seed shelf hold more beans than other seeds?",
+        "options": [
+            "The retired teacher grew only beans.",
+            "Bean seeds are easy to collect from a harvest.",
+            "The council paid for the bean seeds.",
+            "Beans were the cheapest seeds in the shop.",
+        ],
+        "answer": "B",
+    },
+    {
+        "question": "What happened during the first year of the new lending?",
+        "options": [
+            "The council restored all of the funding.",
+            "Every borrowed tool was returned.",
+            "The library had twice as many visitors.",
+            "The library opened for fewer hours.",
+        ],
+        "answer": "C",
+    },
+    {
+        "question": (
+            "According to Okafor, the main lesson of the experiment was that _."
+        ),
+        "options": [
+            "money is what keeps a library open",
+            "seeds are more popular than books",
+            "tools should be lent only to members",
+            "sharing can work for more than books",
+        ],
+        "answer": "D",
+    },
 ]
 
-print(passage, "\n")
-print(f"({len(passage.split())} words)\n")
+import textwrap
+
+for paragraph in passage.split("\n"):
+    print(textwrap.fill(paragraph, 88))
+print(f"\n({len(passage.split())} words)\n")
 for number, item in enumerate(questions, start=1):
     print(f"{number}. {item['question']}")
     for letter, option in zip("ABCD", item["options"]):
         print(f"   {letter}. {option}")
 
 # %% [markdown]
-# Try the three questions before reading on. The answers are **1 B, 2 C, 3 D**. Each needs a different skill:
-# question 1 asks for a cause that the passage gives in a "because" clause but in other words (the distractors
-# mention things that *are* in the passage: the teacher, the council); question 2 needs "doubled" matched to
-# "twice as many" while rejecting two options that the passage contradicts; question 3 asks for the gist of a
-# quotation that never uses the words of the right option.
+# Try the three questions before reading on; the answers come at the end of the next section.
 #
 # ### How a BERT-style model answers
 #
@@ -90,29 +112,37 @@ for number, item in enumerate(questions, start=1):
 # the book's tokenizer (trained on Jane Austen, so some modern words split into several pieces) the four inputs
 # for question 3 form one batch of four rows:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 from albert_mini.text.tokenizer import Tokenizer
 
 
 def question_with_option(question: str, option: str) -> str:
-    """RACE's second segment: the option fills the blank if there is one, else it follows the question."""
+    """RACE's second segment: the option fills the blank, or follows the question."""
     return question.replace("_", option) if "_" in question else f"{question} {option}"
 
 
 tokenizer = Tokenizer.default()
 item = questions[2]
-second_segments = [question_with_option(item["question"], option) for option in item["options"]]
+second_segments = [
+    question_with_option(item["question"], option) for option in item["options"]
+]
 batch = tokenizer([passage] * 4, second_segments)  # one row per option
 print("input_ids", tuple(batch["input_ids"].shape), "(options, tokens)")
-print("second segment of option D:", second_segments[3])
-print("its pieces:", " ".join(tokenizer.tokenize(second_segments[3])))
+print(textwrap.fill(f"second segment of option A: {second_segments[0]}", 88))
+option_pieces = " ".join(tokenizer.tokenize(second_segments[0]))
+print(textwrap.fill(f"its pieces: {option_pieces}", 88))
 
 # %% [markdown]
 # A multiple-choice head is one `Linear(H, 1)` on the pooled `[CLS]` vector. On an untrained model the four
 # scores are nearly equal, so the model starts exactly at RACE's chance level of 25%. Pretraining is what moves
 # it: in the paper's Table 2 (125k pretraining steps, then fine-tuning), RACE accuracy is 68.2 for BERT-base,
 # 73.9 for BERT-large and 82.3 for ALBERT-xxlarge; with more data and an ensemble, ALBERT reached 89.4.
+#
+# The answers to the three questions: **1 B, 2 C, 3 D**. Each needs a different skill: question 1 asks for a
+# cause that the passage gives in a "because" clause but in other words (the distractors mention things that
+# *are* in the passage: the teacher, the council); question 2 needs "doubled" matched to "twice as many" while
+# rejecting two options that the passage contradicts; question 3 asks for the gist of a quotation that never
+# uses the words of the right option.
 
 # %%
 import torch
@@ -126,8 +156,11 @@ encoder = AlbertModel(config).eval()
 score_option = nn.Linear(config.hidden_size, 1)  # one number per (passage, option) pair
 with torch.no_grad():
     pooled = encoder(**batch).pooler_output  # (4, H)
-    probabilities = score_option(pooled).view(1, 4).softmax(dim=-1)  # (1 question, 4 options)
-print("untrained choice probabilities:", [round(p, 3) for p in probabilities[0].tolist()])
+    # (1 question, 4 options)
+    probabilities = score_option(pooled).view(1, 4).softmax(dim=-1)
+print(
+    "untrained choice probabilities:", [round(p, 3) for p in probabilities[0].tolist()]
+)
 
 # %% [markdown]
 # ## What BERT costs
@@ -137,27 +170,33 @@ print("untrained choice probabilities:", [round(p, 3) for p in probabilities[0].
 # allocated). The weights alone take 4 bytes each in fp32; training with Adam also keeps a gradient and two moment
 # estimates per weight, so at least 16 bytes per parameter before a single activation is stored.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 from albert_mini import count_parameters
 
-print(f"{'model':12s} {'L':>3s} {'H':>5s} {'parameters':>15s} {'fp32 weights':>13s} {'+ Adam state':>13s}")
+print(
+    f"{'model':12s} {'L':>3s} {'H':>5s} {'parameters':>15s} {'fp32 weights':>13s} "
+    f"{'+ Adam state':>13s}"
+)
 for name in ("bert-base", "bert-large", "bert-xlarge"):
     c = AlbertConfig.from_preset(name)
     n = count_parameters(c)  # encoder and pooler, no pretraining heads
-    print(f"{name:12s} {c.num_hidden_layers:3d} {c.hidden_size:5d} {n:>15,} {4 * n / 1e9:10.2f} GB "
-          f"{16 * n / 1e9:10.1f} GB")
+    print(
+        f"{name:12s} {c.num_hidden_layers:3d} {c.hidden_size:5d} {n:>15,} "
+        f"{4 * n / 1e9:10.2f} GB "
+        f"{16 * n / 1e9:10.1f} GB"
+    )
 
 # %% [markdown]
 # Memory is not the only cost. Each step of data-parallel training exchanges a gradient as large as the model,
-# so communication grows with the parameter count too. And bigger stopped meaning better: an earlier version of
-# the paper trained **BERT-xlarge** (1270M parameters, H = 2048) in the same setting and it scored far below
-# BERT-large:
+# so communication grows with the parameter count too. And bigger stopped meaning better: the paper trained
+# **BERT-xlarge** (1270M parameters, H = 2048) in the same setting, and it scored far below BERT-large. The
+# final version of the paper (ICLR 2020) keeps BERT-xlarge in Table 1 but no longer lists its scores; they are
+# in Table 2 of an earlier arXiv version (2019), which compared every model with BERT-xlarge:
 #
 # | model | params | SQuAD1.1 | SQuAD2.0 | MNLI | SST-2 | RACE | Avg |
 # |---|---|---|---|---|---|---|---|
-# | BERT-large (Table 2) | 334M | 92.2/85.5 | 85.0/82.2 | 86.6 | 93.0 | 73.9 | 85.2 |
-# | BERT-xlarge (earlier version of Table 2) | 1270M | 86.3/77.9 | 73.8/70.5 | 80.5 | 87.8 | 39.7 | 76.7 |
+# | BERT-large (Table 2, ICLR 2020) | 334M | 92.2/85.5 | 85.0/82.2 | 86.6 | 93.0 | 73.9 | 85.2 |
+# | BERT-xlarge (Table 2, earlier arXiv version) | 1270M | 86.3/77.9 | 73.8/70.5 | 80.5 | 87.8 | 39.7 | 76.7 |
 #
 # On RACE it fell to 39.7, not far above guessing, and its average is even below BERT-base's 82.3. Past some
 # size, adding parameters to BERT the straightforward way stopped helping and started to hurt. ALBERT's answer is
@@ -181,27 +220,56 @@ for name in ("bert-base", "bert-large", "bert-xlarge"):
 # probability $\propto 1/n$, selecting 15% of the tokens (80% replaced by `[MASK]`, 10% by a random token, 10% left
 # unchanged). It uses a 30,000-piece SentencePiece vocabulary and, in its final models, no dropout.
 #
-# The first two ideas cut parameters; the third changes what is learned. Here are the seven configurations of
-# the paper's Table 1, counted exactly from the architecture and next to the printed numbers. The speed column
-# is Table 2's training throughput relative to BERT-large.
+# The whole model in one picture: ALBERT-base set up for pretraining, read from the bottom. Token ids pick rows
+# of the narrow word table (idea 1), a projection widens them to H, one layer runs L = 12 times (idea 2), and
+# two heads read the result: the MLM head at every masked position, the SOP head (idea 3) on the `[CLS]` vector.
+# Every count is computed from the config (`albert_mini.book.diagrams.albert_diagram`); the shared layer holds
+# most of the parameters, the word table most of the rest.
 
 # %%
-# NBVAL_CHECK_OUTPUT
-from albert_mini.study.paper import KNOWN_DISAGREEMENTS, TABLE1, TABLE2_SPEEDUP, paper_convention_count
+import matplotlib.pyplot as plt
 
-header = f"{'model':15s} {'L':>3s} {'H':>5s} {'E':>5s} {'shared':>6s} {'exact':>9s} {'paper rules':>11s} {'Table 1':>8s} {'':7s} {'speed':>5s}"
+from albert_mini.book.diagrams import albert_diagram
+from albert_mini.paths import save_figure
+
+fig = albert_diagram(AlbertConfig.from_preset("albert-base"))
+save_figure(fig, "01_albert_whole_model.png")
+plt.show()
+
+# %% [markdown]
+# The first two ideas cut parameters; the third changes what is learned. Here are the seven configurations of
+# the paper's Table 1 (ICLR 2020 version: three BERTs, BERT-xlarge among them, and four ALBERTs), counted
+# exactly from the architecture and next to the printed numbers. The speed column is Table 2's training
+# throughput relative to BERT-large (also the ICLR 2020 version).
+
+# %% tags=["nbval-check-output"]
+from albert_mini.study.paper import (
+    KNOWN_DISAGREEMENTS,
+    TABLE1,
+    TABLE2_SPEEDUP,
+    paper_convention_count,
+)
+
+header = (
+    f"{'model':15s} {'L':>3s} {'H':>5s} {'E':>5s} {'shared':>6s} {'exact':>9s} "
+    f"{'paper rules':>11s} {'Table 1':>8s} {'':7s} {'speed':>5s}"
+)
 print(header)
 for name, printed in TABLE1.items():
     c = AlbertConfig.from_preset(name)
     exact, convention = count_parameters(c) / 1e6, paper_convention_count(c) / 1e6
-    digits = -1 if printed >= 1000 else 0  # Table 1 prints millions; 1270M is rounded to three figures
+    # Table 1 prints millions; 1270M is rounded to three figures
+    digits = -1 if printed >= 1000 else 0
     verdict = "ok" if round(convention, digits) == printed else "differs"
     speed = f"{TABLE2_SPEEDUP[name]}x" if name in TABLE2_SPEEDUP else "-"
-    print(f"{name:15s} {c.num_hidden_layers:3d} {c.hidden_size:5d} {c.embedding_size:5d} "
-          f"{'yes' if c.sharing == 'all' else 'no':>6s} {exact:8.1f}M {convention:10.1f}M {printed:7d}M {verdict:7s} {speed:>5s}")
+    print(
+        f"{name:15s} {c.num_hidden_layers:3d} {c.hidden_size:5d} {c.embedding_size:5d} "
+        f"{'yes' if c.sharing == 'all' else 'no':>6s} {exact:8.1f}M "
+        f"{convention:10.1f}M {printed:7d}M {verdict:7s} {speed:>5s}"
+    )
 print()
 for name, note in KNOWN_DISAGREEMENTS.items():
-    print(f"{name}: {note}")
+    print(textwrap.fill(f"{name}: {note}", 88, subsequent_indent="  "))
 
 # %% [markdown]
 # Reading the table:
@@ -230,8 +298,20 @@ for name, note in KNOWN_DISAGREEMENTS.items():
 #   h' = \mathrm{LN}_2\big(a + W_2\, \mathrm{gelu}(W_1 a + b_1) + b_2\big).$$
 #
 # Many later models (GPT-2 and most large language models) normalize *before* each sub-layer instead and add the
-# raw sub-layer output to an un-normalized residual stream; that is "pre-LN". Before we write the whole layer,
-# the optional exercise below asks for just that order of operations.
+# raw sub-layer output to an un-normalized residual stream; that is "pre-LN". The two side by side
+# (`albert_mini.book.diagrams.layer_norm_placement_diagram`):
+
+# %%
+from albert_mini.book.diagrams import layer_norm_placement_diagram
+
+fig = layer_norm_placement_diagram()
+save_figure(fig, "01_post_ln_pre_ln.png")
+plt.show()
+
+# %% [markdown]
+# The same four pieces, in another order. In post-LN the residual stream is renormalized after every
+# sub-layer; in pre-LN it only accumulates, which makes very deep stacks easier to train without a long warm-up.
+# Before we write the whole layer, the optional exercise below asks for just that order of operations.
 
 # %% [markdown]
 # ### Exercise (optional): the order of operations
@@ -265,7 +345,7 @@ import torch.nn.functional as F
 
 
 class PostLNLayer(nn.Module):
-    """A BERT/ALBERT transformer layer: attention, add, LayerNorm; then FFN, add, LayerNorm."""
+    """A BERT/ALBERT layer: attention, add, LayerNorm; then FFN, add, LayerNorm."""
 
     def __init__(self, hidden: int, heads: int, intermediate: int, eps: float = 1e-12):
         super().__init__()
@@ -279,10 +359,18 @@ class PostLNLayer(nn.Module):
 
     def forward(self, h):
         B, T, H = h.shape
-        q, k, v = self.qkv(h).view(B, T, 3, self.heads, H // self.heads).permute(2, 0, 3, 1, 4)  # 3 x (B, nh, T, d)
-        weights = (q @ k.transpose(-2, -1) / math.sqrt(H // self.heads)).softmax(dim=-1)  # (B, nh, T, T)
-        context = (weights @ v).transpose(1, 2).reshape(B, T, H)  # heads side by side again
-        a = self.norm_1(h + self.out(context))  # add the residual first, then normalize: post-LN
+        # 3 x (B, nh, T, d)
+        q, k, v = (
+            self.qkv(h)
+            .view(B, T, 3, self.heads, H // self.heads)
+            .permute(2, 0, 3, 1, 4)
+        )
+        # (B, nh, T, T)
+        weights = (q @ k.transpose(-2, -1) / math.sqrt(H // self.heads)).softmax(dim=-1)
+        # heads side by side again
+        context = (weights @ v).transpose(1, 2).reshape(B, T, H)
+        # add the residual first, then normalize: post-LN
+        a = self.norm_1(h + self.out(context))
         return self.norm_2(a + self.down(F.gelu(self.up(a), approximate="tanh")))
 
 
@@ -292,8 +380,7 @@ class PostLNLayer(nn.Module):
 # (`query`, `key`, `value`, `dense`, `ffn`, `ffn_output`, ...), so the copy doubles as a map between the two
 # vocabularies.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 from albert_mini.model.albert import AlbertLayer
 
 torch.manual_seed(0)
@@ -304,15 +391,29 @@ with torch.no_grad():
         norm.weight.normal_(1.0, 0.2)
         norm.bias.normal_(0.0, 0.2)
 
-ours = PostLNLayer(config.hidden_size, config.num_attention_heads, config.intermediate_size).eval()
+ours = PostLNLayer(
+    config.hidden_size, config.num_attention_heads, config.intermediate_size
+).eval()
 with torch.no_grad():
-    ours.qkv.weight.copy_(torch.cat([attention.query.weight, attention.key.weight, attention.value.weight]))
-    ours.qkv.bias.copy_(torch.cat([attention.query.bias, attention.key.bias, attention.value.bias]))
-    for mine, theirs in [(ours.out, attention.dense), (ours.norm_1, attention.LayerNorm), (ours.up, albert_layer.ffn),
-                         (ours.down, albert_layer.ffn_output), (ours.norm_2, albert_layer.full_layer_layer_norm)]:
+    ours.qkv.weight.copy_(
+        torch.cat(
+            [attention.query.weight, attention.key.weight, attention.value.weight]
+        )
+    )
+    ours.qkv.bias.copy_(
+        torch.cat([attention.query.bias, attention.key.bias, attention.value.bias])
+    )
+    for mine, theirs in [
+        (ours.out, attention.dense),
+        (ours.norm_1, attention.LayerNorm),
+        (ours.up, albert_layer.ffn),
+        (ours.down, albert_layer.ffn_output),
+        (ours.norm_2, albert_layer.full_layer_layer_norm),
+    ]:
         mine.load_state_dict(theirs.state_dict())
 
-h = torch.randn(2, 10, config.hidden_size, generator=torch.Generator().manual_seed(1))  # (B, T, H)
+# (B, T, H)
+h = torch.randn(2, 10, config.hidden_size, generator=torch.Generator().manual_seed(1))
 with torch.no_grad():
     expected, _ = albert_layer(h)
     got = ours(h)
@@ -337,11 +438,13 @@ print("PostLNLayer == AlbertLayer on the same weights:", tuple(got.shape))
 # >   original does. This matters only with `hidden_dropout_prob > 0`: every v2 model, and every preset here
 # >   except the BERT baselines, uses 0.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 x = torch.linspace(-8, 8, 160001, dtype=torch.float64)
 gap = (F.gelu(x, approximate="tanh") - F.gelu(x)).abs()
-print(f"max |gelu_tanh(x) - gelu(x)| on [-8, 8]: {gap.max().item():.2e} at x = {x[gap.argmax()].item():.2f}")
+print(
+    f"max |gelu_tanh(x) - gelu(x)| on [-8, 8]: {gap.max().item():.2e} at x = "
+    f"{x[gap.argmax()].item():.2f}"
+)
 
 # %% [markdown]
 # If Hugging Face transformers is installed, the dropout difference can be seen directly. With
@@ -359,7 +462,8 @@ except ImportError:
 else:
     dropout_config = config.replace(hidden_dropout_prob=0.1)
     hf_config = config_to_hf(dropout_config)
-    hf_config._attn_implementation = "eager"  # a standalone layer gets no attention backend from a model
+    # a standalone layer gets no attention backend from a model
+    hf_config._attn_implementation = "eager"
     torch.manual_seed(0)
     ours_with_dropout = AlbertLayer(dropout_config).train()
     theirs = HFAlbertLayer(hf_config).train()
@@ -371,9 +475,13 @@ else:
         torch.manual_seed(123)
         return (mine - theirs(h)).abs().max().item()
 
-    print(f"training mode, FFN dropout applied (ours):   max difference {run_both():.3f}")
+    print(
+        f"training mode, FFN dropout applied (ours):   max difference {run_both():.3f}"
+    )
     ours_with_dropout.dropout = nn.Identity()  # what HF effectively does
-    print(f"training mode, FFN dropout removed from ours: max difference {run_both():.1e}")
+    print(
+        f"training mode, FFN dropout removed from ours: max difference {run_both():.1e}"
+    )
 
 # %% [markdown]
 # ## Summary

@@ -51,14 +51,23 @@
 # Every ALBERT model in the paper uses $E = 128$ (the paper, Table 1). Here is what that buys for the word table
 # alone, at the widths of ALBERT-base and ALBERT-xxlarge:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
+from torch import nn
+
+
+def layer_params(*layers) -> int:
+    """Parameters of the layers, counted from their tensors."""
+    return sum(p.numel() for layer in layers for p in layer.parameters())
+
+
 V, E = 30000, 128
 for H in (768, 4096):
-    tied = V * H  # BERT: the word table is as wide as the model
-    factorized = V * E + E * H + H  # V x E table, E x H projection and its bias
-    print(f"H = {H:4d}: V x H = {tied:>11,}   V x E + E x H + H = {factorized:>9,}   "
-          f"({tied / factorized:.1f}x fewer)")
+    tied = layer_params(nn.Embedding(V, H))  # BERT: the table is as wide as the model
+    factorized = layer_params(nn.Embedding(V, E), nn.Linear(E, H))
+    print(
+        f"H = {H:4d}: V x H table {tied:>11,}; V x E table + E x H projection "
+        f"{factorized:>9,} ({tied / factorized:.1f}x fewer)"
+    )
 
 # %% [markdown]
 # The same comparison as a picture, for ALBERT-base (V = 30,000, E = 128, H = 768): BERT's word table on the
@@ -99,11 +108,11 @@ class FactorizedEmbedding(nn.Module):
         return self.project(self.lookup(ids))  # (B, T) -> (B, T, E) -> (B, T, H)
 
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 torch.manual_seed(0)
 embed = FactorizedEmbedding(vocab_size=30000, embedding_size=128, hidden_size=768)
-ids = torch.randint(0, 30000, (2, 5), generator=torch.Generator().manual_seed(0))  # (B, T)
+# (B, T)
+ids = torch.randint(0, 30000, (2, 5), generator=torch.Generator().manual_seed(0))
 print("ids              ", tuple(ids.shape))
 print("after the lookup ", tuple(embed.lookup(ids).shape))
 print("after projection ", tuple(embed(ids).shape))
@@ -120,18 +129,22 @@ print(f"{'total':29s} {sum(p.numel() for p in embed.parameters()):>9,}")
 # remove the $V \times H$ table; it constrains it to be low-rank, and stores only the factors. A small example
 # makes both points concrete:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 torch.manual_seed(0)
 small = FactorizedEmbedding(vocab_size=1000, embedding_size=16, hidden_size=64)
 with torch.no_grad():
     product = small.lookup.weight @ small.project.weight.T  # (V, E) @ (E, H) -> (V, H)
-    full_table = product + small.project.bias  # the table a BERT-style model would store
+    # the table a BERT-style model would store
+    full_table = product + small.project.bias
     ids = torch.randint(0, 1000, (3, 7), generator=torch.Generator().manual_seed(1))
     same = torch.allclose(small(ids), full_table[ids], atol=1e-6)
 print("equivalent V x H table:", tuple(full_table.shape))
 print("lookup-then-project == lookup in that table:", same)
-print("rank of W_word @ W_proj^T:", int(torch.linalg.matrix_rank(product)), "(E = 16, H = 64)")
+print(
+    "rank of W_word @ W_proj^T:",
+    int(torch.linalg.matrix_rank(product)),
+    "(E = 16, H = 64)",
+)
 
 # %% [markdown]
 # ### Exercise 1: count the factorized word table
@@ -162,12 +175,14 @@ check_factorized_embedding_params(factorized_embedding_params);
 # word table the paper talks about (with $V = 30{,}000$ against 512 positions and 2 types, the word table is
 # where the savings are).
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 from albert_mini import AlbertConfig, AlbertModel
 
 config = AlbertConfig.from_preset("albert-mini")
-print(f"albert-mini: V = {config.vocab_size}, E = {config.embedding_size}, H = {config.hidden_size}")
+print(
+    f"albert-mini: V = {config.vocab_size}, E = {config.embedding_size}, H = "
+    f"{config.hidden_size}"
+)
 torch.manual_seed(0)
 model = AlbertModel(config).eval()
 for name, p in model.named_parameters():
@@ -181,14 +196,25 @@ for name, p in model.named_parameters():
 # %%
 import torch.nn.functional as F
 
-ids = torch.randint(5, config.vocab_size, (2, 8), generator=torch.Generator().manual_seed(0))  # (B, T)
+# (B, T)
+ids = torch.randint(
+    5, config.vocab_size, (2, 8), generator=torch.Generator().manual_seed(0)
+)
 with torch.no_grad():
     out = model(ids, output_hidden_states=True)
     emb, proj = model.embeddings, model.encoder.embedding_hidden_mapping_in
     positions = torch.arange(ids.shape[1])
-    x = emb.word_embeddings.weight[ids] + emb.position_embeddings.weight[positions]  # (B, T, E)
-    x = x + emb.token_type_embeddings.weight[0]  # a single segment: every token has type 0
-    x = F.layer_norm(x, (config.embedding_size,), emb.LayerNorm.weight, emb.LayerNorm.bias, config.layer_norm_eps)
+    # (B, T, E)
+    x = emb.word_embeddings.weight[ids] + emb.position_embeddings.weight[positions]
+    # a single segment: every token has type 0
+    x = x + emb.token_type_embeddings.weight[0]
+    x = F.layer_norm(
+        x,
+        (config.embedding_size,),
+        emb.LayerNorm.weight,
+        emb.LayerNorm.bias,
+        config.layer_norm_eps,
+    )
     h0 = x @ proj.weight.T + proj.bias  # (B, T, E) -> (B, T, H)
 torch.testing.assert_close(h0, out.hidden_states[0])
 print("hand-computed h0", tuple(h0.shape), "matches the model's hidden_states[0]")
@@ -216,19 +242,28 @@ from albert_mini.study.parameter_plots import plot_parameters_vs_embedding
 
 
 def embedding_block_params(config):
-    """Parameters between the token ids and the first layer: tables, their LayerNorm and the projection."""
+    """Parameters between token ids and the first layer: LayerNorm, projection."""
     parts = closed_form_breakdown(config)
     return parts["embeddings"] + parts["projection"]
 
 
 sizes = np.unique(np.geomspace(16, 4096, 40).round().astype(int))
-fig, (left, middle, right) = plt.subplots(1, 3, figsize=(17, 4.6))
+fig, (left, middle, right) = plt.subplots(3, 1, figsize=(8, 12))
 for preset, color in (("albert-base", "tab:blue"), ("albert-xxlarge", "tab:red")):
     configs = [AlbertConfig.from_preset(preset, embedding_size=int(E)) for E in sizes]
     H = configs[0].hidden_size
-    bert_block = embedding_block_params(configs[0].replace(embedding_size=H, embedding_projection=False))
-    left.plot(sizes, [embedding_block_params(c) / 1e6 for c in configs], color=color, label=f"factorized, H = {H}")
-    left.axhline(bert_block / 1e6, color=color, ls="--", label=f"BERT-style E = H = {H}")
+    bert_block = embedding_block_params(
+        configs[0].replace(embedding_size=H, embedding_projection=False)
+    )
+    left.plot(
+        sizes,
+        [embedding_block_params(c) / 1e6 for c in configs],
+        color=color,
+        label=f"factorized, H = {H}",
+    )
+    left.axhline(
+        bert_block / 1e6, color=color, ls="--", label=f"BERT-style E = H = {H}"
+    )
 left.axvline(128, color="gray", ls=":", label="E = 128 (every ALBERT)")
 left.set_xscale("log", base=2)
 left.xaxis.set_major_formatter(ScalarFormatter())
@@ -298,17 +333,22 @@ check_break_even_embedding_size(break_even_embedding_size);
 #    below), and
 # 2. the pooler ($H^2 + H$) is counted for models with shared layers but not for unshared ones.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 from albert_mini.study.paper import TABLE3, albert_base_variant, paper_convention_count
 
-print(f"{'sharing':8s} {'E':>4s} {'paper':>7s} {'our count, paper rules':>23s} {'exact, as built':>16s} {'Avg (paper)':>12s}")
+print(
+    f"{'sharing':8s} {'E':>4s} {'paper':>7s} {'our count, paper rules':>23s} "
+    f"{'exact, as built':>16s} {'Avg (paper)':>12s}"
+)
 for (sharing, E), (printed, avg) in TABLE3.items():
     variant = albert_base_variant(E, sharing)
     convention = paper_convention_count(variant) / 1e6
     exact = count_parameters(variant) / 1e6
     match = "ok" if round(convention) == printed else "differs"
-    print(f"{sharing:8s} {E:4d} {printed:6d}M {convention:18.2f}M {match:>4s} {exact:15.2f}M {avg:12.1f}")
+    print(
+        f"{sharing:8s} {E:4d} {printed:6d}M {convention:18.2f}M {match:>4s} "
+        f"{exact:15.2f}M {avg:12.1f}"
+    )
 
 # %% [markdown]
 # All eight rows match once both rules are applied. Without them the not-shared rows would be 0.6M too high (the
@@ -339,7 +379,9 @@ from IPython.display import Markdown, display
 from albert_mini.model.counting import format_parameter_table
 from albert_mini.study.paper import paper_parameter_table
 
-table3_configs = {f"{sharing}, E = {E}": albert_base_variant(E, sharing) for sharing, E in TABLE3}
+table3_configs = {
+    f"{sharing}, E = {E}": albert_base_variant(E, sharing) for sharing, E in TABLE3
+}
 display(Markdown(format_parameter_table(paper_parameter_table(table3_configs))))
 
 # %% [markdown]
@@ -360,7 +402,7 @@ display(Markdown(format_parameter_table(paper_parameter_table(table3_configs))))
 
 # %%
 def mlm_head_params(V, E, H):
-    """Parameters of ALBERT's MLM head with the decoder weight tied to the word embeddings."""
+    """Parameters of ALBERT's MLM head, its decoder tied to the word embeddings."""
     ### BEGIN SOLUTION
     dense = H * E + E
     layer_norm = 2 * E
@@ -377,8 +419,7 @@ check_mlm_head_params(mlm_head_params);
 # %% [markdown]
 # Here is the head of `albert-mini`, with its parameters counted on the model:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 from albert_mini import AlbertForPreTraining
 
 config = AlbertConfig.from_preset("albert-mini")
@@ -387,24 +428,41 @@ pretraining = AlbertForPreTraining(config)
 head = pretraining.predictions
 print(head)
 tied = head.decoder.weight is pretraining.albert.embeddings.word_embeddings.weight
-print("decoder weight is the word-embedding table:", tied, tuple(head.decoder.weight.shape))
+print(
+    "decoder weight is the word-embedding table:",
+    tied,
+    tuple(head.decoder.weight.shape),
+)
 
 H, E, V = config.hidden_size, config.embedding_size, config.vocab_size
 with torch.no_grad():
-    h = torch.randn(3, H, generator=torch.Generator().manual_seed(0))  # three hidden states
+    # three hidden states
+    h = torch.randn(3, H, generator=torch.Generator().manual_seed(0))
     logits = head(h)  # (3, V)
-print("hidden states", tuple(h.shape), "-> transformed", tuple(head.dense(h).shape), "-> logits", tuple(logits.shape))
-print(f"MLM head parameters (counted on the model): {count_parameters(pretraining, breakdown=True)['mlm_head']:,}")
+print(
+    "hidden states",
+    tuple(h.shape),
+    "-> transformed",
+    tuple(head.dense(h).shape),
+    "-> logits",
+    tuple(logits.shape),
+)
+print(
+    "MLM head parameters (counted on the model): "
+    f"{count_parameters(pretraining, breakdown=True)['mlm_head']:,}"
+)
 
 # %% [markdown]
 # For the paper's sizes, the same head at width E instead of H (BERT's head transforms at width H) is much
 # smaller, although it is small next to the rest of the model in both cases:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 for preset in ("albert-base", "bert-base", "albert-xxlarge"):
     c = AlbertConfig.from_preset(preset)
-    print(f"{preset:15s} E = {c.embedding_size:4d}  MLM head: {closed_form_breakdown(c, heads=True)['mlm_head']:>10,}")
+    print(
+        f"{preset:15s} E = {c.embedding_size:4d}  MLM head: "
+        f"{closed_form_breakdown(c, heads=True)['mlm_head']:>10,}"
+    )
 
 # %% [markdown]
 # > **Differs from BERT.** BERT ties the embedding width to the hidden width, $E = H$: its token table is
@@ -418,27 +476,36 @@ for preset in ("albert-base", "bert-base", "albert-xxlarge"):
 # > `embedding_projection`: `True` (the default) follows Hugging Face, and the BERT presets set it to `False`
 # > (which the config allows only when $E = H$). The difference is one $H \times H$ matrix and its bias:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 with_projection = albert_base_variant(768, "all")
 without = with_projection.replace(embedding_projection=False)
-print(f"ALBERT-base, E = H = 768, all shared: with projection {count_parameters(with_projection):,}, "
-      f"without {count_parameters(without):,}, difference {count_parameters(with_projection) - count_parameters(without):,}")
-print("bert-base preset uses the projection:", AlbertConfig.from_preset("bert-base").embedding_projection)
+print(
+    "ALBERT-base, E = H = 768, all shared: with projection "
+    f"{count_parameters(with_projection):,}, without {count_parameters(without):,},"
+)
+print(f"difference {count_parameters(with_projection) - count_parameters(without):,}")
+print(
+    "bert-base preset uses the projection:",
+    AlbertConfig.from_preset("bert-base").embedding_projection,
+)
 
 # %% [markdown]
 # ## Table 3 at mini scale: what our experiments measured
 #
 # `make experiment-embedding_size` pretrains `albert-mini` (H = 256, 6 layers) with E = 64, 128 and 256, once with
-# all layers shared and once with nothing shared, on the Austen training chapters, and scores each model on
-# held-out chapters: masked-token (MLM) accuracy and sentence-order (SOP) accuracy. The result is committed in
+# all layers shared and once with nothing shared, on 2.1M tokens of the Austen training chapters, three seeds each,
+# and scores each model on the same masked tokens of held-out chapters. The main measure is the held-out MLM
+# *loss* (lower is better; it moves smoothly where accuracy jumps); MLM accuracy is printed beside it, and the
+# sentence-order head only as a count of models whose head answers one class. The result is committed in
 # `data/results/embedding_size.json`; `albert_mini.study.results` reads it, so every number below comes from that
 # file. Rows stand next to the paper's row with the same E, and our E = H = 256 next to the paper's E = H = 768;
 # the paper's score is the average of five fine-tuned benchmarks, ours are pretraining accuracies, so compare
 # trends, not values.
+#
+# How to read the intervals, p-values and verdicts below:
+# [reading the statistics](10_appendix.ipynb#part-c-reading-the-statistics), in the appendix.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 from albert_mini.study import results
 
 table3_rows = results.variant_table("embedding_size")
@@ -446,9 +513,9 @@ print(results.setting(results.load("embedding_size")))
 display(Markdown(results.variant_markdown(table3_rows)))
 
 # %% [markdown]
-# The parameter count grows with E by $E(V + H)$ plus the position and type tables; accuracy is measured only at
+# The parameter count grows with E by $E(V + H)$ plus the position and type tables; the loss is measured only at
 # the trained E. The curve below draws both against E: parameters as lines (computed for every E), held-out MLM
-# accuracy as points with the spread over seeds as error bars.
+# loss as points with the spread over seeds as error bars.
 
 # %%
 from albert_mini.model.config import embedding_variant
@@ -457,16 +524,38 @@ sizes = np.arange(16, 257, 16)
 fig, (count_ax, acc_ax) = plt.subplots(1, 2, figsize=(11, 4))
 for sharing, colour in (("none", "tab:orange"), ("all", "tab:blue")):
     base = AlbertConfig.from_preset("albert-mini")
-    counts = [count_parameters(embedding_variant(base, int(E), sharing).replace(embedding_projection=int(E) != 256))
-              for E in sizes]
-    count_ax.plot(sizes, np.array(counts) / 1e6, color=colour, label=f"sharing = {sharing}")
+    counts = [
+        count_parameters(
+            embedding_variant(base, int(E), sharing).replace(
+                embedding_projection=int(E) != 256
+            )
+        )
+        for E in sizes
+    ]
+    count_ax.plot(
+        sizes, np.array(counts) / 1e6, color=colour, label=f"sharing = {sharing}"
+    )
     measured = [r for r in table3_rows if r["sharing"] == sharing]
-    acc_ax.errorbar([r["E"] for r in measured], [100 * r["mlm"]["mean"] for r in measured],
-                    yerr=[100 * (r["mlm"]["std"] or 0) for r in measured], fmt="o-", capsize=4, color=colour,
-                    label=f"sharing = {sharing}")
-count_ax.set(xlabel="embedding size E", ylabel="parameters (millions)", title="albert-mini: parameters vs E")
-acc_ax.set(xlabel="embedding size E", ylabel="held-out MLM accuracy (%)", title="Measured (mean ± std over seeds)",
-           xticks=sorted({r["E"] for r in table3_rows}))
+    acc_ax.errorbar(
+        [r["E"] for r in measured],
+        [r["mlm_loss"]["mean"] for r in measured],
+        yerr=[r["mlm_loss"]["std"] or 0 for r in measured],
+        fmt="o-",
+        capsize=4,
+        color=colour,
+        label=f"sharing = {sharing}",
+    )
+count_ax.set(
+    xlabel="embedding size E",
+    ylabel="parameters (millions)",
+    title="albert-mini: parameters vs E",
+)
+acc_ax.set(
+    xlabel="embedding size E",
+    ylabel="held-out MLM loss (lower is better)",
+    title="Measured (mean ± std over seeds)",
+    xticks=sorted({r["E"] for r in table3_rows}),
+)
 for ax in (count_ax, acc_ax):
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -476,38 +565,55 @@ plt.show()
 
 # %% [markdown]
 # What the file says, computed from it. Each row is compared with the E = 128 row of its own sharing setting,
-# trained from the same seeds on the same batches: MLM seed by seed (the mean difference and a t interval over the
-# seeds), SOP on the same held-out sentence pairs (a paired bootstrap interval and McNemar's exact test). A
-# difference counts only when its 95% interval excludes zero.
+# trained from the same seeds on the same batches: the difference seed by seed, its mean and a t interval over
+# the three seeds (the seeds are the unit). A difference counts only when its 95% interval excludes zero.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 spread = results.mlm_spread(table3_rows)
-print(f"held-out MLM accuracy ranges from {100 * spread['low']:.1f}% ({spread['worst']}) to "
-      f"{100 * spread['high']:.1f}% ({spread['best']}) over {spread['seeds']} seed(s) per model")
+print(
+    f"held-out MLM accuracy ranges from {100 * spread['low']:.1f}% ({spread['worst']}) "
+    "to "
+    f"{100 * spread['high']:.1f}% ({spread['best']}) over {spread['seeds']} seed(s) "
+    "per model"
+)
 if spread["largest_std"] is not None:
     print(f"largest spread over seeds: {100 * spread['largest_std']:.1f} points")
 else:
-    print("one seed per model: no spread was measured, so no difference between rows can be called real")
+    print(
+        "one seed per model: no spread was measured, so no difference between rows can "
+        "be called real"
+    )
 print("\n".join(results.paired_lines(table3_rows)))
 at_128 = {r["sharing"]: r for r in table3_rows if r["E"] == 128}
-print(f"E = 128: all-shared {results.fmt(at_128['all']['mlm'])}% with {at_128['all']['params'] / 1e6:.2f}M "
-      f"parameters, not shared {results.fmt(at_128['none']['mlm'])}% with {at_128['none']['params'] / 1e6:.2f}M")
-sop_means = [r["sop"]["mean"] for r in table3_rows]
-print(f"held-out SOP accuracy: {100 * min(sop_means):.1f}% to {100 * max(sop_means):.1f}% (50% is chance)")
+print(
+    f"E = 128: all-shared {results.fmt(at_128['all']['mlm'])}% with "
+    f"{at_128['all']['params'] / 1e6:.2f}M "
+    f"parameters, not shared {results.fmt(at_128['none']['mlm'])}% with "
+    f"{at_128['none']['params'] / 1e6:.2f}M"
+)
+constant = sum(r["sop_constant_seeds"] for r in table3_rows)
+runs = sum(r["sop"]["n"] for r in table3_rows)
+print(f"SOP heads answering one class to every held-out pair: {constant} of {runs}")
 for sharing in ("all", "none"):
-    by_e = sorted((r["E"], r["mlm"]["mean"]) for r in table3_rows if r["sharing"] == sharing)
-    rising = all(b[1] > a[1] for a, b in zip(by_e, by_e[1:]))
-    print(f"sharing = {sharing}: mean MLM accuracy {'rises' if rising else 'does not rise'} with every step up in E")
+    by_e = sorted(
+        (r["E"], r["mlm_loss"]["mean"]) for r in table3_rows if r["sharing"] == sharing
+    )
+    falling = all(b[1] < a[1] for a, b in zip(by_e, by_e[1:]))
+    print(
+        f"sharing = {sharing}: mean MLM loss "
+        f"{'falls' if falling else 'does not fall'} with every step up in E"
+    )
 
 # %% [markdown]
-# **Reading it.** The paper's finding is that with all layers shared, E = 128 is as good as larger E (and better
-# than E = 768), while without sharing a larger E helps a little. Both are statements about converged models after
-# 125,000 steps of 4,096 x 512 tokens; ours have seen the number of tokens printed above the table (some
-# 400,000 times fewer). The lines above say which of our
-# differences survive the paired tests: where a larger E is ahead, the short run rewards the model with more
-# trainable parameters, which learns faster per step; where the interval straddles zero, our budget cannot tell
-# the settings apart, which is not the same as finding them equal.
+# **Reading it.** The paper's finding is that with all layers shared, E = 128 is best (E = 256 and 768 are a
+# little worse), while without sharing a larger E helps. Our models have left the unigram plateau (always
+# answering the most frequent piece scores 6.8%), and the lines above resolve every step in E in every seed.
+# **What reproduces:** without sharing, a larger E gives a lower loss, as in the paper; and E = 64 is worse than
+# E = 128 in both settings. **What does not:** with all layers shared our E = 256 beats E = 128, where the paper's
+# all-shared models peak at E = 128. The paper ranks fine-tuned scores after 125,000 steps of 4,096 x 512 tokens;
+# ours rank pretraining loss after about 1/125,000 of those tokens, where a wider embedding table may simply learn
+# faster. The sentence-order heads are at chance at this budget (the count above), so SOP says nothing here;
+# chapter 5 shows what it takes for SOP to leave chance.
 
 # %% [markdown]
 # ## Summary

@@ -38,8 +38,7 @@
 # Austen corpus by `albert_mini.text.instances` (sentence-order pairs of at most 128 tokens, as ALBERT's pretraining
 # uses them). We tokenize the 220 training chapters once and build one pass of instances with a fixed seed.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 import numpy as np
 
 from albert_mini.text.batches import tokenize_documents
@@ -51,8 +50,11 @@ tokenizer = Tokenizer.default()
 documents = tokenize_documents(load_corpus("austen", "train"), tokenizer)
 instances = build_instances(documents, task="sop", max_seq_len=128, seed=0)
 lengths = np.array([len(inst.tokens) for inst in instances])
-print(f"{len(instances):,} instances, {lengths.sum():,} tokens; length min {lengths.min()}, "
-      f"median {int(np.median(lengths))}, max {lengths.max()}")
+print(
+    f"{len(instances):,} instances, {lengths.sum():,} tokens; length min "
+    f"{lengths.min()}, "
+    f"median {int(np.median(lengths))}, max {lengths.max()}"
+)
 
 # %% [markdown]
 # The package's `Masker` does everything this chapter describes. It is built once per vocabulary (it needs to
@@ -60,17 +62,32 @@ print(f"{len(instances):,} instances, {lengths.sum():,} tokens; length min {leng
 # random number from the numpy `Generator` it is given. It returns the model's input, the MLM labels (the
 # original id where a prediction is asked for, -100 elsewhere, which the loss ignores) and the spans it chose.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
+from pprint import pprint
+
 from albert_mini.specials import IGNORE_INDEX
 from albert_mini.text.masking import Masker
 
-masker = Masker.from_tokenizer(tokenizer)  # the reference's defaults: 15%, at most 20, n <= 3, whole words
-print(masker.describe())
+# the reference's defaults: 15%, at most 20, n <= 3, whole words
+masker = Masker.from_tokenizer(tokenizer)
+pprint(masker.describe(), width=88, sort_dicts=False)
 example = instances[0]
 masked = masker(example.tokens, np.random.default_rng(0))
-print("tokens", example.tokens.shape, "-> input_ids", masked.input_ids.shape, "and labels", masked.labels.shape)
-print("positions to predict:", np.count_nonzero(masked.labels != IGNORE_INDEX), "in", len(masked.spans), "spans")
+print(
+    "tokens",
+    example.tokens.shape,
+    "-> input_ids",
+    masked.input_ids.shape,
+    "and labels",
+    masked.labels.shape,
+)
+print(
+    "positions to predict:",
+    np.count_nonzero(masked.labels != IGNORE_INDEX),
+    "in",
+    len(masked.spans),
+    "spans",
+)
 
 # %% [markdown]
 # ## Candidates are whole words
@@ -85,15 +102,16 @@ print("positions to predict:", np.count_nonzero(masked.labels != IGNORE_INDEX), 
 # continues the word before it. The tokenizer evaluates this rule once for the whole vocabulary and stores it as
 # a boolean array, `tokenizer.word_start`:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 sentence = "Elizabeth's unaffected astonishment -- at 10,000 pounds a year!"
 pieces = tokenizer.tokenize(sentence)
 flags = [bool(tokenizer.word_start[tokenizer.piece_to_id(p)]) for p in pieces]
 print("piece        starts a word")
 for piece, flag in zip(pieces, flags):
     print(f"{piece!r:14s} {'yes' if flag else '-- continues'}")
-print(f"\n{tokenizer.word_start.sum():,} of {tokenizer.vocab_size:,} pieces start a word")
+print(
+    f"\n{tokenizer.word_start.sum():,} of {tokenizer.vocab_size:,} pieces start a word"
+)
 
 # %% [markdown]
 # Some consequences worth noticing: a comma or a full stop is a word of its own, so it can be masked and must
@@ -111,8 +129,14 @@ import inspect
 print(inspect.getsource(Masker._word_starts))
 print(inspect.getsource(Masker.word_ids))
 special = masker.special  # (V,) bool: the special ids of the vocabulary
-ids = np.array(tokenizer.encode_pair(sentence, "Her feelings were astonishing.")["input_ids"])
-print(list(zip([tokenizer.id_to_piece(int(i)) for i in ids], masker.word_ids(ids).tolist())))
+ids = np.array(
+    tokenizer.encode_pair(sentence, "Her feelings were astonishing.")["input_ids"]
+)
+print(
+    list(
+        zip([tokenizer.id_to_piece(int(i)) for i in ids], masker.word_ids(ids).tolist())
+    )
+)
 
 # %% [markdown]
 # ## How long is an n-gram?
@@ -124,18 +148,7 @@ print(list(zip([tokenizer.id_to_piece(int(i)) for i in ids], masker.word_ids(ids
 #
 # so a single word is the most likely choice and a trigram the least. The denominator is the harmonic number
 # $H_3 = 1 + \tfrac12 + \tfrac13 = \tfrac{11}{6}$, which makes the three probabilities $6/11$, $3/11$ and $2/11$.
-# The mean length is $\sum_n n\,p(n) = N / H_N = 18/11 \approx 1.64$ words. Exact fractions show it:
-
-# %%
-# NBVAL_CHECK_OUTPUT
-from fractions import Fraction
-
-for N in (1, 2, 3, 4):
-    weights = [Fraction(1, n) for n in range(1, N + 1)]
-    probabilities = [w / sum(weights) for w in weights]
-    mean = sum(n * p for n, p in zip(range(1, N + 1), probabilities))
-    print(f"N = {N}: p = {', '.join(str(p) for p in probabilities):28s} mean n = {mean} = {float(mean):.3f}")
-print("the masker's p(n):", masker.ngram_probs.round(4))
+# The mean length is $\sum_n n\,p(n) = N / H_N = 18/11 \approx 1.64$ words.
 
 # %% [markdown]
 # ### Exercise 1: the span-length law
@@ -156,6 +169,22 @@ def ngram_probabilities(max_n):
 from albert_mini.book.exercises import check_ngram_probabilities
 
 check_ngram_probabilities(ngram_probabilities);
+
+# %% [markdown]
+# The same law in exact fractions, for N = 1 to 4, next to the masker's own probabilities:
+
+# %% tags=["nbval-check-output"]
+from fractions import Fraction
+
+for N in (1, 2, 3, 4):
+    weights = [Fraction(1, n) for n in range(1, N + 1)]
+    probabilities = [w / sum(weights) for w in weights]
+    mean = sum(n * p for n, p in zip(range(1, N + 1), probabilities))
+    print(
+        f"N = {N}: p = {', '.join(str(p) for p in probabilities):28s} mean n = {mean} "
+        f"= {float(mean):.3f}"
+    )
+print("the masker's p(n):", masker.ngram_probs.round(4))
 
 # %% [markdown]
 # ### Exercise 2: draw a span length
@@ -217,14 +246,23 @@ ns = [1, 2, 3]
 formula = masker.ngram_probs
 first_freq, kept_freq = frequencies(drawn_first, ns), frequencies(kept_all, ns)
 
-# %%
-# NBVAL_CHECK_OUTPUT
-print(f"{'n':>2s} {'p(n) formula':>13s} {'drawn (first span)':>19s} {'kept (all spans)':>17s}")
+# %% tags=["nbval-check-output"]
+print(
+    f"{'n':>2s} {'p(n) formula':>13s} {'drawn (first span)':>19s} "
+    f"{'kept (all spans)':>17s}"
+)
 for n, p, d, k in zip(ns, formula, first_freq, kept_freq):
     print(f"{n:2d} {p:13.3f} {d:19.3f} {k:17.3f}")
-print(f"spans: {sum(drawn_first.values()):,} first spans, {sum(kept_all.values()):,} spans in all")
-print(f"mean words per kept span {sum(n * c for n, c in kept_all.items()) / sum(kept_all.values()):.2f}, "
-      f"mean tokens per span {sum(t * c for t, c in tokens_per_span.items()) / sum(tokens_per_span.values()):.2f}")
+print(
+    f"spans: {sum(drawn_first.values()):,} first spans, {sum(kept_all.values()):,} "
+    "spans in all"
+)
+span_tokens = sum(t * c for t, c in tokens_per_span.items())
+print(
+    "mean words per kept span "
+    f"{sum(n * c for n, c in kept_all.items()) / sum(kept_all.values()):.2f}, "
+    f"mean tokens per span {span_tokens / sum(tokens_per_span.values()):.2f}"
+)
 
 # %%
 import matplotlib.pyplot as plt
@@ -233,18 +271,24 @@ from albert_mini.paths import save_figure
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
 x = np.arange(len(ns))
-for offset, values, label, color in ((-0.27, formula, "formula: (1/n) / H_3", "gray"),
-                                     (0.0, first_freq, "drawn n (first span of each sequence)", "tab:blue"),
-                                     (0.27, kept_freq, "kept n (all spans, after shrinking/skipping)", "tab:orange")):
+for offset, values, label, color in (
+    (-0.27, formula, "formula: (1/n) / H_3", "gray"),
+    (0.0, first_freq, "drawn n (first span of each sequence)", "tab:blue"),
+    (0.27, kept_freq, "kept n (all spans, after shrinking/skipping)", "tab:orange"),
+):
     bars = left.bar(x + offset, values, width=0.27, label=label, color=color)
     left.bar_label(bars, fmt="%.3f", fontsize=8)
 left.set_xticks(x, [f"n = {n}" for n in ns])
 left.set_xlabel("span length (words)")
 left.set_ylabel("fraction of spans")
-left.set_title(f"n-gram lengths on {len(instances):,} Austen sequences x {passes} maskings")
+left.set_title(
+    f"n-gram lengths on {len(instances):,} Austen sequences x {passes} maskings"
+)
 left.legend(fontsize=8)
 token_lengths = np.arange(1, 9)
-right.bar(token_lengths, frequencies(tokens_per_span, token_lengths), color="tab:orange")
+right.bar(
+    token_lengths, frequencies(tokens_per_span, token_lengths), color="tab:orange"
+)
 right.set_xlabel("span length (tokens)")
 right.set_ylabel("fraction of spans")
 right.set_title("The same kept spans, counted in SentencePiece tokens")
@@ -274,31 +318,44 @@ from albert_mini.text.tokenizer import WORD_BOUNDARY
 
 
 def render(ids: np.ndarray, spans=(), separate=False) -> str:
-    """Readable text of a token sequence, with every span in «»; separate=True spaces out the span's pieces."""
+    """Readable text of tokens, spans in «»; separate=True spaces out their pieces."""
     starts, ends = {s.start for s in spans}, {s.end - 1 for s in spans}
     inside = {i for s in spans for i in range(s.start, s.end)}
     out = []
     for i, token in enumerate(ids.tolist()):
         piece = tokenizer.id_to_piece(token).replace(WORD_BOUNDARY, " ")
-        if token in tokenizer.special_ids or (separate and i in inside and not piece.startswith(" ")):
+        if token in tokenizer.special_ids or (
+            separate and i in inside and not piece.startswith(" ")
+        ):
             piece = " " + piece
         if i in starts:
-            piece = piece[:len(piece) - len(piece.lstrip())] + "«" + piece.lstrip()
+            piece = piece[: len(piece) - len(piece.lstrip())] + "«" + piece.lstrip()
         out.append(piece + ("»" if i in ends else ""))
     return "".join(out).strip()
 
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 example = instances[5]
 masked = masker(example.tokens, np.random.default_rng(0))
-print(textwrap.fill("ORIGINAL: " + render(example.tokens, masked.spans), 112), "\n")
-print(textwrap.fill("MODEL INPUT: " + render(masked.input_ids, masked.spans, separate=True), 112), "\n")
+print(textwrap.fill("ORIGINAL: " + render(example.tokens, masked.spans), 88), "\n")
+print(
+    textwrap.fill(
+        "MODEL INPUT: " + render(masked.input_ids, masked.spans, separate=True), 88
+    ),
+    "\n",
+)
 for span in sorted(masked.spans, key=lambda s: s.start):
-    original = [tokenizer.id_to_piece(int(t)) for t in example.tokens[span.start:span.end]]
-    shown = [tokenizer.id_to_piece(int(t)) for t in masked.input_ids[span.start:span.end]]
-    print(f"tokens {span.start:3d}-{span.end - 1:3d}  sampled_n={span.sampled_n} n={span.n}  "
-          f"{' '.join(original):28s} -> {' '.join(shown)}")
+    original = [
+        tokenizer.id_to_piece(int(t)) for t in example.tokens[span.start : span.end]
+    ]
+    shown = [
+        tokenizer.id_to_piece(int(t)) for t in masked.input_ids[span.start : span.end]
+    ]
+    print(
+        f"tokens {span.start:3d}-{span.end - 1:3d}  sampled_n={span.sampled_n} "
+        f"n={span.n}  "
+        f"{' '.join(original):28s} -> {' '.join(shown)}"
+    )
 
 # %% [markdown]
 # Read the list against the text: the spans of two and three words (`live many years`, `meant not`) are whole
@@ -321,10 +378,12 @@ for span in sorted(masked.spans, key=lambda s: s.start):
 from albert_mini.book.diagrams import masking_diagram
 
 shown_tokens = 72
-fig = masking_diagram([tokenizer.id_to_piece(int(t)) for t in example.tokens[:shown_tokens]],
-                      masker.word_ids(example.tokens)[:shown_tokens],
-                      [span for span in masked.spans if span.end <= shown_tokens],
-                      [tokenizer.id_to_piece(int(t)) for t in masked.input_ids[:shown_tokens]])
+fig = masking_diagram(
+    [tokenizer.id_to_piece(int(t)) for t in example.tokens[:shown_tokens]],
+    masker.word_ids(example.tokens)[:shown_tokens],
+    [span for span in masked.spans if span.end <= shown_tokens],
+    [tokenizer.id_to_piece(int(t)) for t in masked.input_ids[:shown_tokens]],
+)
 save_figure(fig, "06_masking_diagram.png")
 plt.show()
 
@@ -346,22 +405,42 @@ plt.show()
 # sequences of at most 128 tokens the question does not arise: the budget reaches 20 only at 133 tokens, and our
 # longest instance has 128, so the cap never applies and we mask the full 15%.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 uncapped = Masker.from_tokenizer(tokenizer, max_predictions=10_000)
 print(f"{'tokens':>6s} {'budget':>6s} {'share':>6s} {'without cap':>12s}")
 for n in (5, 16, 64, 100, 128, 133, 137, 256, 384, 512):
-    print(f"{n:6d} {masker.budget(n):6d} {masker.budget(n) / n:6.1%} {uncapped.budget(n):12d}")
+    print(
+        f"{n:6d} {masker.budget(n):6d} {masker.budget(n) / n:6.1%} "
+        f"{uncapped.budget(n):12d}"
+    )
 
 # %%
 all_lengths = np.arange(1, 513)
 fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
-left.plot(all_lengths, [uncapped.budget(n) for n in all_lengths], color="gray", ls="--", label="round(0.15 n), no cap")
-left.plot(all_lengths, [masker.budget(n) for n in all_lengths], color="tab:blue", label="reference: capped at 20")
-right.plot(all_lengths, [masker.budget(n) / n for n in all_lengths], color="tab:blue", label="reference: capped at 20")
+left.plot(
+    all_lengths,
+    [uncapped.budget(n) for n in all_lengths],
+    color="gray",
+    ls="--",
+    label="round(0.15 n), no cap",
+)
+left.plot(
+    all_lengths,
+    [masker.budget(n) for n in all_lengths],
+    color="tab:blue",
+    label="reference: capped at 20",
+)
+right.plot(
+    all_lengths,
+    [masker.budget(n) / n for n in all_lengths],
+    color="tab:blue",
+    label="reference: capped at 20",
+)
 right.axhline(0.15, color="gray", ls="--", label="15%")
 for ax in (left, right):
-    ax.axvline(128, color="tab:green", ls=":", label="128: this book's longest sequence")
+    ax.axvline(
+        128, color="tab:green", ls=":", label="128: this book's longest sequence"
+    )
     ax.axvline(512, color="tab:red", ls=":", label="512: the paper's sequence length")
     ax.set_xlabel("sequence length (tokens, [CLS] and [SEP] included)")
     ax.grid(True, alpha=0.3)
@@ -380,13 +459,23 @@ plt.show()
 # when every word still free has more pieces than the predictions left, which takes a sequence made of long
 # multi-piece words. On Austen that does not happen once:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 rng = np.random.default_rng(1)
-counts = np.array([np.count_nonzero(masker(inst.tokens, rng).labels != IGNORE_INDEX) for inst in instances])
+counts = np.array(
+    [
+        np.count_nonzero(masker(inst.tokens, rng).labels != IGNORE_INDEX)
+        for inst in instances
+    ]
+)
 budgets = np.array([masker.budget(len(inst.tokens)) for inst in instances])
-print(f"sequences whose masked count equals the budget: {np.count_nonzero(counts == budgets):,} of {len(counts):,}")
-print(f"tokens predicted: {counts.sum():,} of {lengths.sum():,} = {counts.sum() / lengths.sum():.2%}")
+print(
+    "sequences whose masked count equals the budget: "
+    f"{np.count_nonzero(counts == budgets):,} of {len(counts):,}"
+)
+print(
+    f"tokens predicted: {counts.sum():,} of {lengths.sum():,} = "
+    f"{counts.sum() / lengths.sum():.2%}"
+)
 
 # %% [markdown]
 # ### Exercise 3: the budget
@@ -396,7 +485,7 @@ print(f"tokens predicted: {counts.sum():,} of {lengths.sum():,} = {counts.sum() 
 
 # %%
 def prediction_budget(n_tokens, max_predictions=20, masked_lm_prob=0.15):
-    """How many tokens to predict in a sequence of n_tokens (special tokens included)."""
+    """How many tokens to predict in a sequence of n_tokens (specials included)."""
     ### BEGIN SOLUTION
     return min(max_predictions, max(1, round(masked_lm_prob * n_tokens)))
     ### END SOLUTION
@@ -432,8 +521,7 @@ print(inspect.getsource(replace_80_10_10))
 # tokens (per token, a 2-token span is all `[MASK]` with probability $0.8^2 = 0.64$ and a 3-token span with
 # $0.8^3 = 0.512$; per span it would be 0.8 for both):
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 rng = np.random.default_rng(2)
 kind_counts = Counter()
 all_masked = Counter()  # span length in tokens -> (spans, spans entirely [MASK])
@@ -443,21 +531,32 @@ for inst in instances:
     shown, original = out.input_ids[where], inst.tokens[where]
     kind_counts["[MASK]"] += np.count_nonzero(shown == tokenizer.mask_id)
     kind_counts["unchanged"] += np.count_nonzero(shown == original)
-    kind_counts["random"] += np.count_nonzero((shown != tokenizer.mask_id) & (shown != original))
-    kind_counts["special id as replacement"] += np.count_nonzero(special[shown] & (shown != tokenizer.mask_id))
+    kind_counts["random"] += np.count_nonzero(
+        (shown != tokenizer.mask_id) & (shown != original)
+    )
+    kind_counts["special id as replacement"] += np.count_nonzero(
+        special[shown] & (shown != tokenizer.mask_id)
+    )
     for span in out.spans:
         size = span.end - span.start
         spans_seen, fully = all_masked.get(size, (0, 0))
-        all_mask = bool(np.all(out.input_ids[span.start:span.end] == tokenizer.mask_id))
+        all_mask = bool(
+            np.all(out.input_ids[span.start : span.end] == tokenizer.mask_id)
+        )
         all_masked[size] = (spans_seen + 1, fully + all_mask)
 total = kind_counts["[MASK]"] + kind_counts["unchanged"] + kind_counts["random"]
 for kind in ("[MASK]", "random", "unchanged"):
     print(f"{kind:10s} {kind_counts[kind] / total:.3f}")
-print("special ids used as random replacements:", kind_counts["special id as replacement"])
+print(
+    "special ids used as random replacements:", kind_counts["special id as replacement"]
+)
 for size in (2, 3):
     spans_seen, fully = all_masked[size]
-    print(f"{size}-token spans: {spans_seen:,}, entirely [MASK]: {fully / spans_seen:.3f} "
-          f"(per token {0.8 ** size:.3f}, per span 0.800)")
+    print(
+        f"{size}-token spans: {spans_seen:,}, entirely [MASK]: "
+        f"{fully / spans_seen:.3f} "
+        f"(per token {0.8**size:.3f}, per span 0.800)"
+    )
 
 # %% [markdown]
 # ### Exercise 4: apply the rule
@@ -471,10 +570,12 @@ for size in (2, 3):
 
 # %%
 def apply_80_10_10(tokens, spans, rng, mask_id, replacement_ids):
-    """Replace each token of the spans by [MASK] (80%), a random id (10%) or itself (10%), decided per token."""
+    """Each span token becomes [MASK] (80%), a random id (10%) or itself (10%)."""
     ### BEGIN SOLUTION
     out = np.array(tokens, copy=True)
-    positions = np.array([i for start, end in spans for i in range(start, end)], dtype=np.int64)
+    positions = np.array(
+        [i for start, end in spans for i in range(start, end)], dtype=np.int64
+    )
     u = rng.random(len(positions))
     out[positions[u < 0.8]] = mask_id
     randomized = positions[(u >= 0.8) & (u < 0.9)]
@@ -495,19 +596,20 @@ check_apply_80_10_10(apply_80_10_10);
 # `whole_word=False` each piece counts as a word, which is what the original BERT did. We mask the same
 # sequences, with the same budget, three ways and measure, over all masked positions:
 #
-# - **partial words**: the share of masked tokens whose word has other pieces left visible;
-# - **next to another masked token**: the share with a masked neighbour, i.e. inside a masked run;
-# - **in a multi-word span**: the share inside an n-gram of two or more words.
+# - **partial** (words): the share of masked tokens whose word has other pieces left visible;
+# - **next to** (another masked token): the share with a masked neighbour, i.e. inside a masked run;
+# - **multi-word** (span): the share inside an n-gram of two or more words.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 schemes = {
     "BERT (single pieces)": dict(ngram=1, whole_word=False),
     "whole-word unigrams": dict(ngram=1, whole_word=True),
     "ALBERT (n-grams, n <= 3)": dict(ngram=3, whole_word=True),
 }
-print(f"{'scheme':26s} {'masked/seq':>10s} {'partial words':>14s} {'next to masked':>15s} "
-      f"{'multi-word span':>16s} {'tokens/span':>12s}")
+print(
+    f"{'scheme':25s} {'masked/seq':>10s} {'partial':>8s} {'next to':>8s} "
+    f"{'multi-word':>11s} {'tokens/span':>12s}"
+)
 for name, options in schemes.items():
     scheme = Masker.from_tokenizer(tokenizer, **options)
     rng = np.random.default_rng(3)
@@ -518,14 +620,21 @@ for name, options in schemes.items():
         words = masker.word_ids(inst.tokens)
         in_word = np.bincount(words[words >= 0], minlength=words.max() + 1)
         masked_in_word = np.bincount(words[chosen], minlength=words.max() + 1)
-        partial += np.count_nonzero(masked_in_word[words[chosen]] < in_word[words[chosen]])
+        partial += np.count_nonzero(
+            masked_in_word[words[chosen]] < in_word[words[chosen]]
+        )
         padded = np.concatenate([[False], chosen, [False]])
         neighbour += np.count_nonzero(chosen & (padded[:-2] | padded[2:]))
-        multiword += sum(s.end - s.start for s in out.spans if words[s.end - 1] != words[s.start])
+        multiword += sum(
+            s.end - s.start for s in out.spans if words[s.end - 1] != words[s.start]
+        )
         masked_total += np.count_nonzero(chosen)
         n_spans += len(out.spans)
-    print(f"{name:26s} {masked_total / len(instances):10.2f} {partial / masked_total:14.1%} "
-          f"{neighbour / masked_total:15.1%} {multiword / masked_total:16.1%} {masked_total / n_spans:12.2f}")
+    print(
+        f"{name:25s} {masked_total / len(instances):10.2f} "
+        f"{partial / masked_total:8.1%} {neighbour / masked_total:8.1%} "
+        f"{multiword / masked_total:11.1%} {masked_total / n_spans:12.2f}"
+    )
 
 # %% [markdown]
 # All three ask for the same number of predictions. With single pieces, about one masked token in nine sits in a
@@ -542,13 +651,18 @@ for name, options in schemes.items():
 # the random replacements) comes from the `Generator` passed in. The same seed therefore gives the same mask, to
 # the last token, and a different seed a different one:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 tokens = instances[5].tokens
-first, again = masker(tokens, np.random.default_rng(7)), masker(tokens, np.random.default_rng(7))
+first, again = (
+    masker(tokens, np.random.default_rng(7)),
+    masker(tokens, np.random.default_rng(7)),
+)
 other = masker(tokens, np.random.default_rng(8))
-print("seed 7 twice, same input_ids and labels:",
-      np.array_equal(first.input_ids, again.input_ids) and np.array_equal(first.labels, again.labels))
+print(
+    "seed 7 twice, same input_ids and labels:",
+    np.array_equal(first.input_ids, again.input_ids)
+    and np.array_equal(first.labels, again.labels),
+)
 print("seed 7 vs seed 8, same labels:", np.array_equal(first.labels, other.labels))
 
 # %% [markdown]

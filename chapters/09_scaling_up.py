@@ -32,7 +32,6 @@
 # - Launch data-parallel pretraining with `torchrun` and work out the effective batch size.
 
 # %%
-import statistics
 import time
 
 import matplotlib.pyplot as plt
@@ -40,10 +39,22 @@ import torch
 
 from albert_mini import AlbertConfig, AlbertModel, count_parameters
 from albert_mini.settings import pick
-from albert_mini.study.paper import KNOWN_DISAGREEMENTS, TABLE1, TABLE2_SPEEDUP, paper_convention_count
+from albert_mini.study.paper import (
+    KNOWN_DISAGREEMENTS,
+    TABLE1,
+    TABLE2_SPEEDUP,
+    paper_convention_count,
+)
 
-PAPER_MODELS = ["bert-base", "bert-large", "bert-xlarge", "albert-base", "albert-large", "albert-xlarge",
-                "albert-xxlarge"]
+PAPER_MODELS = [
+    "bert-base",
+    "bert-large",
+    "bert-xlarge",
+    "albert-base",
+    "albert-large",
+    "albert-xlarge",
+    "albert-xxlarge",
+]
 
 # %% [markdown]
 # ## Every paper model, built on the meta device
@@ -56,13 +67,30 @@ PAPER_MODELS = ["bert-base", "bert-large", "bert-xlarge", "albert-base", "albert
 # %%
 start = time.perf_counter()
 with torch.device("meta"):
-    meta_models = {name: AlbertModel(AlbertConfig.from_preset(name)) for name in PAPER_MODELS}
-print(f"built {len(meta_models)} models on the meta device in {time.perf_counter() - start:.1f} s")
+    meta_models = {
+        name: AlbertModel(AlbertConfig.from_preset(name)) for name in PAPER_MODELS
+    }
+print(
+    f"built {len(meta_models)} models on the meta device in "
+    f"{time.perf_counter() - start:.1f} s"
+)
+from albert_mini.study.experiments.common import cpu_model
 
-# %%
-# NBVAL_CHECK_OUTPUT
-xlarge_weight = meta_models["bert-xlarge"].encoder.albert_layer_groups[0].albert_layers[0].ffn.weight
-print("an FFN weight of BERT-xlarge:", tuple(xlarge_weight.shape), xlarge_weight.dtype, xlarge_weight.device)
+print(f"timed on {cpu_model()} with {torch.get_num_threads()} threads")
+
+# %% tags=["nbval-check-output"]
+xlarge_weight = (
+    meta_models["bert-xlarge"]
+    .encoder.albert_layer_groups[0]
+    .albert_layers[0]
+    .ffn.weight
+)
+print(
+    "an FFN weight of BERT-xlarge:",
+    tuple(xlarge_weight.shape),
+    xlarge_weight.dtype,
+    xlarge_weight.device,
+)
 print("is meta (no storage):", xlarge_weight.is_meta)
 
 # %% [markdown]
@@ -70,17 +98,24 @@ print("is meta (no storage):", xlarge_weight.is_meta)
 # pooler; no pretraining heads). "Paper convention" is the rule that reproduces the paper's printed numbers
 # (Chapter 4): the pooler is counted for shared models only, and there is no projection when E = H.
 
-# %%
-# NBVAL_CHECK_OUTPUT
-print(f"{'model':15s} {'L':>3s} {'H':>5s} {'E':>5s} {'heads':>5s} {'exact':>14s} {'convention (M)':>14s} "
-      f"{'Table 1 (M)':>11s}")
+# %% tags=["nbval-check-output"]
+print(
+    f"{'model':15s} {'L':>3s} {'H':>5s} {'E':>5s} {'heads':>5s} {'exact':>14s} "
+    f"{'convention (M)':>14s} "
+    f"{'Table 1 (M)':>11s}"
+)
 exact_counts = {}
 for name, model in meta_models.items():
     c = model.config
     exact_counts[name] = count_parameters(model)
-    assert exact_counts[name] == count_parameters(c)  # the built module agrees with the closed form
-    print(f"{name:15s} {c.num_hidden_layers:3d} {c.hidden_size:5d} {c.embedding_size:5d} {c.num_attention_heads:5d} "
-          f"{exact_counts[name]:14,d} {paper_convention_count(c) / 1e6:14.1f} {TABLE1[name]:11d}")
+    # the built module agrees with the closed form
+    assert exact_counts[name] == count_parameters(c)
+    print(
+        f"{name:15s} {c.num_hidden_layers:3d} {c.hidden_size:5d} {c.embedding_size:5d} "
+        f"{c.num_attention_heads:5d} "
+        f"{exact_counts[name]:14,d} {paper_convention_count(c) / 1e6:14.1f} "
+        f"{TABLE1[name]:11d}"
+    )
 for name, note in KNOWN_DISAGREEMENTS.items():
     print(f"note on {name}: {note}")
 
@@ -105,14 +140,20 @@ for name, note in KNOWN_DISAGREEMENTS.items():
 # Training with AdamW (or LAMB) in fp32 keeps four numbers per parameter: the weight, its gradient and the
 # optimizer's two moment estimates $m$ and $v$: 4 + 4 + 8 = 16 bytes per parameter.
 
-# %%
-# NBVAL_CHECK_OUTPUT
-from albert_mini.study.memory import parameter_bytes  # fp32 weight, fp32 gradient, and the optimizer's states
+# %% tags=["nbval-check-output"]
+# fp32 weight, fp32 gradient, and the optimizer's states
+from albert_mini.study.memory import parameter_bytes
 
-print(f"{'model':15s} {'parameters':>14s} {'weights (GB)':>13s} {'+ grads + AdamW (GB)':>21s}")
+print(
+    f"{'model':15s} {'parameters':>14s} {'weights (GB)':>13s} "
+    f"{'+ grads + AdamW (GB)':>21s}"
+)
 for name in PAPER_MODELS:
     n = exact_counts[name]
-    print(f"{name:15s} {n:14,d} {4 * n / 1e9:13.2f} {parameter_bytes(n, 'adamw') / 1e9:21.2f}")
+    print(
+        f"{name:15s} {n:14,d} {4 * n / 1e9:13.2f} "
+        f"{parameter_bytes(n, 'adamw') / 1e9:21.2f}"
+    )
 
 # %% [markdown]
 # These are the costs that parameter sharing cuts. ALBERT-large needs 0.28 GB where BERT-large needs 5.35 GB, and
@@ -134,15 +175,23 @@ for name in PAPER_MODELS:
 # (which are saved too, but are not activations).
 
 # %%
-from albert_mini.study.memory import activation_bytes, measure_activation_bytes, training_memory
+from albert_mini.study.memory import (
+    measure_activation_bytes,
+    training_memory,
+)
 
-ids = torch.randint(5, 8000, (pick(fast=2, full=8), 128), generator=torch.Generator().manual_seed(0))
+ids = torch.randint(
+    5, 8000, (pick(fast=2, full=8), 128), generator=torch.Generator().manual_seed(0)
+)
 for name in ("albert-mini", "bert-mini"):
     torch.manual_seed(0)
     model = AlbertModel(AlbertConfig.from_preset(name))
-    print(f"{name:12s} parameters {count_parameters(model):>10,}   "
-          f"activations saved for backward: {measure_activation_bytes(model, {'input_ids': ids}) / 2**20:.1f} MiB "
-          f"for {ids.numel()} tokens")
+    print(
+        f"{name:12s} parameters {count_parameters(model):>10,}   "
+        "activations saved for backward: "
+        f"{measure_activation_bytes(model, {'input_ids': ids}) / 2**20:.1f} MiB "
+        f"for {ids.numel()} tokens"
+    )
 
 # %% [markdown]
 # `albert-mini` has 28% of `bert-mini`'s parameters, yet it stores the same activations: six applications of a
@@ -151,12 +200,19 @@ for name in ("albert-mini", "bert-mini"):
 # 8H + 2I + heads + 4 floats. For the paper's models, with a batch of 8 sequences of 512 tokens and 20 masked
 # positions each, in fp32:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 for name in ("bert-large", "albert-large", "albert-xxlarge"):
-    report = training_memory(AlbertConfig.from_preset(name), batch_size=8, seq_len=512, masked_per_sequence=20)
-    print(f"{name:15s} weights+grads+LAMB {(report.parameters + report.gradients + report.optimizer_states) / 2**30:6.2f} GiB"
-          f"   activations {report.activations / 2**30:6.2f} GiB")
+    report = training_memory(
+        AlbertConfig.from_preset(name),
+        batch_size=8,
+        seq_len=512,
+        masked_per_sequence=20,
+    )
+    state = report.parameters + report.gradients + report.optimizer_states
+    print(
+        f"{name:15s} weights+grads+LAMB {state / 2**30:6.2f} GiB"
+        f"   activations {report.activations / 2**30:6.2f} GiB"
+    )
 
 # %% [markdown]
 # ALBERT-large keeps as many activations as BERT-large (6.0 GiB here) with a twentieth of the memory for weights,
@@ -186,14 +242,21 @@ print(inspect.getsource(flops_per_token))
 # each 512-token sequence (Exercise 2 counts its cost). Training costs about three forward passes (the backward pass
 # computes two products per forward product), which changes no ratio below.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 SEQ_LEN = 512
-flops = {name: flops_per_token(AlbertConfig.from_preset(name), SEQ_LEN) for name in PAPER_MODELS}
-print(f"{'model':15s} {'parameters (M)':>14s} {'forward GFLOPs/token':>21s} {'x BERT-large':>12s}")
+flops = {
+    name: flops_per_token(AlbertConfig.from_preset(name), SEQ_LEN)
+    for name in PAPER_MODELS
+}
+print(
+    f"{'model':15s} {'parameters (M)':>14s} {'forward GFLOPs/token':>21s} "
+    f"{'x BERT-large':>12s}"
+)
 for name in PAPER_MODELS:
-    print(f"{name:15s} {exact_counts[name] / 1e6:14.1f} {flops[name] / 1e9:21.3f} "
-          f"{flops[name] / flops['bert-large']:12.2f}")
+    print(
+        f"{name:15s} {exact_counts[name] / 1e6:14.1f} {flops[name] / 1e9:21.3f} "
+        f"{flops[name] / flops['bert-large']:12.2f}"
+    )
 
 # %% [markdown]
 # Each ALBERT has the compute of the BERT with the same L and H (its E→H projection adds a little), regardless of
@@ -208,16 +271,24 @@ for name in PAPER_MODELS:
 # number of steps. If speed were set by arithmetic alone, the speedup of a model would be the FLOP ratio
 # (BERT-large FLOPs per token) / (the model's FLOPs per token). Side by side:
 
-# %%
-# NBVAL_CHECK_OUTPUT
-print(f"{'model':15s} {'parameters (M)':>14s} {'FLOP ratio':>10s} {'paper':>6s} {'paper / FLOP ratio':>18s}")
+# %% tags=["nbval-check-output"]
+print(
+    f"{'model':15s} {'parameters (M)':>14s} {'FLOP ratio':>10s} {'paper':>6s} "
+    f"{'paper / FLOP ratio':>18s}"
+)
 for name in PAPER_MODELS:
     predicted = flops["bert-large"] / flops[name]
     if name in TABLE2_SPEEDUP:
         paper = TABLE2_SPEEDUP[name]
-        print(f"{name:15s} {exact_counts[name] / 1e6:14.1f} {predicted:10.2f} {paper:6.1f} {paper / predicted:18.2f}")
+        print(
+            f"{name:15s} {exact_counts[name] / 1e6:14.1f} {predicted:10.2f} "
+            f"{paper:6.1f} {paper / predicted:18.2f}"
+        )
     else:
-        print(f"{name:15s} {exact_counts[name] / 1e6:14.1f} {predicted:10.2f} {'-':>6s} {'-':>18s}")
+        print(
+            f"{name:15s} {exact_counts[name] / 1e6:14.1f} {predicted:10.2f} {'-':>6s} "
+            f"{'-':>18s}"
+        )
 
 # %% [markdown]
 # Every model trains faster than its FLOPs predict, and the fewer parameters it has, the larger the bonus. The
@@ -251,20 +322,31 @@ for name in PAPER_MODELS:
 # each, timed on one CPU process, and divided by BERT-large's speed. The result is committed in
 # `data/results/throughput.json`; `albert_mini.study.results.speedup_table` reads it, with the CPU it ran on.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 from albert_mini.study import results
 
 speed_rows, speed_meta = results.speedup_table()
-print(f"measured on {speed_meta.get('cpu', 'a CPU not recorded in the file')}, git {speed_meta['git_revision']}")
-print(f"{'model':15s} {'tokens/s':>9s} {'measured':>9s} {'FLOP ratio':>10s} {'paper':>6s}")
+print(f"measured on {speed_meta.get('cpu', 'a CPU not recorded in the file')}")
+print(
+    f"{'model':15s} {'tokens/s':>9s} {'measured':>9s} {'FLOP ratio':>10s} {'paper':>6s}"
+)
 for row in speed_rows:
-    paper = f"{row['paper_speedup']:6.1f}" if row["paper_speedup"] is not None else f"{'-':>6s}"
-    print(f"{row['model']:15s} {row['tokens_per_second']:9.0f} {row['speedup']:9.2f} {row['flop_ratio']:10.2f} {paper}")
+    paper = (
+        f"{row['paper_speedup']:6.1f}"
+        if row["paper_speedup"] is not None
+        else f"{'-':>6s}"
+    )
+    print(
+        f"{row['model']:15s} {row['tokens_per_second']:9.0f} {row['speedup']:9.2f} "
+        f"{row['flop_ratio']:10.2f} {paper}"
+    )
 gaps = {r["model"]: r["speedup"] / r["flop_ratio"] for r in speed_rows}
-print(f"measured / FLOP ratio: {min(gaps.values()):.2f} to {max(gaps.values()):.2f} over the "
-      f"{len(gaps)} models; paper / FLOP ratio for ALBERT-large: "
-      f"{next(r['paper_speedup'] / r['flop_ratio'] for r in speed_rows if r['model'] == 'albert-large'):.2f}")
+large = next(r for r in speed_rows if r["model"] == "albert-large")
+print(
+    f"measured / FLOP ratio: {min(gaps.values()):.2f} to {max(gaps.values()):.2f} over "
+    f"the {len(gaps)} models; paper / FLOP ratio for ALBERT-large: "
+    f"{large['paper_speedup'] / large['flop_ratio']:.2f}"
+)
 
 # %% [markdown]
 # On one CPU process the measured speed follows the FLOP ratio (the ratio of the two stays near 1 for every
@@ -287,18 +369,41 @@ from albert_mini.paths import save_figure
 fig, ax = plt.subplots(figsize=(7, 5))
 for family, marker, color in (("bert", "s", "tab:orange"), ("albert", "o", "tab:blue")):
     names = [n for n in PAPER_MODELS if n.startswith(family + "-")]
-    ax.scatter([exact_counts[n] / 1e6 for n in names], [flops[n] / 1e9 for n in names], marker=marker, s=70,
-               color=color, label=family.upper(), zorder=3)
+    ax.scatter(
+        [exact_counts[n] / 1e6 for n in names],
+        [flops[n] / 1e9 for n in names],
+        marker=marker,
+        s=70,
+        color=color,
+        label=family.upper(),
+        zorder=3,
+    )
     for n in names:
-        ax.annotate(n, (exact_counts[n] / 1e6, flops[n] / 1e9), textcoords="offset points", xytext=(6, 6),
-                    fontsize=9)
-for size in ("base", "large", "xlarge"):  # same L and H: same compute, far fewer parameters
+        ax.annotate(
+            n,
+            (exact_counts[n] / 1e6, flops[n] / 1e9),
+            textcoords="offset points",
+            xytext=(6, 6),
+            fontsize=9,
+        )
+# same L and H: same compute, far fewer parameters
+for size in ("base", "large", "xlarge"):
     pair = [f"bert-{size}", f"albert-{size}"]
-    ax.plot([exact_counts[n] / 1e6 for n in pair], [flops[n] / 1e9 for n in pair], color="grey", ls="--",
-            lw=1, zorder=1)
-ax.set(xscale="log", yscale="log", xlabel="parameters (millions, log scale)",
-       ylabel=f"forward GFLOPs per token (T = {SEQ_LEN}, log scale)",
-       title="Parameters vs compute of the paper's models (dashed: same L and H)")
+    ax.plot(
+        [exact_counts[n] / 1e6 for n in pair],
+        [flops[n] / 1e9 for n in pair],
+        color="grey",
+        ls="--",
+        lw=1,
+        zorder=1,
+    )
+ax.set(
+    xscale="log",
+    yscale="log",
+    xlabel="parameters (millions, log scale)",
+    ylabel=f"forward GFLOPs per token (T = {SEQ_LEN}, log scale)",
+    title="Parameters vs compute of the paper's models (dashed: same L and H)",
+)
 ax.set_ylim(0.15, 8)
 for axis in (ax.xaxis, ax.yaxis):  # plain numbers instead of powers of ten
     axis.set_major_formatter(FormatStrFormatter("%g"))
@@ -319,7 +424,8 @@ plt.show()
 # ```python
 # from albert_mini.model.hf import from_hf
 #
-# model = from_hf("albert/albert-base-v2")   # downloads the HF checkpoint, returns albert_mini's AlbertForPreTraining
+# # downloads the HF checkpoint and returns albert_mini's AlbertForPreTraining
+# model = from_hf("albert/albert-base-v2")
 # print(model.config.hidden_size, model.config.num_hidden_layers)   # 768 12
 # ```
 #
@@ -339,24 +445,41 @@ try:
 
     transformers.utils.logging.disable_progress_bar()
     torch.manual_seed(0)
-    hf_config = transformers.AlbertConfig(vocab_size=120, embedding_size=16, hidden_size=32, num_hidden_layers=3,
-                                          num_attention_heads=4, intermediate_size=64, max_position_embeddings=64,
-                                          hidden_act="gelu_new")
+    hf_config = transformers.AlbertConfig(
+        vocab_size=120,
+        embedding_size=16,
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        hidden_act="gelu_new",
+    )
     hf_model = transformers.AlbertForPreTraining(hf_config).eval()
     with tempfile.TemporaryDirectory() as checkpoint_dir:
         hf_model.save_pretrained(checkpoint_dir)
         ours = from_hf(checkpoint_dir).eval()
-    token_ids = torch.randint(5, 120, (2, 12), generator=torch.Generator().manual_seed(0))
+    token_ids = torch.randint(
+        5, 120, (2, 12), generator=torch.Generator().manual_seed(0)
+    )
     with torch.no_grad():
         hf_out, our_out = hf_model(token_ids), ours(token_ids)
     mlm_gap = (hf_out.prediction_logits - our_out.mlm_logits).abs().max().item()
     sop_gap = (hf_out.sop_logits - our_out.sentence_logits).abs().max().item()
-    print(f"loaded {type(ours).__module__}.{type(ours).__name__} with {count_parameters(ours):,} parameters")
+    print(
+        f"loaded {type(ours).__module__}.{type(ours).__name__} with "
+        f"{count_parameters(ours):,} parameters"
+    )
     print(f"largest logit difference: MLM {mlm_gap:.1e}, sentence order {sop_gap:.1e}")
-    assert mlm_gap < 1e-5 and sop_gap < 1e-5, "the converted model disagrees with the HF model"
+    assert mlm_gap < 1e-5 and sop_gap < 1e-5, (
+        "the converted model disagrees with the HF model"
+    )
     print("logits match")
 except ImportError:
-    print("transformers is not installed: this optional cell needs it (pip install transformers)")
+    print(
+        "transformers is not installed: this optional cell needs it (pip install "
+        "transformers)"
+    )
 
 # %% [markdown]
 # ## Pretraining on many GPUs with `torchrun`
@@ -366,9 +489,9 @@ except ImportError:
 # through PyTorch's `torchrun`, the same command runs one process per GPU with `DistributedDataParallel`:
 #
 # ```sh
-# torchrun --standalone --nproc_per_node 8 -m albert_mini.training.pretrain --preset albert-base \
-#     --tokenizer spiece-30k.model --corpus austen --steps 10000 --batch-size 64 --accumulate 8 \
-#     --out runs/albert-base-8gpu
+# torchrun --standalone --nproc_per_node 8 -m albert_mini.training.pretrain \
+#     --preset albert-base --tokenizer spiece-30k.model --corpus austen --steps 10000 \
+#     --batch-size 64 --accumulate 8 --out runs/albert-base-8gpu
 # ```
 #
 # (The model's vocabulary is the tokenizer's: with a 30,000-piece SentencePiece model this is `albert-base` as
@@ -386,14 +509,17 @@ except ImportError:
 # - **Files.** Rank 0 alone writes the run directory (config, metrics, checkpoints) and shows progress.
 # - **Effective batch.** One optimizer step sees (per-rank batch) × (world size) × (accumulation steps) sequences.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 def effective_batch(per_rank_batch: int, world_size: int, accumulate: int) -> int:
-    """Sequences per optimizer step in data-parallel training with gradient accumulation."""
+    """Sequences per optimizer step: data-parallel with gradient accumulation."""
     return per_rank_batch * world_size * accumulate
 
 
-print("the command above:", effective_batch(64, 8, 8), "sequences per step (the paper's batch is 4096)")
+print(
+    "the command above:",
+    effective_batch(64, 8, 8),
+    "sequences per step (the paper's batch is 4096)",
+)
 print("two CPU processes, 32 each, no accumulation:", effective_batch(32, 2, 1))
 
 # %% [markdown]
@@ -448,13 +574,15 @@ check_mlm_head_flops_per_token(mlm_head_flops_per_token);
 # With your function, the head's cost next to the encoder's, when the logits are computed at every position (as
 # the Hugging Face port does) and at 20 of 512 positions (as the original code does):
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 for name in ("albert-base", "bert-base"):
     config = AlbertConfig.from_preset(name)
     head, encoder = mlm_head_flops_per_token(config), flops_per_token(config, SEQ_LEN)
-    print(f"{name:12s} head {head / 1e6:5.1f} MFLOPs per predicted position = {head / encoder:6.1%} of the encoder "
-          f"at every position, {20 / SEQ_LEN * head / encoder:6.2%} at 20 of {SEQ_LEN}")
+    print(
+        f"{name:12s} head {head / 1e6:5.1f} MFLOPs per predicted position = "
+        f"{head / encoder:6.1%} of the encoder "
+        f"at every position, {20 / SEQ_LEN * head / encoder:6.2%} at 20 of {SEQ_LEN}"
+    )
 
 # %% [markdown] tags=["solution"]
 # The factorized embedding makes ALBERT's head six times cheaper than BERT's, because the decoder works at width
@@ -470,8 +598,7 @@ for name in ("albert-base", "bert-base"):
 # LAMB's two moments (`albert_mini.study.memory.parameter_bytes`, 16 bytes per parameter). First as a table, for
 # the paper's models and two variants of ALBERT-base:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 from albert_mini.model.counting import closed_form_breakdown
 from albert_mini.study.memory import parameter_bytes
 
@@ -479,29 +606,60 @@ SHARING = ("all", "attention", "ffn", "none")
 
 
 def shape_config(V: int, E: int, H: int, L: int, sharing: str) -> AlbertConfig:
-    """A paper-style config: H/64 heads, FFN width 4H, one group unless nothing is shared."""
-    return AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H, num_hidden_layers=L,
-                        num_attention_heads=max(1, H // 64), intermediate_size=4 * H, sharing=sharing,
-                        num_hidden_groups=L if sharing == "none" else 1, embedding_projection=E != H)
+    """A paper-style config: H/64 heads, FFN 4H, one group unless nothing is shared."""
+    return AlbertConfig(
+        vocab_size=V,
+        embedding_size=E,
+        hidden_size=H,
+        num_hidden_layers=L,
+        num_attention_heads=max(1, H // 64),
+        intermediate_size=4 * H,
+        sharing=sharing,
+        num_hidden_groups=L if sharing == "none" else 1,
+        embedding_projection=E != H,
+    )
 
 
 def breakdown_row(V: int, E: int, H: int, L: int, sharing: str) -> str:
-    """One line: the shape, its parameters per component in millions, and the training-state memory."""
+    """One line: the shape, parameters per component (M), training-state memory."""
     parts = closed_form_breakdown(shape_config(V, E, H, L, sharing))
     total = sum(parts.values())
-    cells = " ".join(f"{parts[k] / 1e6:9.2f}" for k in ("embeddings", "projection", "attention", "ffn", "pooler"))
-    return (f"{V:6d} {E:5d} {H:5d} {L:3d} {sharing:>9s} {cells} {total / 1e6:9.2f} "
-            f"{parameter_bytes(total, 'lamb') / 1e9:8.2f}")
+    cells = " ".join(
+        f"{parts[k] / 1e6:7.2f}"
+        for k in ("embeddings", "projection", "attention", "ffn", "pooler")
+    )
+    return (
+        f"{V:6d} {E:5d} {H:5d} {L:3d} {sharing:>9s} {cells} {total / 1e6:7.2f} "
+        f"{parameter_bytes(total, 'lamb') / 1e9:6.2f}"
+    )
 
 
-HEADER = (f"{'V':>6s} {'E':>5s} {'H':>5s} {'L':>3s} {'sharing':>9s} {'embed M':>9s} {'proj M':>9s} {'attn M':>9s} "
-          f"{'FFN M':>9s} {'pooler M':>9s} {'total M':>9s} {'train GB':>8s}")
+# Parameters in millions per component; "train GB": weights, gradients and LAMB state.
+HEADER = (
+    f"{'V':>6s} {'E':>5s} {'H':>5s} {'L':>3s} {'sharing':>9s} {'embed':>7s} "
+    f"{'proj':>7s} {'attn':>7s} {'FFN':>7s} {'pooler':>7s} {'total':>7s} {'GB':>6s}"
+)
 print(HEADER)
-for name in ("bert-base", "bert-large", "albert-base", "albert-large", "albert-xlarge", "albert-xxlarge"):
+for name in (
+    "bert-base",
+    "bert-large",
+    "albert-base",
+    "albert-large",
+    "albert-xlarge",
+    "albert-xxlarge",
+):
     c = AlbertConfig.from_preset(name)
-    print(breakdown_row(c.vocab_size, c.embedding_size, c.hidden_size, c.num_hidden_layers,
-                        "none" if c.sharing == "none" else "all"))
-print(breakdown_row(30000, 768, 768, 12, "all"))  # ALBERT-base without the factorization
+    print(
+        breakdown_row(
+            c.vocab_size,
+            c.embedding_size,
+            c.hidden_size,
+            c.num_hidden_layers,
+            "none" if c.sharing == "none" else "all",
+        )
+    )
+# ALBERT-base without the factorization
+print(breakdown_row(30000, 768, 768, 12, "all"))
 print(breakdown_row(30000, 128, 768, 12, "none"))  # ALBERT-base without the sharing
 
 # %% [markdown]
@@ -519,16 +677,22 @@ try:
 except ImportError:
     widgets = None
 if static_output() or widgets is None:
-    print("(the interactive explorer runs in JupyterLab with ipywidgets installed; the table above is its static form)")
+    print("(the interactive explorer runs in JupyterLab with ipywidgets installed;")
+    print(" the table above is its static form)")
 else:
+
     def show(V, E, H, L, sharing):
         print(HEADER)
         print(breakdown_row(V, E, H, L, sharing))
 
-    widgets.interact(show, V=widgets.IntSlider(value=30000, min=1000, max=250000, step=1000),
-                     E=widgets.IntSlider(value=128, min=16, max=2048, step=16),
-                     H=widgets.IntSlider(value=768, min=64, max=4096, step=64),
-                     L=widgets.IntSlider(value=12, min=1, max=48), sharing=widgets.Dropdown(options=SHARING))
+    widgets.interact(
+        show,
+        V=widgets.IntSlider(value=30000, min=1000, max=250000, step=1000),
+        E=widgets.IntSlider(value=128, min=16, max=2048, step=16),
+        H=widgets.IntSlider(value=768, min=64, max=4096, step=64),
+        L=widgets.IntSlider(value=12, min=1, max=48),
+        sharing=widgets.Dropdown(options=SHARING),
+    )
 
 # %% [markdown]
 # ## Summary

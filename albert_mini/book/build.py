@@ -16,7 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..cli import Parser, run as run_cli
+from ..cli import Parser
+from ..cli import run as run_cli
 from ..settings import FAST_ENV, STATIC_ENV
 
 CELL_TIMEOUT_SECONDS = 1800

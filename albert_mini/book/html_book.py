@@ -22,7 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..cli import Parser, run as run_cli
+from ..cli import Parser
+from ..cli import run as run_cli
 from ..errors import UserError
 from ..paths import repo_root
 
@@ -33,6 +34,15 @@ TITLE = "albert-mini: ALBERT built step by step"
 MATHJAX_SCRIPT = "tex-mml-chtml.js"
 MATHJAX_PARTS = (MATHJAX_SCRIPT, "a11y", "adaptors", "input", "output/chtml", "sre", "ui")
 
+
+# Printed output wraps inside its column as JupyterLab's output area does, instead of hiding behind a scrollbar;
+# code keeps its lines, and a type a shade smaller than the theme's makes the column show the 88 characters that
+# chapter code is written to.
+OUTPUT_CSS_FILE = "book.css"
+OUTPUT_CSS = """\
+article pre { font-size: 13.5px; }
+div.cell_output pre, div.output pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+"""
 
 BUILD_MARK = ".buildinfo"  # what Sphinx's HTML builder writes at the top of every output folder
 
@@ -56,6 +66,7 @@ html_theme = "sphinx_book_theme"
 html_theme_options = {{"show_toc_level": 2, "use_download_button": False, "use_fullscreen_button": False}}
 html_context = {{"default_mode": "light"}}   # figures are drawn on white; also: no theme-mode console error
 html_static_path = ["_static"]
+html_css_files = ["{css}"]
 html_show_sourcelink = False
 html_copy_source = False
 html_show_search_summary = False       # summaries are fetched page by page, which browsers refuse from file://
@@ -97,7 +108,7 @@ def readme_topics(root: Path) -> dict[str, str]:
     readme = root / "README.md"
     topics = {}
     if readme.exists():
-        for match in re.finditer(r"^\| (\d\d) \| (.+?) \|$", readme.read_text(), flags=re.MULTILINE):
+        for match in re.finditer(r"^\| (\d\d) \| (.+?) \|", readme.read_text(), flags=re.MULTILINE):
             topics[match.group(1)] = match.group(2).strip()
     return topics
 
@@ -159,8 +170,9 @@ def stage(root: Path, staging: Path) -> list[Path]:
         else:
             target.mkdir(parents=True, exist_ok=True)
             shutil.copy2(mathjax / part, target / part)
+    (staging / "_static" / OUTPUT_CSS_FILE).write_text(OUTPUT_CSS)
     (staging / "index.md").write_text(index_page(root, notebooks))
-    (staging / "conf.py").write_text(CONF.format(project=TITLE, script=MATHJAX_SCRIPT))
+    (staging / "conf.py").write_text(CONF.format(project=TITLE, script=MATHJAX_SCRIPT, css=OUTPUT_CSS_FILE))
     return notebooks
 
 

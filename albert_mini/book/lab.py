@@ -20,7 +20,9 @@ import socket
 import sys
 from pathlib import Path
 
-from ..cli import Parser, run as run_cli
+from ..cli import Parser
+from ..cli import port as port_type
+from ..cli import run as run_cli
 from ..paths import repo_root
 
 LOOPBACK = "127.0.0.1"
@@ -90,7 +92,7 @@ def _main(argv: list[str]) -> int:
     parser = Parser(prog="python -m albert_mini.book.lab", description=__doc__,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser tab; print the address")
-    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    parser.add_argument("--port", type=port_type, default=0, help="port on 127.0.0.1 (default: a free one)")
     parser.add_argument("--install-settings", action="store_true",
                         help="only install the JupyterLab settings into this environment (what `make venv` does)")
     args = parser.parse_args(argv)

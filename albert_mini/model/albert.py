@@ -39,9 +39,16 @@ def attention_math(q, k, v, mask_bias=None, dropout_p: float = 0.0, training: bo
 
 
 def extended_attention_mask(attention_mask: torch.Tensor | None, dtype: torch.dtype):
-    """Turn a (B, T) 1/0 keep-mask into an additive bias (B, 1, 1, T): 0 to keep, the dtype's minimum to drop."""
-    if attention_mask is None or (not torch.compiler.is_compiling() and bool(attention_mask.all())):
-        return None  # nothing to hide: lets SDPA take its unmasked fast path (eager only: no graph break)
+    """Turn a (B, T) 1/0 keep-mask into an additive bias (B, 1, 1, T): 0 to keep, the dtype's minimum to drop.
+
+    A mask that keeps everything gives no bias, so SDPA takes its unmasked fast path, but only where asking is
+    free: on the CPU in eager mode. On a GPU, reading the mask would stall every forward pass until the GPU
+    catches up, so there it always becomes a bias (the outputs are the same).
+    """
+    if attention_mask is None:
+        return None
+    if attention_mask.device.type == "cpu" and not torch.compiler.is_compiling() and bool(attention_mask.all()):
+        return None
     keep = attention_mask[:, None, None, :].to(torch.bool)  # (B, 1, 1, T)
     return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
 
@@ -139,12 +146,13 @@ class AlbertLayerGroup(nn.Module):
 
 
 def build_layer_groups(config: AlbertConfig) -> nn.ModuleList:
-    """The distinct modules behind the L layer applications, for each sharing strategy.
+    """The distinct modules behind the L layer applications, as the config's sharing strategy says.
 
-    "all": G groups of K layers (ALBERT). "none": L groups of one layer (BERT).
-    "attention" / "ffn": L layers that hold the very same attention (or FFN) module objects.
+    Whole-layer strategies ("all", "none"): G groups of K layers (ALBERT: G = 1; BERT: G = L, K = 1).
+    Tied blocks ("attention", "ffn"): L layers that hold the very same module objects for the tied block.
     """
-    if config.sharing in ("all", "none"):
+    strategy = config.sharing_strategy
+    if strategy.whole_layers:
         return nn.ModuleList(
             AlbertLayerGroup([AlbertLayer(config) for _ in range(config.inner_group_num)])
             for _ in range(config.num_hidden_groups)
@@ -152,12 +160,9 @@ def build_layer_groups(config: AlbertConfig) -> nn.ModuleList:
     first = AlbertLayer(config)
     layers = [first]
     for _ in range(config.num_hidden_layers - 1):
-        layer = AlbertLayer(config)
-        if config.sharing == "attention":
-            layer.attention = first.attention
-        else:  # "ffn": the FFN's two matrices and the LayerNorm that closes the block
-            layer.ffn, layer.ffn_output = first.ffn, first.ffn_output
-            layer.full_layer_layer_norm = first.full_layer_layer_norm
+        layer = AlbertLayer(config)  # built whole, then tied: the random draws stay in the same order
+        for name in strategy.tied_modules:
+            setattr(layer, name, getattr(first, name))
         layers.append(layer)
     return nn.ModuleList(AlbertLayerGroup([layer]) for layer in layers)
 

@@ -9,13 +9,21 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..specials import PAD_ID
+from .sharing import STRATEGIES, SharingStrategy
 
-SHARING_STRATEGIES = ("all", "attention", "ffn", "none")
+SHARING_STRATEGIES = tuple(STRATEGIES)
 ACTIVATIONS = ("gelu_new", "gelu", "relu")
 
 
 class ConfigError(UserError, ValueError):
     """A config that cannot describe a model; the message says which field to change."""
+
+
+def strategy_named(name: str) -> SharingStrategy:
+    """The row of the sharing table called `name`; an unknown name raises ConfigError listing the known ones."""
+    if name not in STRATEGIES:
+        raise ConfigError(f"unknown sharing {name!r}; choose one of {', '.join(STRATEGIES)}")
+    return STRATEGIES[name]
 
 
 @dataclass
@@ -74,8 +82,7 @@ class AlbertConfig:
             )
         if self.hidden_act not in ACTIVATIONS:
             raise ConfigError(f"unknown hidden_act {self.hidden_act!r}; choose one of {', '.join(ACTIVATIONS)}")
-        if self.sharing not in SHARING_STRATEGIES:
-            raise ConfigError(f"unknown sharing {self.sharing!r}; choose one of {', '.join(SHARING_STRATEGIES)}")
+        strategy = strategy_named(self.sharing)
         if self.num_hidden_layers % self.num_hidden_groups:
             raise ConfigError(
                 f"num_hidden_layers {self.num_hidden_layers} is not divisible by num_hidden_groups "
@@ -84,15 +91,11 @@ class AlbertConfig:
         if not 0 <= self.pad_token_id < self.vocab_size:
             raise ConfigError(f"pad_token_id {self.pad_token_id} is outside the vocabulary of {self.vocab_size}")
         L, G, K = self.num_hidden_layers, self.num_hidden_groups, self.inner_group_num
-        if self.sharing == "none" and (G != L or K != 1):
+        required = strategy.required_groups(L)
+        if required is not None and (G, K) != required:
             raise ConfigError(
-                f"sharing='none' gives each of the {L} layers its own weights, so it needs "
-                f"num_hidden_groups={L} and inner_group_num=1 (got {G} and {K})"
-            )
-        if self.sharing in ("attention", "ffn") and (G != 1 or K != 1):
-            raise ConfigError(
-                f"sharing={self.sharing!r} shares one {self.sharing} block across all layers and keeps the "
-                f"rest per layer; it needs num_hidden_groups=1 and inner_group_num=1 (got {G} and {K})"
+                f"sharing={self.sharing!r} means {strategy.description}, so it needs "
+                f"num_hidden_groups={required[0]} and inner_group_num={required[1]} (got {G} and {K})"
             )
         if not self.embedding_projection and self.embedding_size != self.hidden_size:
             raise ConfigError(
@@ -102,9 +105,14 @@ class AlbertConfig:
 
     # ------------------------------------------------------------------ derived facts
     @property
+    def sharing_strategy(self) -> SharingStrategy:
+        """The row of the sharing table (albert_mini.model.sharing) this config names."""
+        return strategy_named(self.sharing)
+
+    @property
     def num_layer_modules(self) -> int:
         """Layer-group modules the encoder holds: G, or one per layer when only attention or the FFN is shared."""
-        return self.num_hidden_layers if self.sharing in ("attention", "ffn") else self.num_hidden_groups
+        return self.sharing_strategy.num_layer_modules(self.num_hidden_layers, self.num_hidden_groups)
 
     def layer_to_group(self, layer: int) -> int:
         """Index of the layer-group module that layer application `layer` runs; exact integer form of HF's rule."""
@@ -114,12 +122,12 @@ class AlbertConfig:
 
     def num_distinct_blocks(self) -> tuple[int, int]:
         """How many distinct (attention, FFN) blocks hold parameters under this sharing strategy."""
-        L, shared = self.num_hidden_layers, self.num_hidden_groups * self.inner_group_num
-        return {"all": (shared, shared), "attention": (1, L), "ffn": (L, 1), "none": (L, L)}[self.sharing]
+        return self.sharing_strategy.distinct_blocks(self.num_hidden_layers, self.num_hidden_groups,
+                                                     self.inner_group_num)
 
     # ------------------------------------------------------------------ presets and I/O
     @classmethod
-    def from_preset(cls, name: str, **overrides) -> "AlbertConfig":
+    def from_preset(cls, name: str, **overrides) -> AlbertConfig:
         """Build a named preset, e.g. ``AlbertConfig.from_preset("albert-base", hidden_dropout_prob=0.1)``."""
         if name not in PRESETS:
             raise ConfigError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}")
@@ -129,7 +137,7 @@ class AlbertConfig:
             raise ConfigError(f"unknown config field(s) {unknown}; valid fields: {', '.join(sorted(fields))}")
         return cls(**{**PRESETS[name], **overrides})
 
-    def replace(self, **changes) -> "AlbertConfig":
+    def replace(self, **changes) -> AlbertConfig:
         """A validated copy with some fields changed."""
         return dataclasses.replace(self, **changes)
 
@@ -137,7 +145,7 @@ class AlbertConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "AlbertConfig":
+    def from_dict(cls, data: dict) -> AlbertConfig:
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - fields)
         if unknown:
@@ -152,7 +160,7 @@ class AlbertConfig:
         return text
 
     @classmethod
-    def from_json(cls, text_or_path: str | Path) -> "AlbertConfig":
+    def from_json(cls, text_or_path: str | Path) -> AlbertConfig:
         """Read a config from JSON text or from a .json file."""
         path = Path(text_or_path) if not str(text_or_path).lstrip().startswith("{") else None
         text = path.read_text() if path is not None else str(text_or_path)
@@ -166,7 +174,7 @@ def config_differences(saved: dict, current: dict) -> list[str]:
             for k in keys if saved.get(k, "<absent>") != current.get(k, "<absent>")]
 
 
-def as_config(base: "str | AlbertConfig") -> AlbertConfig:
+def as_config(base: str | AlbertConfig) -> AlbertConfig:
     """A preset name or a config, as a config (an unknown name raises ConfigError listing the presets)."""
     if isinstance(base, AlbertConfig):
         return base
@@ -175,14 +183,14 @@ def as_config(base: "str | AlbertConfig") -> AlbertConfig:
     raise TypeError(f"base must be a preset name or an AlbertConfig, not {type(base).__name__}")
 
 
-def embedding_variant(base: "str | AlbertConfig", embedding_size: int, sharing: str) -> AlbertConfig:
+def embedding_variant(base: str | AlbertConfig, embedding_size: int, sharing: str) -> AlbertConfig:
     """The base shape with embedding size E and a sharing strategy ('none' gets one group per layer)."""
     config = as_config(base)
-    groups = config.num_hidden_layers if sharing == "none" else 1
+    groups, inner = strategy_named(sharing).default_groups(config.num_hidden_layers)
     # A BERT-style base (no projection) needs the E -> H matrix as soon as E differs from H.
     projection = config.embedding_projection or embedding_size != config.hidden_size
     return config.replace(embedding_size=embedding_size, sharing=sharing, num_hidden_groups=groups,
-                          inner_group_num=1, embedding_projection=projection)
+                          inner_group_num=inner, embedding_projection=projection)
 
 
 def _divisors_hint(hidden: int, heads: int) -> str:

@@ -7,10 +7,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from ..errors import MissingFileError, UserError
 from .albert import AlbertForPreTraining, AlbertModel
 from .config import AlbertConfig
-from ..errors import MissingFileError
 from .heads import AlbertForMultipleChoice, AlbertForQuestionAnswering, AlbertForSequenceClassification
+from .sharing import STRATEGIES, whole_layer_sharing
 
 # HF class name -> albert_mini class (the HF class of the same name has the same parameter names).
 HF_TO_OURS: dict[str, type[nn.Module]] = {
@@ -46,22 +47,33 @@ def config_from_hf(hf_config) -> AlbertConfig:
     """Translate a transformers.AlbertConfig into ours."""
     act = hf_config.hidden_act
     if act not in _ACTIVATION_FROM_HF:
-        raise ValueError(f"HF hidden_act {act!r} has no albert_mini equivalent; supported: {sorted(_ACTIVATION_FROM_HF)}")
+        supported = sorted(_ACTIVATION_FROM_HF)
+        raise ValueError(f"HF hidden_act {act!r} has no albert_mini equivalent; supported: {supported}")
     fields = {name: getattr(hf_config, name) for name in _SHARED_FIELDS}
     fields["classifier_dropout_prob"] = fields["classifier_dropout_prob"] or 0.0
-    unshared = fields["num_hidden_groups"] == fields["num_hidden_layers"] and fields["inner_group_num"] == 1
-    return AlbertConfig(**fields, hidden_act=_ACTIVATION_FROM_HF[act], sharing="none" if unshared else "all")
+    layout = (fields["num_hidden_layers"], fields["num_hidden_groups"], fields["inner_group_num"])
+    sharing = whole_layer_sharing(*layout)
+    return AlbertConfig(**fields, hidden_act=_ACTIVATION_FROM_HF[act], sharing=sharing)
 
 
 def config_to_hf(config: AlbertConfig, **extra):
     """Translate our config into a transformers.AlbertConfig; only all-shared and unshared models fit HF."""
-    if config.sharing in ("attention", "ffn"):
+    if not config.sharing_strategy.whole_layers:
+        exportable = [name for name, strategy in STRATEGIES.items() if strategy.whole_layers]
         raise ValueError(
             f"sharing={config.sharing!r} cannot be expressed by HF's AlbertConfig, which shares whole layers "
-            "only (groups); export models with sharing 'all' or 'none'"
+            f"only (groups); export models with sharing {' or '.join(repr(name) for name in exportable)}"
         )
     fields = {name: getattr(config, name) for name in _SHARED_FIELDS}
     return _transformers().AlbertConfig(**fields, hidden_act=config.hidden_act, **extra)
+
+
+class HFModelError(UserError, ValueError):
+    """A Hugging Face folder that cannot be read: bad config.json, not ALBERT, or no safetensors weights."""
+
+
+def _first_line(err: Exception) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
 
 
 def _load_hf_model(source):
@@ -71,11 +83,24 @@ def _load_hf_model(source):
     transformers = _transformers()
     path = Path(source)
     if path.is_dir():
-        config = transformers.AutoConfig.from_pretrained(path)
+        try:
+            config = transformers.AutoConfig.from_pretrained(path)
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise HFModelError(f"{path / 'config.json'} is not a valid Hugging Face config ({_first_line(err)}); "
+                               "write the folder again with save_pretrained") from None
         names = [n for n in (config.architectures or ["AlbertModel"]) if n in HF_TO_OURS]
-        if not names:
-            raise ValueError(f"{path} holds {config.architectures}; albert_mini reads {sorted(HF_TO_OURS)}")
-        return getattr(transformers, names[0]).from_pretrained(path)
+        if not names or getattr(config, "model_type", "albert") != "albert":
+            raise HFModelError(f"{path} holds {config.architectures or config.model_type}, not ALBERT; albert_mini "
+                               f"reads {', '.join(sorted(HF_TO_OURS))}")
+        if not any(path.glob("*.safetensors")):
+            raise HFModelError(f"{path} holds no .safetensors weights (pickled ones such as pytorch_model.bin are "
+                               "never loaded: unpickling can run code); save the model again with "
+                               "save_pretrained(..., safe_serialization=True)")
+        try:
+            return getattr(transformers, names[0]).from_pretrained(path)
+        except (OSError, ValueError, RuntimeError) as err:
+            raise HFModelError(f"{path} cannot be loaded ({_first_line(err)}); write it again with save_pretrained") \
+                from None
     if path.exists() or str(source).startswith((".", "/")):
         raise MissingFileError(f"{source} is not a directory written by save_pretrained")
     # A hub name such as "albert/albert-base-v2": needs internet, which this project never assumes.
@@ -105,7 +130,8 @@ def to_hf(model: nn.Module):
     transformers = _transformers()
     kind = next((name for name, cls in HF_TO_OURS.items() if type(model) is cls), None)
     if kind is None:
-        raise ValueError(f"no HF class for {type(model).__name__}; convertible: {[c.__name__ for c in HF_TO_OURS.values()]}")
+        convertible = [c.__name__ for c in HF_TO_OURS.values()]
+        raise ValueError(f"no HF class for {type(model).__name__}; convertible: {convertible}")
     config = model.config
     extra = {"num_labels": model.num_labels} if hasattr(model, "num_labels") else {}
     hf_model = getattr(transformers, kind)(config_to_hf(config, **extra))

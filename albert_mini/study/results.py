@@ -43,13 +43,13 @@ def fmt(summary: dict | None, scale: float = 100, digits: int = 1) -> str:
 
 
 def setting(result: dict) -> str:
-    """How a result was made: tokens per model, seeds, revision and CPU, in one line."""
+    """How a result was made, in one line for a chapter: tokens per model, steps and seeds. The revision and the
+    machine stay in the file's meta block and the results page (a chapter's output does not change with them)."""
     meta = result["meta"]
     budget = meta["budget"]
     tokens = budget.get("tokens", budget["steps"] * budget["batch_size"] * budget["seq_len"])
     seeds = meta.get("seeds", [budget.get("seed", 0)])
-    return (f"{tokens:,} training tokens per model ({budget['steps']} steps), {len(seeds)} seed(s), "
-            f"git {meta['git_revision']}, {meta.get('cpu', 'CPU not recorded')}")
+    return f"{tokens:,} training tokens per model ({budget['steps']} steps), {len(seeds)} seed(s)"
 
 
 def variant_table(name: str, folder: Path | None = None) -> list[dict]:

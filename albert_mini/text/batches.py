@@ -8,14 +8,15 @@ Example i of epoch e depends only on (seed, e, i): any batch can be regenerated 
 resuming a run needs (`PretrainingBatches.state_dict()` records the epoch and the batch index).
 
 `PretrainingBatches` is the source the trainer pulls from (`next(batches)` gives a dict of LongTensors
-ready for `AlbertForPreTraining(**batch)`).
+ready for `AlbertForPreTraining(**batch)`). With `group_by_length=True` (opt-in) it batches sequences of similar
+length together, so little of each batch is padding; the instances themselves do not change.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -27,7 +28,8 @@ from .masking import Masker
 from .padding import pad_batch
 
 # Separate random streams, so that e.g. drawing masks never shifts which instances are built.
-INSTANCE_STREAM, MASK_STREAM, ORDER_STREAM = 0, 1, 2
+INSTANCE_STREAM, MASK_STREAM, ORDER_STREAM, GROUP_STREAM = 0, 1, 2, 3
+DEFAULT_GROUP_WINDOW = 32  # batches sorted together; on Austen at 128 tokens 32 leave ~1% padding, 1 leave ~16%
 
 
 def stream_rng(seed: int, stream: int, *keys: int) -> np.random.Generator:
@@ -169,12 +171,19 @@ class PretrainingDataset(Dataset):
             return self.static_examples[j]
         return self._mask(self.instances[j], stream_rng(self.settings.seed, MASK_STREAM, self.epoch, j))
 
+    def sequence_length(self, index: int) -> int:
+        """Tokens in example `index` of the current epoch, found without masking it."""
+        j = int(self.order[index])
+        if self.static_examples is not None:
+            return len(self.static_examples[j]["input_ids"])
+        return len(self.instances[j].tokens)
+
     def describe(self) -> dict:
         """Plain values of everything that decides the examples (stored with a run's data position)."""
         return {**dataclasses.asdict(self.settings), "masking": self.masker.describe(),
                 "documents": len(self.documents), "tokens": self.documents.num_tokens()}
 
-    def shard(self, rank: int, world_size: int) -> "DatasetShard":
+    def shard(self, rank: int, world_size: int) -> DatasetShard:
         """Examples rank, rank + world_size, ...: disjoint across ranks, the same count on every rank."""
         return DatasetShard(self, rank, world_size)
 
@@ -191,6 +200,13 @@ class DatasetShard(Dataset):
     @property
     def epoch(self) -> int:
         return self.dataset.epoch
+
+    @property
+    def settings(self) -> DataSettings:
+        return self.dataset.settings
+
+    def sequence_length(self, index: int) -> int:
+        return self.dataset.sequence_length(index * self.world_size + self.rank)
 
     def describe(self) -> dict:
         return self.dataset.describe()
@@ -228,16 +244,27 @@ class PretrainingBatches(BatchSource):
     Batch i of epoch e holds examples [i * batch_size, (i + 1) * batch_size) of that epoch; an incomplete
     last batch is dropped. `next(batches)` moves on, into the next epoch when one ends, and raises
     StopIteration after `num_epochs` epochs (None: never). `state_dict()` is the exact position.
+
+    `group_by_length=True` (off by default) takes the same examples a window of `group_window` batches at a time,
+    sorts them by length, cuts them into batches and shuffles those batches (seeded by the epoch and window),
+    so each batch is padded only to its own longest sequence and hardly any compute goes to padding.
     """
 
     def __init__(self, dataset: PretrainingDataset | DatasetShard, batch_size: int, num_epochs: int | None = None,
-                 pad_to: int | None = None):
+                 pad_to: int | None = None, group_by_length: bool = False, group_window: int = DEFAULT_GROUP_WINDOW):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if num_epochs is not None and num_epochs < 1:
             raise ValueError(f"num_epochs must be >= 1 or None, got {num_epochs}")
+        if group_by_length and pad_to is not None:
+            raise ValueError(f"group_by_length trims each batch to its longest sequence and pad_to={pad_to} pads "
+                             "every batch to one width; leave pad_to out or group_by_length off")
+        if isinstance(group_window, bool) or not isinstance(group_window, int) or group_window < 1:
+            raise ValueError(f"group_window must be an integer >= 1 (batches sorted together), got {group_window!r}")
         super().__init__(epoch=dataset.epoch)
         self.dataset, self.batch_size, self.num_epochs, self.pad_to = dataset, batch_size, num_epochs, pad_to
+        self.group_by_length, self.group_window = bool(group_by_length), group_window
+        self._window_cache: tuple[int, int, np.ndarray] | None = None
         if self.batches_per_epoch() == 0:
             raise ValueError(f"epoch {self.epoch} has {len(dataset)} examples, fewer than one batch of "
                              f"{batch_size}; lower batch_size or use more text")
@@ -256,16 +283,47 @@ class PretrainingBatches(BatchSource):
         count = self.batches_in_epoch(epoch)
         if not 0 <= index < count:
             raise IndexError(f"batch {index} outside 0..{count - 1} of epoch {epoch}")
+        if self.group_by_length:
+            window, k = divmod(index, self.group_window)
+            return collate([self.dataset[int(i)] for i in self.window_batches(epoch, window)[k]])
         start = index * self.batch_size
         return collate([self.dataset[i] for i in range(start, start + self.batch_size)], self.pad_to)
 
-    def settings(self) -> dict:
-        return {"batch_size": self.batch_size, "data": self.dataset.describe()}
+    def window_batches(self, epoch: int, window: int) -> np.ndarray:
+        """(batches, batch_size) example indices of one window of a grouped epoch, in the order they are served."""
+        if self._window_cache is not None and self._window_cache[:2] == (epoch, window):
+            return self._window_cache[2]
+        count, B = self.batches_in_epoch(epoch), self.batch_size
+        first, last = window * self.group_window, min((window + 1) * self.group_window, count)
+        if not 0 <= first < count:
+            raise IndexError(f"window {window} outside 0..{(count - 1) // self.group_window} of epoch {epoch}")
+        positions = np.arange(first * B, last * B)
+        lengths = np.array([self.dataset.sequence_length(int(i)) for i in positions])
+        # Stable, so ties keep the epoch's seeded order whatever sort numpy picks: batches depend on the seed only.
+        batches = positions[np.argsort(lengths, kind="stable")].reshape(-1, B)
+        # Served in a shuffled order, or every window would run from short batches to long ones.
+        batches = batches[stream_rng(self.dataset.settings.seed, GROUP_STREAM, epoch, window).permutation(len(batches))]
+        self._window_cache = (epoch, window, batches)
+        return batches
 
-    def shard(self, rank: int, world_size: int) -> "PretrainingBatches":
+    def settings(self) -> dict:
+        grouping = {"group_by_length": True, "group_window": self.group_window} if self.group_by_length else {}
+        return {"batch_size": self.batch_size, "data": self.dataset.describe(), **grouping}
+
+    def load_state_dict(self, state: dict) -> None:
+        """As BatchSource's, and also refuse a grouped position in an ungrouped source (and the reverse)."""
+        if bool(state.get("group_by_length")) != self.group_by_length:
+            saved = "grouped by length" if state.get("group_by_length") else "not grouped by length"
+            raise ValueError(f"the saved data position was made with batches {saved}, this source has "
+                             f"group_by_length={self.group_by_length}; rebuild the source with the saved settings "
+                             "to resume exactly")
+        super().load_state_dict(state)
+
+    def shard(self, rank: int, world_size: int) -> PretrainingBatches:
         """The batches of `rank` of `world_size` processes (batch_size stays per rank), from the start."""
         dataset = self.dataset.dataset if isinstance(self.dataset, DatasetShard) else self.dataset
-        return PretrainingBatches(dataset.shard(rank, world_size), self.batch_size, self.num_epochs, self.pad_to)
+        return PretrainingBatches(dataset.shard(rank, world_size), self.batch_size, self.num_epochs, self.pad_to,
+                                  self.group_by_length, self.group_window)
 
 
 # ---------------------------------------------------------------------------------------------- one call

@@ -221,6 +221,8 @@ def _files_of(spec: str | Path, pattern: str) -> list[Path]:
         if not found:
             raise CorpusError(f"the pattern {str(spec)!r} matches no file")
         return found
+    if path.exists():
+        raise CorpusError(f"{path} is not a regular file (a device, a pipe or a socket); pass text files or a folder")
     raise CorpusError(f"text file {path} does not exist")
 
 

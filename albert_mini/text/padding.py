@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -44,3 +44,9 @@ def pad_batch(columns: dict[str, Sequence[Sequence[int]]], pad_to: int | None = 
     batch = {name: pad_rows(rows, PAD_VALUES[name], width) for name, rows in columns.items()}
     batch["attention_mask"] = (torch.arange(width)[None, :] < torch.tensor(lengths)[:, None]).long()  # (B, T)
     return batch
+
+
+def real_token_share(batch: dict[str, torch.Tensor]) -> float:
+    """The fraction of a batch's positions that hold real tokens; the rest is compute spent on padding."""
+    mask = batch["attention_mask"]
+    return float(mask.sum()) / mask.numel()

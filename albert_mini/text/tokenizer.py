@@ -2,7 +2,8 @@
 
 Ids 0-4 are `<pad>`, `<unk>`, `[CLS]`, `[SEP]`, `[MASK]` in every model this module accepts, the layout of the
 official `30k-clean.model`. The committed Austen model (`data/austen/spiece.model`, 8000 pieces) is rebuilt with
-`python -m albert_mini.text.tokenizer train --vocab-size 8000 --out data/austen/spiece.model`.
+`python -m albert_mini.text.tokenizer train --vocab-size 8000 --out data/austen/spiece.model --overwrite`
+(`train` writes only where --out says, and replaces an existing file only with --overwrite).
 
 Parity with Hugging Face: `transformers.AlbertTokenizer.from_pretrained(folder)`, with the model copied to
 `folder/spiece.model`, gives the same ids (tests/text/test_tokenizer.py). Load it with `from_pretrained(folder)`:
@@ -31,16 +32,18 @@ import numpy as np
 import sentencepiece as spm
 import torch
 
-from ..cli import Parser, run as run_cli
-from ..errors import UserError
+from ..cli import Parser, positive_int, run as run_cli, seed as seed_type
+from ..errors import UsageError, UserError
 from ..paths import DATA_ROOT, MANIFEST, sha256_file, update_manifest, verified_path
+from ..safe_files import atomic_write_bytes, atomic_write_text, check_new_file
 from ..specials import CLS_ID, MASK_ID, PAD_ID, SEP_ID, SPECIAL_PIECES, UNK_ID
-from .corpus import SPLITS, load_corpus, load_text_files
+from .corpus import SPLITS, expand_text_paths, load_corpus, load_text_files
 from .padding import pad_batch
 
 WORD_BOUNDARY = "\u2581"  # SentencePiece's "▁": the piece starts after a space
 DEFAULT_DIR = DATA_ROOT / "austen"
-TRAIN_COMMAND = "python -m albert_mini.text.tokenizer train --vocab-size 8000 --out data/austen/spiece.model"
+TRAIN_COMMAND = ("python -m albert_mini.text.tokenizer train --vocab-size 8000 --out data/austen/spiece.model "
+                 "--overwrite")
 _PUNCTUATION = set(string.punctuation)
 _WORD_CHARS = set(string.ascii_lowercase) | _PUNCTUATION
 
@@ -144,6 +147,9 @@ class Tokenizer:
     def from_file(cls, path: str | Path) -> "Tokenizer":
         """Load a SentencePiece `.model` file (ours or ALBERT's official `30k-clean.model`)."""
         path = Path(path)
+        if path.is_dir():
+            raise TokenizerError(f"tokenizer model {path} is a folder; pass the .model file itself (the one "
+                                 "`python -m albert_mini.text.tokenizer train` wrote)")
         if not path.is_file():
             raise TokenizerError(f"tokenizer model {path} does not exist; train it with `python -m "
                                  f"albert_mini.text.tokenizer train --text YOUR_TEXT --out {path}` (the Austen model: "
@@ -377,17 +383,32 @@ def training_texts(corpus: str = "austen", text_paths: Sequence[str] | None = No
     return [sentence for doc in documents for sentence in doc.sentences()]
 
 
-def save_model(model: bytes, out: str | Path) -> Path:
-    """Write `out` (.model) and a readable `.vocab` (piece TAB score); refresh the folder's SHA256SUMS if it has one."""
+def vocab_path(out: str | Path) -> Path:
+    """The readable `.vocab` file written beside a `.model` file."""
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(model)
+    return out.with_name(out.name + ".vocab") if out.suffix == ".vocab" else out.with_suffix(".vocab")
+
+
+def save_model(model: bytes, out: str | Path) -> Path:
+    """Write `out` (.model) and a readable `.vocab` (piece TAB score); refresh the folder's SHA256SUMS if it has one.
+
+    Each file is written atomically (temp file, fsync, rename): a crash or a full disk leaves the old file whole.
+    Whether `out` may be written at all is the caller's to check (`check_destinations`).
+    """
+    out = Path(out)
+    atomic_write_bytes(out, model)
     sp = spm.SentencePieceProcessor(model_proto=model)
     vocab = "".join(f"{sp.id_to_piece(i)}\t{sp.get_score(i):g}\n" for i in range(sp.get_piece_size()))
-    out.with_suffix(".vocab").write_text(vocab, encoding="utf-8")
+    atomic_write_text(vocab_path(out), vocab)
     if (out.parent / MANIFEST).is_file():
-        update_manifest(out.parent, [out.name, out.with_suffix(".vocab").name])
+        update_manifest(out.parent, [out.name, vocab_path(out).name])
     return out
+
+
+def check_destinations(out: Path, overwrite: bool, inputs: Sequence[Path]) -> None:
+    """Refuse --out (and the .vocab beside it) before training when writing there would replace something."""
+    check_new_file(out, "--out", overwrite, inputs)
+    check_new_file(vocab_path(out), "--out (its .vocab file)", overwrite, inputs)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -399,14 +420,23 @@ def _main(argv: list[str]) -> None:
     parser = Parser(prog="python -m albert_mini.text.tokenizer", description="Train ALBERT's SentencePiece tokenizer.")
     commands = parser.add_subparsers(dest="command", required=True)
     train = commands.add_parser("train", help="train a unigram model on the training split (or your files)")
-    train.add_argument("--vocab-size", type=int, default=8000, help="pieces in the model, 5 special ones included")
-    train.add_argument("--out", type=Path, default=DEFAULT_DIR / "spiece.model",
-                       help="the .model file to write (a .vocab file goes beside it)")
+    train.add_argument("--vocab-size", type=positive_int, default=8000,
+                       help="pieces in the model, 5 special ones included")
+    train.add_argument("--out", type=Path, required=True,
+                       help="the .model file to write (a .vocab file goes beside it); an existing file is replaced "
+                            "only with --overwrite, and never one of the input texts")
+    train.add_argument("--overwrite", action="store_true",
+                       help="replace an existing --out (and its .vocab), e.g. to rebuild data/austen/spiece.model")
     train.add_argument("--corpus", default="austen", help="committed corpus whose train split is used")
     train.add_argument("--text", nargs="+", help="your own UTF-8 text instead: files, folders (their *.txt files) "
                                                  "or glob patterns; then pretrain with --corpus and the same paths")
-    train.add_argument("--seed", type=int, default=0, help="seed of SentencePiece's training")
+    train.add_argument("--seed", type=seed_type, default=0, help="seed of SentencePiece's training")
     args = parser.parse_args(argv)
+    if args.vocab_size <= len(SPECIAL_PIECES):
+        raise UsageError(f"--vocab-size must be more than the {len(SPECIAL_PIECES)} special pieces, got "
+                         f"{args.vocab_size}; e.g. --vocab-size 8000")
+    inputs = expand_text_paths(args.text) if args.text else []
+    check_destinations(args.out, args.overwrite, inputs)  # before the training, which takes minutes
 
     texts = training_texts(args.corpus, args.text)
     start = time.perf_counter()

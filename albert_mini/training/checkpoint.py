@@ -22,6 +22,8 @@ import json
 import os
 import random
 import shutil
+import struct
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -33,8 +35,9 @@ from safetensors.torch import load_model, save as safetensors_bytes
 from ..errors import UserError
 from ..model.config import AlbertConfig, ConfigError, config_differences
 from ..paths import REPO_ROOT, sha256_bytes, sha256_file, shipped_path
+from ..safe_files import atomic_write_text
 from .rundir import (CHECKPOINTS, CONFIG_FILE, EXPORT, MANIFEST_FILE, METRICS_FILE, MODEL_FILE, RUN_FILE, STATE_FILE,
-                     STEP_DIR, TEMP_PREFIX, check_export_dir, clear)
+                     STEP_DIR, TEMP_PREFIX, check_export_dir, clear, read_metrics)
 
 FORMAT_VERSION = 1
 
@@ -80,18 +83,6 @@ def _write_new_file(path: Path, data: bytes) -> None:
         f.flush()
         _step(f"fsync {path.name}")
         os.fsync(f.fileno())
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write `text` to a temp file beside `path`, fsync it, then rename over `path` (all or nothing)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_path(path.parent)
 
 
 # ---------------------------------------------------------------------- RNG states
@@ -146,7 +137,25 @@ def weights_bytes(model: torch.nn.Module, metadata: dict[str, str]) -> bytes:
         else:
             kept_as[view] = name
             tensors[name] = tensor.detach().contiguous()
-    return safetensors_bytes(tensors, metadata=metadata)
+    return sorted_metadata(safetensors_bytes(tensors, metadata=metadata))
+
+
+def sorted_metadata(data: bytes) -> bytes:
+    """A safetensors file with its header metadata in sorted order (safetensors writes it in hash order).
+
+    Only the order of the metadata entries changes; the header keeps its length, so the tensors stay where
+    they are and identical runs give identical bytes.
+    """
+    (size,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + size])
+    if "__metadata__" not in header:
+        return data
+    header = {"__metadata__": dict(sorted(header["__metadata__"].items())),
+              **{k: v for k, v in header.items() if k != "__metadata__"}}
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    if len(text) > size:  # never happens: the same entries, reordered, have the same length
+        return data
+    return data[:8] + text + b" " * (size - len(text)) + data[8 + size:]
 
 
 def save_checkpoint(run_dir: str | Path, step: int, model: torch.nn.Module, trainer_state: dict,
@@ -317,7 +326,9 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.o
     try:
         state = torch.load(path / STATE_FILE, weights_only=True)
     except Exception as err:  # torch raises several types for a damaged archive
-        raise CheckpointError(f"{path / STATE_FILE} cannot be read: {err}; {repair_hint(path)}") from err
+        # torch's message advises weights_only=False, which would run whatever code the file holds: not passed on.
+        raise CheckpointError(f"{path / STATE_FILE} cannot be read safely ({type(err).__name__}): it is damaged or "
+                              f"holds more than tensors and plain values; {repair_hint(path)}") from err
     if optimizer is not None:
         saved_groups = state["optimizer"]["param_groups"]
         saved_names = [g.get("param_names") for g in saved_groups]
@@ -334,12 +345,54 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.o
     return state
 
 
+def newest_intact_checkpoint(run_dir: str | Path, set_aside: bool = False, say=None) -> Path | None:
+    """The newest checkpoint of a run that verifies; None when the run has none.
+
+    A newer one that fails verification is skipped with one line through `say` (default: stderr) naming it and
+    why; with `set_aside` (a resume, which will save that step again) it is renamed to step-NNNNNNN.corrupt so
+    that the run can go on. When every checkpoint is damaged, the newest one's CheckpointError is raised.
+    """
+    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    found = list_checkpoints(run_dir)
+    first_error = None
+    for path in reversed(found):
+        try:
+            verify_checkpoint(path)
+        except CheckpointError as err:
+            first_error = first_error or err
+            if path == found[0]:
+                break
+            aside = _set_aside(path) if set_aside else None
+            moved = f"; moved to {aside.name}" if aside else ""
+            say(f"skipped the damaged checkpoint {path.name} ({_first_clause(err)}){moved}; using an older one")
+            continue
+        return path
+    if first_error is not None:
+        raise first_error
+    return None
+
+
+def _first_clause(err: Exception) -> str:
+    return str(err).split(";")[0]
+
+
+def _set_aside(path: Path) -> Path:
+    """Rename a damaged checkpoint out of the run's way, keeping it for inspection."""
+    target, n = path.with_name(f"{path.name}.corrupt"), 0
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.corrupt-{n}")
+    os.replace(path, target)
+    _fsync_path(path.parent)
+    return target
+
+
 def resolve_checkpoint(path: str | Path) -> Path:
-    """`path` itself when it is a checkpoint (it has a manifest), else the newest checkpoint of the run in it."""
+    """`path` itself when it is a checkpoint (it has a manifest), else the newest intact checkpoint of the run."""
     path = Path(path)
     if (path / MANIFEST_FILE).exists():
         return path
-    latest = latest_checkpoint(path)
+    latest = newest_intact_checkpoint(path)
     if latest is None:
         raise CheckpointError(f"{path} holds no checkpoint; pass a run directory written by "
                               "python -m albert_mini.training.pretrain")
@@ -386,9 +439,8 @@ def export_pretrained(source: str | Path, out_dir: str | Path, overwrite: bool =
     if source.parent.name == CHECKPOINTS and (run / RUN_FILE).is_file():
         shutil.copyfile(run / RUN_FILE, out / RUN_FILE)
         if (run / METRICS_FILE).is_file():
-            lines = (run / METRICS_FILE).read_text().splitlines()
-            kept = [line for line in lines if line.strip() and json.loads(line)["step"] <= manifest["step"]]
-            atomic_write_text(out / METRICS_FILE, "".join(line + "\n" for line in kept))
+            kept = [r for r in read_metrics(run / METRICS_FILE)[0] if r["step"] <= manifest["step"]]
+            atomic_write_text(out / METRICS_FILE, "".join(json.dumps(r) + "\n" for r in kept))
     exported = {"format": FORMAT_VERSION, "step": manifest["step"],
                 "sha256": {name: manifest["sha256"][name] for name in (MODEL_FILE, CONFIG_FILE)}}
     atomic_write_text(out / MANIFEST_FILE, json.dumps(exported, indent=2) + "\n")  # last: the model is complete

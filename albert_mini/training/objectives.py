@@ -46,6 +46,7 @@ def metrics_from_sums(sums: torch.Tensor) -> dict:
     out = {"mlm_loss": mlm_loss / masked if masked else None, "mlm_acc": mlm_correct / masked if masked else None}
     if sequences:
         out["sentence_loss"], out["sentence_acc"] = s_loss / sequences, s_correct / sequences
+        out["sentence_count"] = int(sequences)  # how sure the accuracy is (sentence_metrics_warning's band)
     parts = [out["mlm_loss"], out.get("sentence_loss", 0.0)]
     out["loss"] = None if None in parts else sum(parts)
     return out
@@ -78,13 +79,14 @@ def sentence_metrics_warning(metrics: dict, margin: float = 0.05) -> str | None:
 
     A two-way head whose loss beats a coin by that much should answer better than a coin. Both at once usually
     means the loss and the accuracy do not look at the same labels (a shuffled or ignored label, a mask bug).
-    The chance band is 0.5 +- 2 standard errors of the batch (at least +-0.05).
+    The chance band is 0.5 +- 2 standard errors of an accuracy at chance over `sentence_count` sequences
+    (+-0.05 when the metrics do not say how many).
     """
     loss, acc = metrics.get("sentence_loss"), metrics.get("sentence_acc")
     if loss is None or acc is None:
         return None
-    count = metrics.get("sentence_count") or 0
-    band = max(0.05, 2 * math.sqrt(0.25 / count)) if count else 0.05
+    count = metrics.get("sentence_count")
+    band = 2 * math.sqrt(0.5 * 0.5 / count) if count else 0.05
     if loss < math.log(2) - margin and abs(acc - 0.5) <= band:
         return (f"sentence loss {loss:.3f} is below ln 2 - {margin} = {math.log(2) - margin:.3f} while the accuracy "
                 f"{acc:.3f} is at chance: check that the loss and the accuracy use the same labels")

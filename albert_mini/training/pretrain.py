@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import sys
 from pathlib import Path
@@ -22,10 +23,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..cli import Parser, run as run_cli
-from ..errors import UsageError
+from ..cli import SEED_MAX, Parser, nonnegative_float, positive_float, run as run_cli, seed
+from ..errors import UsageError, UserError
 from ..model.config import PRESETS, AlbertConfig
 from ..model.counting import count_parameters
+from ..safe_files import check_out_folder
 from ..text.instances import SENTENCE_TASKS
 from . import rundir
 from .checkpoint import atomic_write_text
@@ -35,6 +37,10 @@ from .pretrain_inputs import (DEFAULT_HOLDOUT, SPLIT_BY, Inputs, build_inputs, c
                              short_batch_size, short_steps)
 from .recipe import OUTPUT_BIASES, build_pretraining_model
 from .trainer import Trainer, TrainConfig, TrainResult
+
+class Diverged(UserError, FloatingPointError):
+    """The loss became NaN or infinite; the message names the step and the settings to change."""
+
 
 # Flags that do not change what is computed: they may differ between a run and its resumption.
 FREE_ON_RESUME = ("out", "minutes", "eval_every", "eval_batches", "save_every", "log_every", "keep", "overwrite",
@@ -93,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sentence task beside MLM: sop (ALBERT), nsp (BERT) or none (MLM only); default sop")
     p.add_argument("--steps", type=int, required=True,
                    help="optimizer steps; also the length of the learning-rate decay, which reaches 0 here")
-    p.add_argument("--minutes", type=float, default=None,
+    p.add_argument("--minutes", type=positive_float, default=None,
                    help="also stop after this much training wall time (whole run, counted across resumptions); "
                         "the learning rate still follows --steps, so it has not reached 0 when time runs out")
     p.add_argument("--out", required=True,
@@ -102,18 +108,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seq-len", type=int, default=128, help="tokens per sequence (default 128)")
     p.add_argument("--short-seq-len", type=int, default=None,
                    help="train the first --short-fraction of the steps on sequences this long (BERT's curriculum), "
-                        "with --batch-size x --seq-len / this many sequences per micro-batch; evaluation uses --seq-len")
+                        "with --batch-size x --seq-len / this many sequences per micro-batch; evaluation uses "
+                        "--seq-len")
     p.add_argument("--short-fraction", type=float, default=0.9,
                    help="fraction of --steps trained at --short-seq-len (default 0.9, as in BERT)")
-    p.add_argument("--lr", type=float, default=1.76e-3, help="peak learning rate (default 1.76e-3, the paper's)")
+    p.add_argument("--lr", type=positive_float, default=1.76e-3,
+                   help="peak learning rate (default 1.76e-3, the paper's)")
     p.add_argument("--warmup", type=int, default=None,
                    help="linear warmup steps, 0 for none (default: 2.5%% of --steps, the paper's 3125 / 125000)")
     p.add_argument("--optimizer", default="lamb", choices=OPTIMIZERS, help="lamb (the paper's) or adamw")
     p.add_argument("--output-bias", default="unigram", choices=OUTPUT_BIASES,
                    help="start of the MLM output bias: unigram = log token frequencies of the training text "
                         "(skips the phase where the model only learns frequencies; default), zeros = the reference")
-    p.add_argument("--weight-decay", type=float, default=0.01, help="decoupled weight decay (default 0.01)")
-    p.add_argument("--clip-norm", type=float, default=1.0, help="global gradient-norm limit (default 1.0)")
+    p.add_argument("--weight-decay", type=nonnegative_float, default=0.01, help="decoupled weight decay (default 0.01)")
+    p.add_argument("--clip-norm", type=positive_float, default=1.0, help="global gradient-norm limit (default 1.0)")
     p.add_argument("--accumulate", type=int, default=1, help="micro-batches per optimizer step (default 1)")
     p.add_argument("--eval-every", type=int, default=50,
                    help="steps between evaluations on held-out batches (0: only at the end; default 50)")
@@ -122,11 +130,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="steps between checkpoints (0: only at the end; default 100)")
     p.add_argument("--keep", type=int, default=2, help="checkpoints kept on disk, newest first (default 2)")
     p.add_argument("--log-every", type=int, default=10, help="steps between metrics lines (default 10)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the model init, the data order and the masking")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the model init, the data order and the masking")
     p.add_argument("--masking", default="dynamic", choices=("dynamic", "static"),
                    help="dynamic: new instances and masks every epoch; static: built once, as the reference does")
     p.add_argument("--dupe-factor", type=int, default=1,
                    help="static masking only: differently masked copies of the corpus (the reference used 40)")
+    p.add_argument("--group-by-length", action="store_true",
+                   help="batch training sequences of similar length, each batch trimmed to its longest: the same "
+                        "instances with almost no padding compute (off by default; changes the batches)")
     p.add_argument("--tokenizer", default=None,
                    help="SentencePiece .model file: required with your own text (train it with python -m "
                         "albert_mini.text.tokenizer train --text ...); for austen the committed "
@@ -155,10 +166,15 @@ def check_args(args: argparse.Namespace) -> None:
             raise UsageError(f"{flag} must be >= 0 (0 means only at the end), got {value}")
     if args.dupe_factor < 1 or (args.dupe_factor > 1 and args.masking != "static"):
         raise UsageError(f"--dupe-factor {args.dupe_factor} needs --masking static (and must be >= 1)")
-    if args.minutes is not None and args.minutes <= 0:
-        raise UsageError(f"--minutes must be > 0, got {args.minutes}")
-    if args.lr <= 0 or args.clip_norm <= 0 or args.weight_decay < 0:
-        raise UsageError("--lr and --clip-norm must be > 0 and --weight-decay >= 0")
+    floats = {"--minutes": args.minutes, "--lr": args.lr, "--clip-norm": args.clip_norm,
+              "--weight-decay": args.weight_decay, "--holdout-fraction": args.holdout_fraction,
+              "--short-fraction": args.short_fraction}
+    for flag, value in floats.items():  # the parser checks them; this is for a Namespace built in code
+        if value is not None and (not math.isfinite(value) or value < 0 or (value == 0 and flag != "--weight-decay")):
+            raise UsageError(f"{flag} must be a finite number {'>=' if flag == '--weight-decay' else '>'} 0, "
+                             f"got {value}")
+    if not 0 <= args.seed <= SEED_MAX:
+        raise UsageError(f"--seed must be in [0, {SEED_MAX}], got {args.seed}")
     if args.warmup is not None and not 0 <= args.warmup <= args.steps:
         raise UsageError(f"--warmup must be in [0, --steps={args.steps}], got {args.warmup}")
     max_len = max_seq_len(args.preset)
@@ -243,7 +259,14 @@ def run(args: argparse.Namespace, info: DistInfo) -> TrainResult:
     say = print if info.is_main and not args.quiet else (lambda *a, **k: None)
     trainer = build_trainer(args, info, say)
     out = Path(args.out)
-    result = trainer.train()
+    try:
+        result = trainer.train()
+    except FloatingPointError as err:
+        raise Diverged(f"the loss diverged at step {trainer.step + 1} ({str(err).split(';')[0]}); lower --lr "
+                       f"(now {args.lr:g}) or lengthen --warmup, and start again with --overwrite") from err
+    finally:
+        if trainer.run_lock is not None:
+            trainer.run_lock.release()
     say(f"stopped at step {result.step} ({result.stop_reason}); metrics and checkpoints in {out}")
     if result.eval is not None:
         say("held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in result.eval.items()
@@ -255,6 +278,21 @@ def build_trainer(args: argparse.Namespace, info: DistInfo, say=print) -> Traine
     """The run's trainer, resumed when --out holds the same run: what `run` trains, and what studies drive."""
     out = Path(args.out)
     rundir.check_run_dir(out)  # before the data is read: a directory a run may not use is refused at once
+    check_out_folder(out)  # and one that cannot be created or written
+    # One writer per directory: an existing --out is locked at once, a new one once it is created (bad flags
+    # found while the data is read then leave no directory behind).
+    locks = [rundir.RunLock(out)] if info.is_main and out.is_dir() else []
+    try:
+        trainer = _build_trainer(args, info, say, out, locks)
+    except BaseException:
+        for lock in locks:
+            lock.release()
+        raise
+    trainer.run_lock = locks[0] if locks else None  # held while the trainer lives (released by `run`)
+    return trainer
+
+
+def _build_trainer(args: argparse.Namespace, info: DistInfo, say, out: Path, locks: list) -> Trainer:
     tokenizer = load_tokenizer(args)
     vocab = {"vocab_size": tokenizer.vocab_size} if tokenizer is not None else {}
     config = AlbertConfig.from_preset(args.preset, **vocab)
@@ -266,6 +304,8 @@ def build_trainer(args: argparse.Namespace, info: DistInfo, say=print) -> Traine
                                     output_bias=args.output_bias if documents is not None else "zeros")
     model = model.to(info.device)  # identical on every rank; DDP broadcasts rank 0's anyway
     torch.manual_seed(args.seed + 1 + info.rank)  # dropout masks differ between ranks
+    if info.is_main and not locks:
+        locks.append(rundir.RunLock(out))
     resuming = prepare_run_dir(out, run_record(args, config, info, tokenizer, inputs), args.overwrite, info)
     warmup = args.warmup if args.warmup is not None else round(0.025 * args.steps)
     optimizer = build_optimizer(model, args.optimizer, lr=args.lr, weight_decay=args.weight_decay)
@@ -284,7 +324,8 @@ def build_trainer(args: argparse.Namespace, info: DistInfo, say=print) -> Traine
     if config.vocab_size != preset_vocab:
         say(f"vocab_size {config.vocab_size} from the tokenizer {tokenizer.path} (the preset has {preset_vocab})")
     say(f"{args.preset}: {count_parameters(model):,} parameters | {info.world_size} process(es) | effective batch "
-        f"{effective} x {args.seq_len} tokens{phase_note(args)} | {args.optimizer} lr {args.lr:g}, warmup {warmup}, {args.steps} steps")
+        f"{effective} x {args.seq_len} tokens{phase_note(args)} | {args.optimizer} lr {args.lr:g}, warmup {warmup}, "
+        f"{args.steps} steps")
     return trainer
 
 

@@ -142,12 +142,14 @@ def build_inputs(args, vocab_size: int, tokenizer: Tokenizer | None, info: DistI
     common = dict(task=args.task, max_seq_len=args.seq_len, seed=args.seed)
     train_set = build_pretraining_dataset(splits["training"], tokenizer, **common,
                                           dynamic=args.masking == "dynamic", dupe_factor=args.dupe_factor)
-    train = PretrainingBatches(train_set, args.batch_size).shard(info.rank, info.world_size)
+    grouped = getattr(args, "group_by_length", False)
+    train = PretrainingBatches(train_set, args.batch_size, group_by_length=grouped).shard(info.rank, info.world_size)
     if args.short_seq_len is not None:
         short = dict(common, max_seq_len=args.short_seq_len)
         short_set = build_pretraining_dataset(splits["training"], tokenizer, **short,
                                               dynamic=args.masking == "dynamic", dupe_factor=args.dupe_factor)
-        first = PretrainingBatches(short_set, short_batch_size(args)).shard(info.rank, info.world_size)
+        first = PretrainingBatches(short_set, short_batch_size(args), group_by_length=grouped).shard(
+            info.rank, info.world_size)
         train = PhasedBatches(first, train, switch_after=short_steps(args) * args.accumulate)
     # Held-out documents, masked once (static) so every evaluation scores the same examples.
     val_set = build_pretraining_dataset(splits["validation"], tokenizer, **common, dynamic=False)

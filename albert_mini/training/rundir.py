@@ -12,10 +12,17 @@ directory that is absent, empty, or holds what this kind of writer writes, and n
 - --overwrite deletes the recognised files (run.json first, so a half-cleared run is never resumed) and nothing
   else. A run directory without run.json is never resumed (its settings are unknown) and is refused unless
   --overwrite is given.
+- One writer per run directory: `RunLock` holds an flock on the directory while a run writes there, so a second
+  run on the same --out is refused at once, naming the first one's process id. The kernel drops the lock when
+  the process ends, however it ends, so a killed run never leaves a stale lock behind.
+- metrics.jsonl is appended line by line. `read_metrics` drops a torn last line (a kill or a full disk during an
+  append); on resume `truncate_metrics` keeps only the lines up to the checkpoint resumed from (none when there
+  is no checkpoint yet), so an interrupted run's lines are never duplicated.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -25,6 +32,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..model.config import AlbertConfig, config_differences
+from ..safe_files import atomic_write_text, check_out_folder
 from ..text.corpus import fingerprint_changes
 
 RUN_FILE, CONFIG_FILE, METRICS_FILE = "run.json", "config.json", "metrics.jsonl"
@@ -33,6 +41,7 @@ MODEL_FILE, MANIFEST_FILE, STATE_FILE = "model.safetensors", "manifest.json", "t
 CHECKPOINTS = "checkpoints"
 CHECKPOINT_FILES = frozenset({MODEL_FILE, STATE_FILE, CONFIG_FILE, MANIFEST_FILE})
 STEP_DIR = re.compile(r"^step-(\d+)$")
+SET_ASIDE = re.compile(r"^step-\d+\.corrupt(-\d+)?$")  # a corrupt checkpoint moved out of the way by a resume
 TEMP_PREFIX = ".tmp-"  # checkpoints/.tmp-*: a save (or a deletion) that was interrupted
 _ATOMIC_TEMP = re.compile(r"^\.(.+)\.tmp-\d+$")  # what atomic_write_text leaves if killed before its rename
 SHOWN = 5  # foreign entries named in a message
@@ -112,10 +121,18 @@ def _is_own_file(path: Path, layout: Layout) -> bool:
         if name == METRICS_FILE:
             with open(path, encoding="utf-8") as f:
                 first = f.readline()
+            if not first.endswith("\n"):  # a torn first line: a run killed during its first append
+                return first.startswith('{"type": ')
             return not first.strip() or {"type", "step"} <= set(json.loads(first))
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, TypeError):
+        text = path.read_text(encoding="utf-8")
+    except (OSError, ValueError):
         return False
+    try:
+        data = json.loads(text)
+    except ValueError:
+        # A damaged run.json (it is written atomically, so only the disk can tear it) is still the run's: it
+        # starts as a run record does, and --overwrite may delete it.
+        return name == RUN_FILE and text.startswith('{\n  "kind": ')
     if not isinstance(data, dict):
         return False
     if name == RUN_FILE:
@@ -133,7 +150,7 @@ def _foreign_checkpoint_entries(root: Path) -> list[str]:
     """Entries of checkpoints/ that are not step directories of checkpoint files or interrupted saves."""
     foreign = []
     for entry in sorted(root.iterdir()):
-        if entry.is_dir() and entry.name.startswith(TEMP_PREFIX):
+        if entry.is_dir() and (entry.name.startswith(TEMP_PREFIX) or SET_ASIDE.match(entry.name)):
             continue
         if entry.is_dir() and STEP_DIR.match(entry.name):
             foreign += [f"{CHECKPOINTS}/{entry.name}/{f.name}" for f in sorted(entry.iterdir())
@@ -186,6 +203,12 @@ def resumable(out: str | Path, record: dict, overwrite: bool, defaults: dict, fl
     if contents.empty:
         return False
     old = _read_record(out / RUN_FILE)
+    if old is _DAMAGED:
+        if overwrite:
+            return False
+        raise RunDirError(f"{out / RUN_FILE} is damaged (not valid JSON), so the run's settings are unknown and "
+                          f"it is not resumed; choose a new {flag}, or pass --overwrite to delete this run's files "
+                          "and start again")
     if old is None:
         if overwrite:
             return False
@@ -230,10 +253,16 @@ def record_differences(old: dict, new: dict, defaults: dict) -> list[str]:
     return [f"{part}.{line}" for part, (a, b) in parts.items() for line in config_differences(a, b)]
 
 
+_DAMAGED = {}  # what _read_record returns for a run.json that does not parse
+
+
 def _read_record(path: Path) -> dict | None:
     if not path.is_file():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))  # inspect() has checked that it parses
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return _DAMAGED
 
 
 def clear(out: str | Path, layout: Layout) -> None:
@@ -280,3 +309,104 @@ def check_export_dir(out: str | Path, overwrite: bool) -> None:
             f"{out} already holds an exported model ({listing(contents.own)}); pass overwrite=True to replace it, "
             "or export into a new directory"
         )
+
+
+# ---------------------------------------------------------------------- one writer
+class RunLock:
+    """An exclusive flock on the run directory itself for as long as this object lives (or until `release`).
+
+    The lock is on the directory, so it adds no file to it. A second run on the same directory gets RunDirError
+    at once, naming the process that holds it (from /proc/locks). flock belongs to the open directory, so the
+    kernel releases it when the process dies, even by kill -9: a stale lock cannot exist.
+    """
+
+    def __init__(self, out: str | Path, flag: str = "--out"):
+        self._fd = None
+        out = Path(out)
+        check_out_folder(out, flag)
+        out.mkdir(parents=True, exist_ok=True)
+        self.path = out
+        self._fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            self._fd = None
+            holder = lock_holder(out)
+            who = f"process {holder}" if holder else "another process"
+            raise RunDirError(f"{flag} {out} is in use by another run ({who}); wait for it to end or stop it, or "
+                              f"choose a new {flag}: two runs writing one directory would mix their checkpoints "
+                              "and metrics") from None
+        except OSError:  # a file system without flock (some network mounts): run unlocked, as before locks existed
+            pass
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the last descriptor releases the flock
+            self._fd = None
+
+    def __enter__(self) -> "RunLock":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:  # at interpreter exit `os` may be gone; the kernel drops the lock anyway
+            pass
+
+
+def lock_holder(path: str | Path) -> int | None:
+    """The id of a process holding an flock on `path` (Linux's /proc/locks), or None when it cannot be told."""
+    inode = os.stat(path).st_ino
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        if "FLOCK" in fields and len(fields) >= 6 and fields[-3].split(":")[-1] == str(inode):
+            pid = int(fields[-4])
+            if pid != os.getpid():
+                return pid
+    return None
+
+
+# ---------------------------------------------------------------------- metrics.jsonl
+def read_metrics(path: str | Path) -> tuple[list[dict], int]:
+    """The complete lines of a metrics log, and how many damaged lines were dropped (a torn tail, usually)."""
+    path = Path(path)
+    if not path.is_file():
+        return [], 0
+    records, dropped = [], 0
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            dropped += 1
+            continue
+        if isinstance(record, dict) and isinstance(record.get("step"), int):
+            records.append(record)
+        else:
+            dropped += 1
+    return records, dropped
+
+
+def truncate_metrics(path: str | Path, step: int) -> str | None:
+    """Keep the lines of `path` up to `step` (written atomically); a one-line note of what was dropped, or None."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    records, damaged = read_metrics(path)
+    kept = [r for r in records if r["step"] <= step]
+    later = len(records) - len(kept)
+    if not later and not damaged:
+        return None
+    atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in kept))
+    parts = [f"{later} line(s) logged after step {step} by the interrupted run"] if later else []
+    parts += [f"{damaged} damaged line(s) (a write cut short)"] if damaged else []
+    return f"{path}: dropped {' and '.join(parts)}, so the log reads as one run"

@@ -29,12 +29,12 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .checkpoint import (CheckpointError, atomic_write_text, capture_rng_state, latest_checkpoint, load_checkpoint,
+from .checkpoint import (CheckpointError, capture_rng_state, load_checkpoint, newest_intact_checkpoint,
                          restore_rng_state, save_checkpoint)
 from .distributed import DistInfo, all_reduce_sum, assert_replicas_identical, broadcast_flag, gather_objects, wrap_model
 from .objectives import PretrainingObjective
 from .optim import WarmupPolyDecay, build_optimizer, clip_grad_global_norm
-from .rundir import METRICS_FILE
+from .rundir import METRICS_FILE, truncate_metrics
 
 # Changing these between a run and its resumption would change the arithmetic, so resuming refuses it.
 RESUME_MUST_MATCH = ("accumulate", "clip_norm", "bf16")
@@ -338,8 +338,11 @@ class Trainer:
     def resume(self, path: str | Path | None = None) -> int:
         """Continue from `path` or from the newest checkpoint in out_dir; returns the step (0: nothing to resume)."""
         if path is None:
-            path = latest_checkpoint(self.out_dir) if self.out_dir is not None else None
+            # A damaged newest checkpoint is skipped (and set aside, so that its step can be saved again).
+            path = newest_intact_checkpoint(self.out_dir, set_aside=self.dist.is_main) if self.out_dir else None
             if path is None:
+                if self.out_dir is not None and self.dist.is_main:
+                    self._truncate_metrics(0)  # lines of a run killed before its first checkpoint
                 return 0
         state = load_checkpoint(path, self.model, self.optimizer)
         if state["world_size"] != self.dist.world_size:
@@ -369,11 +372,9 @@ class Trainer:
 
     def _truncate_metrics(self, step: int) -> None:
         """Drop metric lines logged after `step` by the run that was interrupted, so the log reads as one run."""
-        path = self.out_dir / METRICS_FILE
-        if not path.exists():
-            return
-        kept = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= step]
-        atomic_write_text(path, "".join(line + "\n" for line in kept))
+        note = truncate_metrics(self.out_dir / METRICS_FILE, step)  # also drops a torn last line
+        if note:
+            print(note, file=sys.stderr, flush=True)
 
 
 def train(model, batches, config: TrainConfig, *, optimizer: str = "lamb", lr: float = 1e-3, warmup_steps: int = 0,

@@ -83,7 +83,8 @@ def test_source_is_what_jupytext_saves(source):
     assert config is not None, "pyproject.toml's [tool.jupytext] is not found from chapters/"
     text = source.read_text()
     saved = jupytext.writes(jupytext.read(source, config=config), fmt="py:percent", config=config)
-    assert saved == text, f"{source.name}: saving it from JupyterLab would change it; rewrite its header as jupytext does"
+    assert saved == text, (f"{source.name}: saving it from JupyterLab would change it; "
+                           "rewrite its header as jupytext does")
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)

@@ -25,8 +25,9 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
-
 from test_book_files import image_targets
+
+pytestmark = pytest.mark.browser  # chromium through selenium; `make test-fast` leaves these out
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = ROOT / "chapters"
@@ -473,7 +474,7 @@ def test_lab_no_open_chapter_is_marked_unsaved(lab_page):
     chapters = {name: widget for widget, name in tabs if name.endswith((".py", ".ipynb"))}
     assert sorted(chapters) == sorted(p.name for p in SOURCES + NOTEBOOKS)
     for name, widget in chapters.items():
-        poll(lambda: lab_page.kernel_ready(widget, kernel_display_name()), f"{name}'s kernel")
+        poll(lambda widget=widget: lab_page.kernel_ready(widget, kernel_display_name()), f"{name}'s kernel")
     dirty = lab_page.js("return [...document.querySelectorAll('.lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-dirty')]"
                         ".map((t) => t.querySelector('.lm-TabBar-tabLabel').textContent)")
     assert dirty == [], "chapters marked unsaved without an edit"
@@ -511,7 +512,10 @@ class Ids(HTMLParser):
         self.ids.update(value for name, value in attrs if name in ("id", "name") and value)
 
 
-def anchors(page: Path, cache={}) -> set[str]:
+_ANCHORS: dict[Path, set[str]] = {}
+
+
+def anchors(page: Path, cache: dict[Path, set[str]] = _ANCHORS) -> set[str]:  # noqa: B006 (a deliberate cache)
     if page not in cache:
         parser = Ids()
         parser.feed(page.read_text())
@@ -593,6 +597,24 @@ def test_book_page(browser, book, page):
         linked = {Path(unquote(urlsplit(url).path)) for url in state["links"]}
         assert {book / p for p in order[1:]} <= linked, "the contents page links every chapter and the guide"
     assert severe_console_entries(browser) == []
+
+
+# Code and output blocks of a chapter page whose text is wider than their column (a horizontal scrollbar hides
+# the rest): the longest line of each, shortened.
+OVERFLOWING_BLOCKS = """
+const blocks = new Set(document.querySelectorAll('article div.highlight pre, article div.cell_output pre'));
+return [...blocks].filter((p) => p.scrollWidth > p.clientWidth + 1).map((p) =>
+  p.textContent.split('\\n').reduce((a, l) => (l.length > a.length ? l : a), '').slice(0, 100));
+"""
+
+
+@pytest.mark.parametrize("page", [f"chapters/{notebook.stem}.html" for notebook in NOTEBOOKS])
+def test_book_code_and_outputs_fit_their_column(browser, book, page):
+    """Nothing in a chapter hides behind a scrollbar: code fits 88 columns, printed output wraps."""
+    browser.get((book / page).as_uri())
+    poll(lambda: browser.execute_script("return document.readyState") == "complete", f"{page} to load")
+    assert browser.execute_script("return document.querySelectorAll('article div.highlight pre').length")
+    assert browser.execute_script(OVERFLOWING_BLOCKS) == [], f"blocks on {page} wider than their column"
 
 
 def test_book_search_finds_a_chapter(browser, book):

@@ -58,3 +58,49 @@ def test_static_output_follows_the_environment(monkeypatch):
     assert static_output()
     monkeypatch.setenv(STATIC_ENV, "0")
     assert not static_output()
+
+
+def test_albert_diagram_shows_every_part_of_albert_base_with_its_count():
+    from albert_mini.model.counting import closed_form_breakdown
+
+    config = AlbertConfig.from_preset("albert-base")
+    shown = " | ".join(texts(diagrams.albert_diagram(config)))
+    parts = closed_form_breakdown(config, heads=True)
+    for name in ("embeddings", "projection", "attention", "ffn", "pooler", "mlm_head", "sentence_head"):
+        assert f"{parts[name]:,}" in shown, name
+    assert f"{parts['attention'] + parts['ffn']:,}" in shown  # the one shared layer
+    assert f"{count_parameters(config, heads=True):,} parameters" in shown
+    assert "x 12" in shown and "30,000 x 128" in shown and "128 x 768" in shown
+
+
+def test_layer_norm_diagram_puts_the_norms_after_the_adds_in_post_ln_only():
+    drawn = [t for t in texts(diagrams.layer_norm_placement_diagram())
+             if t in ("attention", "add x", "LayerNorm", "FFN", "add")]
+    post, pre = drawn[:6], drawn[6:]
+    assert post == ["attention", "add x", "LayerNorm", "FFN", "add", "LayerNorm"]
+    assert pre == ["LayerNorm", "attention", "add x", "LayerNorm", "FFN", "add"]
+
+
+@pytest.mark.parametrize("passage, qa, max_length, max_qa", [(120, 40, 128, 24), (30, 10, 64, 16)])
+def test_race_packing_diagram_keeps_what_race_pack_keeps(passage, qa, max_length, max_qa):
+    from albert_mini.tasks.features import race_pack
+
+    ids, types = race_pack(list(range(100, 100 + passage)), list(range(5000, 5000 + qa)), max_length, max_qa)
+    kept_passage = sum(100 <= i < 5000 for i in ids)
+    kept_qa = sum(i >= 5000 for i in ids)
+    shown = " | ".join(texts(diagrams.race_packing_diagram(passage, qa, max_length, max_qa)))
+    assert f"the passage's first {kept_passage} " in shown
+    assert f"the question+option's last {kept_qa} " in shown
+    assert f"= {len(ids)} tokens" in shown
+
+
+def test_squad_windows_diagram_draws_the_windows_the_features_use():
+    from albert_mini.tasks.features import window_starts
+
+    window = 64 - 3 - 10
+    starts = window_starts(200, window, 24)
+    drawn = texts(diagrams.squad_windows_diagram(200, 10, 64, 24, answer=(100, 103)))
+    labels = [t for t in drawn if t.startswith("window ")]
+    assert labels == [f"window {k + 1}: tokens {s}-{min(s + window, 200) - 1}" for k, s in enumerate(starts)]
+    inside = [start <= 100 and 103 < start + window for start in starts]
+    assert drawn.count("answer inside: its start and end") == sum(inside)

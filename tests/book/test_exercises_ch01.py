@@ -4,8 +4,7 @@ import pytest
 import torch
 
 from albert_mini import AlbertConfig
-from albert_mini.book.exercises import ExerciseFailed, check_post_ln_block
-from albert_mini.book.exercises import ch01
+from albert_mini.book.exercises import ExerciseFailed, ch01, check_post_ln_block
 from albert_mini.model.albert import AlbertLayer
 
 

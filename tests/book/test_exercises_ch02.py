@@ -5,9 +5,12 @@ import unicodedata
 import pytest
 
 from albert_mini.book.exercises import (
-    ExerciseFailed, check_albert_preprocess, check_pair_layout, check_truncate_longest_first,
+    ExerciseFailed,
+    ch02,
+    check_albert_preprocess,
+    check_pair_layout,
+    check_truncate_longest_first,
 )
-from albert_mini.book.exercises import ch02
 from albert_mini.specials import CLS_ID, SEP_ID
 from albert_mini.text.tokenizer import Tokenizer, truncate_pair
 

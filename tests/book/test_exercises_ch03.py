@@ -6,9 +6,12 @@ from torch import nn
 
 from albert_mini import AlbertConfig, AlbertForPreTraining, count_parameters
 from albert_mini.book.exercises import (
-    ExerciseFailed, check_break_even_embedding_size, check_factorized_embedding_params, check_mlm_head_params,
+    ExerciseFailed,
+    ch03,
+    check_break_even_embedding_size,
+    check_factorized_embedding_params,
+    check_mlm_head_params,
 )
-from albert_mini.book.exercises import ch03
 from albert_mini.model.albert import AlbertMLMHead
 
 

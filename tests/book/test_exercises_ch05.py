@@ -4,9 +4,12 @@ import numpy as np
 import pytest
 
 from albert_mini.book.exercises import (
-    ExerciseFailed, check_nsp_label_from_sources, check_overlap_feature, check_sop_pair,
+    ExerciseFailed,
+    ch05,
+    check_nsp_label_from_sources,
+    check_overlap_feature,
+    check_sop_pair,
 )
-from albert_mini.book.exercises import ch05
 from albert_mini.text.instances import build_instances
 
 

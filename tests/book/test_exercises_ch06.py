@@ -7,10 +7,13 @@ import numpy as np
 import pytest
 
 from albert_mini.book.exercises import (
-    ExerciseFailed, check_apply_80_10_10, check_ngram_probabilities, check_prediction_budget,
+    ExerciseFailed,
+    ch06,
+    check_apply_80_10_10,
+    check_ngram_probabilities,
+    check_prediction_budget,
     check_sample_span_length,
 )
-from albert_mini.book.exercises import ch06
 from albert_mini.specials import IGNORE_INDEX
 from albert_mini.text.masking import Masker
 
@@ -186,3 +189,16 @@ def test_failure_message_shows_input_but_not_the_reference_code():
     message = str(caught.value)
     assert "input:" in message and "hint:" in message
     assert "def prediction_budget" not in message and "budget(n_tokens)" not in message
+
+
+def test_sample_span_length_check_rejects_the_global_numpy_generator():
+    """The exercise forbids np.random.*: right frequencies drawn from the global generator still fail."""
+    def global_draw(rng, max_n=3):
+        weights = 1.0 / np.arange(1, max_n + 1)
+        return int(np.random.choice(np.arange(1, max_n + 1), p=weights / weights.sum()))
+
+    state = np.random.get_state()
+    with pytest.raises(ExerciseFailed, match="rng you are given"):
+        check_sample_span_length(global_draw)
+    assert all(np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+               for a, b in zip(state, np.random.get_state())), "the check must leave the global state as it was"

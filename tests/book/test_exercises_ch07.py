@@ -5,8 +5,7 @@ import math
 import pytest
 import torch
 
-from albert_mini.book.exercises import ExerciseFailed, check_lamb_update, check_trust_ratio, check_warmup_poly_lr
-from albert_mini.book.exercises import ch07
+from albert_mini.book.exercises import ExerciseFailed, ch07, check_lamb_update, check_trust_ratio, check_warmup_poly_lr
 
 
 def not_written(*args, **kwargs):
@@ -107,7 +106,8 @@ def test_check_passes_right_answers(check, answer):
 
 # ------------------------------------------------------------------ and reject stubs and plausible mistakes
 @pytest.mark.parametrize("check, answer", [
-    (check_trust_ratio, not_written), (check_trust_ratio, inverted_ratio), (check_trust_ratio, ratio_without_zero_guard),
+    (check_trust_ratio, not_written), (check_trust_ratio, inverted_ratio),
+    (check_trust_ratio, ratio_without_zero_guard),
     (check_lamb_update, not_written), (check_lamb_update, lamb_with_bias_correction),
     (check_lamb_update, lamb_decay_outside_ratio), (check_lamb_update, lamb_ignoring_adapt),
     (check_warmup_poly_lr, not_written), (check_warmup_poly_lr, lr_without_warmup),

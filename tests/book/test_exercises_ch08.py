@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from albert_mini.book.exercises import ExerciseFailed, check_answer_token_span, check_race_pack, check_squad_f1
-from albert_mini.book.exercises import ch08
+from albert_mini.book.exercises import ExerciseFailed, ch08, check_answer_token_span, check_race_pack, check_squad_f1
 from albert_mini.text.tokenizer import Tokenizer
 
 CLS, SEP = 2, 3

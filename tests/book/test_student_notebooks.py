@@ -4,7 +4,6 @@ answer anywhere (its code, or the numbers an exercise asks for before it asks), 
 import ast
 import importlib
 import inspect
-import json
 import re
 import textwrap
 from pathlib import Path
@@ -39,6 +38,7 @@ def test_student_notebook_has_no_solution(chapter):
     assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chapter", WITH_EXERCISES, ids=lambda p: p.name)
 def test_student_notebook_runs_until_the_first_exercise(chapter, monkeypatch):
     from nbclient import NotebookClient
@@ -89,6 +89,19 @@ def answer_fragments(code: str) -> set[str]:
     return {squeeze(p) for p in pieces if len(squeeze(p)) >= MIN_FRAGMENT and re.search(r"[-+*/%<>=(\[]", p)}
 
 
+def computed_expressions(code: str) -> set[str]:
+    """The arithmetic a solution returns or assigns, without whitespace, however short (`V*E+E*H+H`): shown in
+    code before its exercise, it computes the answer there."""
+    found = set()
+    for node in ast.walk(ast.parse(textwrap.dedent(code))):
+        value = getattr(node, "value", None)
+        if isinstance(node, (ast.Return, ast.Assign, ast.AugAssign)) and isinstance(value, ast.BinOp):
+            text = squeeze(ast.unparse(value))
+            if sum(text.count(op) for op in "+-*/%") >= 2:
+                found.add(text)
+    return found
+
+
 def solution_blocks(chapter: Path) -> dict[str, str]:
     """Exercise name -> the code between the solution markers in the chapter source."""
     blocks = {}
@@ -110,8 +123,12 @@ def exercise_module(chapter: Path):
     return importlib.import_module(f"albert_mini.book.exercises.ch{chapter.name[:2]}")
 
 
-def number_pattern(n: int) -> re.Pattern:
-    spellings = sorted({f"{n:,}", str(n)}, key=len, reverse=True)
+def number_pattern(n: int | float) -> re.Pattern:
+    """A whole number as printed with or without thousands commas; a fraction to 3 or 4 decimals."""
+    if isinstance(n, float):
+        spellings = sorted({f"{n:.4f}", f"{n:.3f}"}, key=len, reverse=True)
+    else:
+        spellings = sorted({f"{n:,}", str(n)}, key=len, reverse=True)
     return re.compile(r"(?<![\d.,])(?:" + "|".join(map(re.escape, spellings)) + r")(?![\d]|[.,]\d)")
 
 
@@ -182,10 +199,38 @@ def test_student_notebook_shows_no_reference_answer(chapter):
             leaks += [f"{name}: cell {number} shows `{f}`" for f in sorted(fragments) if f in text or f in output]
         asked = next(i for i, (kind, source, _) in enumerate(cells) if kind == "code" and f"def {name}(" in source
                      and STUB in source)
+        for expression in computed_expressions(block):
+            leaks += [f"{name}: cell {number} computes `{expression}` before the exercise asks for it"
+                      for number, (kind, source, _) in enumerate(cells[:asked])
+                      if kind == "code" and expression in canonical(kind, source)]
         for value in module.KEY_NUMBERS.get(name, []):
             pattern = number_pattern(value)
-            for number, (kind, source, output) in enumerate(cells):
+            for number, (_kind, source, output) in enumerate(cells):
                 where = source + ("\n" + output if number < asked else "")
                 if pattern.search(where):
                     leaks.append(f"{name}: cell {number} shows {value:,}, which the exercise asks for")
     assert not leaks, f"{chapter.name}:\n" + "\n".join(leaks)
+
+
+def test_leak_rules_catch_an_answer_computed_early_and_a_value_printed_early():
+    assert "V*E+E*H+H" in computed_expressions("return V * E + E * H + H")
+    assert computed_expressions("return a + b") == set()  # one operation is ordinary code, not an answer
+    assert number_pattern(6 / 11).search("p(n): [0.5455 0.2727 0.1818]")
+    assert not number_pattern(6 / 11).search("15.5455")
+    assert number_pattern(1280).search("1,280 parameters") and not number_pattern(1280).search("11280")
+
+
+def test_chapter_1_gives_the_race_answers_only_after_the_reader_has_tried():
+    """The answer key comes after the section that follows the questions, not under them."""
+    chapter = CHAPTERS / "01_why_albert.py"
+    cells = readable_cells(chapter)
+    questions = next(i for i, (_, _, output) in enumerate(cells) if "1. Why did the seed shelf" in output)
+    key = [i for i, (kind, source, output) in enumerate(cells) if re.search(r"1 B, 2 C, 3 D", source + output)]
+    assert key, "chapter 1 no longer gives the answers to its RACE questions"
+    section_end = next(i for i, (kind, source, _) in enumerate(cells)
+                       if i > questions and kind == "markdown" and "### How a BERT-style model answers" in source)
+    assert min(key) > section_end + 1, "the RACE answers are shown right under the questions"
+    # and no cell between the questions and the key prints the right option of a question
+    options = ["Bean seeds are easy to collect", "twice as many visitors", "sharing can work for more than books"]
+    shown = [o for _, _, output in cells[questions + 1:min(key)] for o in options if o in output]
+    assert shown == []

@@ -8,7 +8,8 @@ import pytest
 
 from albert_mini import PRESETS, AlbertConfig, ConfigError
 
-PAPER_PRESETS = ["albert-base", "albert-large", "albert-xlarge", "albert-xxlarge", "bert-base", "bert-large", "bert-xlarge"]
+PAPER_PRESETS = ["albert-base", "albert-large", "albert-xlarge", "albert-xxlarge", "bert-base", "bert-large",
+                 "bert-xlarge"]
 
 
 def test_every_required_preset_exists_and_validates():

@@ -5,11 +5,11 @@ import torch
 
 transformers = pytest.importorskip("transformers")  # a test/interop dependency, installed by `make test`
 
+from test_hf_parity import CONFIGS, random_batch  # noqa: E402
+
 import albert_mini  # noqa: E402
 from albert_mini import AlbertConfig  # noqa: E402
 from albert_mini.model.hf import config_to_hf, from_hf, to_hf  # noqa: E402
-
-from test_hf_parity import CONFIGS, random_batch  # noqa: E402
 
 TOL = 1e-5
 HEADS = ["AlbertForSequenceClassification", "AlbertForMultipleChoice", "AlbertForQuestionAnswering"]

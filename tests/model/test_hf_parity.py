@@ -108,7 +108,8 @@ def test_ours_to_hf_gradients_match():
     labels[mask == 0] = -100
     sop = torch.tensor([1, 0, 1])
     ours(ids, mask, types, labels=labels, sentence_order_label=sop).loss.backward()
-    hf(input_ids=ids, token_type_ids=types, attention_mask=mask, labels=labels, sentence_order_label=sop).loss.backward()
+    hf_out = hf(input_ids=ids, token_type_ids=types, attention_mask=mask, labels=labels, sentence_order_label=sop)
+    hf_out.loss.backward()
     hf_grads = dict(hf.named_parameters())
     for name, p in ours.named_parameters():
         assert (p.grad - hf_grads[name].grad).abs().max() < TOL, name

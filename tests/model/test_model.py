@@ -3,8 +3,14 @@
 import pytest
 import torch
 
-from albert_mini import (AlbertConfig, AlbertForMultipleChoice, AlbertForPreTraining, AlbertForSequenceClassification,
-                         AlbertModel, count_parameters)
+from albert_mini import (
+    AlbertConfig,
+    AlbertForMultipleChoice,
+    AlbertForPreTraining,
+    AlbertForSequenceClassification,
+    AlbertModel,
+    count_parameters,
+)
 from albert_mini.model.albert import attention_math
 
 
@@ -34,17 +40,23 @@ def test_sharing_strategies_share_the_right_modules(sharing, groups):
 
 
 def test_shared_weights_get_gradient_from_every_layer():
-    config = nano(num_hidden_layers=3)
-    model = AlbertForPreTraining(config)
-    ids = torch.randint(5, config.vocab_size, (2, 8))
-    out = model(ids, output_hidden_states=True)
-    # The gradient of the shared FFN is the sum over the three applications: check against per-layer hooks.
-    layer = model.albert.encoder.albert_layer_groups[0].albert_layers[0]
-    seen = []
-    layer.ffn.weight.register_hook(lambda g: seen.append(g))
-    out = model(ids)
-    out.sentence_logits.sum().backward()
-    assert len(seen) == 1 and layer.ffn.weight.grad is not None and layer.ffn.weight.grad.abs().sum() > 0
+    """The gradient of a shared weight is the sum of the gradients its L applications would get unshared."""
+    shared = AlbertForPreTraining(nano(num_hidden_layers=3))
+    unshared = AlbertForPreTraining(nano(num_hidden_layers=3, sharing="none", num_hidden_groups=3))
+    prefix = "albert.encoder.albert_layer_groups."
+    state = {}
+    for name, tensor in shared.state_dict().items():  # the same weights, one copy per layer in the unshared model
+        names = [name.replace(prefix + "0.", f"{prefix}{g}.") for g in range(3)] if name.startswith(prefix) else [name]
+        state.update({n: tensor.clone() for n in names})
+    unshared.load_state_dict(state)
+    ids = torch.randint(5, 8000, (2, 8))
+    for model in (shared, unshared):
+        model(ids).sentence_logits.sum().backward()
+    for param in ("ffn.weight", "attention.query.weight", "full_layer_layer_norm.weight"):
+        per_layer = [unshared.get_parameter(f"{prefix}{g}.albert_layers.0.{param}").grad for g in range(3)]
+        assert all(g.abs().sum() > 0 for g in per_layer) and not torch.allclose(per_layer[0], per_layer[1])
+        summed = shared.get_parameter(f"{prefix}0.albert_layers.0.{param}").grad
+        assert torch.allclose(summed, sum(per_layer), rtol=1e-4, atol=1e-7), param
 
 
 def test_layer_plan_groups_and_inner_layers():

@@ -66,6 +66,7 @@ class RolledAccuracy(PretrainingObjective):
         return loss, stats
 
 
+@pytest.mark.slow
 def test_trainer_logs_sentence_loss_and_accuracy_together():
     recipe = nano_recipe(seq_len=64, warmup=5)
     model = build_model(recipe)
@@ -91,6 +92,7 @@ def test_sentence_warning_flags_loss_below_ln2_at_chance():
     assert sentence_metrics_warning({"mlm_loss": 5.0}) is None
 
 
+@pytest.mark.slow
 def test_probe_record_scores_both_lengths(tmp_path):
     recipe = nano_recipe(seq_len=64, warmup=2)
     record = run_probe("smoke", recipe, tokens=8 * 32 * 64, out_dir=tmp_path, eval_points=2, say=quiet)

@@ -8,32 +8,48 @@ from albert_mini.study import results
 from albert_mini.study.stats import compare_paired, seed_summary, wilson_interval
 
 
-def variant_file(folder, mlm_diffs, sop_a, sop_b):
+def variant_file(folder, loss_diffs, mlm_diffs, sop_a=None, sop_b=None):
     """A two-row sharing.json: "E=128 none" against its baseline "E=128 all", with the given seed differences."""
-    base_mlm = [0.10, 0.11, 0.12]
+    base_mlm, base_loss = [0.10, 0.11, 0.12], [5.8, 5.81, 5.82]
+    versus = {"mlm_acc": seed_summary(mlm_diffs), "mlm_loss": seed_summary(loss_diffs)}
+    if sop_a is not None:
+        versus["sop"] = compare_paired(sop_a, sop_b)
     rows = {
         "E=128 all": {"E": 128, "sharing": "all", "baseline": "E=128 all", "params": 100,
-                      "mlm_acc": seed_summary(base_mlm), "sop": seed_summary([0.5, 0.5, 0.5])},
+                      "mlm_acc": seed_summary(base_mlm), "mlm_loss": seed_summary(base_loss),
+                      "sop": seed_summary([0.5, 0.5, 0.5]), "sop_constant_seeds": 3},
         "E=128 none": {"E": 128, "sharing": "none", "baseline": "E=128 all", "params": 200,
                        "mlm_acc": seed_summary([b + d for b, d in zip(base_mlm, mlm_diffs)]),
-                       "sop": seed_summary([0.6, 0.6, 0.6]),
-                       "vs_baseline": {"mlm_acc": seed_summary(mlm_diffs), "sop": compare_paired(sop_a, sop_b)}},
+                       "mlm_loss": seed_summary([b + d for b, d in zip(base_loss, loss_diffs)]),
+                       "sop": seed_summary([0.6, 0.6, 0.6]), "sop_constant_seeds": 0, "vs_baseline": versus},
     }
     (folder / "sharing.json").write_text(json.dumps({"rows": rows, "meta": {}}))
     return results.variant_table("sharing", folder)
 
 
 def test_paired_lines_call_a_difference_only_when_its_interval_excludes_zero(tmp_path):
-    clear = variant_file(tmp_path, [0.020, 0.021, 0.022], ["1" * 80 + "0" * 20], ["1" * 40 + "0" * 60])
+    clear = variant_file(tmp_path, [-0.040, -0.041, -0.042], [0.020, 0.021, 0.022],
+                         ["1" * 80 + "0" * 20], ["1" * 40 + "0" * 60])
     line, = results.paired_lines(clear)
-    assert line.startswith("E=128 none - E=128 all: MLM +2.1 points [+1.9, +2.3] (ahead)")
+    assert line.startswith("E=128 none - E=128 all: MLM loss -0.041 [-0.043, -0.039], lower in 3 of 3 seeds "
+                           "(lower loss (better)); MLM acc +2.1 points [+1.9, +2.3] (ahead)")
     assert "SOP +40.0" in line and line.endswith("(ahead)")
-    assert results.verdict_counts(clear) == {"mlm": {"ahead": 1}, "sop": {"ahead": 1}}
+    assert results.verdict_counts(clear) == {"mlm_loss": {"lower loss (better)": 1}, "mlm": {"ahead": 1},
+                                             "sop": {"ahead": 1}}
 
-    noisy = variant_file(tmp_path, [0.03, -0.02, 0.00], ["10" * 50], ["01" * 50])
+    noisy = variant_file(tmp_path, [0.03, -0.02, 0.00], [0.03, -0.02, 0.00])
     line, = results.paired_lines(noisy)
-    assert "MLM +0.3 points" in line and "(no clear difference); SOP +0.0" in line
-    assert results.verdict_counts(noisy) == {"mlm": {"no clear difference": 1}, "sop": {"no clear difference": 1}}
+    assert "lower in 1 of 3 seeds (no clear difference)" in line and "SOP" not in line
+    assert results.verdict_counts(noisy)["mlm"] == {"no clear difference": 1}
+    table = results.variant_markdown(noisy)
+    assert "| E=128 all | 0.00M | 5.810 ± 0.010 | 11.0 ± 1.0 | constant in 3 of 3 |" in table
+
+
+def test_row_difference_pairs_two_rows_seed_by_seed(tmp_path):
+    rows = [{"model": "a", "per_seed": {"0": {"mlm_loss": 5.0}, "1": {"mlm_loss": 5.2}}},
+            {"model": "b", "per_seed": {"0": {"mlm_loss": 5.1}, "1": {"mlm_loss": 5.4}}}]
+    d = results.row_difference(rows, "a", "b")
+    assert d["values"] == pytest.approx([-0.1, -0.2]) and d["mean"] == pytest.approx(-0.15)
 
 
 def test_seeds_above_chance_use_each_seeds_wilson_interval():
@@ -44,12 +60,23 @@ def test_seeds_above_chance_use_each_seeds_wilson_interval():
     assert [s["accuracy"] for s in check["per_seed"]] == [0.62, 0.55, 0.35]
 
 
-def test_table5_reading_names_each_model_task_and_method():
-    row = {"correct": {"nsp": ["1" * 70 + "0" * 30], "sop": ["1" * 50 + "0" * 50]},
-           "method": {"nsp": "linear probe", "sop": "trained head"}}
+def test_table5_reading_names_each_branch_task_method_and_constant_heads():
+    seeds = {"0": {"nsp": 0.70, "sop": 0.50, "wilson": {"nsp": list(wilson_interval(70, 100)),
+                                                      "sop": list(wilson_interval(50, 100))},
+                   "constant": {"nsp": False, "sop": True}}}
+    row = {"per_seed": seeds, "method": {"nsp": "linear probe", "sop": "trained head"}}
     lines = results.table5_reading({"rows": {"sop": row}})
-    assert lines == ["SOP-trained on NSP (linear probe): per seed 70.0%; above chance in 1 of 1 seeds, below in 0",
-                     "SOP-trained on SOP (trained head): per seed 50.0%; above chance in 0 of 1 seeds, below in 0"]
+    assert lines == ["+SOP on NSP (probe): 70.0%; above chance in 1 of 1 seeds",
+                     "+SOP on SOP (own head): 50.0%; above chance in 0 of 1 seeds; one answer to every pair in "
+                     "1 seed(s)"]
+
+
+def test_contrast_lines_read_the_seed_differences():
+    contrast = {"a": "sop", "b": "nsp", "task": "sop", "difference": seed_summary([0.10, 0.12, 0.11]),
+                "per_seed": {s: {"difference": d} for s, d in zip("012", (0.10, 0.12, 0.11))}}
+    line, = results.contrast_lines({"contrasts": {"x": contrast}})
+    assert line.startswith("+SOP - +NSP on SOP: seeds +10.0, +12.0, +11.0; mean +11.0 [")
+    assert line.endswith("(A ahead)")
 
 
 def test_smoothness_reading_adds_up_the_layer_to_layer_changes():
@@ -72,3 +99,17 @@ def test_mlm_against_subtracts_the_mlm_only_model_seed_by_seed():
                        for task, seeds in per_seed.items()}}
     versus = results.mlm_against(result)["nsp"]
     assert versus["values"] == pytest.approx([-0.03, -0.02]) and versus["mean"] == pytest.approx(-0.025)
+
+
+def test_finetune_rows_take_intervals_over_seeds(tmp_path):
+    pretrained, random = [0.69, 0.69, 0.675], [0.50, 0.692, 0.67]
+    diffs = [a - b for a, b in zip(pretrained, random)]
+    row = {"pretrained": {"accuracy": seed_summary(pretrained), "settings": {"steps": 1, "batch_size": 1},
+                          "epochs": 1.0, "n": 400},
+           "random": {"accuracy": seed_summary(random)},
+           "pretrained_vs_random": {"accuracy": seed_summary(diffs), "mcnemar_per_seed": [1e-4, 0.9, 0.8]}}
+    result = {"rows": {"polarity": row}, "baselines": {"polarity": {"accuracy": 0.76}}, "chance": {}}
+    (tmp_path / "finetune.json").write_text(json.dumps(result))
+    got, = results.finetune_rows(tmp_path)
+    assert got["per_seed"] == pytest.approx(diffs) and got["test"] == "t interval over seeds"
+    assert got["verdict"] == "no clear difference"  # one seed's failure is not an effect

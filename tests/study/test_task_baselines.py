@@ -37,6 +37,7 @@ def test_copy_matcher_reads_the_blank_as_one_word():
     assert copy_matcher(SpanExample("t", "It was Mrs. ___ who spoke first.", context)) == ""
 
 
+@pytest.mark.usefixtures("polarity_data")  # tests/conftest.py
 def test_shipped_task_baselines_score_whole_test_splits_with_per_example_correctness():
     baselines = task_baselines()
     for task in ("polarity", "austen-mc"):
@@ -47,6 +48,7 @@ def test_shipped_task_baselines_score_whole_test_splits_with_per_example_correct
     assert 0 <= baselines["austen-span"]["exact_match"] <= 100
 
 
+@pytest.mark.usefixtures("polarity_data")  # tests/conftest.py
 def test_committed_finetune_results_hold_the_baselines_computed_now():
     from albert_mini.study import results
 

@@ -24,6 +24,7 @@ def test_xxlarge_costs_more_compute_than_bert_large():
     assert ratio > 2.5  # the paper's 0.3x Speedup column in FLOPs
 
 
+@pytest.mark.slow
 def test_relative_throughput_small_presets():
     result = relative_throughput(["albert-nano", "albert-mini"], reference="albert-nano", batch_size=1, seq_len=16,
                                  steps=1)

@@ -35,6 +35,7 @@ def collate(rows):
             "labels": torch.tensor([r[1] for r in rows])}
 
 
+@pytest.mark.slow
 def test_classification_learns_through_the_shared_trainer():
     torch.manual_seed(0)
     model = build_task_model("classification", config=AlbertConfig(**NANO), seed=0)

@@ -5,14 +5,19 @@ import shutil
 import numpy as np
 import pytest
 import torch
-from pretraining_helpers import austen_documents, austen_token_documents, austen_token_documents_head, tokenizer
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
 from albert_mini.specials import IGNORE_INDEX, PAD_ID
 from albert_mini.text.batches import (
-    DataSettings, PretrainingBatches, PretrainingDataset, build_pretraining_dataset, collate, tokenize_documents,
+    DataSettings,
+    PretrainingBatches,
+    PretrainingDataset,
+    build_pretraining_dataset,
+    collate,
+    tokenize_documents,
 )
 from albert_mini.text.masking import Masker
+from pretraining_helpers import austen_documents, austen_token_documents, austen_token_documents_head, tokenizer
 
 
 def dataset(head: bool = False, **settings):
@@ -145,6 +150,7 @@ def test_resume_refuses_a_different_data_setting():
         PretrainingBatches(dataset(seed=2), 32).load_state_dict(state)
 
 
+@pytest.mark.slow
 def test_trainer_resumed_from_a_checkpoint_ends_with_identical_weights(tmp_path):
     """End to end with albert_mini.training.trainer: 6 steps of 3 micro-batches over a 2-batch epoch, interrupted after
     step 4, resumed from its checkpoint: the data position restores exactly, so the weights match bit for bit."""

@@ -246,3 +246,42 @@ def test_retraining_reproduces_the_committed_model():
     model = train_sentencepiece(tok.training_texts("austen"), vocab_size=8000)
     assert model == (tok.DEFAULT_DIR / "spiece.model").read_bytes()
     assert sha256_file(tok.DEFAULT_DIR / "spiece.model") == read_manifest(tok.DEFAULT_DIR)["spiece.model"]
+
+
+# --------------------------------------------------------------------------- the command line never loses a file
+def test_train_writes_only_where_out_says_and_replaces_only_with_overwrite(tmp_path, capsys):
+    from cli_helpers import cli_error
+
+    text = tmp_path / "texts" / "a.txt"
+    text.parent.mkdir()
+    text.write_text("\n\n".join(small_corpus()[:400]))
+    shipped = {p.name: p.read_bytes() for p in tok.DEFAULT_DIR.iterdir()}
+    assert "required: --out" in cli_error(tok.main, ["train", "--text", str(text), "--vocab-size", "60"], capsys)
+    out = tmp_path / "t.model"
+    out.write_bytes(b"an older model")
+    error = cli_error(tok.main, ["train", "--text", str(text), "--vocab-size", "60", "--out", str(out)], capsys)
+    assert "already exists" in error and "--overwrite" in error and out.read_bytes() == b"an older model"
+    error = cli_error(tok.main, ["train", "--text", str(text), "--out", str(text), "--overwrite"], capsys)
+    assert "is one of this command's input files" in error and text.read_text().startswith(small_corpus()[0][:20])
+    tok.main(["train", "--text", str(text), "--vocab-size", "60", "--out", str(out), "--overwrite"])
+    assert Tokenizer.from_file(out).vocab_size == 60 and out.with_suffix(".vocab").is_file()
+    assert {p.name: p.read_bytes() for p in tok.DEFAULT_DIR.iterdir()} == shipped
+
+
+def test_a_full_disk_while_saving_keeps_the_old_model_whole(tmp_path, monkeypatch):
+    import errno
+
+    from albert_mini import safe_files
+
+    out = tmp_path / "t.model"
+    out.write_bytes(b"the previous model")
+    model = train_sentencepiece(small_corpus()[:400], vocab_size=60)
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(safe_files.os, "fsync", full)
+    with pytest.raises(OSError):
+        tok.save_model(model, out)
+    assert out.read_bytes() == b"the previous model"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.model"]  # no temp file left behind

@@ -23,6 +23,7 @@ def suggestions(error: str) -> list[list[str]]:
     return [fix.split() for fix in fixes.split(" or ")]
 
 
+@pytest.mark.slow
 def test_the_issues_case_names_the_flags_and_values_that_work(tmp_path, capsys):
     """`--seq-len 8 --task sop` on Austen used to die after loading with 'epoch 0 has 13 examples'."""
     error = cli_error(pretrain, AUSTEN + ["--seq-len", "8", "--task", "sop", "--out", str(tmp_path / "run")], capsys)
@@ -38,6 +39,7 @@ def test_the_issues_case_names_the_flags_and_values_that_work(tmp_path, capsys):
         assert pretrain(flags).step == 1
 
 
+@pytest.mark.slow
 def test_too_many_evaluation_batches_suggests_how_many_there_are(tmp_path, capsys):
     base = AUSTEN + ["--seq-len", "64", "--batch-size", "64", "--out", str(tmp_path / "run")]
     error = cli_error(pretrain, base + ["--eval-batches", "50"], capsys)

@@ -50,6 +50,7 @@ def ddp_worker(rank: int, port: int, out_dir: str) -> None:
     cleanup(info)
 
 
+@pytest.mark.slow
 def test_two_ranks_equal_one_process_on_the_global_batch(tmp_path, one_thread):
     # Ranks hold different numbers of masked tokens, so a per-rank mean would not match; a global one does.
     big = SyntheticBatches(CONFIG.vocab_size, WORLD * B, T, seed=7).batch(0, 0)
@@ -66,6 +67,7 @@ def test_two_ranks_equal_one_process_on_the_global_batch(tmp_path, one_thread):
     assert moved  # the steps did change the weights
 
 
+@pytest.mark.slow
 def test_torchrun_cli_matches_the_single_process_cli(tmp_path):
     flags = ["--preset", "albert-nano", "--corpus", "synthetic", "--seq-len", "32", "--steps", "3", "--lr", "2e-3",
              "--eval-every", "0", "--eval-batches", "1", "--save-every", "0", "--log-every", "1", "--quiet"]

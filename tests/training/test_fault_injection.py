@@ -206,6 +206,7 @@ def fresh_copy(template, tmp_path, k):
     return run_dir
 
 
+@pytest.mark.slow
 def test_kill_9_at_every_step_of_a_save_loses_nothing_and_resumes_bit_exactly(scenario, straight, tmp_path):
     template, stop_at, model, state, labels = scenario
     for k in range(len(labels)):

@@ -245,6 +245,7 @@ def test_cli_writes_a_run_resumes_it_and_refuses_other_settings(tmp_path, capsys
     assert [p.name for p in list_checkpoints(out)] == ["step-0000002"]
 
 
+@pytest.mark.slow
 def test_cli_on_austen_resumes_a_killed_run_bit_identically(tmp_path, monkeypatch):
     from albert_mini.text import batches as pretraining_data
     from albert_mini.training.pretrain import main

@@ -6,6 +6,7 @@ import random
 
 from ...model.albert import AlbertTransformer
 from ...model.config import AlbertConfig
+from ...model.sharing import STRATEGIES
 from .checking import check_against_reference
 
 # (i, L, G) where the floating-point formula int(i / L * G) of the original code picks the wrong group.
@@ -13,9 +14,10 @@ FLOAT_FORMULA_TRAPS = [(15, 22, 22), (13, 23, 23), (30, 44, 22), (26, 46, 23), (
 
 
 def _tiny_config(strategy: str, L: int, G: int = 1, K: int = 1) -> AlbertConfig:
+    G, K = STRATEGIES[strategy].required_groups(L) or (G, K)  # e.g. "none" needs G = L
     return AlbertConfig(vocab_size=16, embedding_size=8, hidden_size=8, num_hidden_layers=L, num_attention_heads=1,
                         intermediate_size=16, max_position_embeddings=8, sharing=strategy,
-                        num_hidden_groups=L if strategy == "none" else G, inner_group_num=K)
+                        num_hidden_groups=G, inner_group_num=K)
 
 
 def _reference_schedule(L: int, G: int, K: int) -> list[int]:
@@ -60,7 +62,7 @@ def _reference_plan(strategy: str, L: int) -> list[tuple[int, int]]:
 def _plan_cases(seed: int = 4):
     rng = random.Random(seed)
     lengths = [1, 2, 3, 6, 12] + [rng.randint(2, 24) for _ in range(3)]
-    return [((strategy, L), {}) for L in lengths for strategy in ("all", "attention", "ffn", "none")]
+    return [((strategy, L), {}) for L in lengths for strategy in STRATEGIES]
 
 
 def check_sharing_plan(fn) -> bool:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 
 from ...specials import MASK_ID, PAD_ID
 from ...text.masking import Masker, replace_80_10_10
 from ...text.masking import prediction_budget as package_budget
-from .checking import check_against_reference
+from .checking import ExerciseFailed, check_against_reference
 
 
 def _masker(**options) -> Masker:
@@ -60,8 +62,32 @@ def _frequencies(fn, max_n: int, seed: int) -> np.ndarray:
     return counts / _DRAWS
 
 
+def _draws_depend_on_more_than_the_rng(fn) -> bool:
+    """Whether fn(rng, 3) draws differently from one seeded rng when only the global generators change."""
+    numpy_state, python_state = np.random.get_state(), random.getstate()
+    runs = []
+    try:
+        for global_seed in (1, 2):
+            np.random.seed(global_seed)
+            random.seed(global_seed)
+            rng = np.random.default_rng(0)
+            runs.append([int(fn(rng, 3)) for _ in range(200)])
+    except Exception:  # a function that fails is reported with its input by the frequency check
+        return False
+    finally:
+        np.random.set_state(numpy_state)
+        random.setstate(python_state)
+    return runs[0] != runs[1]
+
+
 def check_sample_span_length(fn) -> bool:
-    """Check that `fn(rng, max_n)` draws n with the frequencies p(n) proportional to 1/n (10,000 seeded draws)."""
+    """Check that `fn(rng, max_n)` draws n with the frequencies p(n) proportional to 1/n (10,000 seeded draws),
+    using only the generator it is given."""
+    if _draws_depend_on_more_than_the_rng(fn):
+        raise ExerciseFailed(
+            "sample_span_length: with the same rng, your draws changed when only the global seed changed, so "
+            "they come from np.random.* (or Python's random) instead of the rng you are given. Draw with "
+            "`rng` only (e.g. rng.choice), so that its seed fixes the result.")
     cases = [((max_n, seed), {}) for max_n, seed in ((3, 0), (2, 1), (1, 2), (5, 3))]
     return check_against_reference(
         "sample_span_length (frequencies of n = 1..max_n over 10,000 draws)",
@@ -158,4 +184,5 @@ ANSWERS = {
     "prediction_budget": [package_budget],
     "apply_80_10_10": [apply_80_10_10, replace_80_10_10],
 }
-KEY_NUMBERS: dict[str, list] = {}
+# p(1..3) for N = 3 (6/11, 3/11, 2/11): printed before Exercise 1, they would give its answer away.
+KEY_NUMBERS: dict[str, list] = {"ngram_probabilities": [6 / 11, 3 / 11, 2 / 11]}

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import random
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ...specials import CLS_ID, SEP_ID
 from ...tasks.features import answer_token_span as package_answer_token_span

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 import torch
@@ -11,6 +12,10 @@ import torch
 
 class ExerciseFailed(AssertionError):
     """Raised by a check when the learner's function gives a wrong answer, raises, or is not written yet."""
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for it: the message alone, since the traceback runs through this module only."""
+        return [f"ExerciseFailed: {self}"]
 
 
 def _close(got: Any, expected: Any, rtol: float, atol: float) -> bool:
@@ -61,7 +66,9 @@ def check_against_reference(
         try:
             got = learner(*args, **kwargs)
         except NotImplementedError:
-            raise ExerciseFailed(f"{name}: not written yet. Replace the `raise NotImplementedError` with your code.") from None
+            raise ExerciseFailed(
+                f"{name}: not written yet. Replace the `raise NotImplementedError` with your code."
+            ) from None
         except Exception as error:  # the learner's bug: report it with the input that triggered it
             raise ExerciseFailed(
                 f"{name}: your function raised {type(error).__name__}: {error}\n  on input {_describe(args, kwargs)}"
@@ -69,10 +76,31 @@ def check_against_reference(
         same = compare(got, expected) if compare else _close(got, expected, rtol, atol)
         if not same:
             message = (f"{name}: case {number} of {len(cases)} gives a different answer.\n"
-                       f"  input:    {_describe(args, kwargs)}\n  expected: {_show(expected)}\n  got:      {_show(got)}")
+                       f"  input:    {_describe(args, kwargs)}\n  expected: {_show(expected)}\n"
+                       f"  got:      {_show(got)}{_largest_difference(got, expected)}")
             raise ExerciseFailed(message + (f"\n  hint: {hint}" if hint else ""))
     print(f"{name}: all {len(cases)} cases agree with the reference. Well done!")
     return True
+
+
+def _largest_difference(got: Any, expected: Any) -> str:
+    """For two arrays of one shape: the largest absolute difference, where it is, and both values there."""
+    if not isinstance(expected, (torch.Tensor, np.ndarray)):
+        return ""
+    try:
+        want = np.asarray(expected.detach().cpu() if isinstance(expected, torch.Tensor) else expected, dtype=float)
+        have = np.asarray(got.detach().cpu() if isinstance(got, torch.Tensor) else got, dtype=float)
+    except (TypeError, ValueError):
+        return ""
+    if have.shape != want.shape:
+        return f"\n  shape:    expected {tuple(want.shape)}, got {tuple(have.shape)}"
+    gap = np.abs(have - want)
+    gap = np.where(np.isnan(gap), np.inf, gap)  # a NaN is as wrong as it gets
+    if gap.size == 0:
+        return ""
+    where = tuple(int(i) for i in np.unravel_index(int(np.argmax(gap)), gap.shape))
+    return (f"\n  largest difference {gap[where]:.3g} at index {where}: expected {want[where]:.8g}, "
+            f"got {have[where]:.8g}")
 
 
 def _describe(args: tuple, kwargs: dict) -> str:

@@ -29,7 +29,10 @@ import re
 import sys
 from pathlib import Path
 
-from ...cli import Parser, run as run_cli
+from ...cli import Parser
+from ...cli import run as run_cli
+from ...errors import MissingFileError
+from ...safe_files import UnsafeWriteError, atomic_write_text, check_out_folder
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 SOLUTION_TAG = "solution"  # a cell that reveals an answer: in the published chapter, not in the student notebook
@@ -74,10 +77,17 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("chapters", nargs="+", type=Path, help="chapter sources (chapters/NN_name.py)")
     parser.add_argument("--out", type=Path, default=Path("build/student"), help="folder for the student notebooks")
     args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
+    check_out_folder(args.out)  # before any notebook is built
+    for chapter in args.chapters:
+        if not chapter.is_file():
+            raise MissingFileError(f"chapter {chapter} is not a file; pass chapter sources such as chapters/*.py")
+        if args.out.resolve() == chapter.parent.resolve():
+            raise UnsafeWriteError(f"--out {args.out} is the folder of the chapters, so the student notebooks would "
+                                   "replace their executed .ipynb copies; choose another --out, e.g. build/student")
     for chapter in args.chapters:
         target = args.out / chapter.with_suffix(".ipynb").name
-        jupytext.write(student_notebook(chapter), target)
+        text = jupytext.writes(student_notebook(chapter), fmt="ipynb")
+        atomic_write_text(target, text if text.endswith("\n") else text + "\n")
         print(f"{chapter} -> {target}")
     return 0
 

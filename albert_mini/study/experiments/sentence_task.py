@@ -19,7 +19,7 @@ import numpy as np
 from ...settings import fast_mode
 from ..paper import TABLE5
 from ..stats import mcnemar_exact, seed_summary, wilson_interval
-from .common import plot_seed_cells
+from .common import FAST, plot_seed_cells
 from .runs import run_key
 from .trunk import FAST_BRANCH, FAST_TRUNK, FULL_BRANCH, FULL_TRUNK, train_branch, train_trunk, trunk_config
 
@@ -30,8 +30,10 @@ CONTRASTS = {"sop_vs_nsp_on_sop": ("sop", "nsp", "sop"), "nsp_vs_none_on_sop": (
              "sop_vs_none_on_nsp": ("sop", "none", "nsp")}
 
 
-def plans():
-    return (FAST_TRUNK, FAST_BRANCH) if fast_mode() else (FULL_TRUNK, FULL_BRANCH)
+def plans(budget=None):
+    """The trunk and branch plans that go with a budget: the fast ones with the fast budget (tests), else full."""
+    fast = fast_mode() if budget is None else budget == FAST
+    return (FAST_TRUNK, FAST_BRANCH) if fast else (FULL_TRUNK, FULL_BRANCH)
 
 
 def trunk_spec(trunk) -> dict:
@@ -57,7 +59,7 @@ class PlannedRun:
 
 def plan(budget, seeds) -> list[PlannedRun]:
     """The runs, for the estimate and the progress count: one trunk, then a branch per task and seed."""
-    trunk, branch = plans()
+    trunk, branch = plans(budget)
     spec = trunk_spec(trunk)
     runs = [PlannedRun("trunk", spec, {trunk.short.seq_len: trunk.short.tokens, trunk.long.seq_len: trunk.long.tokens})]
     return runs + [PlannedRun(f"branch {task} seed {seed}", branch_spec(run_key(spec), task, seed, branch),
@@ -70,7 +72,7 @@ def trunk_weights(runner, spec: dict) -> Path:
 
 
 def run(runner) -> dict:
-    trunk_plan, branch_plan = plans()
+    trunk_plan, branch_plan = plans(runner.budget)
     spec = trunk_spec(trunk_plan)
     weights = trunk_weights(runner, spec)
     trunk = runner.cached(spec, lambda: train_trunk(trunk_plan, TRUNK_SEED, weights), "trunk (MLM only)",

@@ -1,0 +1,159 @@
+"""One writer per run directory, a metrics log that survives any crash, identical bytes for identical runs."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from albert_mini.tasks.finetune import main as finetune
+from albert_mini.training import checkpoint
+from albert_mini.training.checkpoint import CheckpointError, list_checkpoints, load_checkpoint, sorted_metadata
+from albert_mini.training.pretrain import main as pretrain
+from albert_mini.training.rundir import read_metrics, truncate_metrics
+
+from cli_helpers import REPO, cli_error
+
+SST2 = REPO / "tests" / "tasks" / "fixtures" / "tasks" / "sst2.tsv"
+FLAGS = ["--preset", "albert-nano", "--corpus", "synthetic", "--seq-len", "16", "--batch-size", "2",
+         "--eval-every", "0", "--eval-batches", "1", "--save-every", "1", "--keep", "3", "--log-every", "1", "--quiet"]
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
+
+
+def train_steps(run) -> list[int]:
+    return [r["step"] for r in read_metrics(run / "metrics.jsonl")[0] if r["type"] == "train"]
+
+
+# ---------------------------------------------------------------------- one writer
+def test_a_second_run_is_refused_at_once_naming_the_first_and_a_killed_run_leaves_no_lock(tmp_path, capsys):
+    out = tmp_path / "run"
+    long = ["--preset", "albert-nano", "--corpus", "synthetic", "--seq-len", "16", "--batch-size", "2",
+            "--eval-every", "0", "--eval-batches", "1", "--save-every", "0", "--log-every", "1", "--quiet",
+            "--steps", "100000"]
+    first = subprocess.Popen([sys.executable, "-m", "albert_mini.training.pretrain", *long, "--out", str(out)],
+                             cwd=REPO, env={**os.environ, "OMP_NUM_THREADS": "1"}, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 240
+        while len(read_metrics(out / "metrics.jsonl")[0]) < 3:
+            assert first.poll() is None and time.monotonic() < deadline, first.stderr.read()[-2000:]
+            time.sleep(0.2)
+        started = time.monotonic()
+        error = cli_error(pretrain, long + ["--out", str(out)], capsys)
+        assert time.monotonic() - started < 10  # at once, before any data is built
+        assert f"is in use by another run (process {first.pid})" in error and "choose a new --out" in error
+    finally:
+        first.send_signal(signal.SIGKILL)  # the lock goes with the process, however it ends
+        first.wait()
+    logged = train_steps(out)
+    assert logged and not list_checkpoints(out)  # killed before its first checkpoint
+    pretrain(long + ["--out", str(out), "--minutes", "0.002"])  # the same run, resumed from nothing
+    err = capsys.readouterr().err
+    assert f"dropped {len(logged)} line(s) logged after step 0 by the interrupted run" in err
+    steps = train_steps(out)
+    assert steps == list(range(1, len(steps) + 1))  # one line per step: nothing of the killed run left
+
+
+# ---------------------------------------------------------------------- metrics.jsonl
+def test_a_torn_last_line_and_lines_past_the_checkpoint_are_dropped_on_resume(tmp_path, capsys):
+    straight, out = tmp_path / "straight", tmp_path / "run"
+    for run in (straight, out):
+        pretrain(FLAGS + ["--steps", "3", "--out", str(run)])
+    (out / "checkpoints" / "step-0000003").rename(out / "checkpoints" / ".tmp-gone")  # as if killed before it
+    with open(out / "metrics.jsonl", "a") as f:
+        f.write('{"type": "train", "step": 4, "lo')  # a kill (or a full disk) in the middle of an append
+    capsys.readouterr()
+    pretrain(FLAGS + ["--steps", "3", "--out", str(out)])
+    notes = [line for line in capsys.readouterr().err.splitlines() if "dropped" in line]
+    later = sum(r["step"] > 2 for r in read_metrics(straight / "metrics.jsonl")[0])  # step 3's train and eval lines
+    assert notes == [f"{out / 'metrics.jsonl'}: dropped {later} line(s) logged after step 2 by the interrupted run "
+                     "and 1 damaged line(s) (a write cut short), so the log reads as one run"]
+    assert train_steps(out) == train_steps(straight) == [1, 2, 3]
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    assert all(json.loads(line) for line in lines)
+
+
+def test_truncate_metrics_keeps_the_lines_it_keeps_byte_for_byte(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    lines = [json.dumps({"type": "train", "step": s, "loss": 1 / 3 + s}) for s in (1, 2, 3)]
+    path.write_text("\n".join(lines) + "\n" + "garbage\n")
+    assert "1 line(s) logged after step 2" in truncate_metrics(path, 2)
+    assert path.read_text() == lines[0] + "\n" + lines[1] + "\n"
+    assert truncate_metrics(path, 2) is None  # nothing left to drop: the file is not rewritten
+
+
+# ---------------------------------------------------------------------- damaged files
+def test_a_damaged_run_json_is_named_and_overwrite_clears_it(tmp_path, capsys):
+    out = tmp_path / "run"
+    pretrain(FLAGS + ["--steps", "1", "--out", str(out)])
+    (out / "run.json").write_text('{\n  "kind": "pretrain",\n  "setti')
+    error = cli_error(pretrain, FLAGS + ["--steps", "1", "--out", str(out)], capsys)
+    assert "run.json is damaged (not valid JSON)" in error and "--overwrite" in error
+    assert pretrain(FLAGS + ["--steps", "1", "--out", str(out), "--overwrite"]).step == 1
+
+
+def test_an_unreadable_trainer_state_never_passes_on_torchs_weights_only_advice(tmp_path):
+    out = tmp_path / "run"
+    pretrain(FLAGS + ["--steps", "1", "--out", str(out)])
+    step = list_checkpoints(out)[-1]
+    torch.save({"step": 1, "why": Exception("not a tensor")}, step / "trainer_state.pt")  # refused by weights_only
+    manifest = json.loads((step / "manifest.json").read_text())
+    manifest["sha256"]["trainer_state.pt"] = checkpoint.sha256_file(step / "trainer_state.pt")
+    (step / "manifest.json").write_text(json.dumps(manifest))
+    model = checkpoint.load_pretrained(out)
+    with pytest.raises(CheckpointError) as error:
+        load_checkpoint(step, model)
+    assert "cannot be read safely" in str(error.value) and "weights_only" not in str(error.value)
+
+
+def test_a_full_disk_while_writing_run_json_is_one_line_naming_it(tmp_path, capsys, monkeypatch):
+    import errno
+
+    from albert_mini import safe_files
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(safe_files.os, "fsync", full)
+    out = tmp_path / "run"
+    error = cli_error(pretrain, FLAGS + ["--steps", "1", "--out", str(out)], capsys)
+    assert error == f"error: {out / 'run.json'}: the disk is full; make room and rerun the same command\n"
+    assert not list(out.iterdir())  # no half-written run.json, and no temp file
+
+
+# ---------------------------------------------------------------------- identical bytes
+def test_identical_runs_write_identical_checkpoint_bytes(tmp_path):
+    runs = [tmp_path / name for name in ("a", "b")]
+    for run in runs:
+        pretrain(FLAGS + ["--steps", "2", "--out", str(run)])
+    for name in ("model.safetensors", "config.json"):
+        a, b = (list_checkpoints(run)[-1] / name for run in runs)
+        assert a.read_bytes() == b.read_bytes(), name
+
+
+def test_sorted_metadata_only_reorders_the_header():
+    from safetensors.torch import load, save
+
+    tensors = {"w": torch.arange(6.0).reshape(2, 3), "b": torch.ones(3)}
+    metadata = {f"key{i}": str(i) for i in range(20)}
+    files = {sorted_metadata(save(tensors, metadata=metadata)) for _ in range(5)}
+    assert len(files) == 1
+    (data,) = files
+    size = int.from_bytes(data[:8], "little")
+    assert list(json.loads(data[8:8 + size])["__metadata__"]) == sorted(metadata)
+    assert all(torch.equal(load(data)[k], v) for k, v in tensors.items())
+
+
+def test_finetune_save_is_checked_first_and_written_identically(tmp_path, capsys):
+    flags = ["--format", "sst2", "--train-file", str(SST2), "--test-file", str(SST2), "--init", "random",
+             "--preset", "albert-nano", "--steps", "1", "--batch-size", "2"]
+    saved = [tmp_path / "a.safetensors", tmp_path / "b.safetensors"]
+    for path in saved:
+        assert finetune(flags + ["--save", str(path)]) == 0
+    assert saved[0].read_bytes() == saved[1].read_bytes()
+    error = cli_error(finetune, flags + ["--save", str(saved[0])], capsys)
+    assert "already exists" in error and "--overwrite" in error
