@@ -16,7 +16,8 @@ import argparse
 import errno
 import math
 import sys
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from .errors import UsageError, UserError
 

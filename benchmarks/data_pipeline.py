@@ -46,7 +46,8 @@ def main() -> None:
     start = time.perf_counter()
     token_docs = tokenize_documents(documents, tokenizer)
     tokenize_s = time.perf_counter() - start
-    print(f"corpus: {len(documents)} chapters, {token_docs.num_tokens():,} tokens; tokenized once in {tokenize_s:.2f} s")
+    print(f"corpus: {len(documents)} chapters, {token_docs.num_tokens():,} tokens; "
+          f"tokenized once in {tokenize_s:.2f} s")
 
     build_times, n_instances = [], 0
     for seed in range(3):
@@ -54,9 +55,11 @@ def main() -> None:
         n_instances = len(build_instances(token_docs, "sop", SEQ, seed=seed))
         build_times.append(time.perf_counter() - start)
     build_s = statistics.median(build_times)
-    print(f"SOP instances: {n_instances:,} per pass, built in {build_s:.3f} s: {n_instances / build_s:,.0f} instances/s")
+    print(f"SOP instances: {n_instances:,} per pass, built in {build_s:.3f} s: "
+          f"{n_instances / build_s:,.0f} instances/s")
 
-    dynamic = PretrainingBatches(build_pretraining_dataset(token_docs, tokenizer, "sop", SEQ, seed=0), BATCH, pad_to=SEQ)
+    dataset = build_pretraining_dataset(token_docs, tokenizer, "sop", SEQ, seed=0)
+    dynamic = PretrainingBatches(dataset, BATCH, pad_to=SEQ)
     start = time.perf_counter()
     static_data = build_pretraining_dataset(token_docs, tokenizer, "sop", SEQ, seed=0, dynamic=False)
     static_build_s = time.perf_counter() - start

@@ -102,7 +102,8 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(torch.get_num_threads())
     peak = matmul_peak()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, fp32 matmul peak measured: {peak:.0f} GFLOP/s")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"fp32 matmul peak measured: {peak:.0f} GFLOP/s")
     for name in args.cases:
         r = run_case(name, args.steps, peak)
         print(f"case {name} ({r['tokens_per_step']} tokens/step): "

@@ -21,15 +21,15 @@ from albert_mini import AlbertConfig, AlbertForPreTraining
 from albert_mini.settings import pick
 from albert_mini.text.synthetic import SyntheticBatches
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
-from albert_mini.training.trainer import Trainer, TrainConfig
+from albert_mini.training.trainer import TrainConfig, Trainer
 
 
 def make_source(kind: str, config: AlbertConfig, batch_size: int, seq_len: int):
     """The trainer's batch source: the real Austen pipeline, or seeded random tokens."""
     if kind == "synthetic":
         return SyntheticBatches(config.vocab_size, batch_size, seq_len, seed=0)
-    from albert_mini.text.corpus import load_corpus
     from albert_mini.text.batches import PretrainingBatches, build_pretraining_dataset
+    from albert_mini.text.corpus import load_corpus
     from albert_mini.text.tokenizer import Tokenizer
 
     start = time.perf_counter()

@@ -10,25 +10,25 @@ from albert_mini.text.instances import TokenDocuments
 from albert_mini.text.tokenizer import Tokenizer
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tokenizer() -> Tokenizer:
     """The committed 8000-piece Austen SentencePiece model."""
     return Tokenizer.default()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def austen_documents():
     """The Austen training chapters (corpus Documents)."""
     return load_corpus("austen", "train")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def austen_token_documents() -> TokenDocuments:
     """The training chapters as token ids (about 0.7M tokens, 27k sentences)."""
     return tokenize_documents(austen_documents(), tokenizer())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def austen_token_documents_head(n: int = 40) -> TokenDocuments:
     """The first n training chapters as token ids: for tests that walk through whole epochs."""
     return tokenize_documents(austen_documents()[:n], tokenizer())

@@ -9,11 +9,10 @@ import sys
 import pytest
 
 import albert_mini
+from albert_mini.paths import PRETRAINED_MODEL, REPO_ROOT
 from albert_mini.tasks import finetune
 from albert_mini.text import build_corpus, tokenizer
 from albert_mini.training import pretrain
-from albert_mini.paths import PRETRAINED_MODEL, REPO_ROOT
-
 from cli_helpers import REPO, cli_error, run_module
 
 FIXTURES = REPO / "tests" / "tasks" / "fixtures" / "tasks"

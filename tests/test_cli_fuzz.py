@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from albert_mini.paths import PRETRAINED_MODEL
-
 from cli_helpers import REPO
 
 SST2 = REPO / "tests" / "tasks" / "fixtures" / "tasks" / "sst2.tsv"

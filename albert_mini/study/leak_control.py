@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..cli import Parser, run as run_cli
+from ..cli import Parser
+from ..cli import run as run_cli
 from ..errors import UsageError
 from ..text.batches import tokenize_documents
 from ..text.corpus import load_corpus

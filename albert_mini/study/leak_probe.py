@@ -10,7 +10,7 @@ reference `create_pretraining_data.py` does (truncate after the swap), so the ch
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import torch
 
-from ..cli import Parser, run as run_cli
+from ..cli import Parser
+from ..cli import run as run_cli
 from ..errors import UsageError
 from ..text.instances import Instance, build_instances
 from .experiments.common import cpu_model, git_revision
@@ -95,7 +96,8 @@ def lexical_baselines(seq_lens=(64, 128), edges=EDGES, l2: float = 1e-5, steps: 
             rows.append(row)
     return {"about": "Logistic regression on position-specific bags of the first/last k tokens of segments A and B "
                      "(k=0: whole segments); training chapters (4 instance draws) -> validation + test chapters",
-            "command": "python -m albert_mini.study.lexical_sop", "machine": cpu_model(), "git_revision": git_revision(),
+            "command": "python -m albert_mini.study.lexical_sop", "machine": cpu_model(),
+            "git_revision": git_revision(),
             "wall_seconds": round(time.perf_counter() - start, 1), "threads": torch.get_num_threads(), "rows": rows}
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import torch
 
-from ..cli import Parser, run as run_cli
+from ..cli import Parser
+from ..cli import run as run_cli
 from ..errors import UsageError
 from ..paths import FIGURES_ROOT, REPO_ROOT
 from ..text.batches import build_pretraining_dataset, collate
@@ -21,7 +22,8 @@ from ..text.corpus import load_corpus
 from ..text.tokenizer import Tokenizer
 from ..training.checkpoint import load_pretrained
 from ..training.objectives import metrics_from_sums, pretraining_objective
-from ..training.rundir import MODEL_CARD_FILE as CARD_FILE, SCORES_FILE
+from ..training.rundir import MODEL_CARD_FILE as CARD_FILE
+from ..training.rundir import SCORES_FILE
 from .experiments.common import cpu_model
 from .paper import TABLE5
 from .stats import wilson_interval

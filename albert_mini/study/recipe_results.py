@@ -137,7 +137,8 @@ def build_results(folder: Path, uniform_entropy: dict | None = None) -> dict:
 def leaders(results: dict, top: int = 5) -> list[dict]:
     """The `top` probes by held-out MLM on the 128-token set (else the probe's own set), plus the baseline."""
     probes = [p for p in results["probes"] if "repeat_of" not in p]
-    score = lambda p: p["held_out_mlm_by_len"].get("128", p["held_out_mlm"])
+    def score(p):
+        return p["held_out_mlm_by_len"].get("128", p["held_out_mlm"])
     ranked = sorted(probes, key=score, reverse=True)
     chosen = ranked[:top]
     chosen += [p for p in probes if not p["settings"] and p not in chosen]

@@ -27,7 +27,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ..cli import Parser, run as run_cli
+from ..cli import Parser
+from ..cli import run as run_cli
 from ..errors import UsageError
 from ..model.albert import AlbertForPreTraining
 from ..specials import IGNORE_INDEX
@@ -35,12 +36,11 @@ from ..text.batch_source import PhasedBatches
 from ..text.batches import PretrainingBatches, unigram_log_prior
 from ..training.objectives import PretrainingObjective, sentence_metrics_warning
 from ..training.optim import build_optimizer, clip_grad_global_norm
-from ..training.trainer import Trainer, TrainConfig, evaluate
+from ..training.trainer import TrainConfig, Trainer, evaluate
 from .collapse import RULES, diagnose, relabel
-from .recipe_results import build_results, write_results  # noqa: F401  (the results are built here too)
-from .recipe_space import (Recipe, dataset, documents, held_out, nano_recipe,  # noqa: F401
-                           parse_settings, train_sample)
 from .experiments.common import cpu_model, git_revision
+from .recipe_results import build_results, write_results  # noqa: F401  (the results are built here too)
+from .recipe_space import Recipe, dataset, documents, held_out, nano_recipe, parse_settings, train_sample  # noqa: F401
 
 PROG = "python -m albert_mini.study.recipe_search"
 HELD_OUT_LENGTHS = (64, 128)  # every probe is scored at both, whatever it trains at

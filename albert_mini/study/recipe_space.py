@@ -115,7 +115,7 @@ def parse_settings(items: list[str]) -> Recipe:
     return Recipe(**changes)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def documents(split: str):
     """An Austen split tokenized with the committed tokenizer, once per process."""
     return tokenize_documents(load_corpus("austen", split), Tokenizer.default())

@@ -112,5 +112,6 @@ def sop_accuracy(model: AlbertForPreTraining, instances: list[Instance]) -> dict
 def pair_text(tokenizer, x: Instance, width: int = 70) -> tuple[str, str]:
     """Segments A and B as text, each cut to `width` characters for display."""
     a, b = x.segments()
-    cut = lambda s: s if len(s) <= width else s[:width - 3] + "..."
+    def cut(s):
+        return s if len(s) <= width else s[:width - 3] + "..."
     return cut(tokenizer.decode(a.tolist())), cut(tokenizer.decode(b.tolist()))

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import torch
 
-from ..cli import Parser, run as run_cli
+from ..cli import Parser
+from ..cli import run as run_cli
 from ..errors import UsageError
 from ..training.distributed import DistInfo
 from ..training.pretrain import build_parser, build_trainer, check_args

@@ -18,12 +18,20 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from ..cli import Parser, run as run_cli, seed as seed_type
+from ..cli import Parser
+from ..cli import run as run_cli
+from ..cli import seed as seed_type
 from ..paths import DATA_ROOT, MANIFEST, sha256_file, update_manifest, verified_path
 from ..safe_files import UnsafeWriteError, atomic_write_text, check_out_folder
 from ..text.corpus import CorpusError, Document, load_corpus
 from .formats import (
-    Answer, MultipleChoiceExample, SpanExample, load_race_json, load_squad_json, write_race_json, write_squad_json,
+    Answer,
+    MultipleChoiceExample,
+    SpanExample,
+    load_race_json,
+    load_squad_json,
+    write_race_json,
+    write_squad_json,
 )
 
 TASKS_DIR = DATA_ROOT / "tasks"

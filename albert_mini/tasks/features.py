@@ -17,8 +17,8 @@ Layouts (google-research/albert's `classifier_utils.py`, `race_utils.py` and `sq
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 import torch

@@ -11,15 +11,17 @@ albert_mini.tasks.registry.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 import torch
 from torch import nn
 
-from ..cli import Parser, positive_float, positive_int, run as run_cli, seed as seed_type
+from ..cli import Parser, positive_float, positive_int
+from ..cli import run as run_cli
+from ..cli import seed as seed_type
 from ..errors import MissingFileError, UsageError, UserError
 from ..model.config import AlbertConfig
 from ..paths import PRETRAINED_MODEL

@@ -7,16 +7,23 @@ functions and one TASK_KINDS entry; the fine-tuning loop asks the kind and never
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import torch
 from torch import nn
 
 from ..model.config import AlbertConfig
 from ..model.heads import AlbertForMultipleChoice, AlbertForQuestionAnswering, AlbertForSequenceClassification
-from .features import (classification_features, collate_classification, collate_multiple_choice, collate_spans,
-                       decode_spans, race_features, squad_features)
+from .features import (
+    classification_features,
+    collate_classification,
+    collate_multiple_choice,
+    collate_spans,
+    decode_spans,
+    race_features,
+    squad_features,
+)
 from .squad_metrics import squad_scores
 
 

@@ -20,7 +20,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from ..cli import Parser, run as run_cli
+from ..cli import Parser
+from ..cli import run as run_cli
 from ..errors import UserError
 from ..paths import CACHE_ROOT, sha256_bytes
 from ..safe_files import atomic_write_bytes, atomic_write_text, check_out_folder

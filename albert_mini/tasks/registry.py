@@ -7,9 +7,9 @@ format is one FILE_FORMATS entry (its kind and a function path -> examples).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from .austen_tasks import load_austen_mc, load_austen_span
 from .formats import GLUE_FORMATS, load_glue_tsv, load_race_json, load_squad_json

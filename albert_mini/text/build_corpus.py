@@ -29,7 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..cli import Parser, run as run_cli
+from ..cli import Parser
+from ..cli import run as run_cli
 from ..paths import CACHE_ROOT, DATA_ROOT, sha256_bytes, update_manifest
 from .corpus import SPLITS, CorpusError, Document, format_documents, normalize_paragraph
 from .rdata import read_lazyload_db

@@ -28,8 +28,8 @@ task "none" has no sentence label and stores IGNORE_INDEX (-100) (the batch then
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 

@@ -21,8 +21,8 @@ Every random choice comes from the numpy Generator passed in; no global RNG is t
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import numpy as np
 
@@ -90,7 +90,7 @@ class Masker:
         self.ngram_probs = weights / weights.sum()
 
     @classmethod
-    def from_tokenizer(cls, tokenizer, mask_id: int = MASK_ID, **options) -> "Masker":
+    def from_tokenizer(cls, tokenizer, mask_id: int = MASK_ID, **options) -> Masker:
         """A Masker for a `albert_mini.text.tokenizer.Tokenizer` (uses its word_start and special_ids)."""
         return cls(tokenizer.word_start, tokenizer.special_ids, mask_id, **options)
 

@@ -28,7 +28,7 @@ class SyntheticBatches(BatchSource):
         self.vocab_size, self.batch_size, self.seq_len, self.seed = vocab_size, batch_size, seq_len, seed
         self.rank, self.world_size, self.mask_prob, self.sentence_labels = rank, world_size, mask_prob, sentence_labels
 
-    def shard(self, rank: int, world_size: int) -> "SyntheticBatches":
+    def shard(self, rank: int, world_size: int) -> SyntheticBatches:
         """The same stream as seen by `rank` of `world_size` processes (batch_size stays per rank)."""
         return SyntheticBatches(self.vocab_size, self.batch_size, self.seq_len, self.seed, rank, world_size,
                                 self.mask_prob, self.sentence_labels)

@@ -25,14 +25,16 @@ import json
 import string
 import time
 import unicodedata
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 import sentencepiece as spm
 import torch
 
-from ..cli import Parser, positive_int, run as run_cli, seed as seed_type
+from ..cli import Parser, positive_int
+from ..cli import run as run_cli
+from ..cli import seed as seed_type
 from ..errors import UsageError, UserError
 from ..paths import DATA_ROOT, MANIFEST, sha256_file, update_manifest, verified_path
 from ..safe_files import atomic_write_bytes, atomic_write_text, check_new_file
@@ -144,7 +146,7 @@ class Tokenizer:
 
     # ------------------------------------------------------------------ loading
     @classmethod
-    def from_file(cls, path: str | Path) -> "Tokenizer":
+    def from_file(cls, path: str | Path) -> Tokenizer:
         """Load a SentencePiece `.model` file (ours or ALBERT's official `30k-clean.model`)."""
         path = Path(path)
         if path.is_dir():
@@ -162,7 +164,7 @@ class Tokenizer:
         return cls(processor, str(path))
 
     @classmethod
-    def from_bytes(cls, model: bytes) -> "Tokenizer":
+    def from_bytes(cls, model: bytes) -> Tokenizer:
         """A tokenizer from the bytes of a `.model` file (what `train_sentencepiece` returns)."""
         try:
             return cls(spm.SentencePieceProcessor(model_proto=model))
@@ -170,7 +172,7 @@ class Tokenizer:
             raise TokenizerError(f"these bytes are not a SentencePiece model ({error})") from None
 
     @classmethod
-    def default(cls) -> "Tokenizer":
+    def default(cls) -> Tokenizer:
         """The committed 8000-piece Austen model, after checking its sha256 against data/austen/SHA256SUMS."""
         return cls.from_file(verified_path(DEFAULT_DIR, "spiece.model", TRAIN_COMMAND, TokenizerError))
 

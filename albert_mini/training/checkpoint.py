@@ -24,20 +24,34 @@ import random
 import shutil
 import struct
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_model, save as safetensors_bytes
+from safetensors.torch import load_model
+from safetensors.torch import save as safetensors_bytes
 
 from ..errors import UserError
 from ..model.config import AlbertConfig, ConfigError, config_differences
 from ..paths import REPO_ROOT, sha256_bytes, sha256_file, shipped_path
 from ..safe_files import atomic_write_text
-from .rundir import (CHECKPOINTS, CONFIG_FILE, EXPORT, MANIFEST_FILE, METRICS_FILE, MODEL_FILE, RUN_FILE, STATE_FILE,
-                     STEP_DIR, TEMP_PREFIX, check_export_dir, clear, read_metrics)
+from .rundir import (
+    CHECKPOINTS,
+    CONFIG_FILE,
+    EXPORT,
+    MANIFEST_FILE,
+    METRICS_FILE,
+    MODEL_FILE,
+    RUN_FILE,
+    STATE_FILE,
+    STEP_DIR,
+    TEMP_PREFIX,
+    check_export_dir,
+    clear,
+    read_metrics,
+)
 
 FORMAT_VERSION = 1
 

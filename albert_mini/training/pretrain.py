@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..cli import SEED_MAX, Parser, nonnegative_float, positive_float, run as run_cli, seed
+from ..cli import SEED_MAX, Parser, nonnegative_float, positive_float, seed
+from ..cli import run as run_cli
 from ..errors import UsageError, UserError
 from ..model.config import PRESETS, AlbertConfig
 from ..model.counting import count_parameters
@@ -33,10 +34,19 @@ from . import rundir
 from .checkpoint import atomic_write_text
 from .distributed import DistInfo, barrier, cleanup, init_distributed
 from .optim import OPTIMIZERS, WarmupPolyDecay, build_optimizer
-from .pretrain_inputs import (DEFAULT_HOLDOUT, SPLIT_BY, Inputs, build_inputs, check_corpus_flags, load_tokenizer,
-                             short_batch_size, short_steps)
+from .pretrain_inputs import (
+    DEFAULT_HOLDOUT,
+    SPLIT_BY,
+    Inputs,
+    build_inputs,
+    check_corpus_flags,
+    load_tokenizer,
+    short_batch_size,
+    short_steps,
+)
 from .recipe import OUTPUT_BIASES, build_pretraining_model
-from .trainer import Trainer, TrainConfig, TrainResult
+from .trainer import TrainConfig, Trainer, TrainResult
+
 
 class Diverged(UserError, FloatingPointError):
     """The loss became NaN or infinite; the message names the step and the settings to change."""

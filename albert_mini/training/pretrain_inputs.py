@@ -18,8 +18,13 @@ from dataclasses import dataclass
 from ..errors import UsageError
 from ..paths import DATA_ROOT
 from ..text.batch_source import PhasedBatches
-from ..text.batches import (DataSettings, PretrainingBatches, build_pretraining_dataset, count_examples,
-                            tokenize_documents)
+from ..text.batches import (
+    DataSettings,
+    PretrainingBatches,
+    build_pretraining_dataset,
+    count_examples,
+    tokenize_documents,
+)
 from ..text.corpus import Document, expand_text_paths, fingerprint_files, load_corpus, load_text_files
 from ..text.instances import sentence_task
 from ..text.synthetic import SyntheticBatches

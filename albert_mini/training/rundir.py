@@ -345,7 +345,7 @@ class RunLock:
             os.close(self._fd)  # closing the last descriptor releases the flock
             self._fd = None
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -4,8 +4,9 @@ Batch-source protocol. The trainer pulls micro-batches with `next(source)` (a li
 is wrapped in `iter`). Each batch is a dict of tensors: input_ids, attention_mask, token_type_ids (B, T);
 labels (B, T) holding the token id at masked positions and IGNORE_INDEX (-100) elsewhere; optionally
 sentence_order_label (B,) (SOP or NSP, 1 = swapped / not next). To write checkpoints, the source must also have
-`state_dict()` (its exact position, as plain Python values or tensors) and `load_state_dict(state)`. Under DDP each rank gets its own
-source (its shard). Every source in this project derives from albert_mini.text.batch_source.BatchSource;
+`state_dict()` (its exact position, as plain Python values or tensors) and `load_state_dict(state)`.
+Under DDP each rank gets its own source (its shard). Every source in this project derives from
+albert_mini.text.batch_source.BatchSource;
 albert_mini.text.synthetic.SyntheticBatches is the smallest.
 
 One optimizer step = `accumulate` micro-batches on every rank. The loss of a step is the per-token mean over the
@@ -29,8 +30,14 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .checkpoint import (CheckpointError, capture_rng_state, load_checkpoint, newest_intact_checkpoint,
-                         restore_rng_state, save_checkpoint)
+from .checkpoint import (
+    CheckpointError,
+    capture_rng_state,
+    load_checkpoint,
+    newest_intact_checkpoint,
+    restore_rng_state,
+    save_checkpoint,
+)
 from .distributed import DistInfo, all_reduce_sum, assert_replicas_identical, broadcast_flag, gather_objects, wrap_model
 from .objectives import PretrainingObjective
 from .optim import WarmupPolyDecay, build_optimizer, clip_grad_global_norm
@@ -221,7 +228,8 @@ class Trainer:
         """Run until max_steps, the time budget or the data ends; log, evaluate and save along the way."""
         cfg = self.config
         show_bar = cfg.progress and self.dist.is_main and sys.stderr.isatty() and not _ci()
-        bar = tqdm(total=cfg.max_steps, initial=self.step, desc=self.objective.name, dynamic_ncols=True, disable=not show_bar)
+        bar = tqdm(total=cfg.max_steps, initial=self.step, desc=self.objective.name, dynamic_ncols=True,
+                   disable=not show_bar)
         self._bar = bar
         run_start = time.perf_counter() - self.elapsed
         self.model.train()

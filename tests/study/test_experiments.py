@@ -150,7 +150,8 @@ def test_other_settings_never_reuse_a_cached_run(tmp_path):
     assert cache.load(run.spec(FAST)) == {"marker": 1}
     other_budget = Budget(**{**dataclasses.asdict(FAST), "lr": FAST.lr / 2})
     for spec in (run.spec(other_budget), Pretraining("x", mini(), "sop", 1).spec(FAST),
-                 Pretraining("x", mini(), "nsp", 0).spec(FAST), Pretraining("x", variant("none", 128), "sop", 0).spec(FAST)):
+                 Pretraining("x", mini(), "nsp", 0).spec(FAST),
+                 Pretraining("x", variant("none", 128), "sop", 0).spec(FAST)):
         assert cache.key(spec) != cache.key(run.spec(FAST)) and cache.load(spec) is None
 
 

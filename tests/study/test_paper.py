@@ -8,8 +8,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from albert_mini import AlbertConfig, count_parameters  # noqa: E402
 from albert_mini.model.counting import closed_form_breakdown, format_parameter_table  # noqa: E402
-from albert_mini.study.paper import (KNOWN_DISAGREEMENTS, TABLE1, TABLE3, TABLE4, albert_base_variant,  # noqa: E402
-                                     paper_convention_count, paper_parameter_table)
+from albert_mini.study.paper import (  # noqa: E402
+    KNOWN_DISAGREEMENTS,
+    TABLE1,
+    TABLE3,
+    TABLE4,
+    albert_base_variant,
+    paper_convention_count,
+    paper_parameter_table,
+)
 from albert_mini.study.parameter_plots import embedding_variant, plot_parameters_vs_embedding  # noqa: E402
 
 
@@ -101,7 +108,8 @@ def test_embedding_variant_matches_paper_variants():
     for sharing, E in TABLE3:
         assert embedding_variant("albert-base", E, sharing) == albert_base_variant(E, sharing)
     bert = embedding_variant("bert-base", 128, "none")  # a BERT base needs the projection once E != H
-    assert bert.embedding_projection and count_parameters(bert) < count_parameters(AlbertConfig.from_preset("bert-base"))
+    assert bert.embedding_projection
+    assert count_parameters(bert) < count_parameters(AlbertConfig.from_preset("bert-base"))
 
 
 @pytest.mark.parametrize("bad", [0, -64, 128.0, True])

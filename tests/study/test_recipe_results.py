@@ -13,7 +13,8 @@ from albert_mini.paths import repo_root
 from albert_mini.study import lexical_sop, recipe_search, time_to_quality
 from albert_mini.study.recipe_results import build_results, leaders, rolling_mean, table
 from albert_mini.study.showcase import swapped
-from albert_mini.study.time_to_quality import build_results as ttq_results, compare, minutes_to_reach
+from albert_mini.study.time_to_quality import build_results as ttq_results
+from albert_mini.study.time_to_quality import compare, minutes_to_reach
 from albert_mini.text.instances import Instance
 from cli_helpers import cli_error
 

@@ -4,22 +4,29 @@ from __future__ import annotations
 
 import hashlib
 import re
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
 from albert_mini import load_corpus
-from albert_mini.text.corpus import CorpusError
 from albert_mini.tasks.austen_tasks import (
-    BLANK, MC_QUESTION, TASKS_DIR, build_all, build_austen_mc, build_austen_span, character_names, load_austen_mc,
+    BLANK,
+    MC_QUESTION,
+    TASKS_DIR,
+    build_all,
+    build_austen_mc,
+    build_austen_span,
+    character_names,
+    load_austen_mc,
     load_austen_span,
 )
 from albert_mini.tasks.formats import load_race_json, load_squad_json
+from albert_mini.text.corpus import CorpusError
 
 FILES = ["austen_mc/test.json", "austen_mc/train.json", "austen_span/test.json", "austen_span/train.json"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _small_corpus() -> tuple[tuple[str, tuple], ...]:
     """Two chapters per novel from each held-out split (and train for the name counts): a fast, real corpus."""
     corpus = []

@@ -5,12 +5,22 @@ import random
 import pytest
 import torch
 
-from albert_mini.tasks.formats import Answer, ClassificationExample, MultipleChoiceExample, RecordError, SpanExample
-from albert_mini.tasks.features import (
-    answer_token_span, classification_features, collate_classification, collate_multiple_choice, collate_spans,
-    decode_spans, max_context_window, race_features, race_pack, race_qa_text, squad_features, window_starts,
-)
 from albert_mini.specials import CLS_ID, SEP_ID
+from albert_mini.tasks.features import (
+    answer_token_span,
+    classification_features,
+    collate_classification,
+    collate_multiple_choice,
+    collate_spans,
+    decode_spans,
+    max_context_window,
+    race_features,
+    race_pack,
+    race_qa_text,
+    squad_features,
+    window_starts,
+)
+from albert_mini.tasks.formats import Answer, ClassificationExample, MultipleChoiceExample, RecordError, SpanExample
 from albert_mini.tasks.squad_metrics import normalize_answer
 from albert_mini.text.tokenizer import Tokenizer, TokenizerError, preprocess_text, preprocess_with_origins
 

@@ -167,7 +167,8 @@ def test_built_in_tasks_run_end_to_end(task):
     again = evaluate_task(model, spec, Tokenizer.default(), examples)
     score_keys = ("exact_match", "f1", "n") if task == "austen-span" else ("accuracy", "n")
     assert {k: result[k] for k in score_keys} == again and again["n"] == 8
-    assert type(model).__name__ == {"austen-mc": "AlbertForMultipleChoice", "austen-span": "AlbertForQuestionAnswering"}[task]
+    expected = {"austen-mc": "AlbertForMultipleChoice", "austen-span": "AlbertForQuestionAnswering"}[task]
+    assert type(model).__name__ == expected
 
 
 @pytest.mark.parametrize("fmt,train_file", [("squad", "squad.json"), ("race", "race"), ("sst2", "sst2.tsv"),

@@ -8,8 +8,18 @@ from pathlib import Path
 import pytest
 
 from albert_mini.tasks.formats import (
-    MNLI_LABELS, Answer, ClassificationExample, MultipleChoiceExample, RecordError, SpanExample, load_glue_tsv,
-    load_race_json, load_squad_json, write_glue_tsv, write_race_json, write_squad_json,
+    MNLI_LABELS,
+    Answer,
+    ClassificationExample,
+    MultipleChoiceExample,
+    RecordError,
+    SpanExample,
+    load_glue_tsv,
+    load_race_json,
+    load_squad_json,
+    write_glue_tsv,
+    write_race_json,
+    write_squad_json,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tasks"

@@ -6,15 +6,21 @@ import hashlib
 from collections import Counter
 
 import pytest
-from archive_helpers import tar_gz  # a gzipped tar built in memory, like the sdist
 
 from albert_mini.tasks import polarity
-from albert_mini.tasks.polarity import (
-    CACHE_DIR, MEMBER, SENTENCES_FILE, PolarityDataMissing, PolarityError, extract_sentences, load_polarity,
-    parse_polarity_csv, stratified_split,
-)
 from albert_mini.tasks.formats import RecordError
-
+from albert_mini.tasks.polarity import (
+    CACHE_DIR,
+    MEMBER,
+    SENTENCES_FILE,
+    PolarityDataMissing,
+    PolarityError,
+    extract_sentences,
+    load_polarity,
+    parse_polarity_csv,
+    stratified_split,
+)
+from archive_helpers import tar_gz  # a gzipped tar built in memory, like the sdist
 
 FAKE_CSV = '\ufeff"1","a warm , generous film . \n"\n"-1","dull and "" smug "" . \n"\n"1","fine"\n'
 

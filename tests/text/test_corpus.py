@@ -8,13 +8,20 @@ import zlib
 from pathlib import Path
 
 import pytest
-from archive_helpers import tar_gz
 
 from albert_mini.paths import DATA_ROOT, sha256_file
 from albert_mini.text import build_corpus, rdata
 from albert_mini.text.corpus import (
-    SPLITS, CorpusError, Document, format_documents, load_corpus, load_text_files, parse_documents, split_sentences,
+    SPLITS,
+    CorpusError,
+    Document,
+    format_documents,
+    load_corpus,
+    load_text_files,
+    parse_documents,
+    split_sentences,
 )
+from archive_helpers import tar_gz
 
 AUSTEN = DATA_ROOT / "austen"
 

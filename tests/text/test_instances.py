@@ -4,14 +4,18 @@ import random
 
 import numpy as np
 import pytest
-from pretraining_helpers import austen_documents, austen_token_documents, tokenizer
 
-from albert_mini.text.instances import (
-    SENTENCE_TASKS, TokenDocuments, build_instances, pack_chunks, pack_chunks_either_way, sentence_task,
-)
-from albert_mini.specials import IGNORE_INDEX
-from albert_mini.specials import CLS_ID, SEP_ID
+from albert_mini.specials import CLS_ID, IGNORE_INDEX, SEP_ID
 from albert_mini.study.leak_probe import probe_order_leak, reference_style_instances, sentence_end_pieces
+from albert_mini.text.instances import (
+    SENTENCE_TASKS,
+    TokenDocuments,
+    build_instances,
+    pack_chunks,
+    pack_chunks_either_way,
+    sentence_task,
+)
+from pretraining_helpers import austen_documents, austen_token_documents, tokenizer
 
 
 def passes(task, n_passes, max_seq_len=128, **kw):

@@ -4,11 +4,11 @@ import random
 
 import numpy as np
 import pytest
-from pretraining_helpers import austen_token_documents, tokenizer
 
 from albert_mini.specials import CLS_ID, IGNORE_INDEX, MASK_ID, SEP_ID
 from albert_mini.text.instances import build_instances
 from albert_mini.text.masking import Masker, prediction_budget, replace_80_10_10
+from pretraining_helpers import austen_token_documents, tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -225,7 +225,8 @@ def test_replacement_is_decided_per_token_from_one_draw_each():
     tokens, positions = np.arange(100, 120), np.arange(2, 18)
     out = replace_80_10_10(tokens, positions, np.random.default_rng(5), MASK_ID, np.array([7, 8]))
     u = np.random.default_rng(5).random(len(positions))
-    assert (out[positions[u < 0.8]] == MASK_ID).all() and (out[positions[u >= 0.9]] == tokens[positions[u >= 0.9]]).all()
+    assert (out[positions[u < 0.8]] == MASK_ID).all()
+    assert (out[positions[u >= 0.9]] == tokens[positions[u >= 0.9]]).all()
     assert np.isin(out[positions[(u >= 0.8) & (u < 0.9)]], [7, 8]).all()
     outside = np.setdiff1d(np.arange(20), positions)
     assert (out[outside] == tokens[outside]).all() and (tokens == np.arange(100, 120)).all()  # input untouched

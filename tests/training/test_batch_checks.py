@@ -5,10 +5,10 @@ import pytest
 from albert_mini.text.batches import DataSettings, build_pretraining_dataset, count_examples
 from albert_mini.text.corpus import load_corpus
 from albert_mini.training.pretrain import main as pretrain
-
 from cli_helpers import cli_error
 from pretraining_helpers import austen_token_documents_head, tokenizer
-from user_text import PRETRAIN_FLAGS as FLAGS, write_texts
+from user_text import PRETRAIN_FLAGS as FLAGS
+from user_text import write_texts
 
 AUSTEN = ["--preset", "albert-nano", "--corpus", "austen", "--steps", "1", "--save-every", "0", "--eval-every", "0",
           "--quiet"]

@@ -16,7 +16,7 @@ from albert_mini.text.synthetic import SyntheticBatches
 from albert_mini.training.checkpoint import latest_checkpoint
 from albert_mini.training.distributed import cleanup, init_distributed
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
-from albert_mini.training.trainer import Trainer, TrainConfig
+from albert_mini.training.trainer import TrainConfig, Trainer
 
 CONFIG = AlbertConfig.from_preset("albert-nano")
 WORLD, B, T, STEPS, ACCUMULATE = 2, 3, 32, 3, 2

@@ -30,11 +30,17 @@ from safetensors.torch import load_file
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
 from albert_mini.text.synthetic import SyntheticBatches
-from albert_mini.training.checkpoint import (CheckpointError, latest_checkpoint, list_checkpoints, load_pretrained,
-                                             save_checkpoint, set_fault_hook, verify_checkpoint)
+from albert_mini.training.checkpoint import (
+    CheckpointError,
+    latest_checkpoint,
+    list_checkpoints,
+    load_pretrained,
+    save_checkpoint,
+    set_fault_hook,
+    verify_checkpoint,
+)
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
-from albert_mini.training.trainer import Trainer, TrainConfig
-
+from albert_mini.training.trainer import TrainConfig, Trainer
 from cli_helpers import REPO
 
 CONFIG = AlbertConfig.from_preset("albert-nano", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)

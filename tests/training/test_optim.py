@@ -6,8 +6,14 @@ import torch
 from torch import nn
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
-from albert_mini.training.optim import (Lamb, WarmupPolyDecay, build_optimizer, clip_grad_global_norm, is_excluded,
-                               param_groups)
+from albert_mini.training.optim import (
+    Lamb,
+    WarmupPolyDecay,
+    build_optimizer,
+    clip_grad_global_norm,
+    is_excluded,
+    param_groups,
+)
 
 
 class Toy(nn.Module):

@@ -15,7 +15,6 @@ from albert_mini.training import checkpoint
 from albert_mini.training.checkpoint import CheckpointError, list_checkpoints, load_checkpoint, sorted_metadata
 from albert_mini.training.pretrain import main as pretrain
 from albert_mini.training.rundir import read_metrics, truncate_metrics
-
 from cli_helpers import REPO, cli_error
 
 SST2 = REPO / "tests" / "tasks" / "fixtures" / "tasks" / "sst2.tsv"

@@ -6,11 +6,15 @@ import pytest
 import torch
 
 from albert_mini.tasks.finetune import main as finetune
-from albert_mini.training.checkpoint import (CheckpointError, export_pretrained, latest_checkpoint,
-                                             list_checkpoints, load_pretrained)
+from albert_mini.training.checkpoint import (
+    CheckpointError,
+    export_pretrained,
+    latest_checkpoint,
+    list_checkpoints,
+    load_pretrained,
+)
 from albert_mini.training.pretrain import main as pretrain
 from albert_mini.training.rundir import RUN, RunDirError, inspect
-
 from cli_helpers import REPO, cli_error
 
 SST2 = REPO / "tests" / "tasks" / "fixtures" / "tasks" / "sst2.tsv"  # the task fixtures live beside the task tests

@@ -12,12 +12,19 @@ from safetensors.torch import load_file
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
 from albert_mini.text.synthetic import SyntheticBatches
-from albert_mini.training.checkpoint import (CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint,
-                                             load_pretrained, save_checkpoint, set_fault_hook, verify_checkpoint)
+from albert_mini.training.checkpoint import (
+    CheckpointError,
+    latest_checkpoint,
+    list_checkpoints,
+    load_checkpoint,
+    load_pretrained,
+    save_checkpoint,
+    set_fault_hook,
+    verify_checkpoint,
+)
 from albert_mini.training.objectives import pretraining_objective
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
-from albert_mini.training.trainer import Trainer, TrainConfig, evaluate, train
-
+from albert_mini.training.trainer import TrainConfig, Trainer, evaluate, train
 from cli_helpers import cli_error
 
 # Dropout on, so that resuming must also restore the torch RNG to be exact.

@@ -8,9 +8,9 @@ from albert_mini.text.corpus import CorpusError, Document, load_text_files
 from albert_mini.text.tokenizer import Tokenizer
 from albert_mini.training.pretrain import main as pretrain
 from albert_mini.training.pretrain_inputs import hold_out
-
 from cli_helpers import cli_error
-from user_text import PRETRAIN_FLAGS as FLAGS, write_texts
+from user_text import PRETRAIN_FLAGS as FLAGS
+from user_text import write_texts
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 

@@ -18,7 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from ...cli import Parser, run as run_cli, seed
+from ...cli import Parser, seed
+from ...cli import run as run_cli
 from ...errors import MissingFileError, UsageError, UserError
 from ...safe_files import check_out_folder
 from . import EXPERIMENTS, command_line, results_dir, run

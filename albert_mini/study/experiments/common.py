@@ -145,7 +145,7 @@ def variant(sharing: str, embedding_size: int) -> AlbertConfig:
 
 
 # ---------------------------------------------------------------------------------------------- data
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def token_documents(split: str, limit: int | None = None):
     """The first `limit` chapters (all: None) of an Austen split, tokenized once per process."""
     return tokenize_documents(load_corpus("austen", split)[:limit], Tokenizer.default())
@@ -245,7 +245,7 @@ def measure(run: Pretraining, budget: Budget) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- sentence tasks
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sentence_set(task: str, split: str, budget: Budget, limit: int, seed: int):
     """Up to `limit` unmasked instances of an SOP or NSP split as padded tensors, their labels and the instances.
 
@@ -338,7 +338,7 @@ def git_revision() -> str:
         return "unknown"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def cpu_model() -> str:
     """The CPU's model name as lscpu prints it (timings are labelled with it)."""
     try:

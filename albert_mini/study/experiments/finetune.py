@@ -16,7 +16,7 @@ from ...text.tokenizer import Tokenizer
 from ...training.checkpoint import load_pretrained
 from ..stats import compare_paired, seed_summary
 from ..task_baselines import task_baselines
-from .common import FAST, Budget, bits, pm, seed_rows, setting
+from .common import FAST, Budget, bits, pm, seed_rows
 
 CHANCE = {"polarity": 50, "austen-mc": 25}  # % a constant answer scores
 
@@ -76,7 +76,7 @@ def run(runner) -> dict:
     manifest = json.loads((PRETRAINED_MODEL / "manifest.json").read_text())
     runs: dict[str, dict[str, dict[int, dict]]] = {}
     for item in plan(runner.budget, runner.seeds):
-        result = runner.cached(item.spec(manifest["sha256"]), lambda: finetune_one(item, pretrained),
+        result = runner.cached(item.spec(manifest["sha256"]), lambda item=item: finetune_one(item, pretrained),
                                f"{item.task} {item.init} seed {item.seed}")
         runs.setdefault(item.task, {}).setdefault(item.init, {})[item.seed] = result
     rows = {}
@@ -151,7 +151,8 @@ def figure(result: dict):
 
 def table(result: dict) -> str:
     out = ["### Fine-tuning: pretrained vs random encoder (same budget, mean ± std over seeds)", "",
-           "| task | metric | pretrained | random init | difference, t 95% over seeds | no-network baseline | steps x batch "
+           "| task | metric | pretrained | random init | difference, t 95% over seeds | no-network baseline "
+           "| steps x batch "
            "| epochs |",
            "|---|---|---|---|---|---|---|---|"]
     for task, pair in result["rows"].items():

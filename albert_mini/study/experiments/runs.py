@@ -35,7 +35,7 @@ def cache_dir() -> Path:
     return CACHE_ROOT / "experiment-runs-fast" if fast_mode() else DATA_ROOT / "results" / "experiment-runs"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def data_fingerprint() -> str:
     """sha256 over the data manifests (data/*/SHA256SUMS): another corpus or tokenizer never reuses a run."""
     digest = hashlib.sha256()

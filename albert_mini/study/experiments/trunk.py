@@ -107,13 +107,13 @@ def batches(task: str, split: str, phase: Phase, seed: int, dynamic: bool, max_d
     return PretrainingBatches(dataset, phase.batch_size)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def held_out_mlm(seq_len: int, count: int, max_documents: int | None) -> list[dict]:
     """Masked held-out batches (validation chapters, SOP layout, masked once): every model is scored on these."""
     return batches("sop", "validation", Phase(count, seq_len, 32), HELD_OUT_SEED, False, max_documents).take(count)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def pair_set(task: str, splits: tuple[str, ...], seq_len: int, limit: int | None, seed: int,
              max_documents: int | None):
     """SOP or NSP pairs of some splits as padded tensors and labels (all of them, or `limit` drawn by `seed`)."""
@@ -156,7 +156,8 @@ def mlm_scores(model: AlbertForPreTraining, held_out: list[dict]) -> dict:
         for part, rows in enumerate((~second, second)):
             by_half[part] += (float(right[rows].sum()), float(rows.sum()))
     return {"loss": loss / count, "acc": correct / count, "tokens": int(count),
-            "acc_first_half": by_half[0, 0] / max(by_half[0, 1], 1), "acc_second_half": by_half[1, 0] / max(by_half[1, 1], 1)}
+            "acc_first_half": by_half[0, 0] / max(by_half[0, 1], 1),
+            "acc_second_half": by_half[1, 0] / max(by_half[1, 1], 1)}
 
 
 def sentence_scores(model: AlbertForPreTraining, task: str, plan: TrunkPlan, trained_task: str, seed: int,
@@ -234,7 +235,7 @@ def train_trunk(plan: TrunkPlan, seed: int, weights: Path | None = None) -> dict
 
 def trained_tokens(plan: TrunkPlan, step: int) -> int:
     short = min(step, plan.short.steps)
-    return short * plan.short.seq_len * plan.short.batch_size + (step - short) * plan.long.seq_len * plan.long.batch_size
+    return short * plan.short.tokens // plan.short.steps + (step - short) * plan.long.tokens // plan.long.steps
 
 
 def train_branch(weights: Path, task: str, plan: BranchPlan, trunk: TrunkPlan, seed: int) -> dict:
