@@ -14,20 +14,16 @@
 # %% [markdown]
 # # Chapter 5: Sentence-order prediction
 #
-# BERT is pretrained with two losses. The first, masked language modelling, asks for hidden words. The second,
-# **next-sentence prediction** (NSP), shows the model two segments of text and asks whether the second really
-# follows the first. Later work (XLNet, RoBERTa) found that dropping NSP did no harm, and sometimes helped.
-# ALBERT's third idea is that the problem is not the *kind* of loss but the *negatives* NSP uses: a segment
-# drawn from another document is usually about something else, so the model can answer "is this the next
-# sentence?" by asking the much easier question "is this the same topic?". ALBERT keeps a second loss but
-# changes its negatives: **sentence-order prediction** (SOP) shows two consecutive segments either in their
-# order or swapped. Both orders have exactly the same words, so topic says nothing; only the flow of the text
-# does.
+# BERT is pretrained with two losses: masked language modelling, and **next-sentence prediction** (NSP), which
+# shows the model two segments of text and asks whether the second really follows the first. Later work (XLNet,
+# RoBERTa) found that dropping NSP did no harm. ALBERT's third idea is that the trouble lies in NSP's
+# *negatives*: a segment drawn from another document is usually about something else, so "is this the next
+# sentence?" can be answered by asking the much easier "is this the same topic?". **Sentence-order prediction**
+# (SOP) shows two consecutive segments either in order or swapped. Both orders have exactly the same words, so
+# topic says nothing; only the flow of the text does.
 #
-# This chapter builds both tasks from the Austen corpus, shows the topic shortcut with nothing more than word
-# counts and a logistic regression, reads the paper's Table 5, names a label leak to avoid, and ends with what
-# SOP does at mini scale: nothing in 15 minutes, a little after 20 million tokens. The controls and probes
-# behind that reading are in chapter 11.
+# This chapter builds both tasks from the Austen corpus, shows the topic shortcut with word counts and a logistic
+# regression, reads the paper's Table 5, names a label leak to avoid, and ends with what SOP does at mini scale.
 #
 # ## Learning goals
 #
@@ -51,12 +47,10 @@
 # | NSP (BERT) | B is the text that follows A in the same document | B is text from another, random document |
 # | SOP (ALBERT) | A then B, two consecutive segments in text order | the same two segments swapped: B then A |
 #
-# A *segment* is a run of whole sentences, not necessarily one sentence. `albert_mini.text.instances.build_instances`
-# builds one pass of either task over tokenized documents, every random choice drawn from its `seed`. Each
-# `Instance` keeps the token ids, the two lengths, the label, and where each segment came from:
-# `source_a = (document, first token, end token)` in that document's token stream, and the same for B.
-# We use the 25 held-out (validation) chapters, tokenized once with the book's committed 8,000-piece
-# SentencePiece model.
+# A *segment* is a run of whole sentences. `albert_mini.text.instances.build_instances` builds one pass of either
+# task over tokenized documents, every random choice drawn from its `seed`. Each `Instance` keeps the token ids,
+# the two lengths, the label, and where each segment came from: `source_a = (document, first token, end token)`,
+# and the same for B. We use the 25 held-out (validation) chapters, tokenized with the book's 8,000-piece model.
 
 # %% tags=["nbval-check-output"]
 import textwrap
@@ -112,8 +106,7 @@ plt.show()
 
 # %% [markdown]
 # Let us read one of each. `Instance.segments()` gives the token ids of A and B without the special tokens; the
-# helper below cuts a decoded segment to a few lines so that the output stays short (the text is lower-cased
-# because ALBERT's preprocessing lower-cases everything, as Chapter 2 showed).
+# helper below cuts a decoded segment to a few lines (the text is lower-cased, as Chapter 2 showed).
 
 
 # %%
@@ -144,10 +137,9 @@ show("A", a)
 show("B", b)
 
 # %% [markdown]
-# B's tokens end where A's begin: in the book, B comes first, which is why the label is 1. A model could notice
-# that A reacts to something B sets up. Note what the label means: it answers "is this pair swapped?". The
-# reference code keeps BERT's name for the feature (`next_sentence_labels`), so it is easy to read the label
-# the wrong way round; Exercise 1 makes you write it down.
+# B's tokens end where A's begin: in the book, B comes first, hence label 1. The label answers "is this pair
+# swapped?"; the reference code keeps BERT's name for it (`next_sentence_labels`), so it is easy to read the wrong
+# way round. Exercise 1 makes you write it down.
 #
 # An NSP negative looks like this:
 
@@ -167,7 +159,7 @@ show(f"B, from {val_novel[negative.source_b[0]]}", b)
 
 # %% [markdown]
 # A is about Sir John's guest at Barton; B is at Netherfield, with Mr. Hurst, Mr. Bingley, Elizabeth and Darcy.
-# You do not need to follow the flow of the text to say that B does not continue A: the names alone tell you.
+# You do not need the flow of the text to say that B does not continue A: the names alone tell you.
 #
 # > **Differs from BERT.** The model is unchanged: the same pooled `[CLS]` output, the same two-way classifier
 # > (`AlbertForPreTraining.sop_classifier`), the same cross-entropy loss added to the MLM loss. Only the data
@@ -220,14 +212,12 @@ check_nsp_label_from_sources(nsp_label_from_sources);
 # %% [markdown]
 # ## Why NSP is easy: it mixes topic with coherence
 #
-# The paper's diagnosis (Section 3, "inter-sentence coherence loss") is that NSP merges two questions into
-# one: *topic prediction* (are A and B about the same things?) and *coherence prediction* (does B continue A?).
-# Topic is by far the easier of the two, and it overlaps with what MLM already learns, since predicting a
-# hidden word also rewards knowing what the passage is about. A model can therefore score well on NSP while
-# learning little about coherence.
+# The paper's diagnosis (Section 3, "inter-sentence coherence loss") is that NSP merges *topic prediction* (are A
+# and B about the same things?) with *coherence prediction* (does B continue A?). Topic is far easier, and it
+# overlaps with what MLM already learns, so a model can score well on NSP while learning little about coherence.
 #
-# We can test the diagnosis without any network. Three features describe how much A and B have in common,
-# and none of them looks at order:
+# We can test this without any network. Three features describe how much A and B have in common, and none of
+# them looks at order:
 #
 # 1. **overlap**: the fraction of B's distinct tokens that also occur in A;
 # 2. **tf-idf cosine**: the cosine between A's and B's token counts, each token weighted by its inverse
@@ -237,9 +227,8 @@ check_nsp_label_from_sources(nsp_label_from_sources);
 #    gives $p(\text{novel} \mid \text{segment})$ for A and for B (naive Bayes with add-one smoothing);
 #    the feature is $\sum_n p(n \mid A)\, p(n \mid B)$, the probability that both come from the same novel.
 #
-# A logistic regression on these three numbers is fitted on one pass of instances from the 220 *training*
-# chapters and scored on five passes (seeds 0-4) of the validation chapters, once for NSP and once for SOP.
-# The regression is the small Newton-method fit that `albert_mini.study.leak_probe` also uses.
+# A logistic regression on these three numbers (the Newton-method fit of `albert_mini.study.leak_probe`) is fitted
+# on one pass of the 220 *training* chapters and scored on five passes (seeds 0-4) of the validation chapters.
 
 # %%
 train_chapters = load_corpus("austen", "train")
@@ -286,11 +275,9 @@ def topic_features(instances):
 
 
 # %% [markdown]
-# Before fitting anything, look at the average of each feature per label. On NSP, true next segments share
-# more rare words and look more like the same novel than random ones. On SOP both labels come out the same,
-# as they must: swapping A and B does not change which words they contain. (The cosine and the same-novel
-# probability are symmetric in A and B, so they are *exactly* the same for a pair in order and swapped; only
-# the overlap fraction changes a little, because its denominator is B's vocabulary.)
+# First the average of each feature per label. On NSP, true next segments share more rare words and look more
+# like the same novel than random ones. On SOP both labels come out the same, as they must: swapping A and B does
+# not change their words (only the overlap moves a little, since its denominator is B's vocabulary).
 
 # %% tags=["nbval-check-output"]
 from albert_mini.study.leak_probe import fit_logistic_regression
@@ -357,15 +344,11 @@ for name, value in accuracy.items():
     print(f"{name:36s} accuracy {value:.3f}")
 
 # %% [markdown]
-# Word counts alone get about 70% on NSP and nothing on SOP. (The classifier gives up some true next segments,
-# 55% right, because consecutive lines of dialogue often share few rare words; the threshold that catches the
-# most negatives calls those "random" too.) The split shows where NSP's easy points are:
-# negatives from another novel are caught more than nine times in ten, because the names and the household
-# change with the novel. Negatives from another chapter of the same novel share the cast, and the classifier
-# catches them little more often than a coin would. In the paper a network trained on NSP reaches 90.5% on NSP
-# and 52.0% on SOP (Table 5), as a model that learned a topic shortcut of this kind would; whether our NSP-trained
-# albert-mini finds the shortcut within its budget is measured at the end of the chapter (Table 5 at mini scale).
-# A model that has the shortcut has little reason to learn coherence; on SOP no such shortcut exists.
+# Word counts alone get about 70% on NSP and nothing on SOP. (True next segments are only 55% right: consecutive
+# lines of dialogue often share few rare words.) Negatives from another novel are caught more than nine times in
+# ten, because the names and the household change with the novel; negatives from the same novel share the cast
+# and are caught little more often than a coin would. A model that has such a shortcut has little reason to learn
+# coherence; on SOP no such shortcut exists.
 
 # %%
 import matplotlib.pyplot as plt
@@ -419,9 +402,9 @@ check_overlap_feature(overlap_feature);
 # %% [markdown]
 # ## What the paper measured: Table 5
 #
-# The paper pretrains ALBERT-base three times, with no sentence loss, with NSP and with SOP, and scores every
-# model on all three pretraining tasks ("intrinsic" accuracies, on held-out pretraining data) as well as on
-# downstream tasks (the average over SQuAD, MNLI, SST-2 and RACE). The table below is `albert_mini.study.paper.TABLE5`.
+# The paper pretrains ALBERT-base with no sentence loss, with NSP and with SOP, and scores every model on all
+# three pretraining tasks (held-out "intrinsic" accuracies) and downstream (the average over SQuAD, MNLI, SST-2
+# and RACE). The table is `albert_mini.study.paper.TABLE5`.
 
 # %% tags=["nbval-check-output"]
 from albert_mini.study.paper import TABLE5
@@ -438,45 +421,37 @@ for task, row in TABLE5.items():
     )
 
 # %% [markdown]
-# Read it column by column.
-#
 # - **NSP accuracy.** The NSP model reaches 90.5%. The SOP model, never trained on NSP, still gets 78.9%:
 #   knowing coherence covers most of what NSP asks.
-# - **SOP accuracy.** The NSP model gets 52.0%, no better than the model with no sentence loss (53.3%): chance.
-#   Everything it learned from NSP was topic, and topic is useless when both orders have the same words.
-#   This is the experiment our bag-of-words classifier imitates.
+# - **SOP accuracy.** The NSP model gets 52.0%, no better than no sentence loss (53.3%): chance. It learned
+#   topic, which is useless when both orders have the same words; our bag-of-words classifier imitates this.
 # - **MLM accuracy** hardly moves (54.9, 54.5, 54.0): the sentence loss is not what teaches words.
 # - **Downstream**, SOP gives the best average, 80.1 against 79.2 (NSP) and 79.0 (none), with the largest gains
-#   on the tasks that need reasoning over several sentences (RACE 64.0 vs 62.3, SQuAD2.0 80.0/77.1 vs
-#   77.2/74.6).
+#   on multi-sentence reasoning (RACE 64.0 vs 62.3, SQuAD2.0 80.0/77.1 vs 77.2/74.6).
 
 # %% [markdown]
 # ## A label leak to check for
 #
-# SOP removes the topic shortcut, but a sloppy data pipeline can open another one. The reference data script
-# decides the order of A and B *before* it truncates the pair, so the later segment tends to be the longer one,
-# the one trimmed, and the one that loses its final full stop; after a swap it comes first. Segment lengths then
-# say something about the label that has nothing to do with meaning. Our `build_instances` never truncates: a
-# chunk holds whole sentences. The measurement (surface features, a logistic regression and a stump on both
-# pipelines) and the full list of how our pairs differ from the reference's are in [chapter 11, the research log](11_research_log.ipynb).
+# SOP removes the topic shortcut, but a sloppy pipeline can open another. The reference data script decides the
+# order of A and B *before* truncating the pair, so the later segment tends to be the longer one, the one trimmed,
+# the one that loses its final full stop; after a swap it comes first, and lengths predict the label. Our
+# `build_instances` never truncates: a chunk holds whole sentences. The measurement is in
+# [chapter 11, the research log](11_research_log.ipynb).
 
 # %% [markdown]
 # ## At mini scale: Table 5 from one trunk
 #
-# A first 15-minute run of albert-mini with MLM and SOP (1,200 steps of 32 sequences of 128 tokens) learned
-# words, held-out MLM accuracy rising from 7% to 15%, but not sentence order: its SOP head gave one answer to
-# every pair and its loss stayed at $\ln 2$, the loss of a coin. The curves and why they look so are in
-# [chapter 11, the research log](11_research_log.ipynb). Scale is the likely reason: the paper trained on some 50,000 times more tokens.
+# A first 15-minute run of albert-mini with MLM and SOP (1,200 steps of 32 sequences of 128 tokens) learned words,
+# held-out MLM accuracy rising from 7% to 15%, but not sentence order: its SOP loss stayed at $\ln 2$, a coin's
+# ([chapter 11, the research log](11_research_log.ipynb)). The paper trained on some 50,000 times more tokens.
 #
-# Training a model from scratch for each row of Table 5 spends most of the compute on what the three rows share:
-# learning the language. So our analog trains that part once. A **trunk**, albert-mini with MLM only, trains on
-# 12.3M tokens (half of its steps on 64-token sequences, then 128) and is probed three times along the way: can a
-# linear classifier on its frozen pooled output tell a swapped pair (SOP) or a pair from another passage (NSP)?
-# Then three **branches** per seed start from the trunk's weights with a fresh sentence head and train 3.1M more
-# tokens at 128: no sentence task, NSP, or SOP beside MLM. Every model is scored on the same examples: MLM on the
-# same masked held-out tokens, NSP and SOP on every validation and test pair, by its own head where it trained one
-# and by a linear probe otherwise. Three comparisons were named before the runs; seeds are the unit of each (a
-# difference per seed and a t interval over the three), and a head that answers one class is reported, not tested.
+# Our analog of Table 5 trains what the three rows share, the language, once. A **trunk**, albert-mini with MLM
+# only, trains on 12.3M tokens (half of its steps at 64 tokens, then 128) and is probed three times: can a linear
+# classifier on its frozen pooled output tell a swapped pair (SOP) or a pair from another passage (NSP)? Then
+# three **branches** per seed start from the trunk with a fresh sentence head and train 3.1M more tokens at 128:
+# no sentence task, NSP, or SOP beside MLM. All are scored on the same held-out examples, by their own head or by
+# a linear probe. Three comparisons were named before the runs; seeds are the unit (a t interval over three
+# per-seed differences), and a head that answers one class is reported, not tested.
 #
 # How to read the intervals and verdicts below:
 # [reading the statistics](10_appendix.ipynb#part-c-reading-the-statistics), in the appendix.
@@ -512,38 +487,31 @@ for line in committed.table5_reading(table5) + committed.contrast_lines(table5):
 # %% [markdown]
 # ![Table 5 analog](../figures/experiment_sentence_task.png)
 #
-# **Reading it.** The trunk learns words (MLM rises at both lengths) and, without any sentence loss, a feature that
-# tells a pair from two passages apart: its NSP probe is above chance at every point. It learns nothing about
-# order: the SOP probe stays at 50%. That is the paper's point about NSP in miniature: topic comes for free with
-# the language, coherence does not.
+# **Reading it.** The trunk learns words and, without any sentence loss, tells a pair from two passages apart:
+# its NSP probe is above chance at every point. Its SOP probe stays at 50%. That is the paper's point in
+# miniature: topic comes for free with the language, coherence does not.
 #
-# The branches repeat it. The NSP head learns NSP in every seed (about 59%, far below the paper's 90.5%: Austen's
-# chapters share one author, so topic cues are weak). The SOP head does **not** learn SOP in any seed: 3.1M tokens
-# from an encoder with no order features are not enough here, while the classroom model below, trained with SOP
-# from its first step, leaves chance after about 15M tokens. With no branch solving SOP, the paper's asymmetry (an
-# SOP model solves NSP, an NSP model does not solve SOP) cannot show, and the three named contrasts find no clear
-# difference. That is the honest end of this experiment at this scale.
+# The NSP head learns NSP in every seed (about 59%, far below the paper's 90.5%: Austen's chapters share one
+# author, so topic cues are weak). The SOP head does **not** learn SOP in any seed: 3.1M tokens on an encoder with
+# no order features are not enough here. With no branch solving SOP, the paper's asymmetry cannot show, and the
+# three named contrasts find no clear difference: the honest end of this experiment at this scale.
 #
-# One more thing the numbers teach. The MLM-only branch scores about 4 points lower on MLM than the other two, but
-# not because sentence tasks help MLM: it never saw a second segment, so its embedding for token type 1 is still
-# random, and the held-out batches are pairs. Scored with every token type set to 0 the trunk gains 3.4 points
-# (`data/results/table5_segment_check.json`). A fair MLM-only row trains on the same pairs with the sentence loss
-# switched off, as the official code does.
+# The MLM-only branch scores about 4 points lower on MLM, not because sentence tasks help MLM: it never saw a
+# second segment, so its token-type-1 embedding is still random, and the held-out batches are pairs (with every
+# token type set to 0 the trunk gains 3.4 points, `data/results/table5_segment_check.json`). A fair MLM-only row
+# trains on the same pairs with the sentence loss switched off, as the official code does.
 
 # %% [markdown]
-# How do we know the flat SOP curve means "hard at this budget" and not "broken"? Positive controls (the same
-# network given a sentence task it certainly can learn), a leak control on our own pairs and bag-of-words probes
-# answer that; they are in [chapter 11, the research log](11_research_log.ipynb), with the runs behind them.
+# That the flat SOP curve means "hard at this budget", not "broken", is shown by positive controls, a leak
+# control and bag-of-words probes in [chapter 11, the research log](11_research_log.ipynb).
 
 # %% [markdown]
 # ## Longer: the classroom model orders sentences
 #
-# The book's classroom model, `data/pretrained/albert-mini-austen`, is the same albert-mini trained with MLM and
-# SOP from its first step: 5,000 steps of 4,096 tokens (20.5M tokens) with BERT's short-then-long curriculum (the
-# first 90% of the steps on 64-token sequences, the last 10% on 128), then 2,000 more steps at 128 tokens (8.2M
-# tokens) so that it is good at the length the book uses. Its card scores it on every SOP pair of the validation
-# and test chapters, at both lengths. Here are those numbers next to the no-network baseline, with 95% Wilson
-# intervals:
+# The classroom model, `data/pretrained/albert-mini-austen`, is albert-mini trained with MLM and SOP from its first
+# step: 5,000 steps of 4,096 tokens (20.5M tokens), the first 90% on 64-token sequences and the last 10% on 128,
+# then 2,000 more steps at 128 tokens (8.2M tokens). Its card scores it on every SOP pair of the validation and
+# test chapters at both lengths; here they are beside the no-network baseline, with 95% Wilson intervals.
 #
 # How to read the intervals, p-values and verdicts below:
 # [reading the statistics](10_appendix.ipynb#part-c-reading-the-statistics), in the appendix.
@@ -618,16 +586,13 @@ save_figure(fig, "05_sop_long_run.png")
 plt.show()
 
 # %% [markdown]
-# The curve shows the first 20.5M tokens, scored at 128 tokens: the SOP head sat inside a coin's range for 18
-# million tokens, then rose in the last 500 steps, the ones at 128 tokens. That late rise is mostly an effect of
-# where it was scored. Trained 90% of the time on 64-token sequences, the model had hardly trained positions
-# 64-127: at that point it ordered 63% of the 64-token pairs but 59% of the 128-token ones, and its MLM accuracy
-# at 128 was 31% on masked positions before 64 and 15% after. Trained 8.2M more tokens at 128, it reaches the
-# scores above at both lengths, every interval clear of 50% where the bag of tokens stays around 50%: this model
-# orders held-out Austen passages better than chance, from what it learned about the text rather than from a
-# surface cue. It is still far from the paper's 86.5% (Table 5) after some 9,000 times fewer tokens. Compare the
-# SOP branches above: 3.1M tokens of SOP on top of an MLM-only encoder did not leave chance, while this model,
-# trained with SOP from the start, did after about 15M tokens.
+# Scored at 128 tokens, the SOP head sat inside a coin's range for 18 million tokens, then rose in the last 500
+# steps, the ones at 128 tokens: trained 90% of the time on 64 tokens, the model had hardly trained positions
+# 64-127 (at that point it ordered 63% of the 64-token pairs but 59% of the 128-token ones, and its MLM accuracy
+# at 128 was 31% before position 64 and 15% after). After 8.2M more tokens at 128, every interval above is clear
+# of 50% where the bag of tokens stays around 50%: the model orders held-out Austen passages better than chance
+# from what it learned about the text, not from a surface cue. It is still far from the paper's 86.5% after some
+# 9,000 times fewer tokens, and unlike the SOP branches it left chance, after about 15M tokens.
 
 # %% [markdown]
 # ## Summary

@@ -14,32 +14,30 @@
 # %% [markdown]
 # # Chapter 7: Pretraining ALBERT-mini
 #
-# The previous chapters built the model and its inputs. This one trains it. ALBERT's pretraining recipe is short
-# (Section 4.1 of the paper): batch 4096, the LAMB optimizer, peak learning rate 0.00176, 125k steps, sequences
-# of 512 tokens. Behind those numbers sit a few pieces of machinery that decide whether a run works at all: an
-# optimizer that scales each tensor's step by its own size, a learning-rate schedule with a warmup, a limit on
-# the gradient norm. We write each of them in a few lines, check them against `albert_mini.training.optim`, then
-# train albert-mini on Jane Austen and read what the classroom model learned. How that recipe was found (the
-# failed runs, the controls, the search) is chapter 11's story.
+# The previous chapters built the model and its inputs; this one trains it. ALBERT's recipe (Section 4.1 of the
+# paper) is batch 4096, the LAMB optimizer, peak learning rate 0.00176, 125k steps, sequences of 512 tokens.
+# Behind it sit an optimizer that scales each tensor's step by its own size, a warmup schedule and a limit on the
+# gradient norm. We write each in a few lines, check them against `albert_mini.training.optim`, then train
+# albert-mini on Jane Austen and read what the classroom model learned. How the recipe was found is chapter 11's
+# story.
 #
 # ## Learning goals
 #
-# - Write one LAMB step (Adam moments without bias correction, decoupled weight decay, the per-tensor trust
-#   ratio) and say which of albert-mini's parameters skip the decay and the trust ratio.
-# - Compute the reference learning-rate schedule, linear warmup then linear decay to 0, including its small jump.
+# - Write one LAMB step and say which of albert-mini's parameters skip the weight decay and the trust ratio.
+# - Compute the reference schedule (linear warmup, then linear decay to 0) and its small jump.
 # - Explain global gradient clipping and the unigram prior we give the MLM output bias.
-# - Train albert-mini with the plain loop, `albert_mini.train` and the `albert_mini.training.pretrain` command
-#   line (resume, several processes), and read what the 2-hour classroom model learned.
+# - Train albert-mini with the plain loop, `albert_mini.train` and the command line, and read what the classroom
+#   model learned.
 # - Compare ALBERT with bert-mini (nothing shared, E = H) on parameters, training memory and speed.
 
 # %% [markdown]
 # ## LAMB: a step sized by the weight it changes
 #
-# Adam gives every coordinate a step of about the learning rate, whatever the size of the weight it belongs
-# to. With batches of thousands of sequences the learning rate has to grow, and a step that suits one tensor is
-# far too large for another. LAMB (You et al., 2019) keeps Adam's direction and rescales it per tensor so that
-# the step is a fixed fraction of the tensor's norm. For one weight tensor $w$ with gradient $g$, the reference
-# code (`lamb_optimizer.py`; `REFERENCE_NOTES.md`, section 2) does, with $\beta_1 = 0.9$, $\beta_2 = 0.999$,
+# Adam gives every coordinate a step of about the learning rate, whatever the size of its weight. With large
+# batches the learning rate has to grow, and a step that suits one tensor is far too large for another. LAMB
+# (You et al., 2019) rescales Adam's step per tensor to a fixed fraction of the tensor's norm. For a weight tensor
+# $w$ with gradient $g$, the reference code (`lamb_optimizer.py`; `REFERENCE_NOTES.md`, section 2) does, with
+# $\beta_1 = 0.9$, $\beta_2 = 0.999$,
 # $\epsilon = 10^{-6}$ and weight decay $\lambda = 0.01$:
 #
 # $$m \leftarrow \beta_1 m + (1-\beta_1)\,g, \qquad v \leftarrow \beta_2 v + (1-\beta_2)\,g^2$$
@@ -47,13 +45,10 @@
 #   r = \frac{\lVert w \rVert_2}{\lVert u \rVert_2}\ \ (r = 1 \text{ if either norm is } 0), \qquad
 #   w \leftarrow w - \eta\, r\, u$$
 #
-# Three details matter. There is **no bias correction**: Adam divides $m$ by $1-\beta_1^t$ and $v$ by
-# $1-\beta_2^t$; the reference does not. Early on that makes $m/\sqrt{v}$ *larger* than Adam's: at step 1 it
-# is $0.1\,g / (0.0316\,|g|)$, about 3.2 per coordinate instead of 1; for a steady gradient it peaks near 6.6
-# around step 12 and only settles near 1 after a few thousand steps. For adapted tensors the trust ratio rescales
-# $u$ anyway; for LayerNorm and bias tensors the warmup keeps these early steps small. The weight decay sits
-# **inside** $u$, so the trust ratio scales it too. And the norms are of **whole tensors**, not of layers or
-# coordinates. Exercises 1 and 2 ask for this step; after them, yours is checked against the package's optimizer.
+# Three details matter: **no bias correction** (Adam divides $m$ by $1-\beta_1^t$ and $v$ by $1-\beta_2^t$), so
+# early steps are *larger* than Adam's, about 3.2 per coordinate at step 1 instead of 1; the weight decay sits
+# **inside** $u$, so the trust ratio scales it too; and the norms are of **whole tensors**. Exercises 1 and 2 ask
+# for this step.
 
 # %% [markdown]
 # ### Exercise 1: the trust ratio
@@ -104,8 +99,7 @@ from albert_mini.book.exercises import check_lamb_update
 check_lamb_update(lamb_update);
 
 # %% [markdown]
-# With your two functions, five LAMB steps of one tensor, compared step by step with the package's optimizer
-# `albert_mini.Lamb` (your `lamb_update` calls your `trust_ratio`):
+# Five LAMB steps of one tensor with your two functions, compared step by step with `albert_mini.Lamb`:
 
 # %% tags=["nbval-check-output"]
 import torch
@@ -131,14 +125,12 @@ print(
 
 # %% [markdown]
 # The last line is the point of LAMB: after the trust ratio, each step moves a tensor by about $\eta$ times its
-# own norm, here 0.1% per step, whatever the scale of its gradient. (It is a little under $\eta$ because the
-# steps of 5 random gradients partly cancel.)
+# own norm, here 0.1% per step, whatever the scale of its gradient (a little under: 5 random steps partly cancel).
 #
-# **Which tensors are adapted.** LayerNorm gains and biases get neither weight decay nor the trust ratio: a bias starts
-# at zero, so $\lVert w \rVert = 0$ and the ratio would be 1 anyway, and decaying a LayerNorm gain towards zero is not
-# what regularization intends. The reference picks them by name (`LayerNorm`, `layer_norm`, `bias`), and so does
-# `albert_mini.training.optim.param_groups`. That includes the MLM `output_bias`; the word embeddings and the MLM
-# output weights (tied to the embeddings) are adapted.
+# **Which tensors are adapted.** LayerNorm gains and biases (the MLM `output_bias` included) get neither weight
+# decay nor the trust ratio: a bias starts at zero, and decaying a LayerNorm gain towards zero is not what
+# regularization intends. The reference picks them by name (`LayerNorm`, `layer_norm`, `bias`), as does
+# `albert_mini.training.optim.param_groups`.
 
 # %% tags=["nbval-check-output"]
 from albert_mini import AlbertConfig, AlbertForPreTraining
@@ -171,17 +163,16 @@ for label, group in (("excluded", excluded), ("adapted", decayed)):
 # %% [markdown]
 # ## The learning-rate schedule
 #
-# The reference (`optimization.py`) warms the rate up linearly from 0 over $W$ steps, then lets it fall linearly
-# (polynomial decay with power 1) to 0 at the last step $T$:
+# The reference (`optimization.py`) warms the rate up linearly from 0 over $W$ steps, then decays it linearly
+# (power 1) to 0 at the last step $T$:
 #
 # $$\eta(t) = \begin{cases} \eta_{\text{peak}}\ t / W & t < W \\
 #   \eta_{\text{peak}}\,(1 - \min(t, T)/T)^{p} & t \ge W \end{cases}$$
 #
-# The decay is computed from step 0, not from the end of the warmup, so at $t = W$ the rate does not reach the
-# peak: it drops from $\eta_{\text{peak}}(W-1)/W$ to $\eta_{\text{peak}}(1 - W/T)$. With the paper's setting
-# ($T$ = 125,000, $W$ = 3,125, $\eta_{\text{peak}}$ = 0.00176) that is 0.00176 to 0.001716, a 2.5% step that we
-# keep, as the reference has it. The warmup matters most with LAMB's large early steps: at step 0 the rate is 0,
-# so the first update only fills the moments. Our 15-minute run below uses 1,200 steps, 50 of warmup, peak 5e-3.
+# The decay is counted from step 0, not from the end of the warmup, so at $t = W$ the rate drops from
+# $\eta_{\text{peak}}(W-1)/W$ to $\eta_{\text{peak}}(1 - W/T)$: with the paper's setting ($T$ = 125,000,
+# $W$ = 3,125, $\eta_{\text{peak}}$ = 0.00176), 0.00176 to 0.001716, a 2.5% step we keep, as the reference does.
+# At step 0 the rate is 0, so the first update only fills LAMB's moments.
 
 # %% tags=["nbval-check-output"]
 import matplotlib.pyplot as plt
@@ -230,10 +221,10 @@ plt.show()
 # %% [markdown]
 # ### How many warm-up steps?
 #
-# A warm-up is usually quoted as a fraction of the run (the paper's 3,125 steps are 2.5% of 125,000). For a short
-# run the fraction can leave almost nothing: 2.5% of 160 steps is 4 steps, and with 4 or 16 warm-up steps every
-# model we trained stayed at the unigram answer; forty let it leave. Count a short run's warm-up in steps (our
-# long runs use 50 to 125). The five runs that showed it are in [chapter 11, the research log](11_research_log.ipynb).
+# A warm-up is usually quoted as a fraction of the run (the paper's 3,125 steps are 2.5% of 125,000), which
+# leaves a short run almost nothing: with 4 or 16 warm-up steps every model we trained stayed at the unigram
+# answer; forty let it leave. Count a short run's warm-up in steps
+# ([chapter 11, the research log](11_research_log.ipynb) has the runs).
 
 # %% [markdown]
 # ### Exercise 3: the schedule
@@ -261,10 +252,9 @@ check_warmup_poly_lr(warmup_poly_lr);
 # ## Global gradient clipping
 #
 # Before each update the reference rescales all gradients together so that their joint norm
-# $\sqrt{\sum_i \lVert g_i \rVert^2}$ is at most 1.0 (`tf.clip_by_global_norm`): a rare huge gradient, from an
-# unlucky batch early on, cannot throw the weights far. Clipping keeps the direction of the full gradient; only
-# its length changes. `clip_grad_global_norm` does this and returns the norm before clipping (the trainer logs it
-# as `grad_norm`).
+# $\sqrt{\sum_i \lVert g_i \rVert^2}$ is at most 1.0 (`tf.clip_by_global_norm`), keeping its direction: a rare
+# huge gradient cannot throw the weights far. `clip_grad_global_norm` does this and returns the norm before
+# clipping (logged as `grad_norm`).
 
 # %% tags=["nbval-check-output"]
 from albert_mini.training.optim import clip_grad_global_norm
@@ -279,20 +269,17 @@ print(f"a.grad = {a.grad.tolist()}, b.grad = {b.grad.tolist()}")
 # %% [markdown]
 # ## Where the MLM loss starts: the unigram prior
 #
-# A freshly initialized model predicts every one of the 8,000 pieces of our vocabulary with about the same
-# probability, so its MLM loss starts at $\ln 8000 = 8.99$ nats. The first thing it learns is the cheapest
-# signal there is: how often each piece occurs. That only needs the MLM output bias to become the log
-# frequencies, but at the learning rates a small model uses the bias gets there slowly, and meanwhile the model
-# predicts "the" and "," everywhere.
+# A freshly initialized model gives each of our 8,000 pieces about the same probability, so its MLM loss starts
+# at $\ln 8000 = 8.99$ nats. It first learns how often each piece occurs, which only needs the MLM output bias
+# to become the log frequencies; at small learning rates that is slow, and meanwhile it predicts "the" and ","
+# everywhere.
 #
 # > **Differs from the reference code.** The reference starts the MLM `output_bias` at zero. We start it at the
 # > log unigram frequencies of the training text (`unigram_log_prior`, add-one smoothed; CLI `--output-bias
-# > unigram`, the default, or `zeros` for the reference); `build_pretraining_model` applies it everywhere. Without
-# > it, a development probe stayed at 6.8% MLM accuracy (the most frequent pieces) until step 250: nothing on
-# > 125k steps, a fifth of our 1,200.
+# > unigram`, the default, or `zeros` for the reference). Without it, a development probe stayed at 6.8% MLM
+# > accuracy (the most frequent pieces) until step 250, a fifth of our 1,200.
 #
-# We measure both ends live: the entropy of the prior, and the MLM loss of the untrained model on held-out
-# Austen batches, with and without it.
+# We measure the prior's entropy and the untrained model's held-out MLM loss with and without it.
 
 # %% tags=["nbval-check-output"]
 import math
@@ -343,17 +330,15 @@ for label, output_bias in (
     )
 
 # %% [markdown]
-# Without the prior the untrained model scores a little above $\ln V$ (its random initial logits are not quite
-# uniform). With it, the loss starts at about the unigram entropy, and the accuracy is already that of guessing
-# the most frequent pieces. (The masked loss is not exactly the corpus entropy: masking picks whole words, so the
-# mix of masked pieces differs a little from the mix of the text.)
+# Without the prior the untrained model scores a little above $\ln V$; with it, the loss starts at about the
+# unigram entropy (not exactly: masking picks whole words), and the accuracy is that of guessing the most
+# frequent pieces.
 #
 # ## The loop inside, in a few lines
 #
-# Everything so far (LAMB on two parameter groups, the schedule, clipping, the two losses) meets in one loop:
-# take a batch, set the learning rate of this update, run the model, backpropagate the summed MLM and
-# sentence-order loss, clip the global gradient norm, step, clear the gradients. `albert_mini.training.loop`
-# writes exactly that and nothing else:
+# Everything so far meets in one loop: take a batch, set the learning rate, run the model, backpropagate the
+# summed MLM and sentence-order loss, clip, step, clear the gradients.
+# `albert_mini.training.loop` writes exactly that:
 
 # %% tags=["nbval-check-output"]
 import inspect
@@ -363,10 +348,9 @@ from albert_mini.training.loop import pretraining_loop
 print(inspect.getsource(pretraining_loop))
 
 # %% [markdown]
-# Ten updates of albert-nano (2 layers, H = 64) on batches of 8 Austen SOP pairs, with a two-step warm-up; the
-# losses are not checked (their last digits depend on the machine). The `Trainer` behind `albert_mini.train` and
-# the pretraining command gives the same numbers for the same steps; it adds gradient accumulation, several
-# processes, logging, evaluation, checkpoints and exact resume around these lines.
+# Ten updates of albert-nano on batches of 8 Austen SOP pairs, with a two-step warm-up (losses not checked: their
+# last digits depend on the machine). The `Trainer` behind `albert_mini.train` and the command line gives the same
+# numbers and adds accumulation, several processes, logging, evaluation and exact resume.
 
 # %%
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
@@ -387,10 +371,9 @@ print("loss per update:", " ".join(f"{loss:.2f}" for loss in losses))
 # %% [markdown]
 # ## A short live run with `albert_mini.train`
 #
-# `albert_mini.train(model, batches, config, ...)` builds LAMB on the two parameter groups and the schedule,
-# then runs the `Trainer`. `PretrainingBatches` draws SOP instances from the Austen training split with fresh
-# n-gram masks every epoch (dynamic masking). Sixty steps of 16 x 128 tokens show the API; the numbers are not
-# checked. PyTorch uses every core; if other work shares them, `torch.set_num_threads(1)` can be faster.
+# `albert_mini.train(model, batches, config, ...)` builds LAMB on the two parameter groups and the schedule, then
+# runs the `Trainer`. `PretrainingBatches` draws SOP instances from the Austen training split with fresh n-gram
+# masks every epoch. Sixty steps of 16 x 128 tokens show the API (not checked).
 
 # %%
 from albert_mini import TrainConfig, train
@@ -437,10 +420,8 @@ print(
 # %% [markdown]
 # ## Pretraining from the command line
 #
-# A longer run was made with the command-line trainer and its metrics committed to
-# `data/results/pretrain_albert_mini_sop_15min/`: albert-mini, SOP, LAMB at peak lr 5e-3 with 50 warmup steps,
-# 1,200 steps of 32 sequences of 128 tokens, seed 0, the unigram prior; about 13.5 minutes on a 2-core Intel
-# Xeon (its run record does not name the CPU). This command reproduces it:
+# A 15-minute run's metrics are committed in `data/results/pretrain_albert_mini_sop_15min/` (albert-mini, SOP,
+# seed 0, about 13.5 minutes on a 2-core Intel Xeon). This command reproduces it:
 #
 # ```
 # python -m albert_mini.training.pretrain --preset albert-mini --corpus austen --task sop \
@@ -448,49 +429,39 @@ print(
 #     --save-every 200 --out runs/mini-sop
 # ```
 #
-# `--minutes 15` is only a safety budget; `--steps 1200` fixes the schedule, whose decay reaches 0 at step
-# 1,200. Every 200 steps a checkpoint holds the weights, LAMB's moments, the data position and every RNG state.
-# Kill the run and **run the same command again**: it finds `runs/mini-sop/run.json`, checks the settings match,
-# and continues from the newest checkpoint, bit for bit on the same machine and thread count. A command with
-# different settings is refused (use a new `--out`, or `--overwrite`).
+# `--minutes 15` is only a safety budget; `--steps 1200` fixes the schedule. Every 200 steps a checkpoint holds
+# the weights, LAMB's moments, the data position and every RNG state: after a kill, **run the same command
+# again** and it resumes bit for bit on the same machine. Different settings are refused (use a new `--out`).
 #
 # > **Differs from the paper.** The recipe is the paper's (LAMB, warmup then linear decay, clipping at 1.0,
 # > weight decay 0.01, SOP with n-gram masking); the sizes are not: 32 x 128 tokens per step instead of 4096 x 512,
 # > 1,200 steps instead of 125k, and a peak rate of 5e-3 instead of 0.00176, which suits a short run of a small
-# > model (LAMB's step is a fraction of each tensor's norm).
+# > model.
 #
-# That run learned words (held-out MLM accuracy from the 6-7% of frequency guessing to 14.8%) but not sentence
-# order: its SOP accuracy stayed at 53.5%, the share of the majority label among the held-out pairs. Its curves
-# and a careful reading of them are in [chapter 11, the research log](11_research_log.ipynb); the classroom
-# model below is the same machinery trained about four times longer, with short sequences first.
+# That run learned words (held-out MLM accuracy from 6-7% to 14.8%) but not sentence order: its SOP accuracy
+# stayed at 53.5%, the majority label's share ([chapter 11, the research log](11_research_log.ipynb)).
 
 # %% [markdown]
 # ## A recipe that learns faster: short sequences first
 #
-# A longer run of the same recipe (3,200 steps, 13.1M tokens) crept to 16.4% held-out MLM accuracy with SOP
-# still at the majority rate. A recipe search (one setting changed at a time, at a fixed token budget) found that
-# the model learns words faster on shorter sequences: at 64 tokens a step holds twice as many sequences, and
-# attention spreads over half as many positions. BERT did the same at its scale (90% of the steps at 128 tokens,
-# the rest at 512). Our classroom model does it one size down: `--short-seq-len 64 --short-fraction 0.9` trains
-# steps 1-4,500 on 64 x 64 tokens and steps 4,501-5,000 on 32 x 128, the same tokens per step throughout.
+# A longer run (3,200 steps, 13.1M tokens) crept to 16.4% held-out MLM accuracy with SOP still at the majority
+# rate. A recipe search found that the model learns words faster on shorter sequences: at 64 tokens a step holds
+# twice as many sequences. Our classroom model uses `--short-seq-len 64 --short-fraction 0.9`: steps 1-4,500 on
+# 64 x 64 tokens, steps 4,501-5,000 on 32 x 128, the same tokens per step throughout.
 #
 # > **Differs from the paper.** ALBERT's paper trains every step at 512 tokens (10% of the inputs shortened at
 # > random, as BERT does); the short-then-long curriculum is BERT's (Devlin et al., 2019, Appendix A.2). We use it
-# > because in our long runs it reached the same held-out accuracy with far fewer tokens (below), not because
-# > ALBERT did.
-#
-# The evidence (held-out accuracy against tokens for both classroom runs, and a fifteen-minute race
-# between the two recipes) is in [chapter 11, the research log](11_research_log.ipynb).
+# > because in our long runs it reached the same held-out accuracy with far fewer tokens
+# > ([chapter 11, the research log](11_research_log.ipynb)), not because ALBERT did.
 
 # %% [markdown]
 # ## The classroom model fills in blanks
 #
-# To see what a pretrained model does, hide one word of a sentence it has never seen and read its guesses. The
-# shipped classroom model, `data/pretrained/albert-mini-austen`, is the curriculum run above (albert-mini, 5,000
-# steps, 20.5M tokens, about 2.2 hours on two AMD EPYC cores), finished with 2,000 more steps at 128 tokens (8.2M
-# tokens, 84 seconds on an NVIDIA H100): the curriculum had left positions 64-127 barely trained. Its model card
-# (`README.md` there) has both parts and its held-out scores at 64 and 128 tokens. `held_out_clozes` hides one whole word in held-out sentences (seed 0); `fill_mask` returns
-# the model's five most probable pieces for the gap.
+# Hide one word of an unseen sentence and read the guesses. The classroom model,
+# `data/pretrained/albert-mini-austen`, is the curriculum run above (5,000 steps, 20.5M tokens), finished with
+# 2,000 more steps at 128 tokens (8.2M tokens) because the curriculum had left positions 64-127 barely trained;
+# its model card (`README.md` there) has the details. `held_out_clozes` hides one whole word in held-out sentences
+# (seed 0); `fill_mask` returns the five most probable pieces for the gap.
 
 # %% tags=["nbval-check-output"]
 from albert_mini import load_pretrained
@@ -507,19 +478,16 @@ for cloze in held_out_clozes(tokenizer, count=5, seed=0):
     )
 
 # %% [markdown]
-# Read the guesses as a portrait of 32% held-out accuracy. The model has learned which *kind* of word a slot
-# takes: after "i must" and "might" it offers only verbs in their base form ("think", "see", "tell"; "be",
-# "have", "make"), between two nouns a conjunction or a preposition, before a clause a preposition. It finds the
-# hidden word when that word is a frequent function word ("and", "you", "after", each in its top five), and
-# misses rarer content words ("trouble", "occupy") while still guessing the right part of speech. That is the
-# grammar a model learns first; the paper's ALBERT-base, at 54% (Table 5), has gone on to meaning.
+# Read the guesses as a portrait of 32% held-out accuracy. The model knows which *kind* of word a slot takes:
+# after "i must" and "might" mostly verbs in their base form ("think", "see", "tell"; "be", "have", "make"),
+# between two nouns a conjunction or a preposition. It finds frequent function words ("and", "you", "after", each
+# in its top five) and misses rarer content words ("trouble", "occupy"), though with the right part of speech:
+# the grammar a model learns first. The paper's ALBERT-base, at 54% (Table 5), has gone on to meaning.
 #
 # ## Does the classroom model know sentence order?
 #
-# The SOP head gives a probability that segment A comes before segment B. A model that had learned order would
-# give an in-order pair a high probability and the same pair swapped a low one. `held_out_pairs` builds every
-# SOP pair of the validation and test chapters at 128 tokens (seed 1), more than 1,000 so that the 95% interval
-# of the accuracy is about +-3 points (a Wilson interval, `albert_mini.study.lexical_sop.wilson_interval`).
+# The SOP head gives the probability that A comes before B. `held_out_pairs` builds every SOP pair of the
+# validation and test chapters at 128 tokens (seed 1), over 1,000, so the 95% (Wilson) interval is about +-3 points.
 #
 # How to read the intervals, p-values and verdicts below:
 # [reading the statistics](10_appendix.ipynb#part-c-reading-the-statistics), in the appendix.
@@ -560,19 +528,19 @@ print(
 
 # %% [markdown]
 # Each probability stays close to 0.5, yet over more than a thousand held-out pairs the model is right about
-# 62% of the time, and the whole 95% interval lies above 50% (and it is not a constant answer). Weak evidence on
-# any one pair, clear evidence in aggregate. Chapter 5 sets this beside the no-network baselines.
+# 66% of the time, and the whole 95% interval lies above 50% (it is not a constant answer): weak evidence on one
+# pair, clear in aggregate. Chapter 5 sets this beside the no-network baselines.
 
 # %% [markdown]
-# LAMB is ALBERT's optimizer because it scales each layer's step by the size of its weights. With the same
-# data, AdamW at a constant rate collapsed where LAMB learned: the runs are in [chapter 11, the research log](11_research_log.ipynb).
+# With the same data, AdamW at a constant rate collapsed where LAMB learned: the runs are in
+# [chapter 11, the research log](11_research_log.ipynb).
 
 # %% [markdown]
 # ## ALBERT and its BERT twin
 #
 # `bert-mini` is albert-mini without ALBERT's two savings: E = H = 256 and six separate layers. Sharing and
 # factorization shrink what scales with the *distinct* parameters (weights, gradients, LAMB's two moments), not
-# the activations, which each of the six layer applications keeps for the backward pass.
+# the activations each of the six layer applications keeps for the backward pass.
 # `albert_mini.study.memory.training_memory` counts the four parts of one fp32 training step.
 
 # %% tags=["nbval-check-output"]
@@ -625,15 +593,12 @@ plt.show()
 
 # %% [markdown]
 # Weights, gradients and LAMB's moments together are 3.5 times smaller for ALBERT (31 against 108 MiB), but the
-# activations, over 400 MiB for both, are the bulk of the step even at this modest batch, so the total shrinks
-# by only 15%. Double the batch and only the activations double. Sharing buys parameters, not activation memory;
-# on large models with billions of parameters (chapter 9) the parameter side is what decides whether a model fits.
+# activations, over 400 MiB for both, are the bulk of the step, so the total shrinks by only 15%. Sharing buys
+# parameters, not activation memory; at billions of parameters (chapter 9) the parameter side decides what fits.
 #
-# **Speed.** Each training step of both models runs six layers of the same width over the same tokens, so they
-# cost about the same arithmetic; ALBERT adds a small E x H projection, BERT has a larger embedding and 3.5 times
-# more parameters for LAMB to update. We time a few steps of each, alternating the two models and keeping each
-# one's fastest step so that other work on the machine distorts the comparison less (not checked: timings
-# depend on the machine).
+# **Speed.** Both models run six layers of the same width over the same tokens, so they cost about the same
+# arithmetic; ALBERT adds a small E x H projection, BERT has 3.5 times more parameters for LAMB to update. We time
+# a few steps of each, alternating, and keep each one's fastest (not checked: timings depend on the machine).
 
 # %%
 import time
@@ -673,7 +638,7 @@ print(f"timed on {cpu_model()} with {torch.get_num_threads()} threads")
 # ## Several processes
 #
 # The same command runs data-parallel under `torchrun` (DDP; gloo on CPUs, nccl on GPUs). Each process reads its
-# own shard of the data, gradients are summed across processes before the update, and rank 0 writes the files:
+# own shard, gradients are summed before the update, and rank 0 writes the files:
 #
 # ```
 # torchrun --standalone --nproc_per_node 2 -m albert_mini.training.pretrain \
@@ -681,11 +646,10 @@ print(f"timed on {cpu_model()} with {torch.get_num_threads()} threads")
 #     --batch-size 16 --out runs/mini-sop-ddp
 # ```
 #
-# What an optimizer step sees is the **effective batch**: `--batch-size` x number of processes x `--accumulate`
-# (micro-batches whose gradients are added before one update). The loss of a step is the per-token mean over that
-# whole effective batch, so 2 processes of 16 sequences, or 1 process accumulating 2 micro-batches of 16,
-# compute the same update as 1 process with 32. The paper's 4096 sequences per step were spread over TPU cores;
-# with `--accumulate` a single machine can reach any effective batch, only more slowly.
+# An optimizer step sees the **effective batch**: `--batch-size` x processes x `--accumulate` (micro-batches whose
+# gradients are added before one update). The loss is the per-token mean over that whole batch, so 2 processes
+# of 16, or 1 process accumulating 2 micro-batches of 16, compute the same update as 1 process with 32.
+# With `--accumulate` one machine can reach the paper's 4096 sequences per step, slowly.
 
 # %% tags=["nbval-check-output"]
 for batch_size, world, accumulate in ((32, 1, 1), (16, 2, 1), (16, 1, 2), (32, 2, 64)):
@@ -704,7 +668,7 @@ for batch_size, world, accumulate in ((32, 1, 1), (16, 2, 1), (16, 1, 2), (32, 2
 # - **Schedule**: linear warmup from 0, then linear decay to 0 counted from step 0. **Clipping** to global norm 1.0.
 #   **Unigram prior** (our departure): the MLM loss starts near the corpus's unigram entropy.
 # - **At mini scale**, the classroom model (28.7M tokens: short sequences first, then finished at 128) predicts
-#   32% of held-out masked tokens at 128 and orders about 62% of held-out SOP pairs (67% at 64 tokens), the
+#   32% of held-out masked tokens at 128 and orders 62-66% of held-out SOP pairs (67% at 64 tokens), the
 #   interval clear of 50%: a small real signal, far from the paper's 86.5%.
 # - **ALBERT vs BERT**: sharing and factorization cut weights, gradients and LAMB state 3.5-fold, but not the
 #   activations or the arithmetic per step.
@@ -712,14 +676,9 @@ for batch_size, world, accumulate in ((32, 1, 1), (16, 2, 1), (16, 1, 2), (32, 2
 #
 # ## Further reading / pointers
 #
-# - The paper, Section 4.1 (experimental setup: batch 4096, LAMB, lr 0.00176, 125k steps) and Table 5 (SOP and
-#   MLM accuracies of ALBERT-base); You et al. (2019), *Large Batch Optimization for Deep Learning: Training BERT
-#   in 76 minutes*, for LAMB.
-# - Code: `albert_mini/training/optim.py` (Lamb, WarmupPolyDecay, param_groups, clip_grad_global_norm),
-#   `albert_mini/training/trainer.py` (Trainer, the batch-source protocol, exact resumption),
-#   `albert_mini/training/pretrain.py` (`python -m albert_mini.training.pretrain --help`),
-#   `albert_mini/training/distributed.py` (why the loss is a per-token mean over the effective batch),
-#   `albert_mini/study/memory.py`.
-# - Chapter 4 for sharing's effect on parameters, chapter 5 for SOP versus NSP, chapter 6 for the masks these
-#   runs train on. Chapter 9 takes the same machinery to the paper's model sizes: memory against compute, and
-#   `torchrun` on several processes.
+# - The paper, Section 4.1 (experimental setup) and Table 5; You et al. (2019), *Large Batch Optimization for
+#   Deep Learning: Training BERT in 76 minutes*, for LAMB.
+# - Code: in `albert_mini/training/`, `optim.py`, `trainer.py` (exact resumption), `pretrain.py` (`--help`) and
+#   `distributed.py` (the per-token mean over the effective batch); `albert_mini/study/memory.py`.
+# - Chapter 5 for SOP versus NSP, chapter 6 for the masks these runs train on; chapter 9 takes the same machinery
+#   to the paper's model sizes.
