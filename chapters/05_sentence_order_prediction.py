@@ -541,7 +541,7 @@ rows = [
     ),
 ]
 print(
-    f"{'128-token held-out pairs':34s} {'accuracy':>8s} {'95% interval':>16s} "
+    f"{'held-out pairs':34s} {'accuracy':>8s} {'95% interval':>16s} "
     f"{'pairs':>6s}"
 )
 for name, correct, total in rows:

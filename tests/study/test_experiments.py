@@ -228,11 +228,15 @@ def test_chapter_readers_read_what_the_experiments_write(results, tmp_path):
     for name in ("sharing", "embedding_size"):
         rows = readers.variant_table(name, tmp_path)
         lines = readers.paired_lines(rows)
-        # two baseline rows: all-shared at each E (sharing), E = 128 for each sharing setting (embedding size)
-        assert len(lines) == sum(r["mlm_vs_baseline"] is not None for r in rows) == len(rows) - 2
+        # baseline rows: all-shared at E = 128 (sharing), E = 128 for each sharing setting (embedding size)
+        baselines = sum(r["baseline"] == r["model"] for r in rows)
+        assert baselines == {"sharing": 1, "embedding_size": 2}[name]
+        assert len(lines) == sum(r["mlm_vs_baseline"] is not None for r in rows) == len(rows) - baselines
+        assert all(r["mlm_loss"]["n"] == len(TEST_SEEDS) for r in rows)
         assert all(r["mlm"]["n"] == len(TEST_SEEDS) for r in rows)
     table5 = readers.table5_reading(readers.load("sentence_task", tmp_path))
     assert len(table5) == 2 * len(results["sentence_task"]["rows"])
+    assert len(readers.contrast_lines(readers.load("sentence_task", tmp_path))) == 3
     curves = readers.smoothness_curves(tmp_path)
     assert set(readers.smoothness_reading(curves)) == set(results["smoothness"]["models"])
     speed_rows, meta = readers.speedup_table(tmp_path)
