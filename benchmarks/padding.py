@@ -16,39 +16,20 @@ from __future__ import annotations
 import argparse
 import copy
 import statistics
-import subprocess
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
 from albert_mini.settings import pick
+from albert_mini.study.experiments.common import cpu_model
 from albert_mini.text.batches import PretrainingBatches, build_pretraining_dataset
 from albert_mini.text.corpus import load_corpus
 from albert_mini.text.tokenizer import Tokenizer
 from albert_mini.training.optim import build_optimizer
 
 PRESET, SEQ, BATCH = "albert-mini", 128, 32
-
-
-def cpu_model() -> str:
-    """The CPU's model name, from lscpu or else /proc/cpuinfo."""
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        for line in out.splitlines():
-            if line.startswith("Model name:"):
-                return line.split(":", 1)[1].strip()
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 def epoch_share(source: PretrainingBatches) -> float:

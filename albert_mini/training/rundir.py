@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..model.config import AlbertConfig, config_differences
-from ..safe_files import atomic_write_text, check_out_folder
+from ..safe_files import atomic_write_text, check_out_folder, fsync_folder
 from ..text.corpus import fingerprint_changes
 
 RUN_FILE, CONFIG_FILE, METRICS_FILE = "run.json", "config.json", "metrics.jsonl"
@@ -280,11 +280,7 @@ def clear(out: str | Path, layout: Layout) -> None:
         else:
             target.unlink()
     if contents.own:
-        fd = os.open(out, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_folder(out)
 
 
 # ---------------------------------------------------------------------- exports

@@ -47,6 +47,9 @@ def run(name: str, budget: Budget | None = None, out_dir: Path | None = None, se
                         command, runner.compute_seconds.get(name))
     fig = EXPERIMENTS[name].figure(json.loads(path.read_text()))  # drawn from what was written, as a reader sees it
     save_figure(fig, f"experiment_{name}.png", None if budget == FULL else path.parent)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)  # a run of every experiment would otherwise keep each figure open
     return path
 
 

@@ -33,9 +33,8 @@ from ...training.recipe import build_pretraining_model
 from ...training.trainer import TrainConfig, Trainer
 from ..probes import linear_probe, pooled_outputs
 from ..smoothness import layer_smoothness
-from .common import bits, experiment_device, token_documents
+from .common import HELD_OUT_SEED, bits, experiment_device, token_documents
 
-HELD_OUT_SEED = 1  # masks of the held-out MLM batches: the same for every model
 PAIR_SEED = 11  # the held-out SOP / NSP pairs
 PROBE_SEED = 12  # the training pairs a probe is fitted on
 SCORED_LENGTHS = (64, 128)  # MLM is scored at both: the curriculum's short length and the book's length
