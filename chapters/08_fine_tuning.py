@@ -876,8 +876,7 @@ plt.show()
 # call that an effect. The no-network baselines put this in proportion: naive Bayes on a bag of words beats every
 # fine-tuned polarity model, the pretrained encoder's lead over word overlap on austen-mc lies within its interval,
 # and austen-span's string matcher is perfect by construction (the question is a copied sentence), so that task
-# checks the span machinery, not reading. These runs start from the classroom model before it was finished at
-# 128 tokens (its sha256 is in the file); the cells above that load the model use the finished one.
+# checks the span machinery, not reading.
 #
 # The first line of the settings says how many seeds the committed file holds. `make experiments-finetune` keeps
 # every finished run in `data/results/experiment-runs/`, so a rerun adds missing seeds without repeating the

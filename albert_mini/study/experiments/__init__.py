@@ -44,7 +44,7 @@ def run(name: str, budget: Budget | None = None, out_dir: Path | None = None, se
     start = time.perf_counter()
     payload = EXPERIMENTS[name].run(runner)
     path = write_result(name, payload, budget, runner.seeds, out_dir or results_dir(), time.perf_counter() - start,
-                        command, runner.compute_seconds.get(name))
+                        command, runner.compute_seconds.get(name), sorted(runner.devices.get(name, ())))
     fig = EXPERIMENTS[name].figure(json.loads(path.read_text()))  # drawn from what was written, as a reader sees it
     save_figure(fig, f"experiment_{name}.png", None if budget == FULL else path.parent)
     import matplotlib.pyplot as plt

@@ -351,7 +351,8 @@ def cpu_model() -> str:
 
 
 def write_result(name: str, payload: dict, budget: Budget, seeds, out_dir: Path, seconds: float,
-                 command: str | None = None, compute_seconds: float | None = None) -> Path:
+                 command: str | None = None, compute_seconds: float | None = None,
+                 run_devices: list[str] | None = None) -> Path:
     """<out_dir>/<name>.json: the numbers and everything needed to reproduce them. `wall_seconds` is this
     process's time; `compute_seconds` sums the time every run used took when it was computed, possibly in earlier
     sittings (runs from the cache)."""
@@ -359,7 +360,8 @@ def write_result(name: str, payload: dict, budget: Budget, seeds, out_dir: Path,
             "budget": budget.as_dict(), "seeds": list(seeds), "git_revision": git_revision(), "cpu": cpu_model(),
             "cores": os.cpu_count(), "threads": torch.get_num_threads(), "torch": torch.__version__,
             "python": platform.python_version(), "wall_seconds": round(seconds, 1),
-            "compute_seconds": None if compute_seconds is None else round(compute_seconds, 1)}
+            "compute_seconds": None if compute_seconds is None else round(compute_seconds, 1),
+            "run_devices": run_devices or []}
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.json"
     path.write_text(json.dumps({"meta": meta, **payload}, indent=1, default=float) + "\n")

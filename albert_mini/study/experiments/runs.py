@@ -103,6 +103,8 @@ class Runner:
         self.experiment = ""
         # Seconds each run used took when it was computed, in whichever sitting: what the results cost in all.
         self.compute_seconds: dict[str, float] = {}
+        # Where each experiment's runs were computed (a CPU or a GPU, as recorded with each run).
+        self.devices: dict[str, set[str]] = {}
 
     def cached(self, spec: dict, compute: Callable[[], dict], label: str,
                complete: Callable[[dict], bool] = lambda r: True) -> dict:
@@ -118,6 +120,8 @@ class Runner:
             if self.cache:
                 self.cache.save(spec, result, seconds)
         self.compute_seconds[self.experiment] = self.compute_seconds.get(self.experiment, 0.0) + (seconds or 0.0)
+        device = record.get("device") if record and status == "cached" else device_name()
+        self.devices.setdefault(self.experiment, set()).add(device or "not recorded")
         self.done += 1
         of = f"/{self.total}" if self.total else ""
         self.say(f"[{self.done}{of}] {self.experiment} {label}: {status} in {time.perf_counter() - start:.0f} s "

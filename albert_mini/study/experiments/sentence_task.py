@@ -191,10 +191,16 @@ def figure(result: dict):
         ax.legend(fontsize=8, loc="upper left")
     plans = result["plans"]
     fig.suptitle(f"Table 5 analog: one MLM trunk ({result['trunk']['tokens'] / 1e6:.1f}M tokens), branches of "
-                 f"{plans['branch']['phase']['steps'] * 128 * plans['branch']['phase']['batch_size'] / 1e6:.1f}M "
+                 f"{branch_tokens(plans['branch']) / 1e6:.1f}M "
                  f"tokens, {len(result['meta']['seeds'])} seeds")
     fig.tight_layout()
     return fig
+
+
+def branch_tokens(plan: dict) -> int:
+    """Training tokens of a branch, from its plan as written in the result."""
+    phase = plan["phase"]
+    return phase["steps"] * phase["seq_len"] * phase["batch_size"]
 
 
 def table(result: dict) -> str:
