@@ -1,6 +1,5 @@
 """The package's own import graph, read from the source (no module is imported): who imports whom, and everything
-a module needs to run. The architecture test checks the layers with it; the experiments' run cache fingerprints
-exactly the code an experiment executes, so editing an unrelated module keeps finished runs valid."""
+a module needs to run. The architecture test checks the layers with it."""
 
 from __future__ import annotations
 

@@ -193,9 +193,13 @@ def pretrain(config: AlbertConfig, task: str, budget: Budget, seed: int):
                    optimizer=budget.optimizer, lr=budget.lr, warmup_steps=budget.warmup,
                    val_batches=held_out_batches(budget, task))
     record = {"seconds": time.perf_counter() - start, "steps": result.step, "eval": result.eval,
-              "curve": [{k: h.get(k) for k in ("step", "loss", "mlm_acc", "sentence_acc")}
-                        for h in result.history if h["type"] == "train"]}
+              "curve": training_curve(result.history)}
     return model.eval(), record, at_init
+
+
+def training_curve(history: list[dict], keys=("step", "loss", "mlm_acc", "sentence_acc")) -> list[dict]:
+    """The training lines of a run's history, reduced to `keys`: the curve a result records."""
+    return [{k: h.get(k) for k in keys} for h in history if h["type"] == "train"]
 
 
 def mlm_accuracy(record: dict) -> float | None:

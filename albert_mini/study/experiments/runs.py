@@ -25,9 +25,6 @@ from .common import Budget, Pretraining, device_name, measure
 # Bump a kind's number whenever a change alters what its runs compute (losses, data order, masks, initialisation,
 # measurements); its finished runs are then recomputed, every other kind's stay valid.
 NUMERICS_VERSION = {"pretraining": 1, "finetuning": 1, "trunk": 1, "branch": 1}
-KEY_RULE = ("sha256 of the run's settings (config, task, seed, budget), the numerics version of its kind and the "
-            "data/austen and data/tasks manifests; source code is not part of the key")
-
 
 def cache_dir() -> Path:
     """Where finished runs are kept: full runs in data/results/experiment-runs/ (committed, so a run that takes

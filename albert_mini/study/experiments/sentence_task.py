@@ -18,8 +18,8 @@ import numpy as np
 
 from ...settings import fast_mode
 from ..paper import TABLE5
-from ..stats import mcnemar_exact, seed_summary, wilson_interval
-from .common import FAST, plot_seed_cells
+from ..stats import discordant, mcnemar_exact, seed_summary, wilson_interval
+from .common import FAST, constant_head, plot_seed_cells
 from .runs import run_key
 from .trunk import FAST_BRANCH, FAST_TRUNK, FULL_BRANCH, FULL_TRUNK, train_branch, train_trunk, trunk_config
 
@@ -102,10 +102,6 @@ def primary(record: dict, task: str) -> dict:
     return entry["head"] if "head" in entry else entry["probe"]
 
 
-def constant(score: dict) -> bool:
-    return len(score["answers"]) == 1
-
-
 def branch_row(task: str, recs: dict[int, dict]) -> dict:
     per_seed = {}
     for seed, r in sorted(recs.items()):
@@ -113,8 +109,8 @@ def branch_row(task: str, recs: dict[int, dict]) -> dict:
                                "mlm_acc_64": r["mlm_64"]["acc"],
                                "nsp": primary(r, "nsp")["accuracy"], "sop": primary(r, "sop")["accuracy"],
                                "nsp_probe": r["nsp"]["probe"]["accuracy"], "sop_probe": r["sop"]["probe"]["accuracy"],
-                               "constant": {t: constant(primary(r, t)) for t in ("nsp", "sop")},
-                               "wilson": {t: wilson(primary(r, t), r[t]["examples"]) for t in ("nsp", "sop")}}
+                               "constant": {t: constant_head(primary(r, t)) for t in ("nsp", "sop")},
+                               "wilson": {t: wilson(primary(r, t)) for t in ("nsp", "sop")}}
     keys = ("mlm_acc", "mlm_loss", "mlm_acc_64", "nsp", "sop", "nsp_probe", "sop_probe")
     first = recs[min(recs)]
     return {"per_seed": per_seed, **{k: seed_summary([per_seed[s][k] for s in per_seed]) for k in keys},
@@ -128,8 +124,9 @@ def branch_row(task: str, recs: dict[int, dict]) -> dict:
             "curve": first["curve"]}
 
 
-def wilson(score: dict, n: int) -> list[float]:
-    return list(wilson_interval(round(score["accuracy"] * n), n))
+def wilson(score: dict) -> list[float]:
+    """The 95% Wilson interval of a score, from its per-pair correctness."""
+    return list(wilson_interval(score["correct"].count("1"), len(score["correct"])))
 
 
 def contrast(records, a: str, b: str, on: str) -> dict:
@@ -138,12 +135,11 @@ def contrast(records, a: str, b: str, on: str) -> dict:
     per_seed = {}
     for seed in seeds:
         sa, sb = primary(records[a][seed], on), primary(records[b][seed], on)
-        ra, rb = np.array([c == "1" for c in sa["correct"]]), np.array([c == "1" for c in sb["correct"]])
-        only_a, only_b = int((ra & ~rb).sum()), int((~ra & rb).sum())
-        tested = not (constant(sa) or constant(sb))
+        only_a, only_b = discordant(sa["correct"], sb["correct"])
+        tested = not (constant_head(sa) or constant_head(sb))
         per_seed[str(seed)] = {"difference": sa["accuracy"] - sb["accuracy"], "only_a": only_a, "only_b": only_b,
                                "mcnemar_p": mcnemar_exact(only_a, only_b) if tested else None,
-                               "constant": {a: constant(sa), b: constant(sb)}}
+                               "constant": {a: constant_head(sa), b: constant_head(sb)}}
     summary = seed_summary([v["difference"] for v in per_seed.values()])
     return {"a": a, "b": b, "task": on, "per_seed": per_seed, "difference": summary}
 
@@ -158,7 +154,7 @@ def trunk_summary(trunk: dict) -> dict:
                        "mlm_acc_128_first_half": p["mlm_128"]["acc_first_half"],
                        "mlm_acc_128_second_half": p["mlm_128"]["acc_second_half"],
                        **{f"{t}_probe": p[t]["probe"]["accuracy"] for t in ("sop", "nsp")},
-                       **{f"{t}_probe_wilson": wilson(p[t]["probe"], p[t]["examples"]) for t in ("sop", "nsp")}})
+                       **{f"{t}_probe_wilson": wilson(p[t]["probe"]) for t in ("sop", "nsp")}})
     return {"points": points, "tokens": trunk["tokens"], "steps": trunk["steps"],
             "train_seconds": trunk["train_seconds"], "curve": trunk["curve"]}
 

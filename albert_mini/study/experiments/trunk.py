@@ -22,18 +22,20 @@ import torch
 
 from ...model.albert import AlbertForPreTraining
 from ...model.config import AlbertConfig
+from ...safe_files import atomic_write_bytes, atomic_write_text
 from ...specials import IGNORE_INDEX
 from ...text.batch_source import PhasedBatches
 from ...text.batches import PretrainingBatches, build_pretraining_dataset
 from ...text.instances import build_instances
 from ...text.padding import pad_batch
 from ...text.tokenizer import Tokenizer
+from ...training.checkpoint import weights_bytes
 from ...training.optim import WarmupPolyDecay, build_optimizer
 from ...training.recipe import build_pretraining_model
 from ...training.trainer import TrainConfig, Trainer
 from ..probes import linear_probe, pooled_outputs
 from ..smoothness import layer_smoothness
-from .common import HELD_OUT_SEED, bits, experiment_device, token_documents
+from .common import HELD_OUT_SEED, bits, experiment_device, token_documents, training_curve
 
 PAIR_SEED = 11  # the held-out SOP / NSP pairs
 PROBE_SEED = 12  # the training pairs a probe is fitted on
@@ -206,8 +208,7 @@ def trainer_for(model, phases: list[Phase], task: str, seed: int, lr: float, war
 
 
 def curve(history: list[dict]) -> list[dict]:
-    return [{k: h.get(k) for k in ("step", "loss", "mlm_acc", "sentence_acc", "tokens_per_s")}
-            for h in history if h["type"] == "train"]
+    return training_curve(history, ("step", "loss", "mlm_acc", "sentence_acc", "tokens_per_s"))
 
 
 def train_trunk(plan: TrunkPlan, seed: int, weights: Path | None = None) -> dict:
@@ -260,13 +261,9 @@ def train_branch(weights: Path, task: str, plan: BranchPlan, trunk: TrunkPlan, s
 
 
 def save_weights(model: torch.nn.Module, path: Path) -> None:
-    """The trunk's weights as safetensors (tied tensors handled), written atomically."""
-    from safetensors.torch import save_model
-
+    """Weights as safetensors (tied tensors stored once, the checkpoints' format), written atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    save_model(model.cpu(), str(tmp))
-    tmp.replace(path)
+    atomic_write_bytes(path, weights_bytes(model, {"format": "pt"}))
 
 
 def load_weights(model: torch.nn.Module, path: Path) -> None:
@@ -293,7 +290,7 @@ def continue_classroom(source: Path, plan: Continuation, out: Path) -> dict:
     """Train the exported model in `source` on with `plan`; write its weights, config and history to `out`."""
     import json
 
-    from ...training.checkpoint import load_pretrained, weights_bytes
+    from ...training.checkpoint import load_pretrained
 
     device = experiment_device()
     model = load_pretrained(source).to(device)
@@ -302,14 +299,12 @@ def continue_classroom(source: Path, plan: Continuation, out: Path) -> dict:
     result = trainer.train()
     seconds = time.perf_counter() - start
     model.cpu().eval()
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "model.safetensors").write_bytes(weights_bytes(model, {"format": "pt"}))
-    (out / "config.json").write_text(model.config.to_json() if hasattr(model.config, "to_json")
-                                     else json.dumps(model.config.to_dict(), indent=2) + "\n")
-    (out / "metrics.jsonl").write_text("".join(json.dumps(h) + "\n" for h in result.history))
+    save_weights(model, out / "model.safetensors")
+    atomic_write_text(out / "config.json", model.config.to_json())
+    atomic_write_text(out / "metrics.jsonl", "".join(json.dumps(h) + "\n" for h in result.history))
     record = {"source": str(source), "plan": dataclasses.asdict(plan), "steps": result.step,
               "tokens": plan.phase.tokens, "train_seconds": seconds, "device": str(device)}
-    (out / "continuation.json").write_text(json.dumps(record, indent=2) + "\n")
+    atomic_write_text(out / "continuation.json", json.dumps(record, indent=2) + "\n")
     return record
 
 
