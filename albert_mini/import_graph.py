@@ -20,33 +20,34 @@ def module_files() -> dict[str, Path]:
     return modules
 
 
-def _lazy_exports(path: Path) -> dict[str, str]:
-    """Public name -> module for the top-level package's lazily imported names (its _EXPORTS table)."""
+def _package_exports(path: Path) -> dict[str, str]:
+    """Public name -> module for the names the top-level package takes from its modules (imported or lazy)."""
     return dict(_parsed_exports(path, path.stat().st_mtime_ns))
 
 
 @cache
 def _parsed_exports(path: Path, mtime_ns: int) -> tuple[tuple[str, str], ...]:
-    """_lazy_exports parsed once per version of the file (the modification time is part of the key)."""
+    """_package_exports parsed once per version of the file (the modification time is part of the key)."""
     return tuple(_read_exports(path).items())
 
 
 def _read_exports(path: Path) -> dict[str, str]:
-    """Parse the _EXPORTS table out of `path`."""
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.AnnAssign | ast.Assign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in targets):
-                table = ast.literal_eval(node.value)
-                return {name: f"{ROOT}.{module}" for module, names in table.items() for name in names}
-    return {}
+    """Parse `path`'s `from .module import name` statements (its TYPE_CHECKING block included) and its _LAZY table."""
+    exports = {}
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+            exports.update({alias.asname or alias.name: f"{ROOT}.{node.module}" for alias in node.names})
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_LAZY" for t in node.targets):
+            table = ast.literal_eval(node.value)
+            exports.update({name: f"{ROOT}.{module}" for module, names in table.items() for name in names})
+    return exports
 
 
 def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
     """The package's modules that `name` imports anywhere in its file, function bodies included. A name taken from
-    the top-level package's lazy exports counts as an import of the module that defines it."""
+    the top-level package (`from albert_mini import Lamb`) counts as an import of the module that defines it."""
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-    lazy = _lazy_exports(PACKAGE / "__init__.py")
+    exports = _package_exports(PACKAGE / "__init__.py")
     found = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -56,7 +57,7 @@ def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
             module = ".".join(base + ([node.module] if node.module else []))
             candidates = [module] + [f"{module}.{alias.name}" for alias in node.names]
             if module == ROOT:
-                candidates += [lazy[alias.name] for alias in node.names if alias.name in lazy]
+                candidates += [exports[alias.name] for alias in node.names if alias.name in exports]
         else:
             continue
         for candidate in candidates:

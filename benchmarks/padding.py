@@ -23,7 +23,7 @@ import torch
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
 from albert_mini.settings import pick
-from albert_mini.study.experiments.common import cpu_model
+from albert_mini.study.experiments.provenance import cpu_model
 from albert_mini.text.batches import PretrainingBatches, build_pretraining_dataset
 from albert_mini.text.corpus import load_corpus
 from albert_mini.text.tokenizer import Tokenizer

@@ -549,7 +549,7 @@ for name, correct, total in rows:
     print(f"{name:34s} {correct / total:8.1%}   [{low:.1%}, {high:.1%}] {total:6,d}")
 
 # %%
-from albert_mini.study.time_to_quality import read_run
+from albert_mini.research.time_to_quality import read_run
 
 fig, ax = plt.subplots(figsize=(7, 3.6))
 for label, folder in (

@@ -455,6 +455,26 @@ print(
 # > ([chapter 11, the research log](11_research_log.ipynb)), not because ALBERT did.
 
 # %% [markdown]
+# Every flag of the command line is a field of one frozen dataclass, `PretrainingSetup`
+# (`albert_mini/training/setup.py`). The command line parses its flags into one, checks it once (a bad value is
+# refused with the flag's name), and builds the run from it with `albert_mini/training/build.py`; the experiments
+# of chapters 3-5 and the recipe probes of chapter 11 are the same setup with other values, built by the same
+# code. The classroom model's run record holds its settings, so its schedule can be read back from them:
+
+# %%
+import json
+
+from albert_mini.paths import PRETRAINED_MODEL
+from albert_mini.training.setup import PretrainingSetup
+
+settings = json.loads((PRETRAINED_MODEL / "run.json").read_text())["settings"]
+recipe = PretrainingSetup(**settings)  # checked as the command line checks its flags
+for phase in recipe.phases():
+    print(phase, f"= {phase.tokens:,} tokens")
+print("warm-up steps:", recipe.warmup_steps)
+print("python -m albert_mini.training.pretrain", *recipe.to_argv(), "--out runs/classroom")
+
+# %% [markdown]
 # ## The classroom model fills in blanks
 #
 # Hide one word of an unseen sentence and read the guesses. The classroom model,
@@ -466,7 +486,7 @@ print(
 # %% tags=["nbval-check-output"]
 from albert_mini import load_pretrained
 from albert_mini.paths import PRETRAINED_MODEL
-from albert_mini.study.showcase import fill_mask, held_out_clozes
+from albert_mini.research.showcase import fill_mask, held_out_clozes
 
 classroom = load_pretrained(PRETRAINED_MODEL)
 for cloze in held_out_clozes(tokenizer, count=5, seed=0):
@@ -496,7 +516,7 @@ for cloze in held_out_clozes(tokenizer, count=5, seed=0):
 # Not checked by nbval: every probability is within a hair of 0.5, so the last bits
 # of the arithmetic (thread
 # count, CPU) can flip a prediction and move the accuracy by a pair.
-from albert_mini.study.showcase import (
+from albert_mini.research.showcase import (
     held_out_pairs,
     p_in_order,
     pair_text,
@@ -630,7 +650,7 @@ for name, seconds in fastest.items():
         f"{name:12s}: {seconds:.2f} s per step of 32 x 128 tokens "
         f"({32 * 128 / seconds:,.0f} tokens/s)"
     )
-from albert_mini.study.experiments.common import cpu_model
+from albert_mini.study.experiments.provenance import cpu_model
 
 print(f"timed on {cpu_model()} with {torch.get_num_threads()} threads")
 

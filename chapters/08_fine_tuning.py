@@ -84,7 +84,7 @@ tokenizer = Tokenizer.default()
 # (`albert_mini.tasks.finetune`), but with settings sized for albert-mini:
 
 # %% tags=["nbval-check-output"]
-from albert_mini.study.experiments.common import FULL, SEEDS
+from albert_mini.study.experiments.budget import FULL, SEEDS
 from albert_mini.study.experiments.finetune import finetune_settings
 from albert_mini.tasks.finetune import FinetuneSettings
 from albert_mini.tasks.registry import TASKS
@@ -382,7 +382,7 @@ def pretrained_against_random(task, settings) -> dict:
 started = time.perf_counter()
 live_models = pretrained_against_random(polarity, live_settings) if polarity else {}
 print(f"both runs with evaluation: {time.perf_counter() - started:.0f} s")
-from albert_mini.study.experiments.common import cpu_model
+from albert_mini.study.experiments.provenance import cpu_model
 
 print(f"timed on {cpu_model()} with {torch.get_num_threads()} threads")
 
@@ -939,7 +939,7 @@ plt.show()
 #   reads the official files of RACE, SQuAD v1.1 and GLUE, if you have them (`file_task`).
 # - Code: `albert_mini/model/heads.py`, `albert_mini/tasks/features.py` (features, windows, decoding),
 #   `albert_mini/tasks/squad_metrics.py`, `albert_mini/tasks/kinds.py` (what depends on the head),
-#   `albert_mini/tasks/registry.py` (the tasks and file formats), `albert_mini/tasks/finetune.py` (`run_task`,
+#   `albert_mini/tasks/registry.py` (the tasks and file formats), `albert_mini/tasks/finetuning.py` (`run_task`,
 #   `build_task_model`),
 #   `albert_mini/tasks/formats.py` (`load_glue_tsv`, `load_race_json`, `load_squad_json`, with clear errors for bad
 #   records), `albert_mini/tasks/austen_tasks.py` and `data/tasks/README.md`.

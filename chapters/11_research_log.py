@@ -250,7 +250,7 @@ plt.show()
 # A flat SOP curve has two possible readings: the task is too hard for this model at this scale, or something
 # between the labels and the loss is broken (a label that never reaches the loss, an `ignore_index` in the
 # wrong place, a pooler that does not train). A **positive control** separates them: give the same network a
-# task it certainly can do, and check that it does. `albert_mini.study.recipe_search.run_control` trains the
+# task it certainly can do, and check that it does. `albert_mini.research.recipe_search.run_control` trains the
 # sentence loss alone (no MLM) through the embeddings, encoder, pooler and head. The first control revisits a
 # fixed set of 128 real SOP pairs: a working path must *memorise* them, even if it cannot generalise. Here on
 # albert-nano (2 layers, H = 64), AdamW at 1e-3, 80 updates, seed 0, so that it runs live in a few seconds:
@@ -258,7 +258,7 @@ plt.show()
 # %%
 # Not checked by nbval: training arithmetic differs in the last bits between
 # thread counts and CPUs.
-from albert_mini.study.recipe_search import nano_recipe, run_control
+from albert_mini.research.recipe_search import nano_recipe, run_control
 
 nano_fit = run_control(
     "fit",
@@ -310,7 +310,7 @@ for c in search["controls"]:
 #
 # Those labels are easy, or memorised. A last control asks for a *weak* signal that generalises: SOP pairs built
 # the reference way, where (as this chapter showed) the truncation leaves a surface cue that five features and a
-# logistic regression turn into better-than-constant held-out accuracy. `python -m albert_mini.study.leak_control`
+# logistic regression turn into better-than-constant held-out accuracy. `python -m albert_mini.research.leak_control`
 # trains albert-mini's sentence path alone (the shipped recipe: LAMB 5e-3, batches of 32 pairs of 128 tokens, a new
 # reference-style draw of the training chapters for every pass, seed 0) and scores it, the surface probe and the
 # constant answer on the same reference-style pairs of the held-out chapters. Its record is
@@ -367,7 +367,7 @@ for name, c in leak["network_vs"].items():
 # Is there *any* signal a simple model could use? A last check looks for lexical cues: a logistic regression on
 # which tokens open and close each segment (position-specific bags of the first and last $k$ tokens of A and of
 # B; $k$ = all: every token of each segment), fitted on pairs of the training chapters and scored on the held-out
-# chapters (`python -m albert_mini.study.lexical_sop`, results in `data/results/lexical_sop.json`):
+# chapters (`python -m albert_mini.research.lexical_sop`, results in `data/results/lexical_sop.json`):
 
 # %% tags=["nbval-check-output"]
 lexical = json.loads((repo_root() / "data/results/lexical_sop.json").read_text())
@@ -586,11 +586,11 @@ plt.show()
 # Chapter 7's classroom model trains its first 90% of steps on 64-token sequences (BERT's curriculum). Both
 # classroom runs, the earlier one at 128 tokens throughout and the curriculum run, were evaluated on the same
 # 512 masked validation sequences of 128 tokens while they trained (`data/results/time_to_quality.json`, built
-# by `python -m albert_mini.study.time_to_quality results` from their two run records). Tokens are the fair
+# by `python -m albert_mini.research.time_to_quality results` from their two run records). Tokens are the fair
 # axis: the new run shared its cores with other work, so its minutes are slower than the old run's.
 
 # %% tags=["nbval-check-output"]
-from albert_mini.study import time_to_quality
+from albert_mini.research import time_to_quality
 
 ttq = json.loads((repo_root() / "data/results/time_to_quality.json").read_text())
 for name, r in ttq["runs"].items():
@@ -653,14 +653,14 @@ print(time_to_quality.report(race))
 # %% [markdown]
 # ## Why ALBERT uses LAMB: an AdamW run that collapses
 #
-# The recipe search (`python -m albert_mini.study.recipe_search`, records in
+# The recipe search (`python -m albert_mini.research.recipe_search`, records in
 # `data/results/recipe_search/`, summary in `data/results/recipe_search.json`) includes controls that train the
 # sentence loss alone on a label any encoder can learn: "segment A has more tokens than segment B" (visible
 # through the segment ids). albert-mini, batches of 64 pairs of 64 tokens, 50 warmup steps, 400 updates, seed 0.
 # Four optimizer settings, the same data:
 
 # %% tags=["nbval-check-output"]
-from albert_mini.study.recipe_results import collapse_figure
+from albert_mini.research.recipe_results import collapse_figure
 
 search = json.loads((repo_root() / "data/results/recipe_search.json").read_text())
 print(

@@ -5,20 +5,23 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from importlib import import_module
 from pathlib import Path
 
 import pytest
 
 import albert_mini
-from albert_mini.import_graph import closure, import_graph, imported_modules
+from albert_mini.import_graph import _package_exports, closure, import_graph, imported_modules
 
 PACKAGE = Path(albert_mini.__file__).resolve().parent
 # Bottom to top. "base" is the package's own top-level modules (specials, paths, settings).
-LAYERS = ("base", "model", "text", "training", "tasks", "study", "book")
+LAYERS = ("base", "model", "text", "training", "tasks", "study", "research", "book")
 COMMANDS = ("albert_mini.training.pretrain", "albert_mini.tasks.finetune", "albert_mini.text.tokenizer",
             "albert_mini.text.build_corpus", "albert_mini.tasks.austen_tasks", "albert_mini.tasks.polarity",
             "albert_mini.study.experiments", "albert_mini.book.build", "albert_mini.book.exercises.student",
-            "albert_mini.book.lab", "albert_mini.book.html_book")
+            "albert_mini.book.lab", "albert_mini.book.html_book", "albert_mini.research.recipe_search",
+            "albert_mini.research.leak_control", "albert_mini.research.lexical_sop", "albert_mini.research.model_card",
+            "albert_mini.research.time_to_quality")
 
 
 def layer_of(module: str) -> str:
@@ -90,20 +93,45 @@ def test_the_check_sees_lazy_imports_and_package_imports(tmp_path):
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_a_lazy_public_name_counts_as_an_import_of_its_module(tmp_path):
-    (tmp_path / "probe.py").write_text("from albert_mini import Lamb, __version__\n")
-    known = {"albert_mini", "albert_mini.training", "albert_mini.training.optim"}
+def test_a_public_name_counts_as_an_import_of_its_module(tmp_path):
+    """Imported by the package or lazy: `from albert_mini import X` depends on the module that defines X."""
+    (tmp_path / "probe.py").write_text("from albert_mini import Lamb, Tokenizer, __version__\n")
+    known = {"albert_mini", "albert_mini.training", "albert_mini.training.optim", "albert_mini.text",
+             "albert_mini.text.tokenizer"}
     assert imported_modules("albert_mini.study.probe", tmp_path / "probe.py", known) == {
-        "albert_mini", "albert_mini.training.optim"}
+        "albert_mini", "albert_mini.training.optim", "albert_mini.text.tokenizer"}
+
+
+def test_the_graph_knows_the_module_of_every_public_name():
+    exports = _package_exports(PACKAGE / "__init__.py")
+    assert set(exports) == set(albert_mini.__all__) - {"__version__"}
+    for name, module in exports.items():
+        assert getattr(import_module(module), name) is getattr(albert_mini, name), name
+
+
+def test_the_lazy_names_are_the_type_checking_imports():
+    """The names imported on first use are exactly those the TYPE_CHECKING block shows type checkers: no drift."""
+    tree = ast.parse((PACKAGE / "__init__.py").read_text())
+    block, = [node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"]
+    checked = {f"{node.module}:{alias.name}" for node in block.body for alias in node.names}
+    lazy = {f"{module}:{name}" for module, names in albert_mini._LAZY.items() for name in names}
+    assert checked == lazy and lazy
+    assert set(albert_mini._MODULE_OF) <= set(albert_mini.__all__)
 
 
 def test_the_experiments_closure_holds_what_they_run_and_nothing_they_do_not():
-    """What the run cache fingerprints: the trainer and the model, with the packages Python runs on the way."""
+    """What running the experiments executes: the trainer and the model, with the packages Python runs on the way."""
     needed = closure("albert_mini.study.experiments")
-    assert {"albert_mini.training.trainer", "albert_mini.model.albert", "albert_mini.tasks.finetune",
+    assert {"albert_mini.training.trainer", "albert_mini.model.albert", "albert_mini.tasks.finetuning",
             "albert_mini.text.masking", "albert_mini.study.stats", "albert_mini", "albert_mini.study"} <= needed
-    assert not {"albert_mini.study.model_card", "albert_mini.study.time_to_quality", "albert_mini.book.build"} & needed
-    assert closure("albert_mini.specials") == {"albert_mini", "albert_mini.specials"}
+    assert not {"albert_mini.research.model_card", "albert_mini.research.time_to_quality",
+                "albert_mini.book.build"} & needed
+    # A module's closure holds its packages (albert_mini's __init__ runs first) and what they import.
+    assert closure("albert_mini.specials") == closure("albert_mini") | {"albert_mini.specials"}
+    assert {"albert_mini.model.albert", "albert_mini.tasks.finetuning"} <= closure("albert_mini")
+    assert not {"albert_mini.study", "albert_mini.book", "albert_mini.tasks.finetune"} & closure("albert_mini")
+    graph = {"albert_mini": set(), "albert_mini.specials": set(), "albert_mini.paths": set()}
+    assert closure("albert_mini.specials", graph) == {"albert_mini", "albert_mini.specials"}
     with pytest.raises(KeyError, match="not a module"):
         closure("albert_mini.nowhere")
 
@@ -132,8 +160,6 @@ def test_every_public_name_imports_from_the_package_and_is_not_shadowed():
 
 @pytest.mark.parametrize("name", albert_mini.__all__)
 def test_public_name(name):
-    from importlib import import_module
-
     value = getattr(import_module("albert_mini"), name)
     assert value is not None
     if name != "__version__":

@@ -203,7 +203,7 @@ def contrast_lines(result: dict) -> list[str]:
 def mlm_against(result: dict, baseline: str = "none") -> dict[str, dict]:
     """Per sentence-task model, its held-out MLM accuracy minus the `baseline` model's, seed by seed (mean, t
     interval over the seeds): what training a sentence task beside MLM costs or gains the masked-token task."""
-    from .experiments.common import paired_mlm
+    from .experiments.tables import paired_mlm
 
     rows = result["rows"]
     return {task: paired_mlm(row["per_seed"], rows[baseline]["per_seed"])

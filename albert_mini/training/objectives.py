@@ -17,26 +17,32 @@ from ..specials import IGNORE_INDEX
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "labels", "sentence_order_label")
 
 
-def pretraining_objective(out, batch: dict, mlm_denominator: float, sentence_denominator: float):
+def pretraining_objective(out, batch: dict, mlm_denominator: float, sentence_denominator: float,
+                          mlm_weight: float = 1.0, sentence_weight: float = 1.0):
     """Summed MLM and sentence losses of a micro-batch divided by the counts of the whole effective batch.
 
     The sums come from the model (PreTrainingOutput.mlm_loss_sum, .sentence_loss_sum). Returns the loss to
-    backpropagate and a float64 vector of sums for the metrics:
-    [mlm loss, mlm correct, masked tokens, sentence loss, sentence correct, sequences].
+    backpropagate (each part times its weight: a recipe probe's knob, 1 in the paper) and a float64 vector of
+    unweighted sums for the metrics: [mlm loss, mlm correct, masked tokens, sentence loss, sentence correct,
+    sequences].
     """
     if out.mlm_loss_sum is None:
         raise ValueError("the model was called without labels; a pretraining batch needs 'labels'")
     labels = batch["labels"]
     targets = labels[labels != IGNORE_INDEX]  # (N,), row-major like out.mlm_logits
-    loss = out.mlm_loss_sum / max(mlm_denominator, 1.0)
+    loss = _weighted(mlm_weight, out.mlm_loss_sum / max(mlm_denominator, 1.0))
     stats = [out.mlm_loss_sum.detach(), (out.mlm_logits.argmax(-1) == targets).sum(), out.mlm_count]
     if out.sentence_loss_sum is not None:
         y = batch["sentence_order_label"].view(-1)
-        loss = loss + out.sentence_loss_sum / max(sentence_denominator, 1.0)
+        loss = loss + _weighted(sentence_weight, out.sentence_loss_sum / max(sentence_denominator, 1.0))
         stats += [out.sentence_loss_sum.detach(), (out.sentence_logits.argmax(-1) == y).sum(), out.sentence_count]
     else:
         stats += [0.0, 0, 0]
     return loss, torch.tensor([float(s) for s in stats], dtype=torch.float64)
+
+
+def _weighted(weight: float, loss: torch.Tensor) -> torch.Tensor:
+    return loss if weight == 1.0 else weight * loss  # the paper's weights leave the graph as it was
 
 
 def metrics_from_sums(sums: torch.Tensor) -> dict:
@@ -53,7 +59,7 @@ def metrics_from_sums(sums: torch.Tensor) -> dict:
 
 
 class PretrainingObjective:
-    """Pretraining: MLM plus the sentence task, each a mean over the whole effective batch."""
+    """Pretraining: MLM plus the sentence task, each a mean over the whole effective batch (and each weighted)."""
 
     name = "pretrain"  # the progress bar's label
     inputs = MODEL_INPUTS
@@ -61,6 +67,10 @@ class PretrainingObjective:
     n_stats = 6
     n_denominators = 2
     progress = {"loss": "loss", "mlm_acc": "mlm_acc", "sentence_acc": "sent_acc"}
+    mlm_weight = sentence_weight = 1.0  # the paper's; a subclass need not call __init__
+
+    def __init__(self, mlm_weight: float = 1.0, sentence_weight: float = 1.0):
+        self.mlm_weight, self.sentence_weight = mlm_weight, sentence_weight
 
     def denominators(self, batch: dict) -> list[float]:
         """Masked tokens and labelled sequences of one micro-batch."""
@@ -68,7 +78,7 @@ class PretrainingObjective:
         return [float((batch["labels"] != IGNORE_INDEX).sum()), sequences]
 
     def __call__(self, out, batch: dict, denominators) -> tuple[torch.Tensor, torch.Tensor]:
-        return pretraining_objective(out, batch, *denominators)
+        return pretraining_objective(out, batch, *denominators, self.mlm_weight, self.sentence_weight)
 
     def metrics(self, sums: torch.Tensor) -> dict:
         return metrics_from_sums(sums)

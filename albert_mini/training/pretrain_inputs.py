@@ -10,32 +10,22 @@ refused up front, naming the flags and values that work.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import math
 from dataclasses import dataclass
 
 from ..errors import UsageError
 from ..paths import DATA_ROOT
-from ..text.batch_source import PhasedBatches
-from ..text.batches import (
-    DataSettings,
-    PretrainingBatches,
-    build_pretraining_dataset,
-    count_examples,
-    tokenize_documents,
-)
+from ..text.batches import DataSettings, count_examples, tokenize_documents
 from ..text.corpus import Document, expand_text_paths, fingerprint_files, load_corpus, load_text_files
 from ..text.instances import sentence_task
 from ..text.synthetic import SyntheticBatches
 from ..text.tokenizer import Tokenizer
+from .build import training_batches, validation_batches
 from .distributed import DistInfo
+from .setup import DEFAULT_HOLDOUT, SPLIT_BY, PretrainingSetup, max_seq_len
 
-NAMED_CORPORA = ("austen", "synthetic")
-SPLIT_BY = {"file": "file", "blank-line": "blank_line"}  # --split-by value -> load_text_files mode
-DEFAULT_HOLDOUT = 0.05
 SEQ_LEN_CANDIDATES = (8, 16, 32, 64, 128, 256, 512)  # what a suggested --seq-len is picked from
-TRAIN_TOKENIZER = "python -m albert_mini.text.tokenizer train --text PATH... --vocab-size 8000 --out tok.model"
 
 
 @dataclass
@@ -48,47 +38,15 @@ class Inputs:
     corpus: dict | None  # fingerprint of the text files (None for synthetic data)
 
 
-# ---------------------------------------------------------------------- flags
-def check_corpus_flags(args) -> None:
-    """Refuse corpus flags that do not go together; turns a single named corpus into its name."""
-    names = [c for c in args.corpus if c in NAMED_CORPORA]
-    if names and len(args.corpus) > 1:
-        raise UsageError(f"--corpus takes one named corpus ({' or '.join(NAMED_CORPORA)}) or your own text paths, "
-                         f"not both (got {' '.join(args.corpus)}); to read a file called {names[0]}, write "
-                         f"./{names[0]}")
-    if names:
-        args.corpus = names[0]
-        own_text_flags = {"--validation": args.validation, "--holdout-fraction": args.holdout_fraction,
-                          "--split-by": args.split_by}
-        given = [flag for flag, value in own_text_flags.items() if value is not None]
-        if given:
-            verb = "applies" if len(given) == 1 else "apply"
-            raise UsageError(f"{' and '.join(given)} {verb} to your own text (--corpus PATH...); --corpus "
-                             f"{args.corpus} has its own validation split")
-        if args.corpus == "synthetic" and args.tokenizer is not None:
-            raise UsageError("--tokenizer has no effect with --corpus synthetic (random token ids); leave it out")
-        return
-    if args.tokenizer is None:
-        raise UsageError(f"--corpus PATH... needs --tokenizer, a SentencePiece model trained on that text: first "
-                         f"`{TRAIN_TOKENIZER}`, then pretrain with --tokenizer tok.model")
-    if args.validation and args.holdout_fraction is not None:
-        raise UsageError("give either --validation PATH... (held-out files) or --holdout-fraction (held-out "
-                         "documents of --corpus), not both")
-    if args.holdout_fraction is not None and not 0 < args.holdout_fraction < 1:
-        raise UsageError(f"--holdout-fraction must be in (0, 1), e.g. {DEFAULT_HOLDOUT}; got {args.holdout_fraction}")
-
-
-def load_tokenizer(args) -> Tokenizer | None:
+def load_tokenizer(setup: PretrainingSetup) -> Tokenizer | None:
     """The tokenizer of the run: --tokenizer, the committed Austen model for austen, None for synthetic data."""
-    if args.corpus == "synthetic" and args.short_seq_len is not None:
-        raise UsageError("--short-seq-len needs a text corpus; the synthetic corpus has one sequence length")
-    if args.corpus == "synthetic":
+    if setup.corpus == "synthetic":
         return None
-    return Tokenizer.from_file(args.tokenizer) if args.tokenizer else Tokenizer.default()
+    return Tokenizer.from_file(setup.tokenizer) if setup.tokenizer else Tokenizer.default()
 
 
 # ---------------------------------------------------------------------- documents
-def load_documents(args) -> tuple[list[Document], list[Document], dict]:
+def load_documents(args: PretrainingSetup) -> tuple[list[Document], list[Document], dict]:
     """(training documents, held-out documents, fingerprint of every file read)."""
     if args.corpus == "austen":
         files = [DATA_ROOT / "austen" / f"{split}.txt" for split in ("train", "validation")]
@@ -124,52 +82,28 @@ def hold_out(documents: list[Document], fraction: float, split_by: str = "file")
 
 
 # ---------------------------------------------------------------------- batches
-def build_inputs(args, vocab_size: int, tokenizer: Tokenizer | None, info: DistInfo, max_seq_len: int) -> Inputs:
+def build_inputs(setup: PretrainingSetup, vocab_size: int, tokenizer: Tokenizer | None, info: DistInfo) -> Inputs:
     """The training source and validation batches of this rank, after checking that both can be filled."""
-    if args.corpus == "synthetic":
-        sentence = sentence_task(args.task).labelled
-        train = SyntheticBatches(vocab_size, args.batch_size, args.seq_len, seed=args.seed,
+    if setup.corpus == "synthetic":
+        sentence = sentence_task(setup.task).labelled
+        train = SyntheticBatches(vocab_size, setup.batch_size, setup.seq_len, seed=setup.seed,
                                  sentence_labels=sentence).shard(info.rank, info.world_size)
-        val = SyntheticBatches(vocab_size, args.batch_size, args.seq_len, seed=args.seed + 1,
-                               sentence_labels=sentence).shard(info.rank, info.world_size).take(args.eval_batches)
+        val = SyntheticBatches(vocab_size, setup.batch_size, setup.seq_len, seed=setup.seed + 1,
+                               sentence_labels=sentence).shard(info.rank, info.world_size).take(setup.eval_batches)
         return Inputs(train, val, None, None)
-    train_docs, held_docs, fingerprint = load_documents(args)
+    train_docs, held_docs, fingerprint = load_documents(setup)
     splits = {"training": tokenize_documents(train_docs, tokenizer),
               "validation": tokenize_documents(held_docs, tokenizer)}
     for split, tokens in splits.items():
-        check_task_fits(tokens, args.task, split, args.split_by)
-    check_batches(args, splits, info.world_size, max_seq_len)
-    if args.short_seq_len is not None:
-        # The short phase only trains (evaluation stays at --seq-len), so only its training batch is checked.
-        short_args = argparse.Namespace(**{**vars(args), "seq_len": args.short_seq_len,
-                                           "batch_size": short_batch_size(args), "eval_batches": 0})
-        check_batches(short_args, splits, info.world_size, max_seq_len)
-    common = dict(task=args.task, max_seq_len=args.seq_len, seed=args.seed)
-    train_set = build_pretraining_dataset(splits["training"], tokenizer, **common,
-                                          dynamic=args.masking == "dynamic", dupe_factor=args.dupe_factor)
-    grouped = getattr(args, "group_by_length", False)
-    train = PretrainingBatches(train_set, args.batch_size, group_by_length=grouped).shard(info.rank, info.world_size)
-    if args.short_seq_len is not None:
-        short = dict(common, max_seq_len=args.short_seq_len)
-        short_set = build_pretraining_dataset(splits["training"], tokenizer, **short,
-                                              dynamic=args.masking == "dynamic", dupe_factor=args.dupe_factor)
-        first = PretrainingBatches(short_set, short_batch_size(args), group_by_length=grouped).shard(
-            info.rank, info.world_size)
-        train = PhasedBatches(first, train, switch_after=short_steps(args) * args.accumulate)
-    # Held-out documents, masked once (static) so every evaluation scores the same examples.
-    val_set = build_pretraining_dataset(splits["validation"], tokenizer, **common, dynamic=False)
-    val = PretrainingBatches(val_set, args.batch_size).shard(info.rank, info.world_size).take(args.eval_batches)
-    return Inputs(train, val, train_set.documents, fingerprint)
-
-
-def short_batch_size(args) -> int:
-    """Sequences per micro-batch in the short phase: as many tokens per step as the long phase."""
-    return args.batch_size * args.seq_len // args.short_seq_len
-
-
-def short_steps(args) -> int:
-    """Optimizer steps trained on short sequences before the switch to --seq-len."""
-    return round(args.short_fraction * args.steps) if args.short_seq_len is not None else 0
+        check_task_fits(tokens, setup.task, split, setup.split_by)
+    for phase in reversed(setup.phases()):  # the --seq-len phase first
+        # A short phase only trains (evaluation stays at --seq-len), so only its training batch is checked.
+        evals = setup.eval_batches if phase.seq_len == setup.seq_len else 0
+        check_batches(setup, splits, info.world_size, phase.seq_len, phase.batch_size, evals)
+    shard = dict(rank=info.rank, world_size=info.world_size)
+    train = training_batches(setup, splits["training"], tokenizer, **shard)
+    val = validation_batches(setup, splits["validation"], tokenizer, **shard)
+    return Inputs(train, val, splits["training"], fingerprint)
 
 
 def check_task_fits(tokens, task: str, split: str, split_by: str | None) -> None:
@@ -186,13 +120,15 @@ def check_task_fits(tokens, task: str, split: str, split_by: str | None) -> None
                          f"{documents} ({task}: {kind.description}); use --task sop, or give more documents")
 
 
-def check_batches(args, splits: dict, world_size: int, max_seq_len: int) -> None:
-    """Refuse settings under which a process gets no full training batch or fewer evaluation batches than asked.
+def check_batches(args: PretrainingSetup, splits: dict, world_size: int, length: int, batch: int,
+                  evals: int) -> None:
+    """Refuse settings under which a process gets no full training batch of `batch` sequences of `seq_len`
+    tokens, or fewer than `evals` evaluation batches.
 
     The message names the flags and values that work, computed from the same example counts the datasets
     will have (epoch 0; later dynamic epochs differ by a few examples).
     """
-    batch, evals = args.batch_size, args.eval_batches
+    longest = max_seq_len(args.preset)
 
     def per_process(seq_len: int) -> tuple[int, int]:
         counts = []
@@ -207,7 +143,7 @@ def check_batches(args, splits: dict, world_size: int, max_seq_len: int) -> None
     def fits(train: int, held: int) -> bool:
         return train >= batch and held >= batch * evals
 
-    train, held = per_process(args.seq_len)
+    train, held = per_process(length)
     if fits(train, held):
         return
     problems = []
@@ -226,14 +162,14 @@ def check_batches(args, splits: dict, world_size: int, max_seq_len: int) -> None
     elif min(train, held) >= 1:
         smaller = min(train, held)
         fixes.append(f"--batch-size {smaller} --eval-batches {held // smaller}")
-    nearest = sorted((n for n in SEQ_LEN_CANDIDATES if n != args.seq_len and n <= max_seq_len),
-                     key=lambda n: (abs(math.log(n / args.seq_len)), n))
+    nearest = sorted((n for n in SEQ_LEN_CANDIDATES if n != length and n <= longest),
+                     key=lambda n: (abs(math.log(n / length)), n))
     for seq_len in nearest:
         if fits(*per_process(seq_len)):
             fixes.append(f"--seq-len {seq_len}")
             break
     remedy = f"values that work: {' or '.join(fixes)}" if fixes else "no nearby value works; give more text"
-    raise UsageError(f"--seq-len {args.seq_len} with --task {args.task}: {'; '.join(problems)}; {remedy}")
+    raise UsageError(f"--seq-len {length} with --task {args.task}: {'; '.join(problems)}; {remedy}")
 
 
 def examples(count: int) -> str:

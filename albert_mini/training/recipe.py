@@ -10,6 +10,8 @@ Two choices beyond the paper's architecture, both on by default:
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..model.albert import AlbertForPreTraining
@@ -18,15 +20,17 @@ from ..text.batches import unigram_log_prior
 from ..text.instances import sentence_task
 
 OUTPUT_BIASES = ("unigram", "zeros")
+POSITION_INITS = ("normal", "sinusoidal")
 
 
 def build_pretraining_model(config: AlbertConfig, task: str = "sop", train_documents=None,
                             log_prior: torch.Tensor | None = None, seed: int = 0,
-                            output_bias: str = "unigram") -> AlbertForPreTraining:
+                            output_bias: str = "unigram", position_init: str = "normal") -> AlbertForPreTraining:
     """An AlbertForPreTraining drawn from `seed` (torch's global generator), ready to pretrain with `task`.
 
     output_bias="unigram" needs the tokenized training text (`train_documents`, anything
     albert_mini.text.batches.unigram_log_prior reads) or its prior already computed (`log_prior`).
+    position_init="sinusoidal" (a recipe probe's option) starts the position table as sine waves.
     """
     labelled = sentence_task(task).labelled  # an unknown task fails before anything is built
     if output_bias not in OUTPUT_BIASES:
@@ -39,7 +43,27 @@ def build_pretraining_model(config: AlbertConfig, task: str = "sop", train_docum
     if output_bias == "unigram":
         prior = log_prior if log_prior is not None else unigram_log_prior(train_documents, config.vocab_size)
         model.init_output_bias(prior)
-    if not labelled:
-        model.albert.pooler.requires_grad_(False)
-        model.sop_classifier.requires_grad_(False)
+    if position_init == "sinusoidal":
+        init_sinusoidal_positions(model)
+    elif position_init != "normal":
+        raise ValueError(f"unknown position_init {position_init!r}; choose one of {', '.join(POSITION_INITS)}")
+    train_sentence_head(model, labelled)
     return model
+
+
+def train_sentence_head(model: AlbertForPreTraining, trained: bool) -> None:
+    """Freeze (or unfreeze) the pooler and the sentence head: with no sentence task nothing trains them."""
+    model.albert.pooler.requires_grad_(trained)
+    model.sop_classifier.requires_grad_(trained)
+
+
+@torch.no_grad()
+def init_sinusoidal_positions(model: AlbertForPreTraining) -> None:
+    """Position embeddings start as sin/cos waves (std = initializer_range) instead of random draws."""
+    table = model.albert.embeddings.position_embeddings.weight
+    T, E = table.shape
+    position = torch.arange(T, dtype=torch.float32)[:, None]  # (T, 1)
+    freq = torch.exp(-math.log(10000.0) * torch.arange(0, E, 2, dtype=torch.float32) / E)[None, :]  # (1, E/2)
+    waves = torch.zeros(T, E)
+    waves[:, 0::2], waves[:, 1::2] = torch.sin(position * freq), torch.cos(position * freq)
+    table.copy_(waves / waves.std() * model.config.initializer_range)

@@ -9,7 +9,8 @@ import pytest
 from albert_mini import count_parameters
 from albert_mini.paths import REPO_ROOT
 from albert_mini.study import experiments
-from albert_mini.study.experiments.common import FAST, SEEDS, TOKENS_PER_MODEL, Budget, Pretraining, mini, variant
+from albert_mini.study.experiments.budget import FAST, SEEDS, TOKENS_PER_MODEL, Budget, mini, variant
+from albert_mini.study.experiments.measure import Pretraining
 from albert_mini.study.experiments.runs import RunCache, Runner
 
 TEST_SEEDS = (0, 1)  # two seeds: enough for a spread, half the time of the default three

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from albert_mini.study.model_card import module_command, sop_verdict
-from albert_mini.study.time_to_quality import read_run, tokens_to_reach_old_final
+from albert_mini.research.model_card import module_command, sop_verdict
+from albert_mini.research.time_to_quality import read_run, tokens_to_reach_old_final
 
 
 def test_recorded_script_paths_become_module_commands():
@@ -49,7 +49,7 @@ def test_the_card_calls_sop_better_than_a_coin_only_when_the_interval_clears_hal
 
 
 def test_reusing_scores_needs_a_scores_file(tmp_path, capsys):
-    from albert_mini.study import model_card
+    from albert_mini.research import model_card
     write_metrics(tmp_path / "m", run_lines([0.1], 1000))
     (tmp_path / "m" / "run.json").write_text("{}")
     with pytest.raises(SystemExit) as stop:

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from albert_mini.paths import repo_root
-from albert_mini.study import lexical_sop, recipe_search, time_to_quality
-from albert_mini.study.recipe_results import build_results, leaders, rolling_mean, table
-from albert_mini.study.showcase import swapped
-from albert_mini.study.time_to_quality import build_results as ttq_results
-from albert_mini.study.time_to_quality import compare, minutes_to_reach
+from albert_mini.research import lexical_sop, recipe_search, time_to_quality
+from albert_mini.research.recipe_results import build_results, leaders, rolling_mean, table
+from albert_mini.research.showcase import swapped
+from albert_mini.research.time_to_quality import build_results as ttq_results
+from albert_mini.research.time_to_quality import compare, minutes_to_reach
 from albert_mini.text.instances import Instance
 from cli_helpers import cli_error
 

@@ -10,7 +10,8 @@ from types import ModuleType
 
 from ...paths import save_figure
 from . import embedding_size, finetune, memory, sentence_task, sharing, smoothness, throughput
-from .common import FULL, SEEDS, Budget, current_budget, results_dir, write_result
+from .budget import FULL, SEEDS, Budget, current_budget, results_dir
+from .provenance import write_result
 from .runs import RunCache, Runner, cache_dir
 
 # Adding an experiment: a module with run(runner) -> dict, figure(result) -> Figure and table(result) -> str (and

@@ -23,7 +23,7 @@ from ...cli import run as run_cli
 from ...errors import MissingFileError, UsageError, UserError
 from ...safe_files import check_out_folder
 from . import EXPERIMENTS, command_line, results_dir, run
-from .common import SEEDS, current_budget
+from .budget import SEEDS, current_budget
 from .estimate import describe, estimate
 from .runs import RunCache, Runner, cache_dir
 

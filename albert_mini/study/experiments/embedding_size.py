@@ -8,7 +8,9 @@ no counterpart at H = 256.
 from __future__ import annotations
 
 from ..paper import TABLE3
-from .common import Budget, Pretraining, mini, params_figure, params_table, variant, variant_rows
+from .budget import Budget, mini, variant
+from .measure import Pretraining
+from .tables import params_figure, params_table, variant_rows
 
 TITLE = "Embedding size E (Table 3 analog)"
 SIZES = (64, 128, 256)

@@ -16,7 +16,9 @@ from ...text.synthetic import SyntheticBatches
 from ...training.recipe import build_pretraining_model
 from ...training.trainer import TrainConfig, train
 from ..throughput import flops_per_token
-from .common import FAST, Budget, Pretraining, cpu_model, mini
+from .budget import FAST, Budget, mini
+from .measure import Pretraining
+from .provenance import cpu_model
 
 # Experiments without models to train: seconds of their last run (fast, full), from data/results/*.json.
 FIXED_SECONDS = {"throughput": (3, 95), "memory": (2, 2)}

@@ -10,13 +10,15 @@ import numpy as np
 import torch
 
 from ...paths import PRETRAINED_MODEL, REPO_ROOT
-from ...tasks.finetune import FinetuneSettings, in_order, predict_logits, run_task
+from ...tasks.finetuning import FinetuneSettings, in_order, predict_logits, run_task
 from ...tasks.registry import get_task
 from ...text.tokenizer import Tokenizer
 from ...training.checkpoint import load_pretrained
 from ..stats import compare_paired, seed_summary
 from ..task_baselines import task_baselines
-from .common import FAST, Budget, bits, pm, seed_rows
+from .budget import FAST, Budget
+from .measure import bits
+from .tables import pm, seed_rows
 
 CHANCE = {"polarity": 50, "austen-mc": 25}  # % a constant answer scores
 

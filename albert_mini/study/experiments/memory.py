@@ -7,7 +7,7 @@ import torch
 from ...model.albert import AlbertForPreTraining
 from ...model.config import AlbertConfig
 from ..memory import measure_activation_bytes, training_memory
-from .common import pretraining_batches
+from .data import held_out_batches
 
 MIB = 2**20
 
@@ -15,7 +15,7 @@ MIB = 2**20
 def run(runner) -> dict:
     """Computed and measured once: memory does not depend on the seed."""
     budget, rows = runner.budget, {}
-    batch = pretraining_batches("sop", "validation", budget, dynamic=False, seed=1).take(1)[0]  # real, padded
+    batch = held_out_batches(budget, count=1)[0]  # real, padded
     for name in ("albert-mini", "bert-mini"):
         config = AlbertConfig.from_preset(name)
         report = training_memory(config, budget.batch_size, budget.seq_len)

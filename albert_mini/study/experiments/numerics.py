@@ -30,9 +30,10 @@ def _losses(curve: list[dict]) -> list[float]:
 def guard_values() -> dict[str, dict]:
     """kind -> {"version", "values"}: a few steps of each kind on the fast settings, on the CPU."""
     from ...model.albert import AlbertForPreTraining
-    from ...tasks.finetune import FinetuneSettings
-    from .common import FAST, Pretraining, measure, mini
+    from ...tasks.finetuning import FinetuneSettings
+    from .budget import FAST, mini
     from .finetune import Finetuning, finetune_one
+    from .measure import Pretraining, measure
     from .trunk import FAST_BRANCH, FAST_TRUNK, train_branch, train_trunk
 
     torch.set_num_threads(1)  # one thread: the same reduction order on every machine

@@ -20,7 +20,9 @@ from pathlib import Path
 
 from ...paths import CACHE_ROOT, DATA_ROOT
 from ...settings import fast_mode
-from .common import Budget, Pretraining, device_name, measure
+from .budget import Budget
+from .measure import Pretraining, measure
+from .provenance import device_name
 
 # Bump a kind's number whenever a change alters what its runs compute (losses, data order, masks, initialisation,
 # measurements); its finished runs are then recomputed, every other kind's stay valid.

@@ -19,8 +19,10 @@ import numpy as np
 from ...settings import fast_mode
 from ..paper import TABLE5
 from ..stats import discordant, mcnemar_exact, seed_summary, wilson_interval
-from .common import FAST, constant_head, plot_seed_cells
+from .budget import FAST
+from .measure import constant_head
 from .runs import run_key
+from .tables import plot_seed_cells
 from .trunk import FAST_BRANCH, FAST_TRUNK, FULL_BRANCH, FULL_TRUNK, train_branch, train_trunk, trunk_config
 
 TASKS = tuple(TABLE5)  # none, nsp, sop: one branch per row of the paper's table

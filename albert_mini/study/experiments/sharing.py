@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from ..paper import TABLE4
-from .common import Budget, Pretraining, mini, params_figure, params_table, variant, variant_rows
+from .budget import Budget, mini, variant
+from .measure import Pretraining
+from .tables import params_figure, params_table, variant_rows
 
 TITLE = "Sharing strategies (Table 4 analog)"
 STRATEGIES = ("all", "attention", "ffn", "none")

@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...model.config import AlbertConfig
-from .common import Budget, Pretraining, mini, setting, variant
+from .budget import Budget, mini, variant
+from .measure import Pretraining
+from .tables import setting
 
 MODELS = {"albert-mini (shared)": lambda: mini(),
           "same shape, not shared": lambda: variant("none", mini().embedding_size),
@@ -48,7 +50,7 @@ def classroom_smoothness(budget: Budget) -> dict:
     from ...paths import PRETRAINED_MODEL
     from ...training.checkpoint import load_pretrained
     from ..smoothness import layer_smoothness
-    from .common import held_out_batches
+    from .data import held_out_batches
 
     manifest = json.loads((PRETRAINED_MODEL / "manifest.json").read_text())
     measured = layer_smoothness(load_pretrained(PRETRAINED_MODEL).albert, held_out_batches(budget))

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..paper import TABLE2_SPEEDUP
 from ..throughput import relative_throughput
-from .common import FAST
+from .budget import FAST
 
 PAPER_MODELS = ["bert-base", "bert-large", "bert-xlarge", "albert-base", "albert-large", "albert-xlarge",
                 "albert-xxlarge"]

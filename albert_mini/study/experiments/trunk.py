@@ -24,35 +24,21 @@ from ...model.albert import AlbertForPreTraining
 from ...model.config import AlbertConfig
 from ...safe_files import atomic_write_bytes, atomic_write_text
 from ...specials import IGNORE_INDEX
-from ...text.batch_source import PhasedBatches
-from ...text.batches import PretrainingBatches, build_pretraining_dataset
-from ...text.instances import build_instances
-from ...text.padding import pad_batch
 from ...text.tokenizer import Tokenizer
+from ...training import build
 from ...training.checkpoint import weights_bytes
-from ...training.optim import WarmupPolyDecay, build_optimizer
-from ...training.recipe import build_pretraining_model
-from ...training.trainer import TrainConfig, Trainer
+from ...training.recipe import train_sentence_head
+from ...training.setup import Phase, PretrainingSetup
+from ...training.trainer import Trainer
 from ..probes import linear_probe, pooled_outputs
 from ..smoothness import layer_smoothness
-from .common import HELD_OUT_SEED, bits, experiment_device, token_documents, training_curve
+from .data import HELD_OUT_SEED, pair_set, token_documents
+from .measure import bits, training_curve
+from .provenance import experiment_device
 
 PAIR_SEED = 11  # the held-out SOP / NSP pairs
 PROBE_SEED = 12  # the training pairs a probe is fitted on
 SCORED_LENGTHS = (64, 128)  # MLM is scored at both: the curriculum's short length and the book's length
-
-
-@dataclass(frozen=True)
-class Phase:
-    """Steps of one sequence length: `steps` optimizer steps of `batch_size` sequences of `seq_len` tokens."""
-
-    steps: int
-    seq_len: int
-    batch_size: int
-
-    @property
-    def tokens(self) -> int:
-        return self.steps * self.seq_len * self.batch_size
 
 
 @dataclass(frozen=True)
@@ -77,6 +63,16 @@ class TrunkPlan:
     def tokens(self) -> int:
         return self.short.tokens + self.long.tokens
 
+    def setup(self, seed: int) -> PretrainingSetup:
+        """The trunk as a pretraining setup: MLM only, BERT's curriculum with this plan's two phases."""
+        setup = PretrainingSetup(
+            task="none", seed=seed, steps=self.steps, seq_len=self.long.seq_len, batch_size=self.long.batch_size,
+            short_seq_len=self.short.seq_len, short_fraction=self.short.steps / self.steps,
+            short_batch_size=self.short.batch_size, lr=self.lr, warmup=self.warmup, eval_every=0, save_every=0,
+            log_every=max(1, self.steps // 40), quiet=True)
+        assert setup.phases() == (self.short, self.long), setup.phases()
+        return setup
+
 
 @dataclass(frozen=True)
 class BranchPlan:
@@ -90,6 +86,16 @@ class BranchPlan:
     def tokens(self) -> int:
         return self.phase.tokens
 
+    def setup(self, task: str, seed: int) -> PretrainingSetup:
+        return one_phase_setup(self.phase, task, seed, self.lr, self.warmup)
+
+
+def one_phase_setup(phase: Phase, task: str, seed: int, lr: float, warmup: int) -> PretrainingSetup:
+    """A pretraining setup of one phase (a branch, the classroom model's continuation)."""
+    return PretrainingSetup(task=task, seed=seed, steps=phase.steps, seq_len=phase.seq_len,
+                            batch_size=phase.batch_size, lr=lr, warmup=warmup, eval_every=0, save_every=0,
+                            log_every=max(1, phase.steps // 40), quiet=True)
+
 
 FULL_TRUNK, FULL_BRANCH = TrunkPlan(), BranchPlan()
 FAST_TRUNK = TrunkPlan(short=Phase(2, 32, 4), long=Phase(2, 64, 2), warmup=1, probe_at=(2, 4), eval_batches=1,
@@ -102,37 +108,21 @@ def trunk_config() -> AlbertConfig:
 
 
 # ---------------------------------------------------------------------------------------------- data
-def batches(task: str, split: str, phase: Phase, seed: int, dynamic: bool, max_documents: int | None):
-    dataset = build_pretraining_dataset(token_documents(split, max_documents), Tokenizer.default(), task,
-                                        phase.seq_len, seed=seed, dynamic=dynamic)
-    return PretrainingBatches(dataset, phase.batch_size)
-
-
 @functools.cache
 def held_out_mlm(seq_len: int, count: int, max_documents: int | None) -> list[dict]:
     """Masked held-out batches (validation chapters, SOP layout, masked once): every model is scored on these."""
-    return batches("sop", "validation", Phase(count, seq_len, 32), HELD_OUT_SEED, False, max_documents).take(count)
-
-
-@functools.cache
-def pair_set(task: str, splits: tuple[str, ...], seq_len: int, limit: int | None, seed: int,
-             max_documents: int | None):
-    """SOP or NSP pairs of some splits as padded tensors and labels (all of them, or `limit` drawn by `seed`)."""
-    instances = [x for split in splits
-                 for x in build_instances(token_documents(split, max_documents), task, seq_len, seed=seed)]
-    order = np.random.default_rng(seed).permutation(len(instances))[:limit]
-    chosen = [instances[i] for i in order] if limit else instances
-    inputs = pad_batch({"input_ids": [x.tokens for x in chosen], "token_type_ids": [x.token_type_ids for x in chosen]})
-    return inputs, torch.tensor([x.label for x in chosen])
+    setup = PretrainingSetup(task="sop", seed=HELD_OUT_SEED, steps=1, seq_len=seq_len, batch_size=32)
+    return build.validation_batches(setup, token_documents("validation", max_documents), Tokenizer.default(),
+                                    count=count)
 
 
 def held_out_pairs(task: str, plan: TrunkPlan, seq_len: int = 128):
     """Every validation and test pair of `task` (the same for every model)."""
-    return pair_set(task, ("validation", "test"), seq_len, None, PAIR_SEED, plan.max_documents)
+    return pair_set(task, ("validation", "test"), seq_len, None, PAIR_SEED, plan.max_documents)[:2]
 
 
 def probe_pairs(task: str, plan: TrunkPlan, seq_len: int = 128):
-    return pair_set(task, ("train",), seq_len, plan.probe_train, PROBE_SEED, plan.max_documents)
+    return pair_set(task, ("train",), seq_len, plan.probe_train, PROBE_SEED, plan.max_documents)[:2]
 
 
 # ---------------------------------------------------------------------------------------------- scores
@@ -197,14 +187,10 @@ def score(model: AlbertForPreTraining, plan: TrunkPlan, trained_task: str, seed:
 
 
 # ---------------------------------------------------------------------------------------------- training
-def trainer_for(model, phases: list[Phase], task: str, seed: int, lr: float, warmup: int,
-                max_documents: int | None, steps: int) -> Trainer:
-    sources = [batches(task, "train", p, seed, True, max_documents) for p in phases]
-    source = sources[0] if len(sources) == 1 else PhasedBatches(sources[0], sources[1],
-                                                                switch_after=phases[0].steps)
-    optimizer = build_optimizer(model, "lamb", lr=lr, weight_decay=0.01)
-    config = TrainConfig(max_steps=steps, log_every=max(1, steps // 40), progress=False)
-    return Trainer(model, optimizer, WarmupPolyDecay(lr, steps, warmup), source, config)
+def trainer_for(model, setup: PretrainingSetup, max_documents: int | None) -> Trainer:
+    """The trainer of a trunk, branch or continuation: the pretraining builders on the Austen training chapters."""
+    source = build.training_batches(setup, token_documents("train", max_documents), Tokenizer.default())
+    return build.build_trainer(setup, model, source)
 
 
 def curve(history: list[dict]) -> list[dict]:
@@ -215,10 +201,10 @@ def train_trunk(plan: TrunkPlan, seed: int, weights: Path | None = None) -> dict
     """Train the MLM-only trunk, probing it at plan.probe_at; save its final weights to `weights`."""
     device = experiment_device()
     config = trunk_config()
-    model = build_pretraining_model(config, "none", token_documents("train", plan.max_documents), seed=seed)
+    setup = plan.setup(seed)
+    model = build.build_model(setup, config, token_documents("train", plan.max_documents))
     model.to(device)
-    trainer = trainer_for(model, [plan.short, plan.long], "none", seed, plan.lr, plan.warmup, plan.max_documents,
-                          plan.steps)
+    trainer = trainer_for(model, setup, plan.max_documents)
     probes, history, start = [], [], time.perf_counter()
     for stop in plan.probe_at:
         trainer.config = dataclasses.replace(trainer.config, max_steps=stop)
@@ -247,12 +233,9 @@ def train_branch(weights: Path, task: str, plan: BranchPlan, trunk: TrunkPlan, s
     head = model.sop_classifier.classifier  # a fresh head, drawn as at initialisation: the trunk's never trained
     torch.nn.init.normal_(head.weight, std=model.config.initializer_range)
     torch.nn.init.zeros_(head.bias)
-    labelled = task != "none"
-    model.albert.pooler.requires_grad_(labelled)
-    model.sop_classifier.requires_grad_(labelled)
+    train_sentence_head(model, task != "none")
     model.to(device)
-    trainer = trainer_for(model, [plan.phase], task, seed, plan.lr, plan.warmup, trunk.max_documents,
-                          plan.phase.steps)
+    trainer = trainer_for(model, plan.setup(task, seed), trunk.max_documents)
     start = time.perf_counter()
     result = trainer.train()
     seconds = time.perf_counter() - start
@@ -294,7 +277,7 @@ def continue_classroom(source: Path, plan: Continuation, out: Path) -> dict:
 
     device = experiment_device()
     model = load_pretrained(source).to(device)
-    trainer = trainer_for(model, [plan.phase], "sop", plan.seed, plan.lr, plan.warmup, None, plan.phase.steps)
+    trainer = trainer_for(model, one_phase_setup(plan.phase, "sop", plan.seed, plan.lr, plan.warmup), None)
     start = time.perf_counter()
     result = trainer.train()
     seconds = time.perf_counter() - start

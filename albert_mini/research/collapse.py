@@ -1,6 +1,6 @@
 """Where a training collapse shows: attention entropy, how alike the positions are, q.k logit spread, pooler state.
 
-Used by the recipe search (albert_mini.study.recipe_search) on every probe and control, and by chapter 7 to
+Used by the recipe search (albert_mini.research.recipe_search) on every probe and control, and by chapter 7 to
 read the AdamW + clipping collapse of the sentence-loss control.
 """
 

@@ -6,7 +6,7 @@ and of B would beat chance. Each (slot, token) pair is one binary feature: slots
 B's first k, B's last k (k = 0: two slots, all of A and all of B). Held-out accuracy near 50% means the pairs
 carry no such lexical cue, so a model that beats chance must have learned something about order itself.
 
-    python -m albert_mini.study.lexical_sop --out data/results/lexical_sop.json
+    python -m albert_mini.research.lexical_sop --out data/results/lexical_sop.json
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import torch
 from ..cli import Parser
 from ..cli import run as run_cli
 from ..errors import UsageError
+from ..study.experiments.provenance import cpu_model, git_revision
 from ..text.instances import Instance, build_instances
-from .experiments.common import cpu_model, git_revision
 from .recipe_space import documents
 
 EDGES = (1, 3, 0)  # k = first/last 1, first/last 3, whole segments
@@ -96,13 +96,13 @@ def lexical_baselines(seq_lens=(64, 128), edges=EDGES, l2: float = 1e-5, steps: 
             rows.append(row)
     return {"about": "Logistic regression on position-specific bags of the first/last k tokens of segments A and B "
                      "(k=0: whole segments); training chapters (4 instance draws) -> validation + test chapters",
-            "command": "python -m albert_mini.study.lexical_sop", "machine": cpu_model(),
+            "command": "python -m albert_mini.research.lexical_sop", "machine": cpu_model(),
             "git_revision": git_revision(),
             "wall_seconds": round(time.perf_counter() - start, 1), "threads": torch.get_num_threads(), "rows": rows}
 
 
 def _main(argv: list[str]) -> dict:
-    p = Parser(prog="python -m albert_mini.study.lexical_sop", description=__doc__.split("\n")[0])
+    p = Parser(prog="python -m albert_mini.research.lexical_sop", description=__doc__.split("\n")[0])
     p.add_argument("--out", default="data/results/lexical_sop.json")
     p.add_argument("--steps", type=int, default=400, help="full-batch Adam steps (default 400)")
     p.add_argument("--l2", type=float, default=1e-5, help="L2 penalty on the weights (default 1e-5)")

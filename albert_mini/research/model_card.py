@@ -1,6 +1,6 @@
 """The classroom model's card: held-out MLM and SOP accuracy with 95% intervals, its curve, and how it was trained.
 
-`python -m albert_mini.study.model_card MODEL_DIR [--compare LABEL=METRICS ...]` scores an exported model on every
+`python -m albert_mini.research.model_card MODEL_DIR [--compare LABEL=METRICS ...]` scores an exported model on every
 held-out Austen chapter (validation and test splits, statically masked with a fixed seed, every example counted),
 draws held-out accuracy against training tokens for this run and any runs to compare, and writes MODEL_DIR/README.md.
 """
@@ -17,6 +17,9 @@ from ..cli import Parser
 from ..cli import run as run_cli
 from ..errors import UsageError
 from ..paths import FIGURES_ROOT, REPO_ROOT
+from ..study.experiments.provenance import cpu_model
+from ..study.paper import TABLE5
+from ..study.stats import wilson_interval
 from ..text.batches import build_pretraining_dataset, collate
 from ..text.corpus import load_corpus
 from ..text.tokenizer import Tokenizer
@@ -24,9 +27,6 @@ from ..training.checkpoint import load_pretrained
 from ..training.objectives import metrics_from_sums, pretraining_objective
 from ..training.rundir import MODEL_CARD_FILE as CARD_FILE
 from ..training.rundir import SCORES_FILE
-from .experiments.common import cpu_model
-from .paper import TABLE5
-from .stats import wilson_interval
 from .time_to_quality import read_run
 
 HELD_OUT_SPLITS = ("validation", "test")
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str]) -> None:
-    p = Parser(prog="python -m albert_mini.study.model_card", description=__doc__.splitlines()[0])
+    p = Parser(prog="python -m albert_mini.research.model_card", description=__doc__.splitlines()[0])
     p.add_argument("model_dir", help="an exported model directory (with run.json and metrics.jsonl)")
     p.add_argument("--compare", nargs="*", default=[], metavar="LABEL=RUN_DIR",
                    help="other run directories (or exported models) to draw beside this one")

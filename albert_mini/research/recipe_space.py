@@ -1,6 +1,9 @@
 """What a recipe probe varies (`Recipe`) and the data every probe shares: the Austen splits and the held-out sets.
 
-Used by the recipe search (albert_mini.study.recipe_search), its results builder and the time-to-quality study.
+A Recipe is a probe's view of the one pretraining setup (albert_mini.training.setup): `Recipe.setup` gives the
+PretrainingSetup a probe trains with, so the probes build their schedule, model, loss and optimizer with the same
+builders as the command line and the experiments (albert_mini.training.build). Used by the recipe search
+(albert_mini.research.recipe_search), its results builder and the controls.
 """
 
 from __future__ import annotations
@@ -8,18 +11,20 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..model.config import PRESETS, AlbertConfig
+from ..model.albert import AlbertForPreTraining
+from ..model.config import PRESETS, AlbertConfig, ConfigError
+from ..study.experiments.data import HELD_OUT_SEED
 from ..text.batches import PretrainingBatches, build_pretraining_dataset, tokenize_documents
 from ..text.corpus import load_corpus
 from ..text.tokenizer import Tokenizer
-from ..training.optim import OPTIMIZERS, WarmupPolyDecay
+from ..training import build
+from ..training.setup import PretrainingSetup
 
-HELD_OUT_SEED, SAMPLE_SEED = 1, 7  # the held-out masks and the training sample: the same for every probe
-DECAYS = ("linear", "constant")
-POSITION_INITS = ("normal", "sinusoidal")
+SAMPLE_SEED = 7  # the training sample: the same for every probe (held-out masks: the experiments' HELD_OUT_SEED)
 
 
 @dataclass(frozen=True)
@@ -55,22 +60,18 @@ class Recipe:
     preset: str = "albert-mini"  # the sizes above override it; tests use albert-nano
 
     def __post_init__(self):
-        checks = [(self.optimizer in OPTIMIZERS,
-                   f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}"),
-                  (self.decay in DECAYS, f"decay must be one of {', '.join(DECAYS)}, got {self.decay!r}"),
-                  (self.position_init in POSITION_INITS,
-                   f"position_init must be one of {', '.join(POSITION_INITS)}, got {self.position_init!r}"),
-                  (self.preset in PRESETS, f"preset must be one of {', '.join(PRESETS)}, got {self.preset!r}"),
-                  (self.lr > 0 and self.clip_norm > 0,
-                   f"lr and clip_norm must be > 0, got {self.lr}, {self.clip_norm}"),
-                  (0 < self.mask_prob < 1, f"mask_prob must be in (0, 1), got {self.mask_prob}"),
-                  (self.seq_len >= 8 and self.batch_size >= 1 and self.warmup >= 0,
-                   f"seq_len must be >= 8, batch_size >= 1, warmup >= 0; got {self.seq_len}, {self.batch_size}, "
-                   f"{self.warmup}"),
-                  (self.hidden % self.heads == 0, f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")]
-        for ok, message in checks:
-            if not ok:
-                raise UsageError(f"recipe: {message}")
+        """Checked where every setup is: a recipe is valid when its model and its pretraining setup are."""
+        if self.preset not in PRESETS:
+            raise UsageError(f"recipe: preset must be one of {', '.join(PRESETS)}, got {self.preset!r}")
+        try:
+            self.config()
+        except ConfigError as error:
+            raise UsageError(f"recipe: {error}") from None
+        try:
+            self.setup(1)
+        except UsageError as error:
+            fields = re.sub(r"--([a-z-]+)", lambda m: m.group(1).replace("-", "_"), str(error))  # flags as fields
+            raise UsageError(f"recipe: {fields}") from None
 
     def config(self) -> AlbertConfig:
         return AlbertConfig.from_preset(
@@ -79,10 +80,33 @@ class Recipe:
             attention_probs_dropout_prob=self.dropout, layer_norm_eps=self.layer_norm_eps,
             initializer_range=self.initializer_range)
 
-    def schedule(self, steps: int) -> WarmupPolyDecay:
-        # A "constant" rate is the poly decay with a vanishing power: 1 until the last step.
-        power = 1.0 if self.decay == "linear" else 1e-9
-        return WarmupPolyDecay(self.lr, steps, min(self.warmup, steps), power=power)
+    def steps_for(self, tokens: float) -> tuple[int, int]:
+        """(steps at seq_len, steps at long_seq_len) that spend `tokens` training tokens."""
+        if not self.long_seq_len:
+            return int(tokens // (self.batch_size * self.seq_len)), 0
+        short_tokens = tokens * (1 - self.long_fraction)
+        return (int(short_tokens // (self.batch_size * self.seq_len)),
+                int((tokens - short_tokens) // (self.batch_size * self.long_seq_len)))
+
+    def setup(self, steps: int, long_steps: int = 0) -> PretrainingSetup:
+        """The probe's pretraining setup: `steps` at seq_len, then `long_steps` at long_seq_len (same batch size)."""
+        common = dict(
+            preset=self.preset, task=self.task, seed=self.seed, batch_size=self.batch_size, lr=self.lr,
+            warmup=min(self.warmup, steps + long_steps), optimizer=self.optimizer, betas=tuple(self.betas),
+            weight_decay=self.weight_decay, clip_norm=self.clip_norm, output_bias=self.output_bias,
+            position_init=self.position_init, decay=self.decay, mask_prob=self.mask_prob, ngram=self.ngram,
+            max_predictions=max(20, math.ceil(self.mask_prob * self.seq_len)), mlm_weight=self.mlm_weight,
+            sentence_weight=self.sentence_weight, eval_every=0, save_every=0, quiet=True)
+        if not long_steps:
+            return PretrainingSetup(steps=steps, seq_len=self.seq_len, **common)
+        return PretrainingSetup(steps=steps + long_steps, seq_len=self.long_seq_len, short_seq_len=self.seq_len,
+                                short_fraction=steps / (steps + long_steps), short_batch_size=self.batch_size,
+                                **common)
+
+
+def build_model(recipe: Recipe) -> AlbertForPreTraining:
+    """The recipe's model, drawn from its seed, with the output bias and position table it asks for."""
+    return build.build_model(recipe.setup(1), recipe.config(), documents("train"))
 
 
 def nano_recipe(**changes) -> Recipe:

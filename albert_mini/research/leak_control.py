@@ -6,7 +6,7 @@ pairs, where our own pairs give 50%). A network trained on such pairs should fin
 accuracy rises from the constant answer towards the surface probe's, the sentence path learns a signal that is
 there, and a flat SOP curve on our cue-free pairs is about the task, not the wiring.
 
-    python -m albert_mini.study.leak_control --steps 600 --out data/results/leak_control.json
+    python -m albert_mini.research.leak_control --steps 600 --out data/results/leak_control.json
 """
 
 from __future__ import annotations
@@ -23,16 +23,17 @@ import torch
 from ..cli import Parser
 from ..cli import run as run_cli
 from ..errors import UsageError
+from ..study.experiments.measure import bits
+from ..study.experiments.provenance import cpu_model, git_revision
+from ..study.leak_probe import fit_logistic_regression, reference_style_instances, sentence_end_pieces, surface_features
+from ..study.stats import compare_paired, wilson_interval
 from ..text.batches import tokenize_documents
 from ..text.corpus import load_corpus
 from ..text.padding import pad_batch
 from ..text.tokenizer import Tokenizer
-from ..training.optim import build_optimizer
-from .experiments.common import bits, cpu_model, git_revision
-from .leak_probe import fit_logistic_regression, reference_style_instances, sentence_end_pieces, surface_features
+from ..training import build
 from .recipe_search import build_model, control_step, sentence_accuracy, sentence_logits
 from .recipe_space import Recipe, nano_recipe
-from .stats import compare_paired, wilson_interval
 
 HELD_OUT_SPLITS = ("validation", "test")
 
@@ -77,9 +78,7 @@ def run_leak_control(recipe: Recipe, steps: int, every: int = 50, max_documents:
 
     torch.manual_seed(recipe.seed)
     model = build_model(dataclasses.replace(recipe, output_bias="zeros"))  # the MLM head is not used
-    optimizer = build_optimizer(model, recipe.optimizer, lr=recipe.lr, weight_decay=recipe.weight_decay,
-                                betas=tuple(recipe.betas))
-    schedule = recipe.schedule(steps)
+    optimizer, schedule = build.build_optimization(recipe.setup(steps), model)
     val = pair_batches(held, 64, seed=0)
     order = held_out_order(len(held), 64)
     queue, draw, log, start = [], 0, [], time.perf_counter()
@@ -142,7 +141,7 @@ def main(argv: list[str] | None = None):
 
 
 def _main(argv: list[str]) -> dict:
-    p = Parser(prog="python -m albert_mini.study.leak_control", description=__doc__.splitlines()[0])
+    p = Parser(prog="python -m albert_mini.research.leak_control", description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=600, help="updates of the sentence loss (default 600)")
     p.add_argument("--every", type=int, default=50, help="held-out evaluation every this many updates")
     p.add_argument("--nano", action="store_true", help="albert-nano at 64 tokens (seconds, for a quick look)")

@@ -6,7 +6,7 @@ and the same background load; each is evaluated on the same held-out batches at 
 shipped classroom model and a new one) into data/results/time_to_quality.json and its figure.
 
     python benchmarks/time_to_quality.py --minutes 15 --out runs/ttq
-    python -m albert_mini.study.time_to_quality results OLD_RUN_DIR NEW_RUN_DIR
+    python -m albert_mini.research.time_to_quality results OLD_RUN_DIR NEW_RUN_DIR
 """
 
 from __future__ import annotations
@@ -20,16 +20,16 @@ import torch
 from ..cli import Parser
 from ..cli import run as run_cli
 from ..errors import UsageError
+from ..study.experiments.provenance import cpu_model, git_revision
 from ..training.distributed import DistInfo
-from ..training.pretrain import build_parser, build_trainer, check_args
+from ..training.launch import build_run
 from ..training.rundir import METRICS_FILE, RUN_FILE
-from .experiments.common import cpu_model, git_revision
+from ..training.setup import PretrainingSetup
 
 # The 15-minute run of data/results/pretrain_albert_mini_sop_15min, and the same with BERT's short-then-long curriculum.
-COMMON = ["--preset", "albert-mini", "--corpus", "austen", "--task", "sop", "--steps", "1200", "--warmup", "50",
-          "--lr", "5e-3", "--batch-size", "32", "--seq-len", "128", "--eval-batches", "16", "--eval-every", "0",
-          "--save-every", "0", "--keep", "1", "--quiet"]
-RECIPES = {"old": COMMON, "new": COMMON + ["--short-seq-len", "64", "--short-fraction", "0.9"]}
+OLD = PretrainingSetup(preset="albert-mini", corpus="austen", task="sop", steps=1200, warmup=50, lr=5e-3,
+                       batch_size=32, seq_len=128, eval_batches=16, eval_every=0, save_every=0, keep=1, quiet=True)
+RECIPES = {"old": OLD, "new": OLD.replace(short_seq_len=64, short_fraction=0.9)}
 
 
 def race(minutes: float, out: Path, slice_minutes: float = 1.0, recipes: dict | None = None, say=print) -> dict:
@@ -38,10 +38,9 @@ def race(minutes: float, out: Path, slice_minutes: float = 1.0, recipes: dict | 
         raise UsageError(f"--minutes and --slice-minutes must be > 0, got {minutes} and {slice_minutes}")
     recipes = recipes or RECIPES
     trainers = {}
-    for name, argv in recipes.items():
-        args = build_parser().parse_args(argv + ["--out", str(out / name), "--overwrite"])
-        check_args(args)
-        trainers[name] = build_trainer(args, DistInfo(), say=lambda *a, **k: None)
+    for name, setup in recipes.items():
+        run_setup = setup.replace(out=str(out / name), overwrite=True)
+        trainers[name] = build_run(run_setup, DistInfo(), say=lambda *a, **k: None)
     curves = {name: [] for name in recipes}
     budget = 0.0
     while budget < minutes:
@@ -60,7 +59,8 @@ def race(minutes: float, out: Path, slice_minutes: float = 1.0, recipes: dict | 
     summary = compare(curves["old"], curves["new"]) if {"old", "new"} <= set(curves) else None
     return {"minutes": minutes, "slice_minutes": slice_minutes, "machine": cpu_model(),
             "threads": torch.get_num_threads(), "git_revision": git_revision(),
-            "recipes": {name: " ".join(argv) for name, argv in recipes.items()}, "curves": curves, "summary": summary}
+            "recipes": {name: " ".join(setup.to_argv()) for name, setup in recipes.items()}, "curves": curves,
+            "summary": summary}
 
 
 def minutes_to_reach(curve: list[dict], target: float, axis: str = "minutes") -> float | None:
@@ -189,7 +189,7 @@ def report(result: dict) -> str:
 
 
 def _main(argv: list[str]):
-    p = Parser(prog="python -m albert_mini.study.time_to_quality", description=__doc__.split("\n")[0])
+    p = Parser(prog="python -m albert_mini.research.time_to_quality", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     results = sub.add_parser("results", help="time_to_quality.json and its figure from two run directories")
     results.error = p.error

@@ -1,15 +1,15 @@
 """A pretraining-recipe search: probes at one token budget, one seed, one held-out set; every probe recorded.
 
-    python -m albert_mini.study.recipe_search probe base --tokens 1.6e6 --threads 2 --out cache/recipe
-    python -m albert_mini.study.recipe_search probe adamw-1e-3 --set optimizer=adamw lr=1e-3 betas=0.9,0.98
-    python -m albert_mini.study.recipe_search control ctl-lamb --set seq_len=64 warmup=50 --steps 400
-    python -m albert_mini.study.recipe_search results --records data/results/recipe_search
+    python -m albert_mini.research.recipe_search probe base --tokens 1.6e6 --threads 2 --out cache/recipe
+    python -m albert_mini.research.recipe_search probe adamw-1e-3 --set optimizer=adamw lr=1e-3 betas=0.9,0.98
+    python -m albert_mini.research.recipe_search control ctl-lamb --set seq_len=64 warmup=50 --steps 400
+    python -m albert_mini.research.recipe_search results --records data/results/recipe_search
 
 A probe is a `Recipe` (optimizer, rate, warmup, sequence length, masking rate, dropout, sentence-loss weight,
 ...) trained on the Austen training chapters for a fixed number of tokens. Every probe is scored the same way:
 held-out MLM and SOP accuracy with ALBERT's masking (15% n-grams, seed 1) at 64 and at 128 tokens, the
 training-split MLM accuracy on a fixed sample (a widening gap means the data, not the optimisation, limits the
-model), and the collapse diagnostics of albert_mini.study.collapse.
+model), and the collapse diagnostics of albert_mini.research.collapse.
 
 A control trains the sentence loss alone (no MLM) on a label the network can certainly learn (segment A longer
 than B), or on a fixed small set of real SOP pairs: it separates "the sentence path cannot learn" from "SOP is
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import time
 from pathlib import Path
 
@@ -30,76 +29,28 @@ import torch.nn.functional as F
 from ..cli import Parser
 from ..cli import run as run_cli
 from ..errors import UsageError
-from ..model.albert import AlbertForPreTraining
-from ..specials import IGNORE_INDEX
-from ..text.batch_source import PhasedBatches
-from ..text.batches import PretrainingBatches, unigram_log_prior
-from ..training.objectives import PretrainingObjective, sentence_metrics_warning
-from ..training.optim import build_optimizer, clip_grad_global_norm
-from ..training.trainer import TrainConfig, Trainer, evaluate
+from ..study.experiments.provenance import cpu_model, git_revision
+from ..text.batches import PretrainingBatches
+from ..text.tokenizer import Tokenizer
+from ..training import build
+from ..training.objectives import sentence_metrics_warning
+from ..training.optim import clip_grad_global_norm
+from ..training.trainer import evaluate
 from .collapse import RULES, diagnose, relabel
-from .experiments.common import cpu_model, git_revision
 from .recipe_results import build_results, write_results  # noqa: F401  (the results are built here too)
-from .recipe_space import Recipe, dataset, documents, held_out, nano_recipe, parse_settings, train_sample  # noqa: F401
+from .recipe_space import (  # noqa: F401  (the harness's names, importable from here)
+    Recipe,
+    build_model,
+    dataset,
+    documents,
+    held_out,
+    nano_recipe,
+    parse_settings,
+    train_sample,
+)
 
-PROG = "python -m albert_mini.study.recipe_search"
+PROG = "python -m albert_mini.research.recipe_search"
 HELD_OUT_LENGTHS = (64, 128)  # every probe is scored at both, whatever it trains at
-
-
-class WeightedObjective(PretrainingObjective):
-    """MLM and sentence losses with weights; the logged metrics stay unweighted."""
-
-    def __init__(self, mlm_weight: float = 1.0, sentence_weight: float = 1.0):
-        self.mlm_weight, self.sentence_weight = mlm_weight, sentence_weight
-
-    def __call__(self, out, batch, denominators):
-        mlm_den, s_den = denominators
-        targets = batch["labels"][batch["labels"] != IGNORE_INDEX]  # (N,)
-        loss = self.mlm_weight * out.mlm_loss_sum / max(mlm_den, 1.0)
-        stats = [out.mlm_loss_sum.detach(), (out.mlm_logits.argmax(-1) == targets).sum(), out.mlm_count]
-        if out.sentence_loss_sum is not None:
-            y = batch["sentence_order_label"].view(-1)
-            loss = loss + self.sentence_weight * out.sentence_loss_sum / max(s_den, 1.0)
-            stats += [out.sentence_loss_sum.detach(), (out.sentence_logits.argmax(-1) == y).sum(), out.sentence_count]
-        else:
-            stats += [0.0, 0, 0]
-        return loss, torch.tensor([float(s) for s in stats], dtype=torch.float64)
-
-
-@torch.no_grad()
-def init_sinusoidal_positions(model: AlbertForPreTraining) -> None:
-    """Position embeddings start as sin/cos waves (std = initializer_range) instead of random draws."""
-    table = model.albert.embeddings.position_embeddings.weight
-    T, E = table.shape
-    position = torch.arange(T, dtype=torch.float32)[:, None]  # (T, 1)
-    freq = torch.exp(-math.log(10000.0) * torch.arange(0, E, 2, dtype=torch.float32) / E)[None, :]  # (1, E/2)
-    waves = torch.zeros(T, E)
-    waves[:, 0::2], waves[:, 1::2] = torch.sin(position * freq), torch.cos(position * freq)
-    table.copy_(waves / waves.std() * model.config.initializer_range)
-
-
-def build_model(recipe: Recipe) -> AlbertForPreTraining:
-    """The recipe's model, drawn from its seed, with the output bias and position table it asks for."""
-    torch.manual_seed(recipe.seed)
-    model = AlbertForPreTraining(recipe.config())
-    if recipe.output_bias == "unigram":
-        model.init_output_bias(unigram_log_prior(documents("train"), model.config.vocab_size))
-    if recipe.position_init == "sinusoidal":
-        init_sinusoidal_positions(model)
-    if recipe.task == "none":  # nothing trains them; see albert_mini.training.recipe
-        model.albert.pooler.requires_grad_(False)
-        model.sop_classifier.requires_grad_(False)
-    return model
-
-
-# ---------------------------------------------------------------------------------------------- probes
-def probe_steps(recipe: Recipe, tokens: float) -> tuple[int, int]:
-    """(steps at seq_len, steps at long_seq_len) that spend `tokens` training tokens."""
-    if not recipe.long_seq_len:
-        return int(tokens // (recipe.batch_size * recipe.seq_len)), 0
-    short_tokens = tokens * (1 - recipe.long_fraction)
-    return (int(short_tokens // (recipe.batch_size * recipe.seq_len)),
-            int((tokens - short_tokens) // (recipe.batch_size * recipe.long_seq_len)))
 
 
 def score(model, sets: dict, sample: list[dict]) -> dict:
@@ -113,26 +64,19 @@ def score(model, sets: dict, sample: list[dict]) -> dict:
 def run_probe(name: str, recipe: Recipe, tokens: float, out_dir: Path | None = None, eval_points: int = 8,
               say=print) -> dict:
     """Train one recipe for `tokens` tokens, scored `eval_points` times; its record, also written when out_dir."""
-    short_steps, long_steps = probe_steps(recipe, tokens)
+    short_steps, long_steps = recipe.steps_for(tokens)
     steps = short_steps + long_steps
-    if steps < 1:
+    if short_steps < 1:
         raise UsageError(f"--tokens {tokens:g} is less than one batch of {recipe.batch_size} x {recipe.seq_len}")
-    model = build_model(recipe)
-    source = PretrainingBatches(dataset("train", recipe, recipe.task, recipe.seed, dynamic=True), recipe.batch_size)
-    if long_steps:
-        long = dataclasses.replace(recipe, seq_len=recipe.long_seq_len)
-        then = PretrainingBatches(dataset("train", long, recipe.task, recipe.seed + 1, dynamic=True),
-                                  recipe.batch_size)
-        source = PhasedBatches(source, then, switch_after=short_steps)
+    every = max(1, steps // eval_points)
+    setup = recipe.setup(short_steps, long_steps).replace(log_every=max(1, every // 4))
+    model = build.build_model(setup, recipe.config(), documents("train"))
+    source = build.training_batches(setup, documents("train"), Tokenizer.default())
     lengths = (recipe.seq_len,) + tuple(n for n in HELD_OUT_LENGTHS if n != recipe.seq_len)
     sets = {n: held_out(recipe, seq_len=n) for n in lengths}
     sample = train_sample(recipe)
-    optimizer = build_optimizer(model, recipe.optimizer, lr=recipe.lr, weight_decay=recipe.weight_decay,
-                                betas=tuple(recipe.betas))
-    every = max(1, steps // eval_points)
-    config = TrainConfig(max_steps=steps, log_every=max(1, every // 4), clip_norm=recipe.clip_norm, progress=False)
-    trainer = Trainer(model, optimizer, recipe.schedule(steps), source,
-                      config, objective=WeightedObjective(recipe.mlm_weight, recipe.sentence_weight))
+    trainer = build.build_trainer(setup, model, source)
+    config = trainer.config
     curve, start = [], time.perf_counter()
     while trainer.step < steps:
         trainer.config = dataclasses.replace(config, max_steps=min(steps, trainer.step + every))
@@ -217,9 +161,7 @@ def run_control(name: str, recipe: Recipe, steps: int, out_dir: Path | None = No
     if rule != "sop":
         val = [relabel(b, rule) for b in val]
         fixed = [relabel(b, rule) for b in fixed] if fixed else None
-    optimizer = build_optimizer(model, recipe.optimizer, lr=recipe.lr, weight_decay=recipe.weight_decay,
-                                betas=tuple(recipe.betas))
-    schedule = recipe.schedule(steps)
+    optimizer, schedule = build.build_optimization(recipe.setup(steps), model)
     log, start = [], time.perf_counter()
     model.train()
     for step in range(steps):

@@ -1,0 +1,112 @@
+"""A pretraining run of the command line, from its setup: the user's text read and checked, model, batches and
+trainer built (albert_mini.training.build), the run directory checked, locked and recorded, a killed run resumed.
+
+The run directory gets run.json (the setup's settings, the tokenizer's path and sha256, the sha256 of every text
+file, the world size), config.json (the model), metrics.jsonl and checkpoints/step-NNNNNNN/.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..errors import UserError
+from ..model.config import AlbertConfig
+from ..model.counting import count_parameters
+from ..safe_files import atomic_write_text, check_out_folder
+from . import rundir
+from .build import build_model, build_trainer
+from .distributed import DistInfo, barrier
+from .pretrain_inputs import Inputs, build_inputs, load_tokenizer
+from .setup import PretrainingSetup, defaults
+from .trainer import Trainer
+
+
+class Diverged(UserError, FloatingPointError):
+    """The loss became NaN or infinite; the message names the step and the settings to change."""
+
+
+def run_record(setup: PretrainingSetup, config: AlbertConfig, info: DistInfo, tokenizer, inputs: Inputs) -> dict:
+    """What run.json holds: the settings that decide the numbers, the model, the tokenizer and the text."""
+    return {"kind": "pretrain", "settings": setup.settings(), "model": config.to_dict(),
+            "tokenizer": tokenizer.file_reference() if tokenizer is not None else None,
+            "corpus": inputs.corpus, "world_size": info.world_size,
+            "effective_batch": setup.batch_size * info.world_size * setup.accumulate, "command": " ".join(sys.argv)}
+
+
+def prepare_run_dir(out: Path, record: dict, overwrite: bool, info: DistInfo) -> bool:
+    """Check `out` against this run (albert_mini.training.rundir); True when it holds the same run (resume it)."""
+    same = rundir.resumable(out, record, overwrite, defaults())
+    barrier(info)  # every rank has read run.json before rank 0 may replace it
+    if info.is_main:
+        if not same:
+            rundir.clear(out, rundir.RUN)
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out / rundir.RUN_FILE, json.dumps(record, indent=2) + "\n")  # first: the files are a run
+        atomic_write_text(out / rundir.CONFIG_FILE, AlbertConfig.from_dict(record["model"]).to_json())
+    barrier(info)
+    return same
+
+
+def seed_everything(seed: int) -> None:
+    """Seed the global RNGs (Python, NumPy, torch); the data pipeline has its own seeded generators."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def build_run(setup: PretrainingSetup, info: DistInfo, say=print) -> Trainer:
+    """The run's trainer, resumed when --out holds the same run: what the command line trains."""
+    out = Path(setup.out)
+    rundir.check_run_dir(out)  # before the data is read: a directory a run may not use is refused at once
+    check_out_folder(out)  # and one that cannot be created or written
+    # One writer per directory: an existing --out is locked at once, a new one once it is created (bad flags
+    # found while the data is read then leave no directory behind).
+    locks = [rundir.RunLock(out)] if info.is_main and out.is_dir() else []
+    try:
+        trainer = _build_run(setup, info, say, out, locks)
+    except BaseException:
+        for lock in locks:
+            lock.release()
+        raise
+    trainer.run_lock = locks[0] if locks else None  # held while the trainer lives (released by the caller)
+    return trainer
+
+
+def _build_run(setup: PretrainingSetup, info: DistInfo, say, out: Path, locks: list) -> Trainer:
+    tokenizer = load_tokenizer(setup)
+    vocab = {"vocab_size": tokenizer.vocab_size} if tokenizer is not None else {}
+    config = AlbertConfig.from_preset(setup.preset, **vocab)
+    seed_everything(setup.seed)
+    inputs = build_inputs(setup, config.vocab_size, tokenizer, info)  # own seeded generators
+    # The training text's tokens start the output bias; the synthetic corpus has no text, so its bias starts at zero.
+    documents = inputs.train_documents
+    model_setup = setup if documents is not None else setup.replace(output_bias="zeros")
+    model = build_model(model_setup, config, documents).to(info.device)  # identical on every rank
+    torch.manual_seed(setup.seed + 1 + info.rank)  # dropout masks differ between ranks
+    if info.is_main and not locks:
+        locks.append(rundir.RunLock(out))
+    resuming = prepare_run_dir(out, run_record(setup, config, info, tokenizer, inputs), setup.overwrite, info)
+    trainer = build_trainer(setup, model, inputs.train, inputs.validation, dist=info)
+    if resuming and trainer.resume():
+        say(f"resumed {out} at step {trainer.step}")
+    effective = setup.batch_size * info.world_size * setup.accumulate
+    preset_vocab = AlbertConfig.from_preset(setup.preset).vocab_size
+    if config.vocab_size != preset_vocab:
+        say(f"vocab_size {config.vocab_size} from the tokenizer {tokenizer.path} (the preset has {preset_vocab})")
+    say(f"{setup.preset}: {count_parameters(model):,} parameters | {info.world_size} process(es) | effective batch "
+        f"{effective} x {setup.seq_len} tokens{phase_note(setup)} | {setup.optimizer} lr {setup.lr:g}, warmup "
+        f"{setup.warmup_steps}, {setup.steps} steps")
+    return trainer
+
+
+def phase_note(setup: PretrainingSetup) -> str:
+    phases = setup.phases()
+    if len(phases) == 1:
+        return ""
+    return f" (first {phases[0].steps} steps: {phases[0].batch_size} x {phases[0].seq_len})"

@@ -1,0 +1,152 @@
+"""The one pretraining setup: the command line's flags are its fields, it is checked once, and the command line,
+the experiments, the trunk and the recipe probes build their runs from it with the same builders."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import albert_mini
+from albert_mini.errors import UsageError
+from albert_mini.research.recipe_space import Recipe, nano_recipe
+from albert_mini.study.experiments.budget import FAST, FULL, Budget
+from albert_mini.study.experiments.trunk import FAST_BRANCH, FAST_TRUNK, FULL_BRANCH, FULL_TRUNK
+from albert_mini.training.pretrain import build_parser
+from albert_mini.training.setup import Phase, PretrainingSetup, cli_fields, curriculum
+
+PACKAGE = Path(albert_mini.__file__).resolve().parent
+
+
+def test_the_parser_has_one_flag_per_field_with_the_fields_defaults():
+    parser = build_parser()
+    flags = {a.dest: a for a in parser._actions if a.dest not in ("help", "debug")}  # a test may look inside
+    assert list(flags) == [f.name for f in cli_fields()]
+    for f in cli_fields():
+        if f.name in ("steps", "out"):
+            assert flags[f.name].required
+        elif f.name == "corpus":
+            assert flags[f.name].default == ["austen"]
+        else:
+            assert flags[f.name].default == f.default, f.name
+
+
+@pytest.mark.parametrize("changes", [
+    {},
+    {"short_seq_len": 64, "short_fraction": 0.5, "lr": 5e-3, "warmup": 40},
+    {"corpus": ("a.txt", "b/"), "tokenizer": "t.model", "validation": ("v.txt",), "split_by": "blank-line"},
+    {"task": "none", "group_by_length": True, "bf16": True, "masking": "static", "dupe_factor": 4, "seed": 7},
+])
+def test_flags_and_setup_convert_both_ways(changes):
+    setup = PretrainingSetup(steps=100, out="runs/x", **changes)
+    parsed = PretrainingSetup.from_args(build_parser().parse_args(setup.to_argv()))
+    assert parsed == setup
+
+
+def test_run_json_records_the_same_settings_as_before_the_setup_existed():
+    # The keys run.json has always recorded (vars(args) less the flags free on resume): resuming old runs works.
+    old_keys = {"accumulate", "batch_size", "bf16", "clip_norm", "corpus", "dupe_factor", "group_by_length",
+                "holdout_fraction", "lr", "masking", "optimizer", "output_bias", "preset", "seed", "seq_len",
+                "short_fraction", "short_seq_len", "split_by", "steps", "task", "tokenizer", "validation", "warmup",
+                "weight_decay"}
+    settings = PretrainingSetup(steps=10, out="r", corpus=["a.txt"], tokenizer="t.model").settings()
+    assert set(settings) == old_keys
+    assert list(settings) == sorted(settings)
+    assert settings["corpus"] == ["a.txt"]  # a list, as JSON gives it back
+    assert PretrainingSetup(steps=10, out="r").settings()["corpus"] == "austen"  # a named corpus is its name
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"steps": 0}, "--steps must be >= 1"),
+    ({"warmup": 20}, "--warmup must be in [0, --steps=10]"),
+    ({"seq_len": 1024}, "--seq-len must be in [8, 512]"),
+    ({"short_seq_len": 48}, "--short-seq-len must be in [8, --seq-len=128) and divide it"),
+    ({"short_seq_len": 64, "short_fraction": 1.0}, "--short-fraction must be in (0, 1)"),
+    ({"corpus": ["austen", "x.txt"]}, "one named corpus"),
+    ({"corpus": "synthetic", "short_seq_len": 64}, "--short-seq-len needs a text corpus"),
+    ({"corpus": ["x.txt"]}, "needs --tokenizer"),
+    ({"validation": ["v.txt"]}, "--validation applies to your own text"),
+    ({"task": "mlm"}, "--task must be one of sop, nsp, none"),
+    ({"lr": float("nan")}, "--lr must be a finite number > 0"),
+    ({"dupe_factor": 3}, "--dupe-factor 3 needs --masking static"),
+    ({"decay": "cosine"}, "decay must be one of linear, constant"),
+])
+def test_a_setup_that_cannot_work_is_refused_naming_the_setting(changes, message):
+    with pytest.raises(UsageError) as error:
+        PretrainingSetup(**{"steps": 10, "out": "r", **changes})
+    assert message in str(error.value)
+
+
+def test_replace_checks_again():
+    setup = PretrainingSetup(steps=10)
+    with pytest.raises(UsageError, match="--batch-size must be >= 1"):
+        setup.replace(batch_size=0)
+
+
+def test_curriculum_keeps_the_tokens_per_step_and_rounds_the_short_steps():
+    assert curriculum(600, 128, 32, 64, 0.9) == (Phase(540, 64, 64), Phase(60, 128, 32))
+    assert curriculum(5, 128, 32) == (Phase(5, 128, 32),)
+    assert curriculum(3, 128, 32, 32, 0.5) == (Phase(2, 32, 128), Phase(1, 128, 32))  # round half to even
+    first, then = curriculum(1000, 512, 8, 128, 0.9)
+    assert first.tokens / first.steps == then.tokens / then.steps
+
+
+@pytest.mark.parametrize("budget", [FULL, FAST, Budget(tokens=40 * 32 * 128, short_seq_len=None)])
+def test_an_experiment_budget_is_an_override_of_the_setup(budget):
+    setup = budget.setup("sop", seed=2)
+    assert setup.phases() == budget.phases()
+    assert sum(p.tokens for p in setup.phases()) == budget.steps * budget.batch_size * budget.seq_len
+    assert (setup.lr, setup.warmup_steps, setup.optimizer, setup.seed) == (budget.lr, budget.warmup,
+                                                                          budget.optimizer, 2)
+    assert setup.out is None and setup.quiet  # no run folder, no progress bar
+    # The cache key is the Budget's fields; the setup adds nothing a finished run would need.
+    assert budget.short_steps == (setup.phases()[0].steps if budget.short_seq_len else 0)
+
+
+@pytest.mark.parametrize("trunk, branch", [(FULL_TRUNK, FULL_BRANCH), (FAST_TRUNK, FAST_BRANCH)])
+def test_the_trunk_and_its_branches_are_setups_with_their_own_phases(trunk, branch):
+    assert trunk.setup(seed=0).phases() == (trunk.short, trunk.long)
+    assert trunk.setup(seed=0).task == "none"
+    assert branch.setup("sop", seed=1).phases() == (branch.phase,)
+
+
+def test_a_recipe_probe_is_an_override_of_the_setup():
+    recipe = nano_recipe(seq_len=64, long_seq_len=128, long_fraction=0.25, mlm_weight=0.5, decay="constant",
+                         warmup=1000)
+    short_steps, long_steps = recipe.steps_for(64 * 32 * 30 + 128 * 32 * 10)
+    setup = recipe.setup(short_steps, long_steps)
+    assert setup.phases() == (Phase(short_steps, 64, 32), Phase(long_steps, 128, 32))  # same batch, not tokens
+    assert (setup.mlm_weight, setup.decay, setup.preset) == (0.5, "constant", "albert-nano")
+    assert setup.warmup == setup.steps  # a warm-up longer than the probe is cut to it
+    assert Recipe().setup(100).phases() == (Phase(100, 128, 32),)
+
+
+def test_masking_options_are_the_references_at_the_defaults():
+    assert PretrainingSetup(steps=1).masking_options(128) == {}
+    assert PretrainingSetup(steps=1, mask_prob=0.2, max_predictions=26).masking_options(128) == {
+        "masked_lm_prob": 0.2, "ngram": 3, "max_predictions": 26}
+
+
+def calls_of(name: str) -> set[str]:
+    """The package modules (relative paths) that call `name(...)` anywhere."""
+    found = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+                if called == name:
+                    found.add(str(path.relative_to(PACKAGE)))
+    return found
+
+
+def test_schedule_model_and_loss_of_pretraining_are_built_in_one_place():
+    # The curriculum's two-phase source, the pretraining model and the weighted loss each have one builder.
+    assert calls_of("PhasedBatches") == {"training/build.py"}
+    assert calls_of("curriculum") == {"training/setup.py", "study/experiments/budget.py"}
+    assert calls_of("build_pretraining_model") == {"training/build.py"} | {
+        "study/experiments/estimate.py"}  # the estimate times one step of an untrained model
+    assert calls_of("pretraining_objective") <= {"training/objectives.py", "research/model_card.py"}
+    assert calls_of("init_sinusoidal_positions") == {"training/recipe.py"}
+
