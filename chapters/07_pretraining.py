@@ -472,7 +472,8 @@ recipe = PretrainingSetup(**settings)  # checked as the command line checks its 
 for phase in recipe.phases():
     print(phase, f"= {phase.tokens:,} tokens")
 print("warm-up steps:", recipe.warmup_steps)
-print("python -m albert_mini.training.pretrain", *recipe.to_argv(), "--out runs/classroom")
+print("python -m albert_mini.training.pretrain \\")
+print("   ", *recipe.to_argv(), "--out runs/classroom")
 
 # %% [markdown]
 # ## The classroom model fills in blanks
