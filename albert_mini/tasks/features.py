@@ -19,14 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from ..specials import CLS_ID, SEP_ID
 from ..text.padding import pad_batch
-from ..text.tokenizer import Tokenizer
 from .formats import ClassificationExample, MultipleChoiceExample, RecordError, SpanExample
+
+if TYPE_CHECKING:  # annotations only: text.tokenizer is also a command, which the package must not import early
+    from ..text.tokenizer import Tokenizer
 
 CharSpan = tuple[int, int]
 

@@ -6,9 +6,9 @@ checkpoint, from Hugging Face weights, or from random initialisation (the contro
 What depends on the head comes from the task's kind (albert_mini.tasks.kinds); tasks come from
 albert_mini.tasks.registry. The command line is albert_mini.tasks.finetune, which also re-exports these names.
 
-`import albert_mini` imports this module, so the task kinds, the registry and the tokenizer are imported inside the
-functions that use them: each imports a `python -m` command (albert_mini.text.tokenizer, and through the registry
-tasks.austen_tasks and tasks.polarity), and runpy warns when a command's module is already imported.
+`import albert_mini` imports this module, so the registry and the tokenizer are imported inside `run_task`, the one
+function that uses them: each is or imports a `python -m` command (albert_mini.text.tokenizer, and through the
+registry tasks.austen_tasks and tasks.polarity), and runpy warns when a command's module is already imported.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from ..text.batch_source import BatchSource
 from ..training.checkpoint import CheckpointError, latest_checkpoint, load_pretrained
 from ..training.optim import WarmupPolyDecay, build_optimizer
 from ..training.trainer import TrainConfig, Trainer
+from .kinds import task_kind
 
 if TYPE_CHECKING:
     from .registry import Task
@@ -59,7 +60,6 @@ class TaskObjective:
     progress = {"loss": "loss", "acc": "acc"}
 
     def __init__(self, kind: str):
-        from .kinds import task_kind  # it imports tasks.features, which imports the tokenizer command
 
         self.kind = task_kind(kind)
         self.inputs = (*_ENCODER_INPUTS, *self.kind.targets)
@@ -120,7 +120,6 @@ def build_task_model(kind: str, init: str | Path | nn.Module | None = None, conf
     Only `albert.*` weights are taken from the source; the head itself always starts from random weights
     drawn with `seed`, so a pretrained and a random-init model differ only in their encoders.
     """
-    from .kinds import task_kind  # it imports tasks.features, which imports the tokenizer command
 
     spec = task_kind(kind)
     source = None if init in (None, "random") else _encoder_source(init)

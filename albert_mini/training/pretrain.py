@@ -6,7 +6,8 @@
     python -m albert_mini.training.pretrain --corpus my_texts/ --tokenizer runs/my.model --steps 600 --out runs/my
     torchrun --standalone --nproc_per_node 2 -m albert_mini.training.pretrain ...   # DDP: training/distributed.py
 
-The run directory gets run.json (these settings, the tokenizer's path and sha256, the sha256 of every text
+The flags are the fields of PretrainingSetup (training/setup.py), checked there once; training/launch.py builds
+the run and its directory: run.json (these settings, the tokenizer's path and sha256, the sha256 of every text
 file, the world size), config.json (the model), metrics.jsonl (one line per log step and evaluation) and
 checkpoints/step-NNNNNNN/.
 """
