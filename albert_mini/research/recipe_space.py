@@ -22,7 +22,7 @@ from ..text.batches import PretrainingBatches, build_pretraining_dataset, tokeni
 from ..text.corpus import load_corpus
 from ..text.tokenizer import Tokenizer
 from ..training import build
-from ..training.setup import PretrainingSetup
+from ..training.setup import PretrainingSetup, in_process
 
 SAMPLE_SEED = 7  # the training sample: the same for every probe (held-out masks: the experiments' HELD_OUT_SEED)
 
@@ -96,12 +96,12 @@ class Recipe:
             weight_decay=self.weight_decay, clip_norm=self.clip_norm, output_bias=self.output_bias,
             position_init=self.position_init, decay=self.decay, mask_prob=self.mask_prob, ngram=self.ngram,
             max_predictions=max(20, math.ceil(self.mask_prob * self.seq_len)), mlm_weight=self.mlm_weight,
-            sentence_weight=self.sentence_weight, eval_every=0, save_every=0, quiet=True)
+            sentence_weight=self.sentence_weight)
         if not long_steps:
-            return PretrainingSetup(steps=steps, seq_len=self.seq_len, **common)
-        return PretrainingSetup(steps=steps + long_steps, seq_len=self.long_seq_len, short_seq_len=self.seq_len,
-                                short_fraction=steps / (steps + long_steps), short_batch_size=self.batch_size,
-                                **common)
+            return in_process(steps=steps, seq_len=self.seq_len, **common)
+        return in_process(steps=steps + long_steps, seq_len=self.long_seq_len, short_seq_len=self.seq_len,
+                          short_fraction=steps / (steps + long_steps), short_batch_size=self.batch_size,
+                          **common)
 
 
 def build_model(recipe: Recipe) -> AlbertForPreTraining:

@@ -26,32 +26,32 @@ def phase_batches(setup: PretrainingSetup, documents, tokenizer, seq_len: int, b
     """Training batches of one length: masked as the setup says (dynamic or static), this process's shard."""
     dataset = build_pretraining_dataset(documents, tokenizer, setup.task, seq_len, seed=setup.seed,
                                         dynamic=setup.masking == "dynamic", dupe_factor=setup.dupe_factor,
-                                        **setup.masking_options(seq_len))
+                                        **setup.masking_options())
     return PretrainingBatches(dataset, batch_size, group_by_length=setup.group_by_length).shard(rank, world_size)
 
 
 def training_batches(setup: PretrainingSetup, documents, tokenizer, rank: int = 0,
                      world_size: int = 1) -> BatchSource:
     """The training source: every phase of the schedule in turn (short sequences first under the curriculum)."""
+    phases = setup.phases()
     sources = [phase_batches(setup, documents, tokenizer, p.seq_len, p.batch_size, rank, world_size)
-               for p in setup.phases()]
+               for p in phases]
     if len(sources) == 1:
         return sources[0]
-    first, _ = setup.phases()
-    return PhasedBatches(sources[0], sources[1], switch_after=first.steps * setup.accumulate)
+    return PhasedBatches(sources[0], sources[1], switch_after=phases[0].steps * setup.accumulate)
 
 
 def validation_batches(setup: PretrainingSetup, documents, tokenizer, seed: int | None = None,
-                       task: str | None = None, count: int | None = None, batch_size: int | None = None,
-                       rank: int = 0, world_size: int = 1) -> list[dict]:
+                       task: str | None = None, count: int | None = None, rank: int = 0,
+                       world_size: int = 1) -> list[dict]:
     """Held-out batches at the setup's length, masked once (static) so every evaluation scores the same tokens.
 
-    By default: the setup's task, seed and batch size, --eval-batches of them; the experiments fix the seed (and
+    By default: the setup's task and seed, --eval-batches of them; the experiments fix the seed (and
     the task) so that every model they compare is scored on the same masked tokens."""
     dataset = build_pretraining_dataset(documents, tokenizer, task or setup.task, setup.seq_len,
                                         seed=setup.seed if seed is None else seed, dynamic=False,
-                                        **setup.masking_options(setup.seq_len))
-    source = PretrainingBatches(dataset, batch_size or setup.batch_size).shard(rank, world_size)
+                                        **setup.masking_options())
+    source = PretrainingBatches(dataset, setup.batch_size).shard(rank, world_size)
     return source.take(setup.eval_batches if count is None else count)
 
 
@@ -80,7 +80,7 @@ def train_config(setup: PretrainingSetup) -> TrainConfig:
     return TrainConfig(
         max_steps=setup.steps, max_minutes=setup.minutes, accumulate=setup.accumulate, clip_norm=setup.clip_norm,
         log_every=setup.log_every, eval_every=setup.eval_every, eval_batches=setup.eval_batches,
-        save_every=setup.save_every if setup.out else 0, keep_checkpoints=setup.keep, out_dir=setup.out,
+        save_every=setup.save_every, keep_checkpoints=setup.keep, out_dir=setup.out,
         bf16=setup.bf16, compile=setup.compile, progress=not setup.quiet, echo=not setup.quiet)
 
 

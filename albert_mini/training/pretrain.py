@@ -65,18 +65,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def check_args(args: argparse.Namespace) -> PretrainingSetup:
-    """The setup of parsed flags; a value that cannot work raises a UsageError naming the flag."""
-    return PretrainingSetup.from_args(args)
-
-
 def main(argv: list[str] | None = None) -> TrainResult:
     """Command line (see --help); bad flags, files or directories end with one error line and exit status 2."""
     return run_cli(_main, argv)
 
 
 def _main(argv: list[str]) -> TrainResult:
-    setup = check_args(build_parser().parse_args(argv))
+    setup = PretrainingSetup.from_args(build_parser().parse_args(argv))  # checked there, once
     info = init_distributed()
     try:
         return run(setup, info)

@@ -122,7 +122,7 @@ def check_task_fits(tokens, task: str, split: str, split_by: str | None) -> None
 
 def check_batches(args: PretrainingSetup, splits: dict, world_size: int, length: int, batch: int,
                   evals: int) -> None:
-    """Refuse settings under which a process gets no full training batch of `batch` sequences of `seq_len`
+    """Refuse settings under which a process gets no full training batch of `batch` sequences of `length`
     tokens, or fewer than `evals` evaluation batches.
 
     The message names the flags and values that work, computed from the same example counts the datasets

@@ -28,6 +28,7 @@ NAMED_CORPORA = ("austen", "synthetic")
 SPLIT_BY = {"file": "file", "blank-line": "blank_line"}  # --split-by value -> load_text_files mode
 DEFAULT_HOLDOUT = 0.05
 DECAYS = ("linear", "constant")
+MASKINGS = ("dynamic", "static")
 TRAIN_TOKENIZER = "python -m albert_mini.text.tokenizer train --text PATH... --vocab-size 8000 --out tok.model"
 
 # Settings that do not change what is computed: they may differ between a run and its resumption.
@@ -132,7 +133,7 @@ class PretrainingSetup:
         "seed of the model init, the data order and the masking", type=seed_number))
     masking: str = field(default="dynamic", metadata=flag(
         "dynamic: new instances and masks every epoch; static: built once, as the reference does",
-        choices=("dynamic", "static")))
+        choices=MASKINGS))
     dupe_factor: int = field(default=1, metadata=flag(
         "static masking only: differently masked copies of the corpus (the reference used 40)", type=int))
     group_by_length: bool = field(default=False, metadata=flag(
@@ -193,8 +194,8 @@ class PretrainingSetup:
         """Whether the corpus is the user's own files (not austen or synthetic)."""
         return not isinstance(self.corpus, str)
 
-    def masking_options(self, seq_len: int) -> dict:
-        """The Masker options of a run at `seq_len`: none at the defaults (the reference's masking)."""
+    def masking_options(self) -> dict:
+        """The Masker options of the run: none at the defaults (the reference's masking)."""
         if (self.mask_prob, self.ngram, self.max_predictions) == (0.15, 3, None):
             return {}
         cap = self.max_predictions if self.max_predictions is not None else 20
@@ -236,6 +237,12 @@ def _plain(value):
     return list(value) if isinstance(value, tuple) else value
 
 
+def in_process(**settings) -> PretrainingSetup:
+    """A setup for a run trained inside another program (an experiment, the trunk, a probe): no run folder, no
+    evaluation before the end, no progress bar."""
+    return PretrainingSetup(**{"eval_every": 0, "save_every": 0, "quiet": True, **settings})
+
+
 def cli_fields() -> list[dataclasses.Field]:
     """The fields that are command-line flags, in the order --help lists them."""
     return [f for f in dataclasses.fields(PretrainingSetup) if "help" in f.metadata]
@@ -270,7 +277,7 @@ def check(s: PretrainingSetup) -> None:
     """Refuse settings that cannot work, naming the flag and a valid choice: the one place a setup is checked."""
     choices = {"--preset": (s.preset, PRESETS), "--task": (s.task, SENTENCE_TASKS), "--optimizer": (s.optimizer,
                OPTIMIZERS), "--output-bias": (s.output_bias, OUTPUT_BIASES), "--masking": (s.masking,
-               ("dynamic", "static")), "decay": (s.decay, DECAYS), "position_init": (s.position_init, POSITION_INITS)}
+               MASKINGS), "decay": (s.decay, DECAYS), "position_init": (s.position_init, POSITION_INITS)}
     for name, (value, known) in choices.items():
         if value not in known:
             raise UsageError(f"{name} must be one of {', '.join(known)}, got {value!r}")

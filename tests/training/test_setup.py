@@ -123,8 +123,8 @@ def test_a_recipe_probe_is_an_override_of_the_setup():
 
 
 def test_masking_options_are_the_references_at_the_defaults():
-    assert PretrainingSetup(steps=1).masking_options(128) == {}
-    assert PretrainingSetup(steps=1, mask_prob=0.2, max_predictions=26).masking_options(128) == {
+    assert PretrainingSetup(steps=1).masking_options() == {}
+    assert PretrainingSetup(steps=1, mask_prob=0.2, max_predictions=26).masking_options() == {
         "masked_lm_prob": 0.2, "ngram": 3, "max_predictions": 26}
 
 

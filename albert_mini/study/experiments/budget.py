@@ -15,7 +15,7 @@ from pathlib import Path
 from ...model.config import AlbertConfig, embedding_variant
 from ...paths import REPO_ROOT
 from ...settings import fast_mode
-from ...training.setup import Phase, PretrainingSetup, curriculum
+from ...training.setup import Phase, PretrainingSetup, curriculum, in_process
 
 # Training tokens per model, the one budget knob of each mode (`make experiments` is "full"; tests run "fast").
 # Full: 512 steps of 32 x 128 tokens (2,097,152), half of them at 64 tokens: at 655,360 tokens (the budget before)
@@ -79,11 +79,11 @@ class Budget:
 
     def setup(self, task: str, seed: int) -> PretrainingSetup:
         """The pretraining setup of one experiment run: this budget on the Austen chapters, no run folder."""
-        return PretrainingSetup(
+        return in_process(
             corpus="austen", task=task, seed=seed, steps=self.steps, batch_size=self.batch_size,
             seq_len=self.seq_len, short_seq_len=self.short_seq_len, short_fraction=self.short_fraction, lr=self.lr,
-            warmup=self.warmup, optimizer=self.optimizer, eval_batches=self.eval_batches, eval_every=0,
-            save_every=0, log_every=max(1, self.steps // 20), quiet=True)
+            warmup=self.warmup, optimizer=self.optimizer, eval_batches=self.eval_batches,
+            log_every=max(1, self.steps // 20))
 
     def as_dict(self) -> dict:
         """The settings and what they imply (steps, warm-up), as recorded with every result."""

@@ -28,7 +28,7 @@ from ...text.tokenizer import Tokenizer
 from ...training import build
 from ...training.checkpoint import weights_bytes
 from ...training.recipe import train_sentence_head
-from ...training.setup import Phase, PretrainingSetup
+from ...training.setup import Phase, PretrainingSetup, in_process
 from ...training.trainer import Trainer
 from ..probes import linear_probe, pooled_outputs
 from ..smoothness import layer_smoothness
@@ -65,11 +65,11 @@ class TrunkPlan:
 
     def setup(self, seed: int) -> PretrainingSetup:
         """The trunk as a pretraining setup: MLM only, BERT's curriculum with this plan's two phases."""
-        setup = PretrainingSetup(
+        setup = in_process(
             task="none", seed=seed, steps=self.steps, seq_len=self.long.seq_len, batch_size=self.long.batch_size,
             short_seq_len=self.short.seq_len, short_fraction=self.short.steps / self.steps,
-            short_batch_size=self.short.batch_size, lr=self.lr, warmup=self.warmup, eval_every=0, save_every=0,
-            log_every=max(1, self.steps // 40), quiet=True)
+            short_batch_size=self.short.batch_size, lr=self.lr, warmup=self.warmup,
+            log_every=max(1, self.steps // 40))
         assert setup.phases() == (self.short, self.long), setup.phases()
         return setup
 
@@ -92,9 +92,8 @@ class BranchPlan:
 
 def one_phase_setup(phase: Phase, task: str, seed: int, lr: float, warmup: int) -> PretrainingSetup:
     """A pretraining setup of one phase (a branch, the classroom model's continuation)."""
-    return PretrainingSetup(task=task, seed=seed, steps=phase.steps, seq_len=phase.seq_len,
-                            batch_size=phase.batch_size, lr=lr, warmup=warmup, eval_every=0, save_every=0,
-                            log_every=max(1, phase.steps // 40), quiet=True)
+    return in_process(task=task, seed=seed, steps=phase.steps, seq_len=phase.seq_len, batch_size=phase.batch_size,
+                      lr=lr, warmup=warmup, log_every=max(1, phase.steps // 40))
 
 
 FULL_TRUNK, FULL_BRANCH = TrunkPlan(), BranchPlan()
