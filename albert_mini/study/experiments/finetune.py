@@ -17,7 +17,7 @@ from ...training.checkpoint import load_pretrained
 from ..stats import compare_paired, seed_summary
 from ..task_baselines import task_baselines
 from .budget import FAST, Budget
-from .measure import bits
+from .measure import bits, constant_head
 from .tables import pm, seed_rows
 
 CHANCE = {"polarity": 50, "austen-mc": 25}  # % a constant answer scores
@@ -54,15 +54,34 @@ def plan(budget: Budget, seeds) -> list[Finetuning]:
             for task, settings in finetune_settings(budget, seed).items() for init in ("pretrained", "random")]
 
 
-def correctness(model, task_name: str, settings: FinetuneSettings) -> str | None:
-    """Per-test-example correctness of a label task (None for spans, scored by EM/F1): for paired tests."""
+def test_predictions(model, task_name: str, settings: FinetuneSettings) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(predicted, true) labels of a label task's test examples (None for spans, scored by EM/F1)."""
     task = get_task(task_name)
     if task.kind == "span":
         return None
     examples = task.load(task.splits[-1])[:settings.max_eval_examples]
     features = task.features(Tokenizer.default(), examples)
     logits = predict_logits(model, in_order(features, task.collate, 32))
-    return bits(logits.argmax(-1) == torch.tensor([f.label for f in features]))
+    return logits.argmax(-1), torch.tensor([f.label for f in features])
+
+
+def correctness(model, task_name: str, settings: FinetuneSettings) -> str | None:
+    """Per-test-example correctness of a label task (None for spans, scored by EM/F1): for paired tests."""
+    predicted = test_predictions(model, task_name, settings)
+    return None if predicted is None else bits(predicted[0] == predicted[1])
+
+
+def answers(task_name: str, correct: str | None, max_examples: int | None) -> list[int] | None:
+    """The distinct labels a two-label classifier predicted on the test examples, recovered from its per-example
+    correctness (a wrong answer is the other label); None where correctness cannot tell (spans, multiple choice)."""
+    task = get_task(task_name)
+    if correct is None or task.kind != "classification":
+        return None
+    labels = [e.label for e in task.load(task.splits[-1])[:max_examples]]
+    if len(set(labels)) != 2 or len(labels) != len(correct):
+        return None
+    low, high = sorted(set(labels))
+    return sorted({y if bit == "1" else low + high - y for y, bit in zip(labels, correct)})
 
 
 def finetune_one(run: Finetuning, pretrained) -> dict:
@@ -88,8 +107,15 @@ def run(runner) -> dict:
         rows[task] = {}
         for init, recs in pair.items():
             first = recs[min(recs)]
-            rows[task][init] = {**seed_rows(recs, metrics), "settings": first["settings"], "epochs": first["epochs"],
-                                "train_examples": first.get("train_examples"),
+            # The row pools its seeds: the settings shared by every run, and the seeds apart.
+            shared = {k: v for k, v in first["settings"].items() if k != "seed"}
+            predicted = [answers(task, recs[s]["correct"], recs[s]["settings"].get("max_eval_examples"))
+                         for s in sorted(recs)]
+            rows[task][init] = {**seed_rows(recs, metrics), "settings": shared, "seeds": sorted(recs),
+                                "epochs": first["epochs"], "train_examples": first.get("train_examples"),
+                                "answers": predicted,
+                                "constant_seeds": sum(constant_head({"answers": a}) for a in predicted if a)
+                                if any(predicted) else None,  # None: the records cannot tell
                                 "n": first.get("n"), "correct": [recs[s]["correct"] for s in sorted(recs)]
                                 if first["correct"] is not None else None,
                                 "train_seconds": [recs[s]["train_seconds"] for s in sorted(recs)],
@@ -101,8 +127,10 @@ def run(runner) -> dict:
         rows[task]["pretrained_vs_random"] = {m: seed_summary(
             [a - b for a, b in zip(ours[m]["values"], theirs[m]["values"])]) for m in metrics}
         if ours["correct"] is not None:
+            # No test against a head that gave one answer to every example: None marks that seed.
             rows[task]["pretrained_vs_random"]["mcnemar_per_seed"] = [
-                compare_paired(a, b)["mcnemar_p"] for a, b in zip(ours["correct"], theirs["correct"])]
+                None if any(x and constant_head({"answers": x}) for x in (p, q)) else compare_paired(a, b)["mcnemar_p"]
+                for a, b, p, q in zip(ours["correct"], theirs["correct"], ours["answers"], theirs["answers"])]
             if ours["n"] == baseline["n"]:  # the baseline answers the same test examples, once for every seed
                 for init in ("pretrained", "random"):
                     rows[task][f"{init}_vs_baseline"] = {"accuracy": seed_summary(
