@@ -28,8 +28,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm import tqdm
+from tqdm.auto import tqdm
 
+from ..settings import static_output
 from .checkpoint import (
     CheckpointError,
     capture_rng_state,
@@ -63,7 +64,7 @@ class TrainConfig:
     out_dir: str | None = None  # metrics.jsonl and checkpoints/ go here (rank 0 only)
     bf16: bool = False  # bf16 autocast: for GPUs and AMX CPUs; about 5x slower on AVX2-only CPUs
     compile: bool = False  # torch.compile the model
-    progress: bool = True  # tqdm bar, shown only on a terminal, on rank 0, and never when CI=true
+    progress: bool = True  # tqdm bar on a terminal or in a Jupyter kernel, rank 0; never under CI or `make book`
     echo: bool = False  # also print one line per log step and evaluation (never when CI=true)
 
     def __post_init__(self):
@@ -131,6 +132,13 @@ def evaluate(model: torch.nn.Module, batches, dist: DistInfo | None = None, max_
 
 def _ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def _in_kernel() -> bool:
+    """Whether this runs in a Jupyter kernel, where tqdm.auto draws a widget bar (stderr is no terminal there)."""
+    shell = sys.modules.get("IPython")
+    ip = shell.get_ipython() if shell is not None and hasattr(shell, "get_ipython") else None
+    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
 
 
 # ---------------------------------------------------------------------- the trainer
@@ -227,7 +235,8 @@ class Trainer:
     def train(self) -> TrainResult:
         """Run until max_steps, the time budget or the data ends; log, evaluate and save along the way."""
         cfg = self.config
-        show_bar = cfg.progress and self.dist.is_main and sys.stderr.isatty() and not _ci()
+        show_bar = (cfg.progress and self.dist.is_main and (sys.stderr.isatty() or _in_kernel()) and not _ci()
+                    and not static_output())
         bar = tqdm(total=cfg.max_steps, initial=self.step, desc=self.objective.name, dynamic_ncols=True,
                    disable=not show_bar)
         self._bar = bar
