@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from ..paths import DATA_ROOT
+from .glance import Difference
 from .stats import seed_summary, wilson_interval
 
 RESULTS = DATA_ROOT / "results"
@@ -159,6 +160,46 @@ def row_difference(rows: list[dict], a: str, b: str, key: str = "mlm_loss") -> d
     return seed_summary([by_name[a]["per_seed"][s][key] - by_name[b]["per_seed"][s][key] for s in seeds])
 
 
+def variant_differences(rows: list[dict], key: str = "mlm_loss") -> list[Difference]:
+    """Each variant row minus its baseline row, seed by seed, as Differences for `glance.seed_table`: the MLM loss
+    (lower is better) or, with key "mlm", the MLM accuracy in points."""
+    out = []
+    for row in rows:
+        versus = row.get(f"{key}_vs_baseline")
+        if versus:
+            out.append(_difference(row["model"], row["baseline"], versus["values"], key))
+    return out
+
+
+def contrast(rows: list[dict], a: str, b: str, key: str = "mlm_loss") -> Difference:
+    """Row `a` minus row `b` of a variant table, seed by seed, as a Difference (see row_difference)."""
+    return _difference(a, b, row_difference(rows, a, b, key)["values"], key)
+
+
+def _difference(a: str, b: str, values: list[float], key: str) -> Difference:
+    if key == "mlm_loss":
+        return Difference(a, b, values, "MLM loss", "lower", 1.0, 3)
+    return Difference(a, b, values, "MLM accuracy, points", "higher", 100.0, 1)
+
+
+def finetune_differences(rows: list[dict], against: str = "random") -> list[Difference]:
+    """Chapter 8's comparison as Differences: the pretrained encoder minus the random one (or, with against
+    "baseline", minus the no-network baseline where it answered the same examples), per task, seed by seed."""
+    out = []
+    for row in rows:
+        unit = "points" if row["scale"] == 100 else "EM"
+        if against == "random":
+            note = (f"random encoder gave one answer in {row['random_constant']} of {row['seeds']} seeds (not "
+                    "tested by McNemar)" if row.get("random_constant") else None)
+            out.append(Difference("pretrained", "random", row["per_seed"], f"{row['task']} {row['metric']}, {unit}",
+                                  "higher", row["scale"], 1, note, row["task"]))
+        elif row["vs_baseline_values"] is not None:
+            out.append(Difference("pretrained", "baseline", row["vs_baseline_values"],
+                                  f"{row['task']} {row['metric']}, {unit}", "higher", row["scale"], 1,
+                                  label=row["task"]))
+    return out
+
+
 def seeds_above_chance(correct: list[str], chance: float = 0.5) -> dict:
     """Per seed, the accuracy and its Wilson 95% interval on the held-out examples; how many lie above `chance`."""
     per_seed = []
@@ -281,6 +322,7 @@ def finetune_rows(folder: Path | None = None) -> list[dict]:
                    "test": "t interval over seeds",
                    "vs_baseline": against["accuracy"]["mean"] if against else None,
                    "vs_baseline_interval": against["accuracy"]["ci95"] if against else None,
+                   "vs_baseline_values": against["accuracy"]["values"] if against else None,
                    "chance": result["chance"].get(task)}
         else:
             em = pair["pretrained_vs_random"]["exact_match"]
@@ -288,11 +330,13 @@ def finetune_rows(folder: Path | None = None) -> list[dict]:
                    "random": r["exact_match"], "baseline": baseline["exact_match"],  # percent, as SQuAD's script
                    "difference": em["mean"], "interval": em["ci95"], "per_seed": em["values"],
                    "mcnemar_per_seed": None, "test": "t interval over seeds", "vs_baseline": None,
-                   "vs_baseline_interval": None, "chance": None}
+                   "vs_baseline_interval": None, "vs_baseline_values": None, "chance": None}
         row["verdict"] = verdict(row["interval"], "pretrained ahead", "random ahead")
         row["baseline_verdict"] = (verdict(row["vs_baseline_interval"], "above the baseline", "below the baseline")
                                    if row["vs_baseline_interval"] is not None else "-")
         row["steps"], row["batch_size"] = p["settings"]["steps"], p["settings"]["batch_size"]
         row["epochs"], row["n"], row["seeds"] = p["epochs"], p["n"], len(p[row["metric"].replace(" ", "_")]["values"])
+        # Seeds whose head gave one answer to every test example (None where the file cannot tell).
+        row["pretrained_constant"], row["random_constant"] = p.get("constant_seeds"), r.get("constant_seeds")
         rows.append(row)
     return rows
