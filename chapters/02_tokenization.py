@@ -128,6 +128,21 @@ print(textwrap.fill(f"ids: {tokenizer.encode(opening)}", 88))
 print(textwrap.fill("decoded: " + tokenizer.decode(tokenizer.encode(opening)), 88))
 
 # %% [markdown]
+# The same sentence as the model receives it, between `[CLS]` and `[SEP]` (`albert_mini.book.diagrams.pieces_diagram`):
+# every word is one piece (blue, after a space), only the punctuation attaches to the word before it (green), and
+# under each piece is the id, the row of the embedding table the model looks up.
+
+# %%
+import matplotlib.pyplot as plt
+
+from albert_mini.book.diagrams import pieces_diagram
+from albert_mini.paths import save_figure
+
+fig = pieces_diagram(tokenizer, opening)
+save_figure(fig, "02_pieces_and_ids.png")
+plt.show()
+
+# %% [markdown]
 # > **Differs from BERT.** BERT uses WordPiece (a vocabulary of 30,522 for the English models): text is first
 # > split on whitespace and punctuation, then each word is cut greedily into the longest pieces in the
 # > vocabulary, continuations marked with `##`. SentencePiece needs no language-specific pre-splitting and marks

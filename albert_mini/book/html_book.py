@@ -44,6 +44,39 @@ article pre { font-size: 13.5px; }
 div.cell_output pre, div.output pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 """
 
+# A figure opens at full size over the page on click (a click or Escape closes it): the column shows figures scaled
+# down, and a reader may want a detail larger. A local script and style, so it works offline and from file://.
+ZOOM = "zoom"  # _static/zoom.js and _static/zoom.css
+ZOOM_JS = """\
+document.addEventListener("DOMContentLoaded", function () {
+  var overlay = document.createElement("div");
+  var big = document.createElement("img");
+  overlay.className = "zoom-overlay";
+  overlay.title = "click or press Escape to close";
+  overlay.appendChild(big);
+  document.body.appendChild(overlay);
+  function close() { overlay.classList.remove("open"); }
+  overlay.addEventListener("click", close);
+  document.addEventListener("keydown", function (e) { if (e.key === "Escape") close(); });
+  document.querySelectorAll("article.bd-article img").forEach(function (img) {
+    if (img.closest("a")) return;  // an image that is already a link keeps it
+    function open() { big.src = img.currentSrc || img.src; big.alt = img.alt; overlay.classList.add("open"); }
+    img.classList.add("zoomable");
+    img.title = "click to see full size";
+    img.tabIndex = 0;
+    img.addEventListener("click", open);
+    img.addEventListener("keydown", function (e) { if (e.key === "Enter") open(); });
+  });
+});
+"""
+ZOOM_CSS = """\
+img.zoomable { cursor: zoom-in; }
+.zoom-overlay { display: none; position: fixed; inset: 0; z-index: 2000; overflow: auto; padding: 1rem;
+                background: rgba(255, 255, 255, 0.97); cursor: zoom-out; }
+.zoom-overlay.open { display: block; }
+.zoom-overlay img { display: block; margin: 0 auto; max-width: none; }
+"""
+
 BUILD_MARK = ".buildinfo"  # what Sphinx's HTML builder writes at the top of every output folder
 
 
@@ -66,7 +99,8 @@ html_theme = "sphinx_book_theme"
 html_theme_options = {{"show_toc_level": 2, "use_download_button": False, "use_fullscreen_button": False}}
 html_context = {{"default_mode": "light"}}   # figures are drawn on white; also: no theme-mode console error
 html_static_path = ["_static"]
-html_css_files = ["{css}"]
+html_css_files = ["{css}", "{zoom}.css"]
+html_js_files = ["{zoom}.js"]
 html_show_sourcelink = False
 html_copy_source = False
 html_show_search_summary = False       # summaries are fetched page by page, which browsers refuse from file://
@@ -171,8 +205,11 @@ def stage(root: Path, staging: Path) -> list[Path]:
             target.mkdir(parents=True, exist_ok=True)
             shutil.copy2(mathjax / part, target / part)
     (staging / "_static" / OUTPUT_CSS_FILE).write_text(OUTPUT_CSS)
+    (staging / "_static" / f"{ZOOM}.js").write_text(ZOOM_JS)
+    (staging / "_static" / f"{ZOOM}.css").write_text(ZOOM_CSS)
     (staging / "index.md").write_text(index_page(root, notebooks))
-    (staging / "conf.py").write_text(CONF.format(project=TITLE, script=MATHJAX_SCRIPT, css=OUTPUT_CSS_FILE))
+    (staging / "conf.py").write_text(CONF.format(project=TITLE, script=MATHJAX_SCRIPT, css=OUTPUT_CSS_FILE,
+                                                 zoom=ZOOM))
     return notebooks
 
 

@@ -21,14 +21,16 @@ def plot_parameters_vs_embedding(base: str | AlbertConfig = "albert-base", sizes
 
     Curves are exact counts (count_parameters: pooler included, no pretraining heads). For the ALBERT-base
     shape the paper's Table 3 counts are marked as printed (they follow the paper's counting convention).
+    Text is in the book's sizes (figure_style), also on an `ax` of the caller's figure.
     """
-    import matplotlib.pyplot as plt
     from matplotlib.ticker import ScalarFormatter
+
+    from .figure_style import FONT_PT, TITLE_PT, book_figure
 
     config = as_config(base)
     sizes = _checked_sizes(sizes)  # before any figure exists, so bad input leaves nothing behind
     if ax is None:
-        _, ax = plt.subplots(figsize=(6.4, 4.4))
+        _, ax = book_figure(height=5.2)
     for sharing, (label, color) in CURVES.items():
         millions = [count_parameters(embedding_variant(config, E, sharing)) / 1e6 for E in sizes]
         ax.plot(sizes, millions, color=color, label=f"{label} (sharing={sharing!r})", gid=f"curve-{sharing}")
@@ -42,12 +44,13 @@ def plot_parameters_vs_embedding(base: str | AlbertConfig = "albert-base", sizes
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(ScalarFormatter())  # 128, not 2^7: E is read as a width
     ax.set_ylim(bottom=0)  # counts compare honestly only against a zero baseline
-    ax.set_xlabel("embedding size E (log2 scale)")
-    ax.set_ylabel("total parameters (millions)")
+    ax.set_xlabel("embedding size E (log2 scale)", fontsize=FONT_PT)
+    ax.set_ylabel("total parameters (millions)", fontsize=FONT_PT)
     ax.set_title(f"{name} shape: total parameters vs E\n(V = {config.vocab_size:,}, H = {config.hidden_size}, "
-                 f"L = {config.num_hidden_layers})", fontsize=10)
+                 f"L = {config.num_hidden_layers})", fontsize=TITLE_PT)
+    ax.tick_params(labelsize=FONT_PT)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=FONT_PT)
     return ax.figure
 
 

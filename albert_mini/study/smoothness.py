@@ -61,21 +61,24 @@ def layer_smoothness(model: AlbertModel, batches) -> Smoothness:
 
 
 def plot_smoothness(results: dict[str, Smoothness], title: str = "Layer input vs output"):
-    """Two panels as in the paper's Figure 1: L2 distance and angle per layer, one line per model."""
-    import matplotlib.pyplot as plt
+    """Two panels as in the paper's Figure 1, stacked: L2 distance and angle per layer, one line per model."""
+    import textwrap
 
-    fig, (ax_l2, ax_deg) = plt.subplots(1, 2, figsize=(10, 3.6))
-    for label, result in results.items():
-        layers = range(1, len(result.l2) + 1)
-        ax_l2.plot(layers, result.l2, marker="o", label=label)
-        ax_deg.plot(layers, result.degrees, marker="o", label=label)
-    ax_l2.set(xlabel="layer", ylabel="L2 distance (mean over tokens)", title="L2 distance")
-    ax_deg.set(xlabel="layer", ylabel="angle (degrees, mean over tokens)", title="Cosine similarity as an angle")
-    for ax in (ax_l2, ax_deg):
-        ax.grid(alpha=0.3)
-        ax.legend()
-    fig.suptitle(title)
-    fig.tight_layout()
+    from .figure_style import CHARS, book_figure, book_style
+
+    fig, (ax_l2, ax_deg) = book_figure(2, 1, height=7.5, sharex=True)
+    with book_style():
+        for label, result in results.items():
+            layers = range(1, len(result.l2) + 1)
+            ax_l2.plot(layers, result.l2, marker="o", label=label)
+            ax_deg.plot(layers, result.degrees, marker="o", label=label)
+        ax_l2.set(ylabel="L2 distance\n(mean over tokens)", title="L2 distance")
+        ax_deg.set(xlabel="layer", ylabel="angle in degrees\n(mean over tokens)", title="Cosine similarity as an angle")
+        for ax in (ax_l2, ax_deg):
+            ax.grid(alpha=0.3)
+            ax.legend()
+        fig.suptitle(textwrap.fill(title, CHARS - 8))  # title type is a point larger
+        fig.tight_layout()
     return fig
 
 

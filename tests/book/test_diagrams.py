@@ -28,9 +28,10 @@ def test_embedding_diagram_shows_albert_base_counts():
 @pytest.mark.parametrize("groups, inner", [(1, 1), (3, 2), (6, 1)])
 def test_sharing_diagram_labels_every_step_with_the_layer_the_model_runs(groups, inner):
     config = AlbertConfig.from_preset("albert-mini").replace(num_hidden_groups=groups, inner_group_num=inner)
-    labels = [t for t in texts(diagrams.sharing_diagram({"x": config})) if t.startswith("-> layer ")]
+    fig = diagrams.sharing_diagram({"x": config})
+    labels = [t.get_text() for t in fig.axes[0].texts if t.get_gid() == "step"]  # one box per step, in order
     expected = [config.layer_to_group(i) * inner + k for i in range(config.num_hidden_layers) for k in range(inner)]
-    assert [int(t.split()[-1]) for t in labels] == expected
+    assert [int(t) for t in labels] == expected
 
 
 def test_masking_diagram_draws_the_input_under_every_chosen_piece_and_marks_each_span():
@@ -103,4 +104,16 @@ def test_squad_windows_diagram_draws_the_windows_the_features_use():
     labels = [t for t in drawn if t.startswith("window ")]
     assert labels == [f"window {k + 1}: tokens {s}-{min(s + window, 200) - 1}" for k, s in enumerate(starts)]
     inside = [start <= 100 and 103 < start + window for start in starts]
-    assert drawn.count("answer inside: its start and end") == sum(inside)
+    assert drawn.count("answer inside") == sum(inside)
+
+
+def test_pieces_diagram_draws_every_piece_with_the_id_the_tokenizer_gives_it():
+    from albert_mini.text.tokenizer import Tokenizer
+
+    tokenizer = Tokenizer.default()
+    text = "Emma Woodhouse, handsome, clever, and rich, seemed unaccountably misunderstood."
+    fig = diagrams.pieces_diagram(tokenizer, text)
+    ids = [tokenizer.cls_id, *tokenizer.encode(text), tokenizer.sep_id]
+    drawn = fig.axes[0].texts
+    assert [t.get_text() for t in drawn if t.get_gid() == "piece"] == [tokenizer.id_to_piece(i) for i in ids]
+    assert [int(t.get_text()) for t in drawn if t.get_gid() == "id"] == ids

@@ -59,33 +59,36 @@ def classroom_smoothness(budget: Budget) -> dict:
 
 
 def figure(result: dict):
-    """Figure 1's two panels, trained (solid, band = mean ± std over seeds) and at initialisation (dotted)."""
-    import matplotlib.pyplot as plt
+    """Figure 1's two panels, stacked: trained (solid, band = mean ± std over seeds) and at initialisation
+    (dotted), one legend below them."""
+    from ..figure_style import book_figure, book_style
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = book_figure(2, 1, height=9.2, sharex=True)
     colours = dict(zip(result["models"], ("tab:blue", "tab:orange", "tab:grey")))
-    names = ("L2 distance (mean over tokens)", "angle in degrees (mean over tokens)")
-    for ax, metric, name in zip(axes, METRICS, names):
-        for label, model in result["models"].items():
-            for state, style in (("trained", "-"), ("init", ":")):
-                entry = model[state][metric]
-                layers = np.arange(1, len(entry["mean"]) + 1)
-                mean = np.array(entry["mean"])
-                ax.plot(layers, mean, style, marker="o" if state == "trained" else None, color=colours[label],
-                        label=f"{label}, {'trained' if state == 'trained' else 'at initialisation'}")
-                if entry["std"] is not None:
-                    std = np.array(entry["std"])
-                    ax.fill_between(layers, mean - std, mean + std, color=colours[label], alpha=0.2, lw=0)
-        classroom = result.get("classroom_model")
-        if classroom:
-            ax.plot(layers, classroom[metric], "--", marker="s", color="black",
-                    label=f"classroom model ({classroom['step']:,} steps, 28.7M tokens)")
-        ax.set(xlabel="layer", ylabel=name, xticks=layers)
-        ax.grid(alpha=0.3)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
-    fig.suptitle(f"Layer input vs output, held-out Austen (Figure 1 analog, 6 layers): {setting(result)}")
-    fig.tight_layout()
+    names = ("L2 distance\n(mean over tokens)", "angle in degrees\n(mean over tokens)")
+    with book_style():
+        for ax, metric, name in zip(axes, METRICS, names):
+            for label, model in result["models"].items():
+                for state, style in (("trained", "-"), ("init", ":")):
+                    entry = model[state][metric]
+                    layers = np.arange(1, len(entry["mean"]) + 1)
+                    mean = np.array(entry["mean"])
+                    ax.plot(layers, mean, style, marker="o" if state == "trained" else None, color=colours[label],
+                            label=f"{label}, {'trained' if state == 'trained' else 'at initialisation'}")
+                    if entry["std"] is not None:
+                        std = np.array(entry["std"])
+                        ax.fill_between(layers, mean - std, mean + std, color=colours[label], alpha=0.2, lw=0)
+            classroom = result.get("classroom_model")
+            if classroom:
+                ax.plot(layers, classroom[metric], "--", marker="s", color="black",
+                        label=f"classroom model ({classroom['step']:,} steps, 28.7M tokens)")
+            ax.set(ylabel=name, xticks=layers)
+            ax.grid(alpha=0.3)
+        axes[-1].set(xlabel="layer")
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.0))
+        fig.suptitle(f"Layer input vs output, held-out Austen\n(Figure 1 analog, 6 layers): {setting(result)}")
+        fig.tight_layout(rect=(0, 0.2, 1, 1))
     return fig
 
 

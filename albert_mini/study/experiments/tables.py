@@ -88,32 +88,33 @@ def plot_seed_cells(ax, cells: list[dict], scale: float = 100) -> None:
 
 
 def params_figure(result: dict, title: str, paper_row):
-    """Three panels per model variant: held-out MLM loss and accuracy (mean ± std, seeds as dots), the paper's Avg."""
-    import matplotlib.pyplot as plt
+    """Three panels stacked over one x axis of model variants: held-out MLM loss and accuracy (mean ± std, seeds
+    as dots) and the paper's Avg; stacked so that the book's column shows them at a readable size."""
+    from ..figure_style import book_figure, book_style
 
     rows = result["rows"]
     labels = list(rows)
     x = np.arange(len(labels))
-    fig, (ax_l, ax_m, ax_p) = plt.subplots(1, 3, figsize=(15, 4.8))
-    plot_seed_cells(ax_l, [rows[k]["mlm_loss"] for k in labels], scale=1)
-    ax_l.set(ylabel="held-out MLM loss (nats, lower is better)")
-    plot_seed_cells(ax_m, [rows[k]["mlm_acc"] for k in labels])
-    ax_m.set(ylabel="held-out MLM accuracy (%)")
-    paper = [paper_row(rows[k]) for k in labels]
-    ax_p.scatter([i for i, p in enumerate(paper) if p], [p[1] for p in paper if p], marker="D", color="tab:red",
-                 label="paper: Avg of 5 fine-tuned tasks")
-    ax_p.set(ylabel="paper's Avg score (ALBERT-base shape)")
-    ticks = [f"{k}\n{rows[k]['params'] / 1e6:.2f}M" for k in labels]
-    for ax in (ax_l, ax_m, ax_p):
-        ax.set_xticks(x, ticks, rotation=45, fontsize=9)
-        ax.grid(axis="y", alpha=0.3)
-        ax.set_xlim(-0.6, len(labels) - 0.4)
-    handles = [h for ax in (ax_l, ax_p) for h in ax.get_legend_handles_labels()[0]]
-    names = [n for ax in (ax_l, ax_p) for n in ax.get_legend_handles_labels()[1]]
-    unique = dict(zip(names, handles))
-    fig.legend(unique.values(), unique.keys(), loc="lower center", ncol=3, fontsize=9, bbox_to_anchor=(0.5, -0.02))
-    fig.suptitle(f"{title}: {setting(result)} (x: model and its parameters)")
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    fig, (ax_l, ax_m, ax_p) = book_figure(3, 1, height=9, sharex=True)
+    with book_style():
+        plot_seed_cells(ax_l, [rows[k]["mlm_loss"] for k in labels], scale=1)
+        ax_l.set(ylabel="MLM loss (nats)\nlower is better")
+        plot_seed_cells(ax_m, [rows[k]["mlm_acc"] for k in labels])
+        ax_m.set(ylabel="MLM accuracy (%)")
+        paper = [paper_row(rows[k]) for k in labels]
+        ax_p.scatter([i for i, p in enumerate(paper) if p], [p[1] for p in paper if p], marker="D",
+                     color="tab:red", label="paper: Avg of 5 fine-tuned tasks")
+        ax_p.set(ylabel="paper's Avg score\n(ALBERT-base shape)")
+        ax_p.set_xticks(x, [f"{k}\n{rows[k]['params'] / 1e6:.2f}M" for k in labels])
+        for ax in (ax_l, ax_m, ax_p):
+            ax.grid(axis="y", alpha=0.3)
+            ax.set_xlim(-0.6, len(labels) - 0.4)
+        handles = [h for ax in (ax_l, ax_p) for h in ax.get_legend_handles_labels()[0]]
+        names = [n for ax in (ax_l, ax_p) for n in ax.get_legend_handles_labels()[1]]
+        unique = dict(zip(names, handles))
+        fig.legend(unique.values(), unique.keys(), loc="lower center", ncol=2, bbox_to_anchor=(0.5, 0.0))
+        fig.suptitle(f"{title}\n{setting(result)}\nheld-out MLM; x: model and its parameters")
+        fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 
 
