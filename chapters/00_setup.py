@@ -18,16 +18,15 @@
 # you can run top to bottom on a laptop CPU. The code you read in a chapter either *is* the implementation (we
 # build it in front of you) or is imported from `albert_mini`, the small package that lives next to the chapters.
 #
-# From a fresh clone of the repository, two commands do everything:
+# From a fresh clone of the repository, one command does everything:
 #
 # ```sh
-# make test   # creates .venv, runs the tests and executes every chapter in fast mode
-# make book   # creates .venv, executes every chapter in full mode and refreshes figures/
+# make lab   # installs .venv (once, a few minutes), fetches the polarity sentences, opens JupyterLab
 # ```
 #
-# and `make lab` opens JupyterLab on the `chapters/` folder. The chapters are stored as plain Python files
-# (`NN_topic.py`, in jupytext's "percent" format) paired with notebooks (`NN_topic.ipynb`); JupyterLab opens the
-# `.py` file as a notebook and keeps the pair in sync when you save.
+# JupyterLab opens on the `chapters/` folder. The chapters are stored as plain Python files (`NN_topic.py`, in
+# jupytext's "percent" format) paired with notebooks (`NN_topic.ipynb`): double-click a `.py` file and it opens as
+# a notebook; saving keeps the pair in sync. Run each chapter from top to bottom, starting with this one.
 
 # %% [markdown]
 # ## The versions this book was run with

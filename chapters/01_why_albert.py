@@ -198,7 +198,10 @@ for name in ("bert-base", "bert-large", "bert-xlarge"):
 # | BERT-large (Table 2, ICLR 2020) | 334M | 92.2/85.5 | 85.0/82.2 | 86.6 | 93.0 | 73.9 | 85.2 |
 # | BERT-xlarge (Table 2, earlier arXiv version) | 1270M | 86.3/77.9 | 73.8/70.5 | 80.5 | 87.8 | 39.7 | 76.7 |
 #
-# On RACE it fell to 39.7, not far above guessing, and its average is even below BERT-base's 82.3. Past some
+# The columns are the paper's benchmarks: **SQuAD** 1.1 and 2.0 answer a question by marking a span of a Wikipedia
+# paragraph (2.0 adds questions with no answer; F1/exact match), **MNLI** asks whether one sentence entails,
+# contradicts or is neutral to another, **SST-2** is the sentiment (positive or negative) of a movie-review
+# sentence, and RACE is the exams above. On RACE it fell to 39.7, not far above guessing, and its average is even below BERT-base's 82.3. Past some
 # size, adding parameters to BERT the straightforward way stopped helping and started to hurt. ALBERT's answer is
 # to spend parameters more carefully.
 
@@ -216,7 +219,8 @@ for name in ("bert-base", "bert-large", "bert-xlarge"):
 #    another document and could often be spotted by topic alone; SOP's two segments always share a topic, so
 #    the model has to judge how the text flows.
 #
-# Besides these, ALBERT masks **n-grams** for the MLM loss: spans of up to 3 words, with length $n$ chosen with
+# Besides these, ALBERT keeps BERT's main pretraining task, the **masked language model (MLM)**: hide some tokens
+# and predict them from the rest. It masks **n-grams** for it: spans of up to 3 words, with length $n$ chosen with
 # probability $\propto 1/n$, selecting 15% of the tokens (80% replaced by `[MASK]`, 10% by a random token, 10% left
 # unchanged). It uses a 30,000-piece SentencePiece vocabulary and, in its final models, no dropout.
 #

@@ -143,10 +143,10 @@ save_figure(fig, "02_pieces_and_ids.png")
 plt.show()
 
 # %% [markdown]
-# > **Differs from BERT.** BERT uses WordPiece (a vocabulary of 30,522 for the English models): text is first
-# > split on whitespace and punctuation, then each word is cut greedily into the longest pieces in the
-# > vocabulary, continuations marked with `##`. SentencePiece needs no language-specific pre-splitting and marks
-# > word *starts* (`▁`) instead of continuations.
+# > **Differs from BERT.** BERT uses WordPiece (30,522 pieces for the uncased English models, 28,996 for the
+# > cased ones): text is first split on whitespace and punctuation, then each word is cut greedily into the
+# > longest pieces in the vocabulary, continuations marked with `##`. SentencePiece needs no language-specific
+# > pre-splitting and marks word *starts* (`▁`) instead of continuations.
 
 # %% [markdown]
 # ## ALBERT's preprocessing

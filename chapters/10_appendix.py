@@ -16,8 +16,9 @@
 #
 # Some of what ALBERT needs is not specific to ALBERT: how a SentencePiece model learns its pieces, how a SQuAD
 # context is cut into windows, how hard a task is without any network. This appendix holds that material, so
-# that chapters 2 and 8 can stay with what ALBERT does. Part A belongs to chapter 2 (tokenization), part B to
-# chapter 8 (fine-tuning). Every cell runs under the tests, like the chapters.
+# that chapters 2, 4 and 8 can stay with what ALBERT does. Part A belongs to chapter 2 (tokenization), part B to
+# chapter 8 (fine-tuning), part C explains the book's statistics, and part D holds details of chapter 4
+# (cross-layer sharing). Every cell runs under the tests, like the chapters.
 #
 # ## Learning goals
 #
@@ -297,6 +298,46 @@ print("'10,000 pounds' ->", tokenizer.tokenize("10,000 pounds"))
 # %% [markdown]
 # ## Part B: fine-tuning machinery in detail
 #
+# ### The reference code's recipes
+#
+# The recipes of the reference code (`run_glue.sh`, `run_race.py`, `run_squad_*.py`; `REFERENCE_NOTES.md`, section 3)
+# all use AdamW with a linear warmup and decay:
+#
+# | task | input length | learning rate | batch | steps | warmup |
+# |---|---|---|---|---|---|
+# | GLUE, e.g. MNLI | 512 | 3e-5 (GLUE: 1e-5 to 5e-5) | 128 | 10,000 | 1,000 |
+# | RACE | 512 (question + option: last 128) | 1e-5 | 32 | 12,000 | 1,000 |
+# | SQuAD v1.1 | 384 (doc stride 128, query 64) | 5e-5 | 48 | - | 10% |
+#
+# Chapter 8 fine-tunes albert-mini with a peak rate of 3e-4, a few hundred steps and 128 tokens instead.
+
+# %% [markdown]
+# ### How the reference code's heads differ
+#
+# - **Initialization.** The TF heads draw their output weights from a *truncated* normal (standard deviation
+#   0.02, values beyond two standard deviations drawn again); ours, like HF's, use a plain normal with the
+#   same standard deviation and zero bias. Only the head's starting point differs.
+# - **SQuAD 2.0.** The reference's SQuAD v2 model is not the simple span head: it has an XLNet-style head (an
+#   end scorer that sees the start token's state, and an "answerable?" classifier, with a beam over start and
+#   end). HF never ported it, and neither do we: this book does SQuAD v1 spans only.
+# - **Dropout.** ALBERT v2 models were pretrained without dropout (albert#23), and the reference's v2 RACE
+#   recipe fine-tunes them without it too ("0 ALBERT DR"). The TF classifiers have a fixed dropout of 0.1 in
+#   front of the output layer; HF made it a config field, `classifier_dropout_prob`, after users found v2
+#   models not training well on some tasks (transformers#2679). We keep that field. The shipped encoder's
+#   values are printed below.
+
+# %% tags=["nbval-check-output"]
+from pprint import pprint
+
+from albert_mini import AlbertConfig
+from albert_mini.paths import PRETRAINED_MODEL
+
+encoder_config = AlbertConfig.from_json(PRETRAINED_MODEL / "config.json")
+shown = ("hidden_dropout_prob", "attention_probs_dropout_prob",
+         "classifier_dropout_prob", "initializer_range")
+pprint({k: getattr(encoder_config, k) for k in shown}, width=88, sort_dicts=False)
+
+# %% [markdown]
 # ### A head from Hugging Face
 #
 # The heads of `albert_mini.model.heads` keep Hugging Face's class and parameter names (chapter 8), so a head
@@ -628,6 +669,93 @@ print(
 # what it means.
 
 # %% [markdown]
+# ## Part D: cross-layer sharing in detail
+#
+# Details of chapter 4 that its argument does not need.
+#
+# ### A floating-point quirk in the original formula
+#
+# The TensorFlow code picks the group with `int(i / L * G)`, floating-point arithmetic. It looks equivalent to
+# $\lfloor iG/L \rfloor$, but rounding can land a hair *below* an integer and the truncation then drops to the
+# previous group. Hugging Face's port writes `int(i / (L / G))`. A brute-force search over every L up to 48 and
+# every G that divides L finds where each formula disagrees with the exact integer one:
+
+# %% tags=["nbval-check-output"]
+from albert_mini import AlbertConfig
+
+
+def exact_group(i: int, L: int, G: int) -> int:
+    """The package's rule, AlbertConfig.layer_to_group: i * G // L in integers."""
+    return AlbertConfig(num_hidden_layers=L, num_hidden_groups=G).layer_to_group(i)
+
+
+def tf_group(i: int, L: int, G: int) -> int:
+    return int(i / L * G)
+
+
+def hf_group(i: int, L: int, G: int) -> int:
+    return int(i / (L / G))
+
+
+cases = [
+    (i, L, G)
+    for L in range(1, 49)
+    for G in range(1, L + 1)
+    if L % G == 0
+    for i in range(L)
+]
+tf_wrong = [(i, L, G) for i, L, G in cases if tf_group(i, L, G) != exact_group(i, L, G)]
+hf_wrong = [(i, L, G) for i, L, G in cases if hf_group(i, L, G) != exact_group(i, L, G)]
+print(f"checked {len(cases)} (i, L, G) cases")
+print(f"TF formula wrong in {len(tf_wrong)} cases, e.g. (i, L, G) = {tf_wrong[:2]}")
+print(f"HF formula wrong in {len(hf_wrong)} cases")
+print(
+    "L = 22, G = 22, i = 15:",
+    f"15 / 22 * 22 = {15 / 22 * 22!r} -> group {tf_group(15, 22, 22)} (exact: 15)",
+)
+print(
+    "wrong cases with L in (6, 12, 24, 48):",
+    [c for c in tf_wrong if c[1] in (6, 12, 24, 48)],
+)
+
+# %% [markdown]
+# Every released model has G = 1 and L in {12, 24}, so nothing released is affected; the quirk only bites an
+# unusual config such as one group per layer with L = 22. `albert_mini` uses the integer form `i * G // L`
+# (`AlbertConfig.layer_to_group`, which `exact_group` above calls) and its config refuses any G that does not
+# divide L, so that every group serves the same number of applications.
+
+# %% [markdown]
+# ### Which LayerNorm `sharing="ffn"` shares
+#
+# The paper does not say which LayerNorm belongs to "the FFN". In
+# `albert_mini`, `sharing="ffn"` shares the two FFN matrices *and* the LayerNorm that closes the FFN block
+# (`full_layer_layer_norm`), mirroring `"attention"`, which shares the attention block with its own LayerNorm.
+# The LayerNorm holds only 2H parameters, so Table 4's counts do not depend on this choice. The official
+# TensorFlow code and the Hugging Face port have no shared-attention or shared-FFN mode at all (only whole layers
+# in groups), so `albert_mini.model.hf.to_hf` refuses to export these two strategies.
+
+# %% [markdown]
+# ### How the smoothness of Figure 1 is measured
+#
+# The paper does not say how it averages. `albert_mini.study.smoothness.layer_smoothness` makes these choices, and
+# chapter 4's measurements use them:
+#
+# - $h_0$ is the embedding **after** the E→H projection (`hidden_states[0]`); layer $l$ maps $h_{l-1}$ to $h_l$.
+#   With K inner layers a "layer" here is one application of a group.
+# - For every token separately: $d_l = \lVert h_l - h_{l-1} \rVert_2$ and $\theta_l$ = the angle between
+#   $h_l$ and $h_{l-1}$ in degrees.
+# - Both are averaged over every **non-pad** token of the batches (the attention mask says which are pad).
+# - The angle is computed as $2\,\mathrm{atan2}(\lVert u - v\rVert, \lVert u + v\rVert)$ for the unit vectors $u, v$:
+#   equal to $\arccos(u \cdot v)$ but accurate near 0°, where arccos of a cosine rounded to 1 loses all precision.
+
+# %%
+import inspect
+
+from albert_mini.study.smoothness import layer_distances
+
+print(inspect.getsource(layer_distances))
+
+# %% [markdown]
 # ## Summary
 #
 # - A unigram SentencePiece model learns its pieces from the text with ALBERT's special ids at 0-4; a smaller
@@ -643,6 +771,8 @@ print(
 # - One accuracy gets Wilson's interval, a mean over seeds a t interval; two models on the same examples are
 #   compared pair by pair, with McNemar's exact test (is there a difference?) and the paired bootstrap (how
 #   large is it?).
+# - Chapter 4's details: the floating-point group formula of the reference code, the LayerNorm that
+#   `sharing="ffn"` shares, and how the smoothness of Figure 1 is averaged.
 #
 # ## Further reading / pointers
 #

@@ -27,7 +27,8 @@
 # - Use a positive control to tell "the task is too hard" from "the pipeline is broken".
 # - Check that a pretraining task carries no label leak or lexical shortcut before reading its accuracy.
 # - Recognise a warm-up plateau and count a short run's warm-up in steps.
-# - Read a time-to-quality comparison, and see why AdamW without LAMB's per-layer scaling can collapse.
+# - Read a time-to-quality comparison, and read an AdamW run that learns a label and then loses it for what the
+#   records show and what they cannot explain.
 #
 # Every result below comes from a committed record under `data/results/`; the cells only read and plot it,
 # except the first control, which trains albert-nano live for a few seconds.
@@ -232,7 +233,8 @@ plt.show()
 # accuracy takes only two values, 53.5% and 46.5%, at every evaluation but one (47.9% at step 800). The 512
 # held-out pairs are 53.5% of one label, so these are the scores of a classifier that gives every pair the
 # same answer and flips that answer now and then. Its
-# held-out loss stays between 0.690 and 0.700, around $\ln 2 \approx 0.693$, the loss of a coin. Why?
+# held-out loss stays between 0.690 and 0.700, around $\ln 2 \approx 0.693$, the loss of a coin. Why? One run
+# cannot say; three likely reasons:
 #
 # - **Scale.** The paper trains 125,000 steps of 4,096 sequences of 512 tokens, about $2.6 \times 10^{11}$
 #   tokens; we saw $1{,}200 \times 32 \times 128 \approx 4.9 \times 10^6$, some 50,000 times fewer, with a model
@@ -305,8 +307,8 @@ for c in search["controls"]:
     )
 
 # %% [markdown]
-# (Chapter 7 explains the one control whose held-out accuracy ended below 50%: AdamW at a constant rate with
-# clipping learned the label and then collapsed.)
+# (The last section of this chapter reads the one control whose held-out accuracy ended below 50%: AdamW at a
+# constant rate with clipping learned the label and then collapsed.)
 #
 # Those labels are easy, or memorised. A last control asks for a *weak* signal that generalises: SOP pairs built
 # the reference way, where (as this chapter showed) the truncation leaves a surface cue that five features and a
@@ -320,40 +322,26 @@ for c in search["controls"]:
 # [reading the statistics](10_appendix.ipynb#part-c-reading-the-statistics), in the appendix.
 
 # %% tags=["nbval-check-output"]
+from IPython.display import Markdown, display
+
+from albert_mini.study.glance import accuracy_table, paired_verdict
+
 leak = json.loads((repo_root() / "data/results/leak_control.json").read_text())
+names = {
+    "constant_answer": "the constant answer",
+    "surface_probe": "the surface probe (no network)",
+    "network": "the trained sentence head",
+}
 print(
     f"albert-mini, {leak['steps']} updates of 32 pairs of {leak['recipe']['seq_len']} "
-    "tokens, "
-    f"{leak['held_out_pairs']:,} held-out reference-style pairs "
-    f"({leak['label_1_share']:.1%} labelled swapped)"
+    f"tokens; {leak['label_1_share']:.1%} of the held-out pairs are labelled swapped"
 )
-for name, label in (
-    ("constant_answer", "the constant answer"),
-    ("surface_probe", "surface probe (no network)"),
-    ("network", "the trained sentence head"),
-):
-    r = leak[name]
-    print(
-        f"{label:28s} {r['accuracy']:6.1%}   95% interval [{r['interval'][0]:.1%}, "
-        f"{r['interval'][1]:.1%}]"
-    )
+display(Markdown(accuracy_table({names[k]: leak[k] for k in names})))
 print(
-    "held-out accuracy during training: "
-    + ", ".join(
-        f"{row['held_out_acc']:.1%} at {row['step']}"
-        for row in leak["log"]
-        if "held_out_acc" in row
+    paired_verdict(
+        "the trained head", {names[k]: c for k, c in leak["network_vs"].items()}
     )
 )
-# paired: the same held-out pairs for both answers
-for name, c in leak["network_vs"].items():
-    low, high = c["bootstrap"]["ci95"]
-    print(
-        f"head - {name.replace('_', ' ')}: {100 * c['bootstrap']['difference']:+.1f} "
-        "points, 95% paired bootstrap "
-        f"interval [{100 * low:+.1f}, {100 * high:+.1f}], McNemar p = "
-        f"{c['mcnemar_p']:.2g}"
-    )
 
 # %% [markdown]
 # The reference pairs are 60% "swapped" at 128 tokens, so a constant answer already scores about 60%. The trained
@@ -538,8 +526,8 @@ plt.show()
 # ### How many warm-up steps? A measured failure
 #
 # A warm-up is usually quoted as a fraction of the run (the paper's 3,125 steps are 2.5% of 125,000). For a short
-# run the fraction can leave almost nothing: 2.5% of the 160 steps of `make experiments` is 4 steps. Our first
-# attempt at those experiments used exactly that, and every model it trained stayed at the unigram answer. Five
+# run the fraction can leave almost nothing: 2.5% of the 160 steps `make experiments` then trained is 4 steps.
+# Our first attempt at those experiments used exactly that, and every model it trained stayed at the unigram answer. Five
 # runs of one model (albert-mini, MLM + SOP, seed 0, 655,360 tokens, the same batches) isolate the cause; their
 # record is `data/results/warmup_plateau.json`:
 
@@ -577,7 +565,8 @@ plt.show()
 # full-size steps, taken while its moment estimates rest on a handful of batches, push the layers somewhere the
 # decaying rate does not bring them back from. Forty warm-up steps let the model leave the plateau. The lesson for
 # short runs: count the warm-up in steps (our long runs use 50 to 125), not as a fraction of a run that is itself
-# short. `make experiments` now warms up for a quarter of its 160 steps.
+# short. `make experiments` then warmed up for a quarter of its 160 steps; it now trains 512 steps with 51
+# warm-up steps (`albert_mini/study/experiments/budget.py`).
 
 
 # %% [markdown]
@@ -616,7 +605,10 @@ plt.show()
 # %% [markdown]
 # Most of the gain comes during the 64-token phase, even though every point is measured on 128-token text, with
 # positions 64-127 not yet trained. The SOP accuracy of the new run stays within noise of 50% until the switch to
-# 128 tokens, then climbs to about 59% in its last 500 steps (chapter 5 reads that result).
+# 128 tokens, then climbs to about 59% (held-out pairs masked as in training) in its last 500 steps (chapter 5
+# reads that result). The climb coincides
+# with the switch, but also with the run's last and longest-trained steps: one run cannot tell whether the
+# 128-token sequences or the step count started it.
 #
 # **The first fifteen minutes, side by side.** The comparison above uses two runs made at different times. The
 # benchmark `benchmarks/time_to_quality.py` races the two recipes of the 15-minute run (1,200 scheduled steps,
@@ -651,7 +643,11 @@ print(time_to_quality.report(race))
 
 
 # %% [markdown]
-# ## Why ALBERT uses LAMB: an AdamW run that collapses
+# ## An AdamW run that collapses
+#
+# ALBERT uses LAMB for a reason these records do not test: the paper pretrains with batches of 4,096 sequences,
+# the large-batch setting LAMB was designed for (chapter 7). The controls below are small-batch runs, one seed
+# each; they show something else, a run that learns and then loses what it learned.
 #
 # The recipe search (`python -m albert_mini.research.recipe_search`, records in
 # `data/results/recipe_search/`, summary in `data/results/recipe_search.json`) includes controls that train the
@@ -687,9 +683,9 @@ plt.show()
 # recovers; its held-out accuracy at update 400 is 42%, below chance. The same run without clipping, or with the rate decaying
 # linearly, does not collapse, and neither does LAMB at 5e-3, the recipe's optimizer, whose step for each tensor
 # is a fixed fraction of that tensor's norm. The records show *what* happens; we have not isolated *why* the
-# clipped constant-rate run is the one that breaks, so treat any single explanation with care. What they do
-# show is the practical lesson: a run can fit its task and then lose it, so watch the loss *and* the accuracy,
-# and prefer the optimizer whose step is tied to the size of what it changes.
+# clipped constant-rate run is the one that breaks, and with one seed per setting they do not show that LAMB
+# would always hold. What they do show is the practical lesson: a run can fit its task and then lose it, so
+# watch the loss *and* the accuracy.
 
 
 # %% [markdown]
@@ -701,4 +697,5 @@ plt.show()
 # - A warm-up of a few steps left every short run on the unigram plateau; forty steps let it leave. Count a
 #   short run's warm-up in steps.
 # - Short sequences first (BERT's curriculum) pays after about 5 million tokens, not in fifteen CPU-minutes.
-# - With the same data, AdamW at a constant rate and global clipping collapsed where LAMB learned.
+# - With the same data and one seed each, AdamW at a constant rate and global clipping collapsed where LAMB
+#   learned; the paper's reason for LAMB is its batch of 4,096, which these runs do not test.
