@@ -102,3 +102,24 @@ def verdict(differences: Sequence[Difference]) -> str:
     verb = "includes" if len(open_) == 1 else "include"
     return (f"{len(resolved)} of {len(differences)} differences are resolved over {over} ({said}); the "
             f"interval{'' if len(open_) == 1 else 's'} of {unsaid} {verb} zero.")
+
+
+def accuracy_table(scores: dict[str, dict]) -> str:
+    """One markdown table of accuracies on held-out examples, each with its 95% interval (name -> accuracy,
+    interval, total)."""
+    rows = ["| answer | accuracy | 95% interval | examples |", "|---|---|---|---|"]
+    for name, s in scores.items():
+        low, high = s["interval"]
+        rows.append(f"| {name} | {100 * s['accuracy']:.1f}% | [{100 * low:.1f}, {100 * high:.1f}] | {s['total']:,} |")
+    return "\n".join(rows)
+
+
+def paired_verdict(a: str, paired: dict[str, dict]) -> str:
+    """One sentence on `a` against others on the same examples, from each paired bootstrap interval (points)."""
+    parts = []
+    for name, c in paired.items():
+        low, high = c["bootstrap"]["ci95"]
+        where = "above" if low > 0 else "below" if high < 0 else "level with"
+        parts.append(f"{where} {name} ({100 * c['bootstrap']['difference']:+.1f} points [{100 * low:+.1f}, "
+                     f"{100 * high:+.1f}], McNemar p = {c['mcnemar_p']:.2g})")
+    return f"On the same examples, {a} is " + " and ".join(parts) + "."

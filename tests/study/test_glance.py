@@ -72,3 +72,18 @@ def test_variant_differences_and_contrast_read_the_committed_table():
     pair = results.contrast(rows, "E=128 attention", "E=128 ffn")
     assert pair.summary()["mean"] == pytest.approx(results.row_difference(rows, "E=128 attention",
                                                                           "E=128 ffn")["mean"])
+
+
+def test_paired_verdict_on_examples_says_above_below_or_level():
+    from albert_mini.study.glance import accuracy_table, paired_verdict
+
+    def versus(difference, low, high):
+        return {"bootstrap": {"difference": difference, "ci95": [low, high]}, "mcnemar_p": 0.5}
+
+    text = paired_verdict("the head", {"constant": versus(0.03, 0.005, 0.06), "probe": versus(0.0, -0.01, 0.01),
+                                       "oracle": versus(-0.2, -0.25, -0.15)})
+    assert text == ("On the same examples, the head is above constant (+3.0 points [+0.5, +6.0], McNemar p = 0.5) "
+                    "and level with probe (+0.0 points [-1.0, +1.0], McNemar p = 0.5) and below oracle (-20.0 "
+                    "points [-25.0, -15.0], McNemar p = 0.5).")
+    table = accuracy_table({"head": {"accuracy": 0.631, "interval": [0.606, 0.656], "total": 1408}})
+    assert table.splitlines()[2] == "| head | 63.1% | [60.6, 65.6] | 1,408 |"
