@@ -21,15 +21,12 @@
 #
 # ## Learning goals
 #
-# - Describe the four sharing strategies of the paper's Table 4 and recognise them in a built model by object
-#   identity of its modules.
-# - Map a layer application to its weights with groups and inner groups (`num_hidden_groups`, `inner_group_num`),
-#   and know why the exact integer formula `i * G // L` beats the original floating-point one.
-# - Reproduce the parameter counts of Table 4 and explain the counting convention behind the printed numbers.
-# - Show that a shared weight receives the *sum* of the gradients of all its applications, and that sharing
-#   leaves the compute per token unchanged.
-# - Measure the layer-to-layer "smoothness" of Figure 1, and say precisely what a measurement at
-#   initialisation can and cannot tell you.
+# - Describe the four sharing strategies of Table 4 and recognise them in a built model.
+# - Map a layer application to its weights with groups and inner groups, in exact integer arithmetic.
+# - Reproduce Table 4's parameter counts and the convention behind them.
+# - Show that a shared weight receives the *sum* of its applications' gradients, and that sharing leaves the
+#   compute per token unchanged.
+# - Measure Figure 1's layer-to-layer "smoothness", and say what a measurement at initialisation can tell.
 
 # %%
 import inspect

@@ -60,8 +60,8 @@ tokenizer = Tokenizer.default()
 # | ALBERT-large | 18M | 90.6/83.9 | 82.3/79.4 | 83.5 | 91.7 | 68.5 |
 # | ALBERT-xxlarge | 235M | 94.1/88.3 | 88.1/85.1 | 88.0 | 95.2 | 82.3 |
 #
-# RACE has four options per question, so guessing scores 25. The paper has no row for an encoder that was never
-# pretrained. The reference code fine-tunes with AdamW at 1e-5 to 5e-5 for thousands of steps (its recipes are
+# RACE has four options, so guessing scores 25; no row is for an encoder that was never pretrained. The
+# reference code fine-tunes with AdamW at 1e-5 to 5e-5 for thousands of steps (its recipes are
 # in [appendix part B](10_appendix.ipynb#part-b-fine-tuning-machinery-in-detail)). This book uses the
 # pretraining `Trainer` with a task objective (`albert_mini.tasks.finetune`), sized for albert-mini:
 
@@ -281,10 +281,10 @@ for feature in classification_features(tokenizer, mine, max_length=128):
     print("types:", "".join(map(str, feature.token_type_ids)), " label:", feature.label)
 
 # %% [markdown]
-# The tokenizer was trained on Austen, and its 8,000 pieces have none for "film": the word falls apart into
-# single letters, and "funny" and "drags" into fragments. The pieces-per-word count above measures the same
-# thing over the whole training split. A model that must learn from the labelled data alone what `▁f i l m`
-# means starts at a disadvantage on this task, pretrained or not.
+# The Austen tokenizer's 8,000 pieces have none for "film": it falls apart into letters, "funny" and "drags" into
+# fragments, and the pieces-per-word count above (1.58 for polarity against 1.04 for Austen) measures this over
+# the training split. A model that must learn what `▁f i l m` means from the labels alone starts at a
+# disadvantage, pretrained or not.
 #
 # ### A live run: pretrained against random
 #
@@ -637,9 +637,8 @@ save_figure(fig, "08_squad_windows.png")
 plt.show()
 
 # %% [markdown]
-# **Scoring.** SQuAD v1.1 reports two numbers per question, both the best over the question's gold answers
-# (dev questions have several, written by different people). Both first **normalise** an answer: lower case,
-# remove ASCII punctuation, drop the words *a*, *an* and *the*, collapse whitespace.
+# **Scoring.** SQuAD v1.1 reports two numbers per question, each the best over its gold answers. Both first
+# **normalise** an answer: lower case, remove ASCII punctuation, drop *a*, *an* and *the*, collapse whitespace.
 #
 # - **Exact match**: 1 if the normalised prediction equals a normalised gold answer.
 # - **F1**: the normalised answers as bags of words; with $s$ words shared (counted as often as they occur in
