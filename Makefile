@@ -11,7 +11,7 @@ export MALLOC_TRIM_THRESHOLD_ := 4294967296
 export MALLOC_TOP_PAD_ := 1073741824
 
 .PHONY: help venv test test-fast book lab html browser-deps data polarity experiments experiments-pretraining \
-	experiments-speed experiments-finetune exercises benchmark clean
+	experiments-speed experiments-finetune exercises grade benchmark clean
 
 help:
 	@echo "make test        run the test suite and every chapter in fast mode (what CI runs)"
@@ -25,7 +25,8 @@ help:
 	@echo "make experiments regenerate data/results/*.json and their figures (full settings, SEEDS=\"0 1 2\"; prints its duration first)"
 	@echo "make experiments-pretraining | experiments-speed | experiments-finetune  its three parts"
 	@echo "make experiment-NAME  one of them, e.g. make experiment-sharing (names: albert_mini/study/experiments/)"
-	@echo "make exercises   student notebooks (solutions replaced by stubs) into build/student/"
+	@echo "make exercises   a hand-out for a class: the chapters without outputs, and their figures, in build/student/"
+	@echo "make grade SUBMISSIONS=dir  run every student's notebooks, write dir/gradebook.csv (one row per exercise)"
 	@echo "make benchmark   speed benchmarks (prints ratios measured side by side)"
 
 venv: $(STAMP)
@@ -111,8 +112,16 @@ experiments-finetune: $(STAMP) polarity
 experiment-%: $(STAMP) polarity
 	$(PY) -m albert_mini.study.experiments $* --seeds $(SEEDS)
 
+# The chapters already show each exercise unsolved (solutions: chapters/solutions/); this packs them for a class.
 exercises: $(STAMP)
 	$(PY) -m albert_mini.book.exercises.student $(CHAPTERS) --out build/student
+
+# SUBMISSIONS: one folder per student holding their chapter notebooks. Writes SUBMISSIONS/gradebook.csv (or
+# GRADEBOOK=file; an existing file is never replaced), each notebook given at most TIME_LIMIT seconds, offline.
+TIME_LIMIT ?= 600
+grade: $(STAMP)
+	@test -n "$(SUBMISSIONS)" || { echo "error: make grade needs the class folder: make grade SUBMISSIONS=path/to/class (one sub-folder of notebooks per student)" >&2; exit 2; }
+	$(PY) -m albert_mini.book.grade "$(SUBMISSIONS)" --time-limit $(TIME_LIMIT) $(if $(GRADEBOOK),--out "$(GRADEBOOK)")
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/train_step.py

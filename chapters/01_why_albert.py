@@ -64,7 +64,6 @@ questions = [
             "The council paid for the bean seeds.",
             "Beans were the cheapest seeds in the shop.",
         ],
-        "answer": "B",
     },
     {
         "question": "What happened during the first year of the new lending?",
@@ -74,7 +73,6 @@ questions = [
             "The library had twice as many visitors.",
             "The library opened for fewer hours.",
         ],
-        "answer": "C",
     },
     {
         "question": (
@@ -86,7 +84,6 @@ questions = [
             "tools should be lent only to members",
             "sharing can work for more than books",
         ],
-        "answer": "D",
     },
 ]
 
@@ -101,7 +98,8 @@ for number, item in enumerate(questions, start=1):
         print(f"   {letter}. {option}")
 
 # %% [markdown]
-# Try the three questions before reading on; the answers come at the end of the next section.
+# Try the three questions before reading on; the answers, and the skill each one tests, are in the
+# chapter's solutions (`chapters/solutions/01_why_albert.py`).
 #
 # ### How a BERT-style model answers
 #
@@ -137,12 +135,7 @@ print(textwrap.fill(f"its pieces: {option_pieces}", 88))
 # scores are nearly equal, so the model starts exactly at RACE's chance level of 25%. Pretraining is what moves
 # it: in the paper's Table 2 (125k pretraining steps, then fine-tuning), RACE accuracy is 68.2 for BERT-base,
 # 73.9 for BERT-large and 82.3 for ALBERT-xxlarge; with more data and an ensemble, ALBERT reached 89.4.
-#
-# The answers to the three questions: **1 B, 2 C, 3 D**. Each needs a different skill: question 1 asks for a
-# cause that the passage gives in a "because" clause but in other words (the distractors mention things that
-# *are* in the passage: the teacher, the council); question 2 needs "doubled" matched to "twice as many" while
-# rejecting two options that the passage contradicts; question 3 asks for the gist of a quotation that never
-# uses the words of the right option.
+
 
 # %%
 import torch
@@ -325,16 +318,13 @@ plt.show()
 # a tensor of the same shape (`attention` and `ffn` are the sub-layers without residual or normalization), and
 # return the output of a post-LN layer, following the two equations above.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "post_ln_block", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def post_ln_block(h, attention, ffn, norm_1, norm_2):
     """One post-LN layer built from its parts."""
-    ### BEGIN SOLUTION
-    a = norm_1(h + attention(h))
-    return norm_2(a + ffn(a))
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_post_ln_block", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_post_ln_block
 
 check_post_ln_block(post_ln_block);

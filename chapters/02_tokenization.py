@@ -169,35 +169,19 @@ plt.show()
 # `unicodedata.combining`. The check runs it on strings with accents, ligatures, fractions, odd whitespace and
 # TeX quotes, and on Austen sentences.
 
-# %%
-import unicodedata
+# %% nbgrader={"grade": false, "grade_id": "albert_preprocess", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import unicodedata  # noqa: F401 (your solution uses it)
 
 
 def albert_preprocess(text):
     """ALBERT's normalisation: quotes, NFKD, no accents, lower case, single spaces."""
-    ### BEGIN SOLUTION
-    text = text.replace("``", '"').replace("''", '"')
-    text = "".join(
-        c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)
-    )
-    return " ".join(text.lower().split())
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_albert_preprocess", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_albert_preprocess
 
 check_albert_preprocess(albert_preprocess);
-
-# %% [markdown] tags=["solution"]
-# The package's version, `albert_mini.text.tokenizer.preprocess_text`, for comparison with yours:
-
-# %% tags=["solution"]
-import inspect
-
-from albert_mini.text.tokenizer import preprocess_text
-
-print(inspect.getsource(preprocess_text))
 
 # %% [markdown]
 # Strings that tell the steps apart, through the package's `preprocess_text` (yours gives the same):
@@ -282,23 +266,16 @@ for key, values in pair.items():
 # Write `pair_layout(ids_a, ids_b=None)` returning `(input_ids, token_type_ids)` as two lists: `[CLS] A [SEP]`
 # for a single segment, `[CLS] A [SEP] B [SEP]` for a pair, with the token types above. Use `CLS_ID` and `SEP_ID`.
 
-# %%
-from albert_mini.specials import CLS_ID, SEP_ID
+# %% nbgrader={"grade": false, "grade_id": "pair_layout", "locked": false, "schema_version": 3, "solution": true, "task": false}
+from albert_mini.specials import CLS_ID, SEP_ID  # noqa: F401 (your solution uses it)
 
 
 def pair_layout(ids_a, ids_b=None):
     """[CLS] A [SEP] (B [SEP]) and its token types."""
-    ### BEGIN SOLUTION
-    input_ids = [CLS_ID, *ids_a, SEP_ID]
-    token_type_ids = [0] * len(input_ids)
-    if ids_b is not None:
-        input_ids += [*ids_b, SEP_ID]
-        token_type_ids += [1] * (len(ids_b) + 1)
-    return input_ids, token_type_ids
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_pair_layout", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_pair_layout
 
 check_pair_layout(pair_layout);
@@ -317,21 +294,13 @@ check_pair_layout(pair_layout);
 # Write `truncate_longest_first(ids_a, ids_b, max_total)` returning `(a, b)`: while `len(a) + len(b) > max_total`,
 # remove the last token of the longer one (of B on a tie).
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "truncate_longest_first", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def truncate_longest_first(ids_a, ids_b, max_total):
     """Cut the longer segment (B on a tie) from its end until both fit in max_total."""
-    ### BEGIN SOLUTION
-    a, b = list(ids_a), list(ids_b)
-    while len(a) + len(b) > max_total:
-        if len(a) > len(b):
-            a.pop()
-        else:
-            b.pop()
-    return a, b
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_truncate_longest_first", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_truncate_longest_first
 
 check_truncate_longest_first(truncate_longest_first);
@@ -340,14 +309,15 @@ check_truncate_longest_first(truncate_longest_first);
 # `encode_pair(a, b, max_length=...)` truncates too, but it follows Hugging Face's `truncation="longest_first"`
 # (`albert_mini.text.tokenizer.truncate_pair`), so that our inputs equal HF's. The two rules keep the same total and
 # almost always the same lengths; they disagree only on which segment keeps the odd token when both have to be
-# cut. With your function from Exercise 3 as ALBERT's rule:
+# cut. With the package's version of Exercise 3 as ALBERT's rule:
 
 # %% tags=["nbval-check-output"]
+from albert_mini.book.exercises.ch02 import truncate_longest_first as albert_rule
 from albert_mini.text.tokenizer import truncate_pair
 
 for len_a, len_b, budget in [(10, 3, 8), (3, 10, 8), (6, 5, 7), (5, 5, 7), (5, 6, 7)]:
     a, b = list(range(len_a)), list(range(len_b))
-    ours = truncate_longest_first(a, b, budget)  # your function from Exercise 3
+    ours = albert_rule(a, b, budget)  # ALBERT's loop, as in Exercise 3
     hf_rule = truncate_pair(a, b, budget)
     print(
         f"A={len_a:2d} B={len_b:2d} budget={budget}: ALBERT's loop keeps "

@@ -152,15 +152,13 @@ print(
 # Write `factorized_embedding_params(V, E, H)`: the number of parameters of an `Embedding(V, E)` followed by a
 # `Linear(E, H)` with bias (the word table only, as in the class above; no position or token-type tables).
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "factorized_embedding_params", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def factorized_embedding_params(V, E, H):
     """Parameters of a V x E word table followed by an E -> H projection with bias."""
-    ### BEGIN SOLUTION
-    return V * E + E * H + H
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_factorized_embedding_params", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_factorized_embedding_params
 
 check_factorized_embedding_params(factorized_embedding_params);
@@ -300,16 +298,13 @@ plt.show()
 # Exercise 1 (table, projection and bias) has **at least** as many parameters as an unfactorized $V \times H$
 # table. Solve the inequality rather than looping, and watch the rounding direction.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "break_even_embedding_size", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def break_even_embedding_size(V, H):
     """Smallest E at which V*E + E*H + H >= V*H."""
-    ### BEGIN SOLUTION
-    # E * (V + H) >= H * (V - 1); the ceiling of the ratio, in integers
-    return -(-(H * (V - 1)) // (V + H))
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_break_even_embedding_size", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_break_even_embedding_size
 
 check_break_even_embedding_size(break_even_embedding_size);
@@ -400,18 +395,13 @@ display(Markdown(format_parameter_table(paper_parameter_table(table3_configs))))
 # Write `mlm_head_params(V, E, H)`: the parameters that ALBERT's MLM head adds to a model whose word table is
 # $V \times E$ and whose hidden width is $H$. Remember which tensor the decoder borrows.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "mlm_head_params", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def mlm_head_params(V, E, H):
     """Parameters of ALBERT's MLM head, its decoder tied to the word embeddings."""
-    ### BEGIN SOLUTION
-    dense = H * E + E
-    layer_norm = 2 * E
-    output_bias = V
-    return dense + layer_norm + output_bias
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_mlm_head_params", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_mlm_head_params
 
 check_mlm_head_params(mlm_head_params);

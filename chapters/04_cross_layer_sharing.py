@@ -37,7 +37,6 @@ import matplotlib.pyplot as plt
 import torch
 
 from albert_mini import AlbertConfig, AlbertModel, count_parameters
-from albert_mini.model.albert import AlbertTransformer
 from albert_mini.settings import pick
 
 # %% [markdown]
@@ -54,12 +53,8 @@ from albert_mini.settings import pick
 #
 # In `albert_mini` the encoder keeps its distinct layers in `albert_layer_groups` and, when it is built, asks the
 # config which one each of the L steps runs (`AlbertConfig.layer_to_group`); `layer_plan()` returns that plan.
-# The whole loop is a few lines, printed below (a student notebook leaves this cell out: Exercise 1 asks for the
-# schedule it follows).
-
-# %% tags=["solution"]
-print(inspect.getsource(AlbertConfig.layer_to_group))
-print(inspect.getsource(AlbertTransformer.forward))
+# The whole loop is a few lines; Exercise 1 asks for the schedule it follows, and the chapter's solutions
+# print the package's code.
 
 # %% [markdown]
 # For the classroom model `albert-mini` (L = 6) there is one group, so the plan runs group 0 six times:
@@ -667,14 +662,12 @@ print("MLM accuracy:", verdict(results.variant_differences(table4_rows, "mlm")))
 # For L = 4, G = 2, K = 2 it is `[0, 1, 0, 1, 2, 3, 2, 3]`. Use exact integer arithmetic: the checker includes
 # the shapes where the original floating-point formula picks the wrong group, and compares with built models.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "layer_schedule", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def layer_schedule(L: int, G: int, K: int) -> list[int]:
-    ### BEGIN SOLUTION
-    return [(i * G // L) * K + k for i in range(L) for k in range(K)]
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_layer_schedule", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_layer_schedule
 
 check_layer_schedule(layer_schedule);
@@ -689,16 +682,12 @@ check_layer_schedule(layer_schedule);
 # `sharing_plan("ffn", 3)` is `[(0, 0), (1, 0), (2, 0)]`. The checker compares with models built in every
 # strategy.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "sharing_plan", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def sharing_plan(strategy: str, L: int) -> list[tuple[int, int]]:
-    ### BEGIN SOLUTION
-    attention_shared = strategy in ("all", "attention")
-    ffn_shared = strategy in ("all", "ffn")
-    return [(0 if attention_shared else i, 0 if ffn_shared else i) for i in range(L)]
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_sharing_plan", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_sharing_plan
 
 check_sharing_plan(sharing_plan);

@@ -173,17 +173,13 @@ show(f"B, from {val_novel[negative.source_b[0]]}", b)
 # text order (lists of token ids). Return `(first, second, label)`: the two segments in the order the model
 # will see them and the SOP label, an `int` with 1 meaning "swapped".
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "sop_pair", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def sop_pair(segment_a, segment_b, swap):
     """(first, second, label) for two consecutive segments; label 1 = swapped."""
-    ### BEGIN SOLUTION
-    if swap:
-        return list(segment_b), list(segment_a), 1
-    return list(segment_a), list(segment_b), 0
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_sop_pair", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_sop_pair
 
 check_sop_pair(sop_pair);
@@ -195,16 +191,13 @@ check_sop_pair(sop_pair);
 # as stored in `Instance.source_a` and `Instance.source_b`. Return 0 when B is the true continuation of A and 1
 # otherwise. Careful: two segments of the same document are not automatically "next".
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "nsp_label_from_sources", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def nsp_label_from_sources(source_a, source_b):
     """0 when B starts exactly where A ends in the same document, else 1."""
-    ### BEGIN SOLUTION
-    same_document = source_a[0] == source_b[0]
-    return 0 if same_document and source_b[1] == source_a[2] else 1
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_nsp_label_from_sources", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_nsp_label_from_sources
 
 check_nsp_label_from_sources(nsp_label_from_sources);
@@ -231,6 +224,8 @@ check_nsp_label_from_sources(nsp_label_from_sources);
 # on one pass of the 220 *training* chapters and scored on five passes (seeds 0-4) of the validation chapters.
 
 # %%
+from albert_mini.book.exercises.ch05 import overlap_feature as type_overlap
+
 train_chapters = load_corpus("austen", "train")
 train_docs = tokenize_documents(train_chapters, tokenizer)
 novels = sorted({chapter.novel for chapter in train_chapters})
@@ -259,8 +254,7 @@ def topic_features(instances):
     rows = []
     for inst in instances:
         a, b = inst.segments()
-        types_b = np.unique(b)
-        overlap = np.isin(types_b, a).mean()
+        overlap = type_overlap(a, b)  # the package's answer to Exercise 3
         weighted_a, weighted_b = (
             np.bincount(a, minlength=V) * idf,
             np.bincount(b, minlength=V) * idf,
@@ -383,18 +377,13 @@ plt.show()
 # Write `overlap_feature(tokens_a, tokens_b)`: the fraction of B's *distinct* tokens (its word types) that also
 # occur in A, and 0.0 when B is empty. It is the first of the three features above.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "overlap_feature", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def overlap_feature(tokens_a, tokens_b):
     """The fraction of B's distinct tokens that also occur in A."""
-    ### BEGIN SOLUTION
-    types_b = set(int(t) for t in tokens_b)
-    if not types_b:
-        return 0.0
-    return len(types_b & set(int(t) for t in tokens_a)) / len(types_b)
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_overlap_feature", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_overlap_feature
 
 check_overlap_feature(overlap_feature);

@@ -156,16 +156,13 @@ print(
 # Write `ngram_probabilities(max_n)`: a list (or array) of $p(1), \dots, p(\text{max\_n})$ with $p(n)$
 # proportional to $1/n$ and summing to one.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ngram_probabilities", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def ngram_probabilities(max_n):
     """p(n) for n = 1..max_n, proportional to 1/n."""
-    ### BEGIN SOLUTION
-    weights = 1.0 / np.arange(1, max_n + 1)
-    return weights / weights.sum()
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_ngram_probabilities", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_ngram_probabilities
 
 check_ngram_probabilities(ngram_probabilities);
@@ -195,16 +192,13 @@ print("the masker's p(n):", masker.ngram_probs.round(4))
 # code had the logic of its `favor_shorter_ngram` flag inverted, google-research#79; the check rejects a sampler
 # that favours long spans, or draws n uniformly.)
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "sample_span_length", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def sample_span_length(rng, max_n=3):
     """One n in 1..max_n with probability proportional to 1/n, drawn from `rng`."""
-    ### BEGIN SOLUTION
-    weights = 1.0 / np.arange(1, max_n + 1)
-    return int(rng.choice(max_n, p=weights / weights.sum())) + 1
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_sample_span_length", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_sample_span_length
 
 check_sample_span_length(sample_span_length);
@@ -483,15 +477,13 @@ print(
 # Write `prediction_budget(n_tokens, max_predictions=20, masked_lm_prob=0.15)` by the formula above. Use
 # Python's `round`, as the reference does.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "prediction_budget", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def prediction_budget(n_tokens, max_predictions=20, masked_lm_prob=0.15):
     """How many tokens to predict in a sequence of n_tokens (specials included)."""
-    ### BEGIN SOLUTION
-    return min(max_predictions, max(1, round(masked_lm_prob * n_tokens)))
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_prediction_budget", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_prediction_budget
 
 check_prediction_budget(prediction_budget);
@@ -508,13 +500,8 @@ check_prediction_budget(prediction_budget);
 #
 # The choice is made **per token**, even inside an n-gram: a 3-word span can come out as
 # `[MASK] [MASK] ▁grateful`. The package draws one uniform number per chosen position (`replace_80_10_10` in
-# `albert_mini/text/masking.py`, printed below; a student notebook leaves that cell out, because Exercise 4 asks
-# for it).
-
-# %% tags=["solution"]
-from albert_mini.text.masking import replace_80_10_10
-
-print(inspect.getsource(replace_80_10_10))
+# `albert_mini/text/masking.py`; Exercise 4 asks you to write it, and the chapter's solutions print the
+# package's code).
 
 # %% [markdown]
 # Measured over all masked positions of one pass of the training split, and over the spans of two and three
@@ -568,23 +555,13 @@ for size in (2, 3):
 # outside the spans must not change. Draw only from `rng`. The check calls your function 2,000 times and
 # compares the frequencies, including how often two neighbours in a span get the same treatment.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "apply_80_10_10", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def apply_80_10_10(tokens, spans, rng, mask_id, replacement_ids):
     """Each span token becomes [MASK] (80%), a random id (10%) or itself (10%)."""
-    ### BEGIN SOLUTION
-    out = np.array(tokens, copy=True)
-    positions = np.array(
-        [i for start, end in spans for i in range(start, end)], dtype=np.int64
-    )
-    u = rng.random(len(positions))
-    out[positions[u < 0.8]] = mask_id
-    randomized = positions[(u >= 0.8) & (u < 0.9)]
-    out[randomized] = rng.choice(replacement_ids, size=len(randomized))
-    return out
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_apply_80_10_10", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_apply_80_10_10
 
 check_apply_80_10_10(apply_80_10_10);

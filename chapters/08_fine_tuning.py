@@ -521,22 +521,16 @@ with torch.no_grad():
 # `SEP_ID` (2 and 3). The check uses passages and texts of many lengths, with passage ids counting up from 100
 # and question+option ids from 5000, so that its feedback shows which ids you kept.
 
-# %%
-from albert_mini.specials import CLS_ID, SEP_ID
+# %% nbgrader={"grade": false, "grade_id": "race_pack", "locked": false, "schema_version": 3, "solution": true, "task": false}
+from albert_mini.specials import CLS_ID, SEP_ID  # noqa: F401 (your solution uses it)
 
 
 def race_pack(passage_ids, qa_ids, max_length=512, max_qa_length=128):
     """`[CLS] passage [SEP] qa [SEP]`: qa keeps its end, the passage its start."""
-    ### BEGIN SOLUTION
-    qa = list(qa_ids)[-max_qa_length:]
-    passage = list(passage_ids)[: max_length - 3 - len(qa)]
-    input_ids = [CLS_ID, *passage, SEP_ID, *qa, SEP_ID]
-    token_type_ids = [0] * (len(passage) + 2) + [1] * (len(qa) + 1)
-    return input_ids, token_type_ids
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_race_pack", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_race_pack
 
 check_race_pack(race_pack);
@@ -595,22 +589,13 @@ for i in range(first - 3, last + 4):
 # piece (the piece counts); skip pieces with an empty span. The check starts with the offsets of
 # `"Emma's father, Mr. Woodhouse"`, where the piece `'` starts exactly where `Emma` ends.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "answer_token_span", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def answer_token_span(offsets, char_start, char_end):
     """(first, last) token covering characters [char_start, char_end), or None."""
-    ### BEGIN SOLUTION
-    covering = [
-        i
-        for i, (start, end) in enumerate(offsets)
-        if start < end and end > char_start and start < char_end
-    ]
-    if not covering:
-        return None
-    return covering[0], covering[-1]
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_answer_token_span", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_answer_token_span
 
 check_answer_token_span(answer_token_span);
@@ -674,30 +659,16 @@ print(
 # value over the list `golds`. Punctuation means the characters of `string.punctuation`. Mind the word counts
 # (`collections.Counter` helps) and a prediction that normalises to nothing.
 
-# %%
-import string
+# %% nbgrader={"grade": false, "grade_id": "squad_f1", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import string  # noqa: F401 (your solution uses it)
 
 
 def squad_f1(prediction, golds):
     """SQuAD v1.1 token F1 of a prediction against the best gold answer, in [0, 1]."""
-
-    ### BEGIN SOLUTION
-    def words(text):
-        text = "".join(ch for ch in text.lower() if ch not in string.punctuation)
-        return re.sub(r"\b(a|an|the)\b", " ", text).split()
-
-    best = 0.0
-    for gold in golds:
-        predicted, wanted = words(prediction), words(gold)
-        shared = sum((Counter(predicted) & Counter(wanted)).values())
-        if shared:
-            precision, recall = shared / len(predicted), shared / len(wanted)
-            best = max(best, 2 * precision * recall / (precision + recall))
-    return best
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_squad_f1", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_squad_f1
 
 check_squad_f1(squad_f1);

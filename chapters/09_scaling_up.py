@@ -543,15 +543,12 @@ print("two CPU processes, 32 each, no accumulation:", effective_batch(32, 2, 1))
 # states for a model with `n_params` parameters. Plain `"sgd"` keeps no state, `"momentum"` (SGD with momentum)
 # keeps one tensor per parameter, `"adamw"` and `"lamb"` keep two.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "training_memory_bytes", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def training_memory_bytes(n_params: int, optimizer: str = "adamw") -> int:
-    ### BEGIN SOLUTION
-    states = {"sgd": 0, "momentum": 1, "adamw": 2, "lamb": 2}[optimizer]
-    return 4 * (2 + states) * n_params
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_training_memory_bytes", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_training_memory_bytes
 
 check_training_memory_bytes(training_memory_bytes);
@@ -565,34 +562,33 @@ check_training_memory_bytes(training_memory_bytes);
 # (For a BERT config, E = H.) Then compare ALBERT-base with BERT-base: what does the factorized embedding save
 # here, and why does the original code's choice to predict only the masked positions matter more for BERT?
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "mlm_head_flops_per_token", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def mlm_head_flops_per_token(config: AlbertConfig) -> int:
-    ### BEGIN SOLUTION
-    H, E, V = config.hidden_size, config.embedding_size, config.vocab_size
-    return 2 * (H * E + E * V)
-    ### END SOLUTION
+    raise NotImplementedError("write your solution here")
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "check_mlm_head_flops_per_token", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_mlm_head_flops_per_token
 
 check_mlm_head_flops_per_token(mlm_head_flops_per_token);
 
 # %% [markdown]
-# With your function, the head's cost next to the encoder's, when the logits are computed at every position (as
+# With the package's version of that function, the head's cost next to the encoder's, when the logits are computed at every position (as
 # the Hugging Face port does) and at 20 of 512 positions (as the original code does):
 
 # %% tags=["nbval-check-output"]
+from albert_mini.book.exercises.ch09 import mlm_head_flops_per_token as head_flops
+
 for name in ("albert-base", "bert-base"):
     config = AlbertConfig.from_preset(name)
-    head, encoder = mlm_head_flops_per_token(config), flops_per_token(config, SEQ_LEN)
+    head, encoder = head_flops(config), flops_per_token(config, SEQ_LEN)
     print(
         f"{name:12s} head {head / 1e6:5.1f} MFLOPs per predicted position = "
         f"{head / encoder:6.1%} of the encoder "
         f"at every position, {20 / SEQ_LEN * head / encoder:6.2%} at 20 of {SEQ_LEN}"
     )
 
-# %% [markdown] tags=["solution"]
+# %% [markdown]
 # The factorized embedding makes ALBERT's head six times cheaper than BERT's, because the decoder works at width
 # E = 128 instead of H = 768. Predicting only the masked positions makes the head negligible for both models; a
 # trainer that computes logits at every position spends a quarter of BERT-base's forward compute on them.

@@ -26,6 +26,7 @@ from ..cli import Parser
 from ..cli import run as run_cli
 from ..errors import UserError
 from ..paths import repo_root
+from .exercises.solutions import copy_with_solutions
 
 GUIDE = "TEACHER_GUIDE.md"
 TITLE = "albert-mini: ALBERT built step by step"
@@ -192,7 +193,7 @@ def stage(root: Path, staging: Path) -> list[Path]:
         raise BookBuildError(f"no executed chapters (chapters/NN_*.ipynb) under {root}")
     (staging / "chapters").mkdir(parents=True)
     for notebook in notebooks:
-        shutil.copy2(notebook, staging / "chapters" / notebook.name)
+        copy_with_solutions(notebook, staging / "chapters" / notebook.name)  # each solution folded under its exercise
     if (root / "chapters" / GUIDE).exists():
         shutil.copy2(root / "chapters" / GUIDE, staging / "chapters" / GUIDE)
     shutil.copytree(root / "figures", staging / "figures")

@@ -84,9 +84,11 @@ def test_checks_pass_on_references_and_independent_answers(capsys):
 
 
 @pytest.mark.parametrize("check", [check_albert_preprocess, check_pair_layout, check_truncate_longest_first])
-def test_checks_reject_stub(check):
-    with pytest.raises(ExerciseFailed, match="not written yet"):
-        check(not_written)
+def test_checks_report_a_stub(check, capsys):
+    """A stub prints one 'not attempted yet' line and returns False, so the chapter runs on."""
+    assert check(not_written) is False
+    printed = capsys.readouterr().out
+    assert printed.count("\n") == 1 and ": not attempted yet;" in printed
 
 
 # ------------------------------------------------------------------ the checks reject plausible mistakes

@@ -82,9 +82,11 @@ def test_checks_pass_independent_learner_answers():
 
 # ------------------------------------------------------------------ the checks reject stubs and wrong answers
 @pytest.mark.parametrize("check", [check_sop_pair, check_nsp_label_from_sources, check_overlap_feature])
-def test_checks_reject_the_stub(check):
-    with pytest.raises(ExerciseFailed, match="not written yet"):
-        check(not_written)
+def test_checks_report_the_stub(check, capsys):
+    """A stub prints one 'not attempted yet' line and returns False, so the chapter runs on."""
+    assert check(not_written) is False
+    printed = capsys.readouterr().out
+    assert printed.count("\n") == 1 and ": not attempted yet;" in printed
 
 
 def test_sop_rejects_the_flipped_label_meaning():

@@ -1,6 +1,7 @@
 """Chapter 7's exercise checks: they pass the references and learner-style answers, and reject wrong ones."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -50,6 +51,15 @@ def lamb_decay_outside_ratio(w, g, m, v, lr, weight_decay=0.01, adapt=True, beta
     adam = m / (v.sqrt() + eps)
     r = ratio_by_hand(w, adam) if adapt else 1.0
     return w - lr * (r * adam + weight_decay * w), m, v
+
+
+def lamb_in_place(w, g, m, v, lr, weight_decay=0.01, adapt=True, beta1=0.9, beta2=0.999, eps=1e-6):
+    """The right numbers, but m and v are updated in the caller's tensors, which the exercise forbids."""
+    m.mul_(beta1).add_((1 - beta1) * g)
+    v.mul_(beta2).add_((1 - beta2) * g * g)
+    u = m / (v.sqrt() + eps) + weight_decay * w
+    r = ratio_by_hand(w, u) if adapt else 1.0
+    return w - lr * r * u, m, v
 
 
 def lamb_ignoring_adapt(w, g, m, v, lr, weight_decay=0.01, adapt=True, beta1=0.9, beta2=0.999, eps=1e-6):
@@ -106,13 +116,37 @@ def test_check_passes_right_answers(check, answer):
 
 # ------------------------------------------------------------------ and reject stubs and plausible mistakes
 @pytest.mark.parametrize("check, answer", [
-    (check_trust_ratio, not_written), (check_trust_ratio, inverted_ratio),
+    (check_trust_ratio, inverted_ratio),
     (check_trust_ratio, ratio_without_zero_guard),
-    (check_lamb_update, not_written), (check_lamb_update, lamb_with_bias_correction),
+    (check_lamb_update, lamb_with_bias_correction),
     (check_lamb_update, lamb_decay_outside_ratio), (check_lamb_update, lamb_ignoring_adapt),
-    (check_warmup_poly_lr, not_written), (check_warmup_poly_lr, lr_without_warmup),
+    (check_lamb_update, lamb_in_place),
+    (check_warmup_poly_lr, lr_without_warmup),
     (check_warmup_poly_lr, lr_warmup_to_peak_then_decay_from_warmup),
 ])
 def test_check_rejects_wrong_answers(check, answer):
     with pytest.raises(ExerciseFailed):
         check(answer)
+
+
+@pytest.mark.parametrize("check", [check_trust_ratio, check_lamb_update, check_warmup_poly_lr])
+def test_a_stub_is_not_attempted_yet(check, capsys):
+    """A stub prints one 'not attempted yet' line and returns False, so the chapter runs on."""
+    assert check(not_written) is False
+    assert ": not attempted yet;" in capsys.readouterr().out
+
+
+def test_lamb_names_an_answer_that_changes_its_inputs():
+    with pytest.raises(ExerciseFailed, match=r"changed its input `m`, `v` in place"):
+        check_lamb_update(lamb_in_place)
+
+
+def test_lamb_shows_the_part_that_differs_and_its_largest_difference():
+    """Not two tuples of tensors printed alike: the part that differs, both values in full, and the largest gap."""
+    with pytest.raises(ExerciseFailed) as failure:
+        check_lamb_update(lamb_with_bias_correction)
+    message = str(failure.value)
+    assert "new w (item 0 of the tuple) differs" in message
+    assert "new m (item" not in message and "new v (item" not in message  # the moments are right: not shown
+    assert re.search(r"largest difference [0-9.e-]+ at index \(\d+, \d+\): expected -?[0-9.]+, got -?[0-9.]+", message)
+    assert "tensor(" not in message

@@ -23,12 +23,11 @@ def test_memory_reference_is_sixteen_bytes_for_adamw():
 
 
 @pytest.mark.parametrize("wrong", [
-    stub,
     lambda n, optimizer="adamw": 16 * n,  # AdamW's 16 bytes for every optimizer
     lambda n, optimizer="adamw": 4 * n * (1 + {"sgd": 0, "momentum": 1, "adamw": 2, "lamb": 2}[optimizer]),  # no grads
     lambda n, optimizer="adamw": 4 * n,  # weights only
     lambda n, optimizer="adamw": 32 * n * (2 + {"sgd": 0, "momentum": 1, "adamw": 2, "lamb": 2}[optimizer]),  # bits
-], ids=["stub", "always-adam", "no-gradients", "weights-only", "bits"])
+], ids=["always-adam", "no-gradients", "weights-only", "bits"])
 def test_memory_rejects(wrong):
     with pytest.raises(ExerciseFailed):
         check_training_memory_bytes(wrong)
@@ -48,12 +47,18 @@ def test_head_factorization_saves_compute():
 
 
 @pytest.mark.parametrize("wrong", [
-    stub,
     lambda c: 2 * c.embedding_size * c.vocab_size,  # forgets the H -> E transform
     lambda c: c.hidden_size * c.embedding_size + c.embedding_size * c.vocab_size,  # multiply-adds, not FLOPs
     lambda c: 2 * (c.hidden_size * c.embedding_size + c.hidden_size * c.vocab_size),  # decoder at width H
     lambda c: 2 * (c.hidden_size * c.hidden_size + c.embedding_size * c.vocab_size),  # transform H -> H
-], ids=["stub", "no-transform", "no-factor-2", "decoder-H", "transform-HH"])
+], ids=["no-transform", "no-factor-2", "decoder-H", "transform-HH"])
 def test_head_rejects(wrong):
     with pytest.raises(ExerciseFailed):
         check_mlm_head_flops_per_token(wrong)
+
+
+@pytest.mark.parametrize("check", [check_training_memory_bytes])
+def test_a_stub_is_not_attempted_yet(check, capsys):
+    """A stub prints one 'not attempted yet' line and returns False, so the chapter runs on."""
+    assert check(stub) is False
+    assert ": not attempted yet;" in capsys.readouterr().out

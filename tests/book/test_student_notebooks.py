@@ -1,5 +1,6 @@
-"""`make exercises`: student notebooks lose every solution and every cell that reveals one, show no reference
-answer anywhere (its code, or the numbers an exercise asks for before it asks), and run until the first exercise."""
+"""What a learner opens shows no answer: the chapters (and `make exercises`' hand-out, which also carries every
+figure they link) hold each exercise unsolved, never show a reference answer's code, and compute no answer
+before its exercise asks for it (its solution's arithmetic or call chain, or the number it asks for)."""
 
 import ast
 import importlib
@@ -10,51 +11,40 @@ from pathlib import Path
 
 import pytest
 
-from albert_mini.book.exercises.student import BEGIN, END, reveals_answer, strip_solutions, student_notebook
+from albert_mini.book.exercises import chapter_exercises, chapters_with_exercises
+from albert_mini.book.exercises.solutions import defined_function, solution_cells, solutions_path
+from albert_mini.book.exercises.student import FIGURE_LINK
+from albert_mini.book.exercises.student import main as hand_out
+
+jupytext = pytest.importorskip("jupytext")
 
 CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
-WITH_EXERCISES = [p for p in sorted(CHAPTERS.glob("[0-9][0-9]_*.py")) if BEGIN in p.read_text()]
+WITH_EXERCISES = [next(CHAPTERS.glob(f"{number}_*.py")) for number in chapters_with_exercises()]
 STUB = 'raise NotImplementedError("write your solution here")'
 MIN_FRAGMENT = 12  # shorter pieces of code (`return out`, `if swap:`) are not an answer
 
 
-def test_strip_solutions_keeps_indentation_and_code_around():
-    source = f"def f(x):\n    {BEGIN}\n    return x + 1\n    {END}\n\nprint(f)\n"
-    assert strip_solutions(source) == f"def f(x):\n    {STUB}\n\nprint(f)\n"
-    with pytest.raises(ValueError, match="markers"):
-        strip_solutions(f"def f():\n    {BEGIN}\n    return 1\n")
+# ------------------------------------------------------------------------------------------- the hand-out
+def test_the_hand_out_has_every_chapter_without_outputs_and_every_figure_it_links(tmp_path, capsys):
+    import nbformat
 
-
-def test_some_chapters_have_exercises():
-    assert len(WITH_EXERCISES) >= 4
-
-
-@pytest.mark.parametrize("chapter", WITH_EXERCISES, ids=lambda p: p.name)
-def test_student_notebook_has_no_solution(chapter):
-    notebook = student_notebook(chapter)
-    code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
-    assert BEGIN not in code and END not in code
-    assert code.count(STUB) == chapter.read_text().count(BEGIN)
-    assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("chapter", WITH_EXERCISES, ids=lambda p: p.name)
-def test_student_notebook_runs_until_the_first_exercise(chapter, monkeypatch):
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
-
-    monkeypatch.setenv("ALBERT_MINI_FAST", "1")
-    notebook = student_notebook(chapter)
-    first_stub = next(i for i, cell in enumerate(notebook.cells) if STUB in cell.source)
-    client = NotebookClient(notebook, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(CHAPTERS)}})
-    with pytest.raises(CellExecutionError) as error:
-        client.execute()
-    failed = next(i for i, cell in enumerate(notebook.cells)
-                  if any(o.get("output_type") == "error" for o in cell.get("outputs", [])))
-    assert failed >= first_stub, "a cell before the first exercise failed"
-    assert error.value.ename in ("ExerciseFailed", "NotImplementedError"), error.value.ename
+    sources = sorted(CHAPTERS.glob("[0-9][0-9]_*.py"))
+    assert hand_out([str(p) for p in sources] + ["--out", str(tmp_path), "--with-solutions"]) == 0
+    notebooks = sorted((tmp_path / "chapters").glob("*.ipynb"))
+    assert [n.stem for n in notebooks] == [p.stem for p in sources]
+    links = []
+    for path in notebooks:
+        notebook = nbformat.read(path, as_version=4)
+        assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code")
+        links += [(path, name) for c in notebook.cells if c.cell_type == "markdown"
+                  for name in FIGURE_LINK.findall(c.source)]
+    assert len(links) >= 2  # chapters 05 and 08 show committed experiment figures
+    broken = [f"{path.name}: ../figures/{name}" for path, name in links
+              if not (path.parent / ".." / "figures" / name).is_file()]
+    assert broken == []
+    assert sorted(p.name for p in (tmp_path / "chapters" / "solutions").glob("*.py")) == [
+        p.name for p in WITH_EXERCISES]
+    assert "figures they link" in capsys.readouterr().out
 
 
 # ------------------------------------------------------------------------------------------- no answer shown
@@ -102,23 +92,6 @@ def computed_expressions(code: str) -> set[str]:
     return found
 
 
-def solution_blocks(chapter: Path) -> dict[str, str]:
-    """Exercise name -> the code between the solution markers in the chapter source."""
-    blocks = {}
-    for cell in student_source_cells(chapter):
-        match = re.search(r"def (\w+)\(.*?" + re.escape(BEGIN) + r"[^\n]*\n(.*?)^[ \t]*" + re.escape(END),
-                          cell.source, re.S | re.M)
-        if match:
-            blocks[match.group(1)] = match.group(2)
-    return blocks
-
-
-def student_source_cells(chapter: Path):
-    import jupytext
-
-    return jupytext.read(chapter).cells
-
-
 def exercise_module(chapter: Path):
     return importlib.import_module(f"albert_mini.book.exercises.ch{chapter.name[:2]}")
 
@@ -141,22 +114,6 @@ def output_text(cell) -> str:
     return "\n".join(parts)
 
 
-def readable_cells(chapter: Path) -> list[tuple[str, str, str]]:
-    """(cell type, source, committed output) of every cell the student notebook keeps, in order: what a student
-    reads, and what a cell prints when it is run (the outputs of the executed chapter)."""
-    import jupytext
-
-    source_cells = jupytext.read(chapter).cells
-    executed = jupytext.read(chapter.with_suffix(".ipynb")).cells
-    assert len(executed) == len(source_cells), f"{chapter.name}: run `make book`"
-    kept = []
-    for cell, run in zip(source_cells, executed):
-        if not reveals_answer(cell):
-            kept.append((cell.cell_type, strip_solutions(cell.source) if cell.cell_type == "code" else cell.source,
-                         output_text(run)))
-    return kept
-
-
 def canonical(cell_type: str, source: str) -> str:
     if cell_type == "code":
         try:
@@ -173,64 +130,137 @@ def test_answer_fragments_ignore_generic_lines():
     assert "returnV*E+E*H+H" in fragments and "out=list(a)" not in fragments and "returnout" not in fragments
 
 
+
+
+def call_chains(code: str) -> set[str]:
+    """Method calls on the result of a call (`np.isin(types_b, a).mean()` -> `np.isin(...).mean()`): how an
+    answer is computed, whatever its variables are called."""
+    found = set()
+    for node in ast.walk(ast.parse(textwrap.dedent(code))):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Call)):
+            inner = ast.unparse(node.func.value.func)
+            if "." in inner:  # a library's function (np.isin), not a name of the chapter's
+                found.add(f"{inner}(...).{node.func.attr}(...)")
+    return found
+
+
+def solution_sections(chapter: Path) -> dict[str, list[str]]:
+    """Exercise name -> the source of every function its part of the solutions file defines (alternatives too)."""
+    sections, current = {}, None
+    for cell in solution_cells(solutions_path(chapter)):
+        name = defined_function(cell.source) if cell.cell_type == "code" else None
+        if cell.cell_type == "markdown" and cell.source.startswith("## "):
+            current = None
+        if name:
+            if current is None and name in chapter_exercises(chapter.name[:2]):
+                current = name
+            if current:
+                sections.setdefault(current, []).append(function_source(cell.source, name))
+    return sections
+
+
+def function_source(source: str, name: str) -> str:
+    """The text of function `name` alone from a cell (its imports and asserts left out)."""
+    tree = ast.parse(source)
+    function = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    return "\n".join(source.splitlines()[function.lineno - 1:function.end_lineno])
+
+
+def readable_cells(chapter: Path) -> list[tuple[str, str, str]]:
+    """(cell type, source, committed output) of every cell of the chapter, in order: what a learner reads, and
+    what a cell prints when it is run (the outputs of the executed chapter)."""
+    source_cells = jupytext.read(chapter).cells
+    executed = jupytext.read(chapter.with_suffix(".ipynb")).cells
+    assert len(executed) == len(source_cells), f"{chapter.name}: run `make book`"
+    return [(cell.cell_type, cell.source, output_text(run)) for cell, run in zip(source_cells, executed)]
+
+
+def exercise_cell(cells, name: str) -> int:
+    return next(i for i, (kind, source, _) in enumerate(cells) if kind == "code" and f"def {name}(" in source
+                and STUB in source)
+
+
+def leaks_in(chapter: Path, cells: list[tuple[str, str, str]]) -> list[str]:
+    """Every way `cells` give an answer away: a reference answer's code anywhere (in a cell or what it prints);
+    before the exercise, its arithmetic, its call chain, or a number it asks for."""
+    module = exercise_module(chapter)
+    texts = [canonical(kind, source) for kind, source, _ in cells]
+    printed = [squeeze(output) for _, _, output in cells]
+    leaks = []
+    for name, solutions in solution_sections(chapter).items():
+        answers = solutions + [inspect.getsource(f) for f in module.ANSWERS[name]]
+        fragments = set().union(*(answer_fragments(code) for code in answers))
+        for number, (text, output) in enumerate(zip(texts, printed)):
+            leaks += [f"{name}: cell {number} shows `{f}`" for f in sorted(fragments) if f in text or f in output]
+        asked = exercise_cell(cells, name)
+        early = [(n, source) for n, (kind, source, _) in enumerate(cells[:asked]) if kind == "code"]
+        for expression in set().union(*(computed_expressions(code) for code in solutions)):
+            leaks += [f"{name}: cell {n} computes `{expression}` before the exercise asks for it"
+                      for n, source in early if expression in canonical("code", source)]
+        for chain in set().union(*(call_chains(code) for code in answers)):
+            leaks += [f"{name}: cell {n} computes `{chain}`, as its answer does, before the exercise asks for it"
+                      for n, source in early if chain in call_chains(source)]
+        for value in module.KEY_NUMBERS.get(name, []):
+            pattern = number_pattern(value)
+            for number, (_kind, source, output) in enumerate(cells):
+                if pattern.search(source + ("\n" + output if number < asked else "")):
+                    leaks.append(f"{name}: cell {number} shows {value:,}, which the exercise asks for")
+    return leaks
+
+
 def test_every_exercise_declares_its_answers():
     for chapter in WITH_EXERCISES:
         module = exercise_module(chapter)
         checks = {name[len("check_"):] for name in dir(module)
                   if name.startswith("check_") and name != "check_against_reference"}
         assert checks == set(module.ANSWERS), f"{module.__name__}: ANSWERS must name every exercise"
-        assert checks == set(solution_blocks(chapter)), f"{chapter.name}: one solution block per exercise"
+        assert checks == set(solution_sections(chapter)), f"{chapter.name}: one solution per exercise"
 
 
 @pytest.mark.parametrize("chapter", WITH_EXERCISES, ids=lambda p: p.name)
-def test_student_notebook_shows_no_reference_answer(chapter):
-    """No reference answer's code anywhere in the student notebook, in a cell's text or in what a kept cell prints
-    (e.g. `inspect.getsource` of the package's version); no number an exercise asks for before it asks."""
-    module = exercise_module(chapter)
-    cells = readable_cells(chapter)
-    texts = [canonical(kind, source) for kind, source, _ in cells]
-    printed = [squeeze(output) for _, _, output in cells]
-    leaks = []
-    for name, block in solution_blocks(chapter).items():
-        fragments = answer_fragments(block)
-        for function in module.ANSWERS[name]:
-            fragments |= answer_fragments(inspect.getsource(function))
-        for number, (text, output) in enumerate(zip(texts, printed)):
-            leaks += [f"{name}: cell {number} shows `{f}`" for f in sorted(fragments) if f in text or f in output]
-        asked = next(i for i, (kind, source, _) in enumerate(cells) if kind == "code" and f"def {name}(" in source
-                     and STUB in source)
-        for expression in computed_expressions(block):
-            leaks += [f"{name}: cell {number} computes `{expression}` before the exercise asks for it"
-                      for number, (kind, source, _) in enumerate(cells[:asked])
-                      if kind == "code" and expression in canonical(kind, source)]
-        for value in module.KEY_NUMBERS.get(name, []):
-            pattern = number_pattern(value)
-            for number, (_kind, source, output) in enumerate(cells):
-                where = source + ("\n" + output if number < asked else "")
-                if pattern.search(where):
-                    leaks.append(f"{name}: cell {number} shows {value:,}, which the exercise asks for")
+def test_the_chapter_gives_no_answer_away(chapter):
+    leaks = leaks_in(chapter, readable_cells(chapter))
     assert not leaks, f"{chapter.name}:\n" + "\n".join(leaks)
 
 
 def test_leak_rules_catch_an_answer_computed_early_and_a_value_printed_early():
     assert "V*E+E*H+H" in computed_expressions("return V * E + E * H + H")
     assert computed_expressions("return a + b") == set()  # one operation is ordinary code, not an answer
+    assert call_chains("overlap = np.isin(types_b, a).mean()") == {"np.isin(...).mean(...)"}
+    assert call_chains("x = f(a).mean()") == set()  # a chapter's own helper is not a library's answer
     assert number_pattern(6 / 11).search("p(n): [0.5455 0.2727 0.1818]")
     assert not number_pattern(6 / 11).search("15.5455")
     assert number_pattern(1280).search("1,280 parameters") and not number_pattern(1280).search("11280")
 
 
-def test_chapter_1_gives_the_race_answers_only_after_the_reader_has_tried():
-    """The answer key comes after the section that follows the questions, not under them."""
+def test_the_leak_test_catches_chapter_5s_overlap_computed_before_its_exercise():
+    """The leak the issue found: a topic probe computing Exercise 3's overlap seven cells before it asks."""
+    chapter = CHAPTERS / "05_sentence_order_prediction.py"
+    cells = readable_cells(chapter)
+    early = ("def topic_features(instances):\n    rows = []\n    for inst in instances:\n"
+             "        a, b = inst.segments()\n        types_b = np.unique(b)\n"
+             "        overlap = np.isin(types_b, a).mean()\n        rows.append(overlap)\n    return rows\n")
+    planted = cells[:exercise_cell(cells, "overlap_feature") - 7] + [("code", early, "")] + cells[
+        exercise_cell(cells, "overlap_feature") - 7:]
+    assert any("np.isin(...).mean(...)" in leak for leak in leaks_in(chapter, planted))
+    number = ("code", "print(f'{0.5:.4f}')", "0.5455")  # a value printed early: chapter 6's p(1) for N = 3
+    chapter_6 = CHAPTERS / "06_ngram_masking.py"
+    assert any("which the exercise asks for" in leak for leak in leaks_in(chapter_6, [number] + readable_cells(
+        chapter_6)))
+
+
+def test_chapter_1_keeps_the_race_answers_in_its_solutions():
+    """The questions come without their answers; the key and the skill each question tests are in the solutions."""
     chapter = CHAPTERS / "01_why_albert.py"
     cells = readable_cells(chapter)
-    questions = next(i for i, (_, _, output) in enumerate(cells) if "1. Why did the seed shelf" in output)
-    key = [i for i, (kind, source, output) in enumerate(cells) if re.search(r"1 B, 2 C, 3 D", source + output)]
-    assert key, "chapter 1 no longer gives the answers to its RACE questions"
-    section_end = next(i for i, (kind, source, _) in enumerate(cells)
-                       if i > questions and kind == "markdown" and "### How a BERT-style model answers" in source)
-    assert min(key) > section_end + 1, "the RACE answers are shown right under the questions"
-    # and no cell between the questions and the key prints the right option of a question
-    options = ["Bean seeds are easy to collect", "twice as many visitors", "sharing can work for more than books"]
-    shown = [o for _, _, output in cells[questions + 1:min(key)] for o in options if o in output]
+    questions = next(i for i, (_, source, _) in enumerate(cells) if "Why did the seed shelf" in source)
+    assert '"answer"' not in cells[questions][1]
+    shown = [i for i, (_, source, output) in enumerate(cells) if re.search(r"1 B, 2 C, 3 D", source + output)]
     assert shown == []
+    options = ["Bean seeds are easy to collect", "twice as many visitors", "sharing can work for more than books"]
+    elsewhere = [o for i, (_, source, output) in enumerate(cells) if i != questions for o in options
+                 if o in source + output]
+    assert elsewhere == [], "a cell other than the questions names a right option"
+    key = solutions_path(chapter).read_text()
+    assert "**1 B, 2 C, 3 D**" in key and "Try the three questions" in key  # folded under the questions in HTML

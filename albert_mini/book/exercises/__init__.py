@@ -1,20 +1,38 @@
 """Checks for the chapters' exercises: `check_<name>(learner_function)` compares with the package's reference.
 
 Each chapter's checks live in their own module (`ch03.py`, ...); every `check_*` function is re-exported here,
-so a chapter writes `from albert_mini.book.exercises import check_factorized_parameter_count`.
+so a chapter writes `from albert_mini.book.exercises import check_factorized_parameter_count`. A chapter's
+exercises, in the order it asks them, are the keys of its module's ANSWERS; `chapter_exercises` maps each to
+its check (what the tests run against chapters/solutions/ and what `make grade` runs against a submission).
 """
 
 import importlib
 import pkgutil
+import re
+from collections.abc import Callable
 
-from .checking import ExerciseFailed, check_against_reference
+from .checking import NOT_ATTEMPTED, ExerciseFailed, check_against_reference
 
-__all__ = ["ExerciseFailed", "check_against_reference"]
+__all__ = ["NOT_ATTEMPTED", "ExerciseFailed", "check_against_reference", "chapter_exercises", "chapters_with_exercises"]
+
+_CHAPTER_MODULE = re.compile(r"ch(\d\d)")
 
 for _module in pkgutil.iter_modules(__path__):
-    if _module.name.startswith("ch"):
+    if _CHAPTER_MODULE.fullmatch(_module.name):
         _loaded = importlib.import_module(f"{__name__}.{_module.name}")
         for _name in dir(_loaded):
-            if _name.startswith("check_"):
+            if _name.startswith("check_") and _name != "check_against_reference":
                 globals()[_name] = getattr(_loaded, _name)
                 __all__.append(_name)
+
+
+def chapters_with_exercises() -> list[str]:
+    """The two-digit numbers of the chapters that have exercises ("01", "02", ...)."""
+    return sorted(m.group(1) for m in map(_CHAPTER_MODULE.fullmatch, (i.name for i in pkgutil.iter_modules(__path__)))
+                  if m)
+
+
+def chapter_exercises(number: str) -> dict[str, Callable]:
+    """Exercise name -> its check, in the order chapter `number` ("05") asks them."""
+    module = importlib.import_module(f"{__name__}.ch{number}")
+    return {name: getattr(module, f"check_{name}") for name in module.ANSWERS}

@@ -88,6 +88,7 @@ def check_lamb_update(fn) -> bool:
                   dict(weight_decay=0.0, adapt=False)))  # a fresh bias
     return check_against_reference(
         "lamb_update (new w, new m, new v)", fn, lamb_update, cases, rtol=1e-5, atol=1e-8,
+        parts=("new w", "new m", "new v"), keep_inputs=True,
         hint="update m and v as Adam does but with no bias correction; u = m / (sqrt(v) + eps) + weight_decay * w; "
              "the trust ratio ||w|| / ||u|| (1 if a norm is 0, or if adapt is False) scales the whole of u, decay "
              "included; then w - lr * ratio * u. Do not change the tensors you are given.",

@@ -28,7 +28,7 @@ def check_training_memory_bytes(fn) -> bool:
     )
 
 
-def _reference_head_flops(config: AlbertConfig) -> int:
+def mlm_head_flops_per_token(config: AlbertConfig) -> int:
     H, E, V = config.hidden_size, config.embedding_size, config.vocab_size
     return 2 * (H * E + E * V)
 
@@ -46,7 +46,7 @@ def _head_cases(seed: int = 9):
 def check_mlm_head_flops_per_token(fn) -> bool:
     """Compare mlm_head_flops_per_token(config) with 2 x (H*E + E*V) on every preset and random configs."""
     return check_against_reference(
-        "mlm_head_flops_per_token", fn, _reference_head_flops, _head_cases(),
+        "mlm_head_flops_per_token", fn, mlm_head_flops_per_token, _head_cases(),
         hint="the head maps H -> E (dense), then E -> V (the decoder tied to the word embeddings); a multiply-add "
              "is 2 FLOPs; leave out biases, the activation and the LayerNorm.",
     )
@@ -56,9 +56,9 @@ def check_mlm_head_flops_per_token(fn) -> bool:
 # whose source answers it, and the numbers it asks for.
 ANSWERS = {
     "training_memory_bytes": [parameter_bytes],
-    "mlm_head_flops_per_token": [_reference_head_flops],
+    "mlm_head_flops_per_token": [mlm_head_flops_per_token],
 }
 KEY_NUMBERS = {  # the head's forward FLOPs per predicted position of ALBERT-base and BERT-base
-    "mlm_head_flops_per_token": [_reference_head_flops(AlbertConfig.from_preset(name))
+    "mlm_head_flops_per_token": [mlm_head_flops_per_token(AlbertConfig.from_preset(name))
                                  for name in ("albert-base", "bert-base")],
 }

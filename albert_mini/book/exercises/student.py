@@ -1,31 +1,20 @@
-"""Generate student notebooks: every solution between the markers becomes a stub that raises NotImplementedError.
+"""A hand-out folder for a class: the chapters as notebooks without outputs, and the figures they show.
 
     python -m albert_mini.book.exercises.student chapters/*.py --out build/student     # what `make exercises` runs
+    python -m albert_mini.book.exercises.student chapters/*.py --out build/student --with-solutions
 
-In a chapter source, a solution is written inside a code cell between two marker lines:
-
-    def trust_ratio(w, u):
-        ### BEGIN SOLUTION
-        ...the reference answer...
-        ### END SOLUTION
-
-A cell that shows an answer outside such a block (the package's own version printed after the exercise, or prose
-that gives the number an exercise asks for) carries the cell tag `solution`, and is left out of the student
-notebook. In a chapter source the tag is written on the cell marker:
-
-    # %% tags=["solution"]
-    print(inspect.getsource(replace_80_10_10))
-
-    # %% [markdown] tags=["solution"]
-    # The factorized head is ... times cheaper ...
-
-tests/book/test_student_notebooks.py checks that no student notebook shows a reference answer.
+The chapters already show every exercise unsolved (a stub and a check cell, with nbgrader's cell metadata) and
+keep their solutions apart, in chapters/solutions/. This command only packs what a student needs outside the
+checkout: OUT/chapters/NN_name.ipynb for each chapter given, with no outputs, and OUT/figures/ with every figure
+the chapters' text links (`../figures/x.png`), so no image is broken. --with-solutions adds
+OUT/chapters/solutions/, for after the deadline. Students still need the package installed (`make venv`).
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -33,39 +22,30 @@ from ...cli import Parser
 from ...cli import run as run_cli
 from ...errors import MissingFileError
 from ...safe_files import UnsafeWriteError, atomic_write_text, check_out_folder
+from .solutions import solutions_path
 
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-SOLUTION_TAG = "solution"  # a cell that reveals an answer: in the published chapter, not in the student notebook
-_BLOCK = re.compile(rf"^([ \t]*){re.escape(BEGIN)}[^\n]*\n.*?^[ \t]*{re.escape(END)}[^\n]*$", re.M | re.S)
-
-
-def strip_solutions(source: str, label: str = "this exercise") -> str:
-    """Replace every marked solution block with a NotImplementedError stub at the same indentation."""
-    if source.count(BEGIN) != source.count(END):
-        raise ValueError(f"{label}: {source.count(BEGIN)} '{BEGIN}' markers but {source.count(END)} '{END}'")
-    return _BLOCK.sub(lambda m: f'{m.group(1)}raise NotImplementedError("write your solution here")', source)
-
-
-def reveals_answer(cell) -> bool:
-    """Whether a cell carries the `solution` tag (it shows an exercise's answer)."""
-    return SOLUTION_TAG in cell.get("metadata", {}).get("tags", [])
+FIGURE_LINK = re.compile(r"\]\(\.\./figures/([^)\s]+)\)")  # a markdown image of the checkout's figures/
 
 
 def student_notebook(chapter: Path):
-    """The chapter as a notebook without solutions, cells that reveal them, or outputs, ready to hand out."""
+    """The chapter as a notebook without outputs or execution counts, ready to hand out."""
     import jupytext
 
     notebook = jupytext.read(chapter)
-    notebook.cells = [cell for cell in notebook.cells if not reveals_answer(cell)]
     for cell in notebook.cells:
         if cell.cell_type == "code":
-            cell.source = strip_solutions(cell.source, chapter.name)
             cell.outputs, cell.execution_count = [], None
     return notebook
 
 
+def linked_figures(notebook) -> list[str]:
+    """The file names under figures/ that the notebook's markdown shows."""
+    return sorted({name for cell in notebook.cells if cell.cell_type == "markdown"
+                   for name in FIGURE_LINK.findall(cell.source)})
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Command line: write student notebooks; bad input ends with one error line and exit status 2."""
+    """Command line: write the hand-out folder; bad input ends with one error line and exit status 2."""
     return run_cli(_main, argv)
 
 
@@ -75,20 +55,34 @@ def _main(argv: list[str]) -> int:
     parser = Parser(prog="python -m albert_mini.book.exercises.student",
                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("chapters", nargs="+", type=Path, help="chapter sources (chapters/NN_name.py)")
-    parser.add_argument("--out", type=Path, default=Path("build/student"), help="folder for the student notebooks")
+    parser.add_argument("--out", type=Path, default=Path("build/student"), help="the hand-out folder")
+    parser.add_argument("--with-solutions", action="store_true", help="add chapters/solutions/ to the hand-out")
     args = parser.parse_args(argv)
     check_out_folder(args.out)  # before any notebook is built
     for chapter in args.chapters:
         if not chapter.is_file():
             raise MissingFileError(f"chapter {chapter} is not a file; pass chapter sources such as chapters/*.py")
-        if args.out.resolve() == chapter.parent.resolve():
-            raise UnsafeWriteError(f"--out {args.out} is the folder of the chapters, so the student notebooks would "
+        if chapter.parent.resolve() in (args.out.resolve(), (args.out / "chapters").resolve()):
+            raise UnsafeWriteError(f"--out {args.out} is the folder of the chapters, so the hand-out would "
                                    "replace their executed .ipynb copies; choose another --out, e.g. build/student")
+    figures = set()
     for chapter in args.chapters:
-        target = args.out / chapter.with_suffix(".ipynb").name
-        text = jupytext.writes(student_notebook(chapter), fmt="ipynb")
+        notebook = student_notebook(chapter)
+        target = args.out / "chapters" / chapter.with_suffix(".ipynb").name
+        text = jupytext.writes(notebook, fmt="ipynb")
         atomic_write_text(target, text if text.endswith("\n") else text + "\n")
+        figures |= {chapter.parent.parent / "figures" / name for name in linked_figures(notebook)}
         print(f"{chapter} -> {target}")
+        solutions = solutions_path(chapter)
+        if args.with_solutions and solutions.is_file():
+            atomic_write_text(args.out / "chapters" / "solutions" / solutions.name, solutions.read_text())
+            print(f"{solutions} -> {args.out / 'chapters' / 'solutions' / solutions.name}")
+    for figure in sorted(figures):
+        if not figure.is_file():
+            raise MissingFileError(f"{figure} is linked by a chapter but missing; run `make book` to draw it")
+        (args.out / "figures").mkdir(parents=True, exist_ok=True)
+        shutil.copy2(figure, args.out / "figures" / figure.name)
+    print(f"{args.out}: {len(args.chapters)} chapters and {len(figures)} figures they link")
     return 0
 
 
