@@ -145,3 +145,15 @@ def test_under_nbgrader_a_stub_fails_its_grade_cell(monkeypatch):
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     with pytest.raises(ExerciseFailed, match=NOT_ATTEMPTED):
         check_sop_pair(stub)
+
+
+def test_the_html_book_folds_chapter_1s_quiz_answers_under_the_questions():
+    import nbformat
+
+    chapter = chapter_source("01")
+    notebook = nbformat.read(chapter.with_suffix(".ipynb"), as_version=4)
+    folded = with_solutions(notebook, solutions_path(chapter))
+    where = next(i for i, c in enumerate(folded.cells) if "Try the three questions before reading on" in c.source)
+    answers = folded.cells[where + 1]
+    assert answers.cell_type == "markdown" and answers.source.startswith('<details class="solution">')
+    assert "**1 B, 2 C, 3 D**" in answers.source and "\n#" not in answers.source

@@ -35,8 +35,10 @@ def solution_cells(path: Path) -> list:
 
 
 def _folded_markdown(source: str) -> str:
-    """Markdown shown collapsed: an HTML <details> block, which needs no script and no network."""
-    return f'<details class="solution">\n<summary>{SHOW}</summary>\n\n{source.strip()}\n\n</details>'
+    """Markdown shown collapsed: an HTML <details> block, which needs no script and no network (its headings are
+    left out: inside the block they would open a section of the page)."""
+    text = "\n".join(line for line in source.strip().splitlines() if not line.startswith("#")).strip()
+    return f'<details class="solution">\n<summary>{SHOW}</summary>\n\n{text}\n\n</details>'
 
 
 def with_solutions(notebook, solutions: Path):
