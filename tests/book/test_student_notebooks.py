@@ -264,3 +264,22 @@ def test_chapter_1_keeps_the_race_answers_in_its_solutions():
     assert elsewhere == [], "a cell other than the questions names a right option"
     key = solutions_path(chapter).read_text()
     assert "**1 B, 2 C, 3 D**" in key and "Try the three questions" in key  # folded under the questions in HTML
+
+
+def test_the_nbgrader_source_version_holds_each_solution_between_nbgraders_markers(tmp_path):
+    """nbgrader's generate_assignment turns a solution region back into a stub; the source version must hold
+    a region per exercise, whose code passes the exercise's check."""
+    import nbformat
+
+    assert hand_out([str(p) for p in WITH_EXERCISES] + ["--out", str(tmp_path), "--nbgrader-source"]) == 0
+    for chapter in WITH_EXERCISES:
+        notebook = nbformat.read(tmp_path / "source" / chapter.stem / f"{chapter.stem}.ipynb", as_version=4)
+        for name, check in chapter_exercises(chapter.name[:2]).items():
+            cell = next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == name)
+            assert STUB not in cell.source and cell.source.count("### BEGIN SOLUTION") == 1
+            if chapter.name.startswith(("02", "03", "05", "09")):  # cheap checks, and cells that run on their own
+                namespace = {}
+                exec("from __future__ import annotations\n" + cell.source, namespace)
+                assert check(namespace[name]) is True
+    shipped = {p.name for p in (tmp_path / "source" / "figures").iterdir()}
+    assert {"experiment_finetune.png", "experiment_sentence_task.png"} <= shipped  # what chapters 05 and 08 show
