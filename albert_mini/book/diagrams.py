@@ -393,12 +393,13 @@ def race_packing_diagram(passage_tokens: int, qa_tokens: int, max_length: int, m
             f"+ the question+option's last {qa_kept} + [SEP] = {passage_kept + qa_kept + 3} tokens. Pale: dropped.",
             *textwrap.wrap("The option sits at the end of its text and is what is scored, so the end is kept; each "
                            "option gets its own copy of the passage.", CHARS)]
-    height = (len(title) + len(note)) * LINE_IN + 1.75
+    height = (len(title) + len(note)) * LINE_IN + 1.95
     fig, ax = _canvas(PAGE_IN, height)
     ax.text(0, height, "\n".join(title), fontsize=FONT_PT, weight="bold", va="top")
     unit = PAGE_IN / (passage_tokens + qa_tokens + 3)
-    y, h = len(note) * LINE_IN + 0.55, 0.4
+    y, h = len(note) * LINE_IN + 0.75, 0.4
     x = 0.0
+    ends, levels = {True: -1.0, False: -1.0}, {True: 0, False: 0}  # the last label above (kept) and below
     pieces = [("[CLS]", 1, GREY, True), ("passage, kept", passage_kept, BLUE, True),
               ("passage, dropped", passage_tokens - passage_kept, BLUE, False), ("[SEP]", 1, GREY, True),
               ("question+option, dropped", qa_tokens - qa_kept, GREEN, False),
@@ -409,10 +410,15 @@ def race_packing_diagram(passage_tokens: int, qa_tokens: int, max_length: int, m
         count = f"{n}" if _text_width(f"{n}") + 0.06 < n * unit else ""
         _box(ax, x, y, n * unit, h, count, color=color, alpha=0.85 if kept else 0.2,
              text_color="white" if kept else "black")
-        if n > 1:  # kept parts are named above the row, dropped ones below, so neighbours do not collide
-            centre = min(max(x + n * unit / 2, _text_width(label) / 2), PAGE_IN - _text_width(label) / 2)
-            ax.text(centre, y + h + 0.08 if kept else y - 0.08, label, ha="center", va="bottom" if kept else "top",
-                    fontsize=FONT_PT)
+        if n > 1:  # kept parts are named above the row, dropped ones below; a label that would touch the one
+            # before it on its side moves a line further out
+            half = _text_width(label) / 2
+            centre = min(max(x + n * unit / 2, half), PAGE_IN - half)
+            levels[kept] = levels[kept] + 1 if centre - half < ends[kept] + 0.1 else 0
+            offset = 0.08 + levels[kept] * LINE_IN
+            ax.text(centre, y + h + offset if kept else y - offset, label, ha="center",
+                    va="bottom" if kept else "top", fontsize=FONT_PT)
+            ends[kept] = centre + half
         x += n * unit
     ax.text(0, len(note) * LINE_IN, "\n".join(note), fontsize=FONT_PT, va="top")
     return fig
