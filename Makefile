@@ -117,11 +117,12 @@ exercises: $(STAMP)
 	$(PY) -m albert_mini.book.exercises.student $(CHAPTERS) --out build/student
 
 # SUBMISSIONS: one folder per student holding their chapter notebooks. Writes SUBMISSIONS/gradebook.csv (or
-# GRADEBOOK=file; an existing file is never replaced), each notebook given at most TIME_LIMIT seconds, offline.
+# GRADEBOOK=file; an existing file is replaced only with OVERWRITE=1), each notebook given at most TIME_LIMIT
+# seconds, offline.
 TIME_LIMIT ?= 600
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "error: make grade needs the class folder: make grade SUBMISSIONS=path/to/class (one sub-folder of notebooks per student)" >&2; exit 2; }
-	$(PY) -m albert_mini.book.grade "$(SUBMISSIONS)" --time-limit $(TIME_LIMIT) $(if $(GRADEBOOK),--out "$(GRADEBOOK)")
+	$(PY) -m albert_mini.book.grade "$(SUBMISSIONS)" --time-limit $(TIME_LIMIT) $(if $(GRADEBOOK),--out "$(GRADEBOOK)") $(if $(OVERWRITE),--overwrite)
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/train_step.py

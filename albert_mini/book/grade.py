@@ -82,7 +82,8 @@ class Row:
     message: str
 
     def cells(self) -> list[str]:
-        message = re.sub(r"[ \t]+", " ", one_line(self.message))  # the checks align their lines with spaces
+        message = re.sub(r"\.?[ \t]*\n\s*", "; ", self.message.strip())  # one line: a spreadsheet shows it whole
+        message = re.sub(r"[ \t]+", " ", message)  # the checks align their lines with spaces
         return [self.student, self.chapter, self.exercise, "yes" if self.passed else "no", message]
 
 
