@@ -237,8 +237,9 @@ def grade_notebook(path: Path, student: str, chapter: str, time_limit: float, fa
         if verdict is None:
             reason = stopped or "its check did not run"
             where = f" (cell {origin[graded_at[name]]})" if origin[graded_at[name]] else ""
-            rows.append(Row(student, chapter, name, False, f"{prefix}{reason}; this exercise's check{where} never "
-                                                           f"ran{raised}"))
+            if stuck != graded_at[name]:  # else the check itself ran out of time or crashed, with the student's code
+                reason += f"; this exercise's check{where} never ran"
+            rows.append(Row(student, chapter, name, False, f"{prefix}{reason}{raised}"))
         else:
             extra = raised if not verdict["passed"] else ""
             rows.append(Row(student, chapter, name, verdict["passed"], prefix + verdict["message"] + extra))
@@ -249,6 +250,8 @@ def grade_notebook(path: Path, student: str, chapter: str, time_limit: float, fa
 def grade_class(submissions: Path, time_limit: float = DEFAULT_TIME_LIMIT, fast: bool = True,
                 chapters: list[str] | None = None, progress=print) -> list[Row]:
     """Every student's notebooks graded, and a row for every chapter a student did not hand in."""
+    import nbformat
+
     from .exercises import chapter_exercises, chapters_with_exercises
 
     exercises = {number: chapter_exercises(number) for number in chapters_with_exercises()}
@@ -264,8 +267,6 @@ def grade_class(submissions: Path, time_limit: float = DEFAULT_TIME_LIMIT, fast:
             if ".ipynb_checkpoints" in path.parts:
                 continue
             try:
-                import nbformat
-
                 notebook = nbformat.read(path, as_version=4)
                 chapter = identify_chapter(notebook, path, exercises, files)
             except Exception:  # unreadable: graded by name below, where it gets its rows and the reason

@@ -126,3 +126,15 @@ def test_an_existing_gradebook_is_not_overwritten_unless_asked(tmp_path, capsys)
         grade.main([str(tmp_path)])
     assert stop.value.code == 2 and "--overwrite" in capsys.readouterr().err
     assert (tmp_path / "gradebook.csv").read_text() == "the teacher's own notes\n"
+
+
+def test_an_unreadable_notebook_and_a_stray_file_get_their_rows_without_a_kernel(tmp_path):
+    (tmp_path / "ada").mkdir()
+    (tmp_path / "ada" / "05_sentence_order_prediction.ipynb").write_text("{ not json")
+    (tmp_path / "ada" / "shopping list.ipynb").write_text("{ not json either")
+    rows = grade.grade_class(tmp_path, time_limit=5, progress=lambda line: None)
+    assert [(r.chapter, r.exercise, r.passed) for r in rows] == [
+        ("05", "sop_pair", False), ("05", "nsp_label_from_sources", False), ("05", "overlap_feature", False),
+        ("", "", False)]
+    assert all("could not be read as a notebook" in r.message for r in rows[:3])
+    assert "shopping list.ipynb: not a chapter notebook" in rows[3].message
