@@ -19,6 +19,22 @@ def pooled_outputs(model: AlbertForPreTraining, inputs: dict, chunk: int = 64) -
     return torch.cat(pooled), torch.cat(logits)
 
 
+@torch.no_grad()
+def pair_features(model: AlbertForPreTraining, inputs: dict, chunk: int = 256) -> dict[str, torch.Tensor]:
+    """On the CPU: the pooled [CLS] output (N, H), the mean of the last layer over real tokens (N, H) and the
+    model's sentence logits (N, 2) of every row of `inputs` (moved to the model's device in chunks)."""
+    device = next(model.parameters()).device
+    pooled, mean, logits = [], [], []
+    for start in range(0, len(inputs["input_ids"]), chunk):
+        part = {k: v[start:start + chunk].to(device) for k, v in inputs.items()}
+        out = model.albert(part["input_ids"], part["attention_mask"], part["token_type_ids"])
+        real = part["attention_mask"].unsqueeze(-1).to(out.last_hidden_state.dtype)  # (B, T, 1)
+        mean.append(((out.last_hidden_state * real).sum(1) / real.sum(1)).cpu())  # (B, H)
+        pooled.append(out.pooler_output.cpu())
+        logits.append(model.sop_classifier(out.pooler_output).cpu())
+    return {"pooled": torch.cat(pooled), "mean": torch.cat(mean), "logits": torch.cat(logits)}
+
+
 def linear_probe(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Tensor, steps: int,
                  seed: int = 0) -> torch.Tensor:
     """Fit a 2-way logistic regression on frozen features (full-batch Adam, fixed steps); predictions on test_x.

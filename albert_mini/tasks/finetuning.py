@@ -220,7 +220,8 @@ def predict_logits(model: nn.Module, batches: Sequence[dict]) -> torch.Tensor:
     was_training = model.training
     model.eval()
     try:
-        outs = [model(**{k: b[k] for k in _ENCODER_INPUTS if k in b}).logits for b in batches]
+        device = next(model.parameters()).device
+        outs = [model(**{k: b[k].to(device) for k in _ENCODER_INPUTS if k in b}).logits.cpu() for b in batches]
     finally:
         model.train(was_training)
     if outs and outs[0].dim() == 3:  # span logits (B, T, 2): batches are padded to different lengths T
@@ -254,10 +255,12 @@ class FinetuneSettings:
 
 
 def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None, config: AlbertConfig | None = None,
-             out_dir: str | Path | None = None, progress: bool = False, resume: bool = False) -> dict:
+             out_dir: str | Path | None = None, progress: bool = False, resume: bool = False,
+             device: str | torch.device = "cpu") -> dict:
     """Fine-tune a fresh head on `task` from `init` (a checkpoint, an HF dir or "random"); score the test split.
 
-    With `resume`, training continues from the newest checkpoint in `out_dir` (if any) instead of step 0.
+    With `resume`, training continues from the newest checkpoint in `out_dir` (if any) instead of step 0. The
+    model trains on `device`; the head is drawn on the CPU first, so its start is the same on every device.
     """
     from ..text.tokenizer import Tokenizer  # commands: see the module's docstring
     from .registry import get_task
@@ -275,6 +278,7 @@ def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None,
         raise UsageError(f"{task.name} gives {len(train_features)} training features, fewer than one batch of "
                          f"--batch-size {settings.batch_size}; use --batch-size {max(1, len(train_features))} or lower")
     model = build_task_model(task.kind, init, config=config, num_labels=task.num_labels, seed=settings.seed)
+    model.to(device)
     start = time.perf_counter()
     optimizer = build_optimizer(model, settings.optimizer, lr=settings.lr, weight_decay=settings.weight_decay)
     schedule = WarmupPolyDecay(settings.lr, settings.steps, round(settings.warmup_fraction * settings.steps))

@@ -44,8 +44,10 @@ def run(name: str, budget: Budget | None = None, out_dir: Path | None = None, se
     runner.experiment = name
     start = time.perf_counter()
     payload = EXPERIMENTS[name].run(runner)
-    path = write_result(name, payload, budget, runner.seeds, out_dir or results_dir(), time.perf_counter() - start,
-                        command, runner.compute_seconds.get(name), sorted(runner.devices.get(name, ())))
+    describe = getattr(EXPERIMENTS[name], "describe_budget", None)  # an experiment with plans of its own
+    path = write_result(name, payload, budget, payload.get("seeds", runner.seeds), out_dir or results_dir(),
+                        time.perf_counter() - start, command, runner.compute_seconds.get(name),
+                        sorted(runner.devices.get(name, ())), describe(budget) if describe else None)
     fig = EXPERIMENTS[name].figure(json.loads(path.read_text()))  # drawn from what was written, as a reader sees it
     save_figure(fig, f"experiment_{name}.png", None if budget == FULL else path.parent)
     import matplotlib.pyplot as plt

@@ -133,6 +133,11 @@ def sentence_baselines(task: str, budget: Budget) -> dict:
     topic shows up as overlap, order does not (a swapped pair has the same overlap)."""
     _, test_y, test = held_out_sentences(task, budget)
     _, train_y, train = probe_sentences(task, budget)
+    return pair_baselines(train, train_y, test, test_y)
+
+
+def pair_baselines(train, train_y: torch.Tensor, test, test_y: torch.Tensor) -> dict:
+    """The majority label and a word-overlap stump fitted on `train` pairs, scored on `test` pairs."""
 
     def overlap(instances):
         values = []
@@ -145,8 +150,6 @@ def sentence_baselines(task: str, budget: Budget) -> dict:
     majority = max(float(test_y.float().mean()), 1 - float(test_y.float().mean()))
     return {"majority": majority, "overlap_stump": float((predict(overlap(test)) == test_y.numpy()).mean()),
             "examples": len(test_y)}
-
-
 
 
 def constant_head(score: dict) -> bool:

@@ -34,18 +34,22 @@ def guard_values() -> dict[str, dict]:
     from .budget import FAST, mini
     from .finetune import Finetuning, finetune_one
     from .measure import Pretraining, measure
-    from .trunk import FAST_BRANCH, FAST_TRUNK, train_branch, train_trunk
+    from .trunk import FAST_BRANCH, FAST_TRUNK, train_branch, train_scratch, train_trunk, trunk_checkpoint
 
     torch.set_num_threads(1)  # one thread: the same reduction order on every machine
     values = {}
     record = measure(Pretraining("guard", mini(), "sop", 0), FAST)
     values["pretraining"] = _losses(record["curve"]) + [record["mlm_acc"], record["sop"]["accuracy"]]
     with tempfile.TemporaryDirectory() as tmp:
-        weights = Path(tmp) / "trunk.safetensors"
-        trunk = train_trunk(FAST_TRUNK, 0, weights)
+        trunk = train_trunk(FAST_TRUNK, Path(tmp))
         values["trunk"] = _losses(trunk["curve"]) + [p["mlm_128"]["loss"] for p in trunk["probes"]]
-        branch = train_branch(weights, "sop", FAST_BRANCH, FAST_TRUNK, 0)
-        values["branch"] = _losses(branch["curve"]) + [branch["mlm_128"]["loss"], branch["sop"]["head"]["accuracy"]]
+        checkpoint = trunk_checkpoint(Path(tmp), FAST_TRUNK.stop)
+        branch = train_branch(checkpoint, "sop", 0, FAST_TRUNK, FAST_BRANCH, FAST)
+        values["branch"] = _losses(branch["curve"]) + [
+            branch["mlm_128"]["loss"], branch["sentence_64"]["sop_unmasked"]["head"]["accuracy"],
+            branch["downstream"]["austen-mc"]["accuracy"]]
+    scratch = train_scratch("nsp", 0, FAST_TRUNK)
+    values["scratch"] = _losses(scratch["curve"]) + [scratch["mlm_64"]["loss"]]
     tuned = finetune_one(Finetuning("austen-mc", "random", 0, FinetuneSettings(
         steps=2, batch_size=2, seed=0, max_train_examples=8, max_eval_examples=8)), AlbertForPreTraining(mini()))
     values["finetuning"] = [round(float(tuned["final_train_loss"]), 6), tuned["accuracy"]]

@@ -58,12 +58,13 @@ def cpu_model() -> str:
 
 def write_result(name: str, payload: dict, budget: Budget, seeds, out_dir: Path, seconds: float,
                  command: str | None = None, compute_seconds: float | None = None,
-                 run_devices: list[str] | None = None) -> Path:
+                 run_devices: list[str] | None = None, budget_record: dict | None = None) -> Path:
     """<out_dir>/<name>.json: the numbers and everything needed to reproduce them. `wall_seconds` is this
     process's time; `compute_seconds` sums the time every run used took when it was computed, possibly in earlier
     sittings (runs from the cache)."""
     meta = {"experiment": name, "command": command or f"{COMMAND} {name}", "fast_mode": budget == FAST,
-            "budget": budget.as_dict(), "seeds": list(seeds), "git_revision": git_revision(), "cpu": cpu_model(),
+            "budget": budget_record or budget.as_dict(), "seeds": list(seeds), "git_revision": git_revision(),
+            "cpu": cpu_model(),
             "cores": os.cpu_count(), "threads": torch.get_num_threads(), "torch": torch.__version__,
             "python": platform.python_version(), "wall_seconds": round(seconds, 1),
             "compute_seconds": None if compute_seconds is None else round(compute_seconds, 1),

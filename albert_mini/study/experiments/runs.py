@@ -13,9 +13,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import multiprocessing
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from ...paths import CACHE_ROOT, DATA_ROOT
@@ -26,7 +28,29 @@ from .provenance import device_name
 
 # Bump a kind's number whenever a change alters what its runs compute (losses, data order, masks, initialisation,
 # measurements); its finished runs are then recomputed, every other kind's stay valid.
-NUMERICS_VERSION = {"pretraining": 1, "finetuning": 1, "trunk": 1, "branch": 1}
+# trunk 2, branch 2: Table 5 redesigned (the trunk is the classroom recipe with SOP, stopped before SOP leaves chance;
+# branches continue its optimizer and schedule); the MLM-only trunk's runs are retired, not silently reused.
+NUMERICS_VERSION = {"pretraining": 1, "finetuning": 1, "trunk": 2, "branch": 2, "scratch": 1}
+WORKERS_ENV = "ALBERT_MINI_WORKERS"  # runs computed at once in worker processes (default 1: in this process)
+
+
+def workers() -> int:
+    """How many runs an experiment may compute at once (ALBERT_MINI_WORKERS, default 1)."""
+    value = os.environ.get(WORKERS_ENV, "1")
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{WORKERS_ENV} must be a whole number >= 1, got {value!r}")
+    return int(value)
+
+
+def _worker_start(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def _timed(compute: Callable[[], dict]) -> tuple[dict, float]:
+    start = time.perf_counter()
+    return compute(), time.perf_counter() - start
 
 def cache_dir() -> Path:
     """Where finished runs are kept: full runs in data/results/experiment-runs/ (committed, so a run that takes
@@ -126,6 +150,26 @@ class Runner:
         self.say(f"[{self.done}{of}] {self.experiment} {label}: {status} in {time.perf_counter() - start:.0f} s "
                  f"({time.perf_counter() - self.start:.0f} s so far)", flush=True)
         return result
+
+    def cached_all(self, jobs: list[tuple[dict, Callable[[], dict], str]]) -> list[dict]:
+        """`cached` for each (spec, compute, label); with ALBERT_MINI_WORKERS > 1 the pending runs are computed in
+        that many worker processes at once (`compute` must pickle: a module-level function or a partial of one).
+        Each result is saved the moment its run ends, by this process alone."""
+        pending = [(spec, compute, label) for spec, compute, label in jobs
+                   if self.cache is None or self.cache.load(spec) is None]
+        count = min(workers(), len(pending))
+        if count > 1 and self.cache is not None:
+            threads = max(1, (os.cpu_count() or 1) // count)
+            with ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"),
+                                     initializer=_worker_start, initargs=(threads,)) as pool:
+                running = {pool.submit(_timed, compute): (spec, label) for spec, compute, label in pending}
+                for future in as_completed(running):
+                    spec, label = running[future]
+                    result, seconds = future.result()
+                    self.cache.save(spec, result, seconds)
+                    self.ran += 1
+                    self.say(f"{self.experiment} {label}: ran in {seconds:.0f} s in a worker", flush=True)
+        return [self.cached(spec, compute, label) for spec, compute, label in jobs]
 
     def pretraining(self, run: Pretraining) -> dict:
         spec = run.spec(self.budget)

@@ -1,16 +1,17 @@
-"""Table 5 analog from one trunk: MLM only, then branches with no sentence task, NSP or SOP (see trunk.py).
+"""Table 5 at mini scale: one trunk at the edge of SOP's escape, then branches with no sentence task, NSP or SOP
+(see trunk.py), each fine-tuned downstream.
 
-Scored on the same examples for every model: MLM on the same masked held-out tokens; SOP and NSP on every validation
-and test pair, by the model's own head where it trained one and by a linear probe on its frozen pooled output for
-both tasks. The contrasts were named before the runs: the SOP branch against the NSP branch scored on SOP, the NSP
-branch against none on SOP, the SOP branch against none on NSP. Seeds are the unit: each contrast is a difference
-per seed with a t interval over seeds; McNemar's exact test per seed is supporting evidence.
+The plan, the named contrasts and the go/no-go thresholds (PLAN below) were written down and committed before any
+of the runs. Every row is scored the same way on the same examples; the primary score of a sentence task is a
+frozen linear probe on the pooled output at 64 tokens, on unmasked pairs. Seeds are the unit: a contrast is the
+difference per seed with a t interval over seeds; McNemar's exact test per seed only where neither predictor
+gives one answer to every pair.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import tempfile
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,31 +21,89 @@ from ...settings import fast_mode
 from ..paper import TABLE5
 from ..stats import discordant, mcnemar_exact, seed_summary, wilson_interval
 from .budget import FAST
-from .measure import constant_head
-from .runs import run_key
-from .tables import plot_seed_cells
-from .trunk import FAST_BRANCH, FAST_TRUNK, FULL_BRANCH, FULL_TRUNK, train_branch, train_trunk, trunk_config
+from .finetune import CHANCE, finetune_settings
+from .measure import constant_head, pair_baselines
+from .runs import run_key, workers
+from .trunk import (
+    DOWNSTREAM,
+    FAST_BRANCH,
+    FAST_TRUNK,
+    FULL_BRANCH,
+    FULL_TRUNK,
+    LENGTHS,
+    ROWS,
+    TRUNK_SEED,
+    BranchPlan,
+    TrunkPlan,
+    scored_pairs,
+    train_branch,
+    train_trunk,
+    trunk_checkpoint,
+    trunk_config,
+)
 
-TASKS = tuple(TABLE5)  # none, nsp, sop: one branch per row of the paper's table
-TRUNK_SEED = 0
+TASKS = ROWS  # kept for readers: one branch per row of the paper's Table 5
+MIN_PILOT_SOP = 0.55  # the seed-0 SOP branch's primary SOP after its short phase, below which branches lengthen
+EXTRA_SEEDS = (3, 4)  # added when SOP minus none on NSP straddles 0 with a positive mean
 # The pre-registered contrasts: (model A, model B, the task both are scored on).
 CONTRASTS = {"sop_vs_nsp_on_sop": ("sop", "nsp", "sop"), "nsp_vs_none_on_sop": ("nsp", "none", "sop"),
              "sop_vs_none_on_nsp": ("sop", "none", "nsp")}
+DOWNSTREAM_CONTRASTS = {"sop_minus_nsp": ("sop", "nsp"), "sop_minus_none": ("sop", "none")}
+
+PLAN = {
+    "trunk": "the classroom recipe (albert-mini, MLM + SOP, LAMB 5e-3, 125 warm-up steps, a 5,000-step schedule, "
+             "64 x 64-token batches, seed 0) stopped at step 3,000 with its whole checkpoint (weights, LAMB "
+             "moments, step)",
+    "branch_point": "step 3,000 if the trunk's SOP head and its SOP probe (pooled, 64 tokens, unmasked pairs) both "
+                    "have a 95% Wilson interval containing 50%; otherwise step 2,500",
+    "branches": "from the branch point, the trunk's optimizer state and schedule continued for 1,250 steps of "
+                "64 x 64 tokens, then 250 steps of 32 x 128; a fresh sentence classifier (drawn from the seed), the "
+                "trunk's pooler; rows: MLM + SOP, MLM + NSP, MLM only on the same SOP-layout pairs with the "
+                "sentence loss off; seeds 0, 1, 2 set data order, masks and head, and the three rows of a seed "
+                "share them (the NSP row's pairs come from the NSP builder with the same seed)",
+    "go_no_go": f"the seed-0 SOP branch runs first; if its primary SOP after the 64-token phase is below "
+                f"{MIN_PILOT_SOP:.0%}, every branch's 64-token phase is lengthened to 1,750 steps; if the lengthened "
+                "branch is still at chance (95% Wilson interval containing 50%), no other branch runs and the "
+                "evidence is recorded",
+    "primary_score": "a frozen linear probe on the pooled [CLS] output, fitted on the same training pairs and scored "
+                     "on every validation and test pair, at 64 tokens, on unmasked pairs, for every row; beside it "
+                     "the same at 128 tokens, on masked pairs, a probe on the mean of the last layer, and each "
+                     "model's own trained head",
+    "contrasts": {name: f"{a} minus {b}, scored on {on.upper()}" for name, (a, b, on) in CONTRASTS.items()},
+    "extra_seeds": f"if sop_vs_none_on_nsp's t interval over seeds straddles 0 with a positive mean, add seeds "
+                   f"{EXTRA_SEEDS[0]} and {EXTRA_SEEDS[1]}",
+    "downstream": "each branch of every seed fine-tuned on austen-mc (several sentences) and polarity (one "
+                  "sentence) with the fine-tuning experiment's budget; SOP minus NSP and SOP minus none per task",
+    "targets": ["the SOP branch scores at least 60% on SOP (primary) in every seed; moonshot 65%",
+                "the NSP branch scores within 3 points of none on SOP",
+                "the SOP branch scores above none on NSP with a t interval over seeds clear of 0",
+                "on austen-mc the SOP branch scores above the NSP branch in the mean"],
+}
 
 
-def plans(budget=None):
+def plans(budget=None) -> tuple[TrunkPlan, BranchPlan]:
     """The trunk and branch plans that go with a budget: the fast ones with the fast budget (tests), else full."""
     fast = fast_mode() if budget is None else budget == FAST
     return (FAST_TRUNK, FAST_BRANCH) if fast else (FULL_TRUNK, FULL_BRANCH)
 
 
-def trunk_spec(trunk) -> dict:
-    return {"kind": "trunk", "config": trunk_config().to_dict(), "task": "none", "seed": TRUNK_SEED,
+def describe_budget(budget) -> dict:
+    """What meta.budget records for this experiment: its own plans, not the Tables 3-4 budget."""
+    trunk, branch = plans(budget)
+    return {"trunk": dataclasses.asdict(trunk), "branch": dataclasses.asdict(branch),
+            "trunk_tokens": trunk.tokens_until(trunk.stop)}
+
+
+# ---------------------------------------------------------------------------------------------- run specs
+def trunk_spec(trunk: TrunkPlan) -> dict:
+    return {"kind": "trunk", "recipe": "classroom", "config": trunk_config().to_dict(), "seed": TRUNK_SEED,
             "plan": dataclasses.asdict(trunk)}
 
 
-def branch_spec(trunk_key: str, task: str, seed: int, branch) -> dict:
-    return {"kind": "branch", "trunk": trunk_key, "task": task, "seed": seed, "plan": dataclasses.asdict(branch)}
+def branch_spec(trunk_key: str, point: int, row: str, seed: int, branch: BranchPlan, budget) -> dict:
+    downstream = {task: dataclasses.asdict(finetune_settings(budget, seed)[task]) for task in DOWNSTREAM}
+    return {"kind": "branch", "trunk": trunk_key, "branch_point": point, "row": row, "seed": seed,
+            "plan": dataclasses.asdict(branch), "downstream": downstream}
 
 
 @dataclass(frozen=True)
@@ -60,70 +119,37 @@ class PlannedRun:
 
 
 def plan(budget, seeds) -> list[PlannedRun]:
-    """The runs, for the estimate and the progress count: one trunk, then a branch per task and seed."""
+    """The runs, for the estimate and the progress count: the trunk, then a branch per row and seed, with the
+    go/no-go decisions already taken read from the finished runs."""
+    from .runs import RunCache, cache_dir
+
     trunk, branch = plans(budget)
     spec = trunk_spec(trunk)
-    runs = [PlannedRun("trunk", spec, {trunk.short.seq_len: trunk.short.tokens, trunk.long.seq_len: trunk.long.tokens})]
-    return runs + [PlannedRun(f"branch {task} seed {seed}", branch_spec(run_key(spec), task, seed, branch),
-                              {branch.phase.seq_len: branch.tokens}) for seed in seeds for task in TASKS]
+    short, long = trunk.setup().phases()
+    runs = [PlannedRun("trunk", spec, {short.seq_len: trunk.tokens_until(trunk.stop)})]
+    cache = RunCache(cache_dir())
+    trunk_record = cache.load(spec)
+    point = branch_point(trunk_record, trunk)[0] if trunk_record else trunk.stop
+    pilot = cache.load(branch_spec(run_key(spec), point, "sop", seeds[0], branch, budget))
+    if pilot is not None and pilot_decision(pilot, branch) != "go":
+        branch = dataclasses.replace(branch, short_steps=branch.lengthened)
+    b_short, b_long = branch.phases(trunk)
+    return runs + [PlannedRun(f"branch {row} seed {seed}", branch_spec(run_key(spec), point, row, seed, branch,
+                                                                      budget),
+                              {b_short.seq_len: b_short.tokens, b_long.seq_len: b_long.tokens})
+                   for seed in seeds for row in ROWS]
 
 
-def trunk_weights(runner, spec: dict) -> Path:
-    folder = runner.cache.folder if runner.cache else Path(tempfile.mkdtemp(prefix="albert-mini-trunk-"))
-    return folder / f"trunk-{run_key(spec)}.safetensors"
+# ---------------------------------------------------------------------------------------------- reading a record
+def entry(record: dict, task: str, length: int = 64, masked: bool = False, score: str = "probe_pooled") -> dict:
+    """One score of a record: task at a length, on unmasked or masked pairs, by a probe or the own head."""
+    return record[f"sentence_{length}"][f"{task}_{'masked' if masked else 'unmasked'}"][score]
 
 
-def run(runner) -> dict:
-    trunk_plan, branch_plan = plans(runner.budget)
-    spec = trunk_spec(trunk_plan)
-    weights = trunk_weights(runner, spec)
-    trunk = runner.cached(spec, lambda: train_trunk(trunk_plan, TRUNK_SEED, weights), "trunk (MLM only)",
-                          complete=lambda r: weights.exists())
-    key = run_key(spec)
-    records: dict[str, dict[int, dict]] = {task: {} for task in TASKS}
-    for seed in runner.seeds:  # seed by seed: the go/no-go reads seed 0's branches before the others run
-        for task in TASKS:
-            records[task][seed] = runner.cached(
-                branch_spec(key, task, seed, branch_plan),
-                lambda task=task, seed=seed: train_branch(weights, task, branch_plan, trunk_plan, seed),
-                f"branch {task} seed {seed}")
-    rows = {task: branch_row(task, records[task]) for task in TASKS}
-    contrasts = {name: contrast(records, a, b, on) for name, (a, b, on) in CONTRASTS.items()}
-    return {"trunk": trunk_summary(trunk), "rows": rows, "contrasts": contrasts,
-            "plans": {"trunk": dataclasses.asdict(trunk_plan), "branch": dataclasses.asdict(branch_plan)},
-            "scoring": "own head where the branch trained one, else a linear probe on the frozen pooled output "
-                       "(fitted on training pairs); MLM on the same masked held-out tokens for every row",
-            "paired_test": "per contrast: the difference per seed and a t interval over seeds (seeds are the unit); "
-                           "McNemar's exact test per seed on the same held-out pairs as supporting evidence; no "
-                           "test where a head gives one answer to every pair"}
-
-
-def primary(record: dict, task: str) -> dict:
-    """The score a row reports for `task`: its own head where it trained one, else the probe."""
-    entry = record[task]
-    return entry["head"] if "head" in entry else entry["probe"]
-
-
-def branch_row(task: str, recs: dict[int, dict]) -> dict:
-    per_seed = {}
-    for seed, r in sorted(recs.items()):
-        per_seed[str(seed)] = {"mlm_acc": r["mlm_128"]["acc"], "mlm_loss": r["mlm_128"]["loss"],
-                               "mlm_acc_64": r["mlm_64"]["acc"],
-                               "nsp": primary(r, "nsp")["accuracy"], "sop": primary(r, "sop")["accuracy"],
-                               "nsp_probe": r["nsp"]["probe"]["accuracy"], "sop_probe": r["sop"]["probe"]["accuracy"],
-                               "constant": {t: constant_head(primary(r, t)) for t in ("nsp", "sop")},
-                               "wilson": {t: wilson(primary(r, t)) for t in ("nsp", "sop")}}
-    keys = ("mlm_acc", "mlm_loss", "mlm_acc_64", "nsp", "sop", "nsp_probe", "sop_probe")
-    first = recs[min(recs)]
-    return {"per_seed": per_seed, **{k: seed_summary([per_seed[s][k] for s in per_seed]) for k in keys},
-            "method": {t: "trained head" if t == task else "linear probe on the frozen pooled output"
-                       for t in ("nsp", "sop")},
-            "examples": {t: first[t]["examples"] for t in ("nsp", "sop")},
-            "label_share": {t: first[t]["label_share"] for t in ("nsp", "sop")},
-            "mlm_tokens": first["mlm_128"]["tokens"],
-            "train_seconds": [recs[s]["train_seconds"] for s in sorted(recs)],
-            "smoothness": {str(s): recs[s]["smoothness"] for s in sorted(recs)},
-            "curve": first["curve"]}
+def at_chance(score: dict) -> bool:
+    """Whether a score's 95% Wilson interval contains 50%."""
+    low, high = wilson(score)
+    return low <= 0.5 <= high
 
 
 def wilson(score: dict) -> list[float]:
@@ -131,88 +157,289 @@ def wilson(score: dict) -> list[float]:
     return list(wilson_interval(score["correct"].count("1"), len(score["correct"])))
 
 
-def contrast(records, a: str, b: str, on: str) -> dict:
-    """A minus B on task `on`, seed by seed: the t interval over seeds, and McNemar per seed where both vary."""
+# ---------------------------------------------------------------------------------------------- go / no-go
+def trunk_point(trunk: dict, step: int) -> dict:
+    return next(p for p in trunk["probes"] if p["step"] == step)
+
+
+def branch_point(trunk: dict, plan: TrunkPlan) -> tuple[int, dict]:
+    """(the branch point, the evidence): plan.stop while the trunk's SOP head and probe are both at chance there."""
+    point = trunk_point(trunk, plan.stop)
+    head, probe = entry(point, "sop", score="head"), entry(point, "sop")
+    evidence = {"step": plan.stop, "sop_head": head["accuracy"], "sop_head_wilson": wilson(head),
+                "sop_probe": probe["accuracy"], "sop_probe_wilson": wilson(probe)}
+    chosen = plan.stop if at_chance(head) and at_chance(probe) else plan.fallback_stop
+    return chosen, {**evidence, "rule": PLAN["branch_point"], "decision": f"branch from step {chosen}"}
+
+
+def pilot_decision(pilot: dict, branch: BranchPlan) -> str:
+    """"go", "lengthen" (below MIN_PILOT_SOP after the short phase) or "stop" (lengthened and still at chance)."""
+    score = entry(pilot["after_short"], "sop")
+    if score["accuracy"] >= MIN_PILOT_SOP:
+        return "go"
+    if branch.short_steps == branch.lengthened:
+        return "stop" if at_chance(score) else "go"
+    return "lengthen"
+
+
+def needs_extra_seeds(contrast_result: dict) -> bool:
+    """Whether SOP minus none on NSP straddles 0 with a positive mean (then seeds 3 and 4 are added)."""
+    d = contrast_result["difference"]
+    return d["ci95"] is not None and d["mean"] > 0 and d["ci95"][0] < 0 < d["ci95"][1]
+
+
+# ---------------------------------------------------------------------------------------------- the experiment
+def trunk_folder(runner, spec: dict) -> Path:
+    """The trunk's run folder (its checkpoints and probe scores) beside the finished runs."""
+    if runner.cache is None:
+        import tempfile
+
+        return Path(tempfile.mkdtemp(prefix="albert-mini-trunk-"))
+    return runner.cache.folder / f"trunk-{run_key(spec)}"
+
+
+def run(runner) -> dict:
+    trunk_plan, branch_plan = plans(runner.budget)
+    spec = trunk_spec(trunk_plan)
+    folder = trunk_folder(runner, spec)
+    trunk = runner.cached(spec, functools.partial(train_trunk, trunk_plan, folder), "trunk (classroom recipe)")
+    point, evidence = branch_point(trunk, trunk_plan)
+    decisions = [{"step": "branch point", **evidence}]
+    checkpoint = trunk_checkpoint(folder, point)
+
+    def jobs(rows, seeds, plan):
+        specs = [(branch_spec(run_key(spec), point, row, seed, plan, runner.budget), row, seed)
+                 for seed in seeds for row in rows]
+        if any(runner.cache is None or runner.cache.load(s) is None for s, _, _ in specs) and not checkpoint.exists():
+            train_trunk(trunk_plan, folder)  # the finished trunk's checkpoint is not here: train it again
+        return [(s, functools.partial(train_branch, checkpoint, row, seed, trunk_plan, plan, runner.budget),
+                 f"branch {row} seed {seed}") for s, row, seed in specs]
+
+    seeds = list(runner.seeds)
+    if workers() > 1:  # every branch at once; the decision below still reads the seed-0 SOP branch alone
+        runner.cached_all(jobs(ROWS, seeds, branch_plan))
+    pilot = runner.cached_all(jobs(["sop"], seeds[:1], branch_plan))[0]
+    decision = pilot_decision(pilot, branch_plan)
+    decisions.append(pilot_evidence(pilot, branch_plan, decision))
+    if decision == "lengthen":
+        branch_plan = dataclasses.replace(branch_plan, short_steps=branch_plan.lengthened)
+        pilot = runner.cached_all(jobs(["sop"], seeds[:1], branch_plan))[0]
+        decision = pilot_decision(pilot, branch_plan)
+        decisions.append(pilot_evidence(pilot, branch_plan, decision))
+    result = {"plan": PLAN, "decisions": decisions, "trunk": trunk_summary(trunk, point),
+              "plans": {"trunk": dataclasses.asdict(trunk_plan), "branch": dataclasses.asdict(branch_plan)},
+              "baselines": {task: baselines(task, trunk_plan) for task in ("sop", "nsp")}}
+    if decision == "stop":
+        return {**result, "stopped": "the lengthened seed-0 SOP branch stayed at chance: no other branch was run",
+                "pilot": row_values(pilot)}
+    records = collect(runner.cached_all(jobs(ROWS, seeds, branch_plan)), ROWS, seeds)
+    contrasts = {name: contrast(records, a, b, on) for name, (a, b, on) in CONTRASTS.items()}
+    if needs_extra_seeds(contrasts["sop_vs_none_on_nsp"]) and not set(EXTRA_SEEDS) & set(seeds):
+        decisions.append({"step": "extra seeds", "rule": PLAN["extra_seeds"],
+                          "difference": contrasts["sop_vs_none_on_nsp"]["difference"],
+                          "decision": f"add seeds {EXTRA_SEEDS[0]} and {EXTRA_SEEDS[1]}"})
+        seeds += list(EXTRA_SEEDS)
+        records = collect(runner.cached_all(jobs(ROWS, seeds, branch_plan)), ROWS, seeds)
+        contrasts = {name: contrast(records, a, b, on) for name, (a, b, on) in CONTRASTS.items()}
+    rows = {"trunk": trunk_row(trunk, point), **{row: branch_row(row, records[row]) for row in ROWS}}
+    return {**result, "seeds": seeds, "rows": rows, "contrasts": contrasts,
+            "contrasts_128": {name: contrast(records, a, b, on, length=128)
+                              for name, (a, b, on) in CONTRASTS.items()},
+            "downstream": downstream_rows(records), "chance": CHANCE,
+            "scoring": PLAN["primary_score"],
+            "paired_test": "per contrast: the difference per seed and a t interval over seeds (seeds are the unit); "
+                           "McNemar's exact test per seed on the same held-out pairs as supporting evidence; no "
+                           "test where a predictor gives one answer to every pair"}
+
+
+def collect(results: list[dict], rows, seeds) -> dict[str, dict[int, dict]]:
+    """{row: {seed: record}} from results in jobs order (seed-major, then row)."""
+    records: dict[str, dict[int, dict]] = {row: {} for row in rows}
+    for (seed, row), record in zip([(s, r) for s in seeds for r in rows], results):
+        records[row][seed] = record
+    return records
+
+
+def pilot_evidence(pilot: dict, plan: BranchPlan, decision: str) -> dict:
+    score = entry(pilot["after_short"], "sop")
+    return {"step": f"seed-0 SOP branch after {plan.short_steps} short steps", "sop": score["accuracy"],
+            "sop_wilson": wilson(score), "threshold": MIN_PILOT_SOP, "rule": PLAN["go_no_go"], "decision": decision}
+
+
+# ---------------------------------------------------------------------------------------------- rows and contrasts
+def row_values(record: dict) -> dict:
+    """The metrics of one model: `sop`/`nsp` hold the primary score (pooled probe, 64 tokens, unmasked pairs)."""
+    values = {}
+    for T in LENGTHS:
+        if f"sentence_{T}" not in record:
+            continue
+        tail = "" if T == 64 else f"_{T}"
+        for task in ("sop", "nsp"):
+            values[f"{task}{tail}"] = entry(record, task, T)["accuracy"]
+            values[f"{task}_masked{tail}"] = entry(record, task, T, masked=True)["accuracy"]
+            values[f"{task}_mean{tail}"] = entry(record, task, T, score="probe_mean")["accuracy"]
+            if "head" in record[f"sentence_{T}"][f"{task}_unmasked"]:
+                values[f"{task}_head{tail}"] = entry(record, task, T, score="head")["accuracy"]
+                values[f"{task}_head_masked{tail}"] = entry(record, task, T, masked=True, score="head")["accuracy"]
+        values[f"mlm_acc{tail}"] = record[f"mlm_{T}"]["acc"]
+        values[f"mlm_loss{tail}"] = record[f"mlm_{T}"]["loss"]
+    return values
+
+
+def constants(record: dict) -> dict:
+    """Which of a record's predictors gave one answer to every pair, by metric name."""
+    out = {}
+    for T in LENGTHS:
+        tail = "" if T == 64 else f"_{T}"
+        for key, scores in record.get(f"sentence_{T}", {}).items():
+            task, masking = key.split("_")
+            for score, name in (("probe_pooled", ""), ("probe_mean", "_mean"), ("head", "_head")):
+                if score in scores and constant_head(scores[score]):
+                    out[f"{task}{name}{'_masked' if masking == 'masked' else ''}{tail}"] = True
+    return out
+
+
+def summarise(per_seed: dict[str, dict]) -> dict:
+    keys = sorted({k for values in per_seed.values() for k in values if isinstance(values[k], float)})
+    return {k: seed_summary([v[k] for v in per_seed.values() if k in v]) for k in keys}
+
+
+def branch_row(row: str, recs: dict[int, dict]) -> dict:
+    per_seed = {}
+    for seed, record in sorted(recs.items()):
+        values = row_values(record)
+        values["sop_after_short"] = entry(record["after_short"], "sop")["accuracy"]
+        values["constant"] = constants(record)
+        values["wilson"] = {t: wilson(entry(record, t)) for t in ("sop", "nsp")}
+        per_seed[str(seed)] = values
+    first = recs[min(recs)]
+    return {"per_seed": per_seed, **summarise(per_seed), "method": method(row),
+            "examples": {t: first["sentence_64"][f"{t}_unmasked"]["examples"] for t in ("sop", "nsp")},
+            "examples_128": {t: first["sentence_128"][f"{t}_unmasked"]["examples"] for t in ("sop", "nsp")},
+            "label_share": {t: first["sentence_64"][f"{t}_unmasked"]["label_share"] for t in ("sop", "nsp")},
+            "mlm_tokens": first["mlm_64"]["tokens"], "mlm_tokens_128": first["mlm_128"]["tokens"],
+            "start_step": first["start_step"], "steps": first["steps"], "tokens": first["tokens"],
+            "train_seconds": [recs[s]["train_seconds"] for s in sorted(recs)], "curve": first["curve"]}
+
+
+def trunk_row(trunk: dict, point: int) -> dict:
+    """The trunk at the branch point as a row of its own: one model, so no spread over seeds."""
+    record = trunk_point(trunk, point)
+    values = {**row_values(record), "constant": constants(record),
+              "wilson": {t: wilson(entry(record, t)) for t in ("sop", "nsp")}}
+    per_seed = {str(TRUNK_SEED): values}
+    return {"per_seed": per_seed, **summarise(per_seed), "method": method("trunk"), "step": point,
+            "examples": {t: record["sentence_64"][f"{t}_unmasked"]["examples"] for t in ("sop", "nsp")}}
+
+
+def method(row: str) -> dict:
+    own = {"trunk": "sop", "none": None}.get(row, row)
+    return {t: "linear probe on the frozen pooled output (primary)" + (
+        "; the row's own trained head beside it" if t == own else "") for t in ("sop", "nsp")}
+
+
+def contrast(records, a: str, b: str, on: str, length: int = 64) -> dict:
+    """A minus B on task `on`, seed by seed (primary scores): the t interval over seeds, and McNemar per seed where
+    neither predictor is constant."""
     seeds = sorted(set(records[a]) & set(records[b]))
     per_seed = {}
     for seed in seeds:
-        sa, sb = primary(records[a][seed], on), primary(records[b][seed], on)
+        sa, sb = entry(records[a][seed], on, length), entry(records[b][seed], on, length)
         only_a, only_b = discordant(sa["correct"], sb["correct"])
         tested = not (constant_head(sa) or constant_head(sb))
         per_seed[str(seed)] = {"difference": sa["accuracy"] - sb["accuracy"], "only_a": only_a, "only_b": only_b,
                                "mcnemar_p": mcnemar_exact(only_a, only_b) if tested else None,
                                "constant": {a: constant_head(sa), b: constant_head(sb)}}
     summary = seed_summary([v["difference"] for v in per_seed.values()])
-    return {"a": a, "b": b, "task": on, "per_seed": per_seed, "difference": summary}
+    return {"a": a, "b": b, "task": on, "length": length, "per_seed": per_seed, "difference": summary}
 
 
-def trunk_summary(trunk: dict) -> dict:
-    """The trunk's probe curve: MLM at both lengths and both probes at each probe point."""
+def downstream_rows(records: dict[str, dict[int, dict]]) -> dict:
+    """downstream/<task>/<row>/per_seed/<seed>/accuracy, each row's summary, and the named differences per seed."""
+    out = {}
+    for task in DOWNSTREAM:
+        rows = {}
+        for row in ROWS:
+            per_seed = {str(s): {"accuracy": r["downstream"][task]["accuracy"],
+                                 "constant": len(r["downstream"][task].get("answers", [0, 1])) == 1}
+                        for s, r in sorted(records[row].items())}
+            rows[row] = {"per_seed": per_seed, "accuracy": seed_summary([v["accuracy"] for v in per_seed.values()]),
+                         "settings": records[row][min(records[row])]["downstream"][task]["settings"]}
+        for name, (a, b) in DOWNSTREAM_CONTRASTS.items():
+            seeds = sorted(set(records[a]) & set(records[b]))
+            rows[name] = seed_summary([records[a][s]["downstream"][task]["accuracy"]
+                                       - records[b][s]["downstream"][task]["accuracy"] for s in seeds])
+        out[task] = rows
+    return out
+
+
+def baselines(task: str, plan: TrunkPlan) -> dict:
+    """A no-network baseline on the held-out pairs at 64 tokens: the majority label and a word-overlap stump."""
+    _, test_y, test = scored_pairs(task, "held_out", 64, False, plan)
+    _, train_y, train = scored_pairs(task, "probe", 64, False, plan)
+    return pair_baselines(train, train_y, test, test_y)
+
+
+def trunk_summary(trunk: dict, point: int) -> dict:
+    """The trunk's curve: MLM and SOP (head and probes) at both lengths at each scoring point."""
     points = []
     for p in trunk["probes"]:
-        points.append({"step": p["step"], "tokens": p["tokens"],
-                       "mlm_acc_64": p["mlm_64"]["acc"], "mlm_acc_128": p["mlm_128"]["acc"],
-                       "mlm_loss_128": p["mlm_128"]["loss"],
-                       "mlm_acc_128_first_half": p["mlm_128"]["acc_first_half"],
-                       "mlm_acc_128_second_half": p["mlm_128"]["acc_second_half"],
-                       **{f"{t}_probe": p[t]["probe"]["accuracy"] for t in ("sop", "nsp")},
-                       **{f"{t}_probe_wilson": wilson(p[t]["probe"]) for t in ("sop", "nsp")}})
-    return {"points": points, "tokens": trunk["tokens"], "steps": trunk["steps"],
+        values = row_values(p)
+        points.append({"step": p["step"], "tokens": p["tokens"], **values,
+                       "sop_head_wilson": wilson(entry(p, "sop", score="head")),
+                       "sop_wilson": wilson(entry(p, "sop"))})
+    return {"points": points, "branch_point": point, "tokens": trunk["tokens"], "steps": trunk["steps"],
             "train_seconds": trunk["train_seconds"], "curve": trunk["curve"]}
 
 
+# ---------------------------------------------------------------------------------------------- figure and table
 def figure(result: dict):
-    """Left: the trunk's probes along its training; middle and right: each branch on NSP and on SOP."""
+    """Left: the trunk's scores along its training; right: every row on SOP and NSP (primary score)."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.8))
     points = result["trunk"]["points"]
-    tokens = [p["tokens"] / 1e6 for p in points]
-    ax = axes[0]
-    for key, name in (("sop_probe", "SOP probe"), ("nsp_probe", "NSP probe"), ("mlm_acc_128", "MLM acc at 128"),
-                      ("mlm_acc_64", "MLM acc at 64")):
-        ax.plot(tokens, [100 * p[key] for p in points], marker="o", label=name)
-    ax.axhline(50, color="grey", ls="--", lw=1)
-    ax.set(xlabel="trunk training tokens (millions)", ylabel="held-out accuracy (%)", title="The MLM-only trunk")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    rows = result["rows"]
-    x = np.arange(len(rows))
-    for ax, task in zip(axes[1:], ("nsp", "sop")):
-        plot_seed_cells(ax, [rows[t][task] for t in rows])
-        ax.scatter(x, [TABLE5[t][task] for t in rows], marker="D", color="tab:red", label="paper, Table 5")
-        ax.axhline(50, color="grey", ls="--", lw=1, label="chance")
-        ax.set(xticks=x, xticklabels=[f"+{t.upper()}\n({'head' if t == task else 'probe'})" for t in rows],
-               ylabel=f"held-out {task.upper()} accuracy (%)",
-               title=f"Scored on {task.upper()} ({rows[next(iter(rows))]['examples'][task]:,} pairs)")
-        ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=8, loc="upper left")
-    plans = result["plans"]
-    fig.suptitle(f"Table 5 analog: one MLM trunk ({result['trunk']['tokens'] / 1e6:.1f}M tokens), branches of "
-                 f"{branch_tokens(plans['branch']) / 1e6:.1f}M "
-                 f"tokens, {len(result['meta']['seeds'])} seeds")
+    steps = [p["step"] for p in points]
+    for key, name in (("sop_head", "SOP head"), ("sop", "SOP probe"), ("mlm_acc", "MLM acc")):
+        left.plot(steps, [100 * p[key] for p in points], marker="o", label=name)
+    left.axhline(50, color="grey", ls="--", lw=1)
+    left.axvline(result["trunk"]["branch_point"], color="black", ls=":", lw=1)
+    left.set(xlabel="trunk step", ylabel="held-out %, 64 tokens", title="The trunk")
+    left.legend(fontsize=9)
+    if "rows" in result:
+        rows = result["rows"]
+        names = list(rows)
+        x = np.arange(len(names))
+        for offset, task, colour in ((-0.15, "sop", "tab:blue"), (0.15, "nsp", "tab:orange")):
+            for i, name in enumerate(names):
+                values = [100 * v for v in rows[name][task]["values"]]
+                right.scatter([i + offset] * len(values), values, color=colour, s=18,
+                              label=task.upper() if i == 0 else None)
+        right.axhline(50, color="grey", ls="--", lw=1)
+        right.set(xticks=x, xticklabels=names, ylabel="probe accuracy %, 64 tokens",
+                  title="Rows, one dot per seed")
+        right.legend(fontsize=9)
     fig.tight_layout()
     return fig
 
 
-def branch_tokens(plan: dict) -> int:
-    """Training tokens of a branch, from its plan as written in the result."""
-    phase = plan["phase"]
-    return phase["steps"] * phase["seq_len"] * phase["batch_size"]
-
-
 def table(result: dict) -> str:
     def cell(row, key):
+        if key not in row:
+            return "-"
         s = row[key]
         return f"{100 * s['mean']:.1f}" + (f" ± {100 * s['std']:.1f}" if s["std"] is not None else "")
 
-    out = ["### Sentence task (Table 5 analog, one trunk and its branches)", "",
-           "| branch | MLM acc | MLM loss | NSP acc | SOP acc | paper: MLM / NSP / SOP |", "|---|---|---|---|---|---|"]
-    for task, row in result["rows"].items():
-        p = TABLE5[task]
-        loss = row["mlm_loss"]
-        out.append(f"| {task} | {cell(row, 'mlm_acc')} | {loss['mean']:.3f} | {cell(row, 'nsp')} | "
-                   f"{cell(row, 'sop')} | {p['mlm']} / {p['nsp']} / {p['sop']} |")
+    out = ["### Sentence task (Table 5 analog: a trunk at the edge of SOP's escape and its branches)", "",
+           "| row | MLM acc (64) | SOP probe | NSP probe | SOP head | NSP head | paper: MLM / NSP / SOP |",
+           "|---|---|---|---|---|---|---|"]
+    if "rows" not in result:
+        return "\n".join(out + ["", f"Stopped: {result.get('stopped')}"])
+    for name, row in result["rows"].items():
+        p = TABLE5.get(name)
+        paper = f"{p['mlm']} / {p['nsp']} / {p['sop']}" if p else "-"
+        out.append(f"| {name} | {cell(row, 'mlm_acc')} | {cell(row, 'sop')} | {cell(row, 'nsp')} | "
+                   f"{cell(row, 'sop_head')} | {cell(row, 'nsp_head')} | {paper} |")
     out += ["", "| contrast | A - B per seed (points) | mean, t 95% over seeds | McNemar p per seed |",
             "|---|---|---|---|"]
     for c in result["contrasts"].values():

@@ -1,18 +1,24 @@
-"""Table 5 from one trunk: an MLM-only trunk, then branches that add no sentence task, NSP or SOP.
+"""Table 5 from one trunk at the edge of SOP's escape, and the same three rows trained from scratch.
 
-Training three models from scratch for each sentence task spends most of the compute on what they share (learning
-the language), and at mini scale none of them got far enough for a sentence task to show. So the experiment trains
-the shared part once: a trunk with MLM only, probed for order and topic features along the way; then every branch
-starts from the trunk's weights with a fresh sentence head and trains at full length with its own task beside MLM.
-A seed decides a branch's data order, masks and head; the three branches of one seed draw the same seed, so they
-pair up. Every model is scored on the same held-out examples: MLM on the same masked tokens, SOP and NSP on every
-validation and test pair, by its own head where it trained one and by linear probes for both tasks.
+The trunk is the classroom recipe (albert-mini, MLM + SOP, LAMB at 5e-3, 125 warm-up steps, a 5,000-step schedule
+of 64 x 64-token batches then 32 x 128) stopped at step 3,000, with the whole checkpoint kept: weights, LAMB's
+moments and the step. At that point the classroom run had trained about 192k SOP pairs and its SOP was still at
+chance; it left chance near step 3,600. Each branch continues the trunk's optimizer and schedule for a few
+thousand steps more with one sentence task: SOP, NSP, or none (MLM only on the same SOP-layout pairs, the sentence
+loss off and the sentence head frozen). A branch gets a fresh classifier and keeps the trunk's pooler. So the
+branches differ only in the sentence loss of their last steps, and all of them inherit the trunk's SOP exposure.
+
+Every model is scored the same way, on the same examples: a frozen linear probe on the pooled [CLS] output (the
+primary score) and one on the mean of the last layer, both fitted on the same training pairs and scored on every
+validation and test pair, at 64 and at 128 tokens, on unmasked pairs and on pairs masked as in training; beside
+them each model's own trained head; MLM on the same masked held-out tokens.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,86 +30,94 @@ from ...model.albert import AlbertForPreTraining
 from ...model.config import AlbertConfig
 from ...safe_files import atomic_write_bytes, atomic_write_text
 from ...specials import IGNORE_INDEX
+from ...tasks.finetuning import run_task
+from ...text.batch_source import PhasedBatches
+from ...text.batches import stream_rng
+from ...text.masking import Masker
+from ...text.padding import pad_batch
 from ...text.tokenizer import Tokenizer
 from ...training import build
-from ...training.checkpoint import weights_bytes
+from ...training.checkpoint import checkpoint_dir, load_checkpoint, weights_bytes
 from ...training.recipe import train_sentence_head
 from ...training.setup import Phase, PretrainingSetup, in_process
 from ...training.trainer import Trainer
-from ..probes import linear_probe, pooled_outputs
-from ..smoothness import layer_smoothness
+from ..probes import linear_probe, pair_features
 from .data import HELD_OUT_SEED, pair_set, token_documents
 from .measure import bits, training_curve
 from .provenance import experiment_device
 
+TRUNK_SEED = 0
 PAIR_SEED = 11  # the held-out SOP / NSP pairs
 PROBE_SEED = 12  # the training pairs a probe is fitted on
-SCORED_LENGTHS = (64, 128)  # MLM is scored at both: the curriculum's short length and the book's length
+MASK_SEED = 13  # the masks of the "masked" pair sets
+BRANCH_DATA_SEED = 1000  # a branch of seed s reads data seed 1000 + s: not the trunk's own batches again
+LENGTHS = (64, 128)  # every model is scored at both: the recipe's short length and the book's length
+ROWS = ("none", "nsp", "sop")  # one row per row of the paper's Table 5
 
 
 @dataclass(frozen=True)
 class TrunkPlan:
-    """The MLM-only trunk: a 64-token phase, then a 128-token phase long enough that positions 64-127 learn."""
+    """The classroom recipe, stopped at `stop` of its `schedule_steps`-step schedule (the checkpoint kept)."""
 
-    short: Phase = Phase(1500, 64, 64)
-    long: Phase = Phase(1500, 128, 32)
+    schedule_steps: int = 5000
+    stop: int = 3000
+    fallback_stop: int = 2500  # the branch point if the trunk's SOP has already left chance at `stop`
+    probe_at: tuple[int, ...] = (1000, 2000, 2500, 3000)  # steps at which the trunk is scored
     lr: float = 5e-3
-    warmup: int = 125  # steps: what counts is their number (chapter 7's warm-up check), not a fraction
-    probe_at: tuple[int, ...] = (750, 1500, 3000)  # steps after which the trunk is probed (the last: the end)
-    eval_batches: int = 20  # held-out MLM batches of 32 sequences at each length (128 tokens: 21 exist)
+    warmup: int = 125
+    seq_len: int = 128
+    batch_size: int = 32
+    short_seq_len: int = 64
+    short_fraction: float = 0.9
+    eval_batches: int = 20  # held-out MLM batches of 32 sequences at each length
     probe_train: int = 4096  # training pairs a linear probe is fitted on
     probe_steps: int = 300
+    held_out: int | None = None  # held-out pairs scored (None: every validation and test pair)
     max_documents: int | None = None  # only the first chapters of each split (fast mode)
 
-    @property
-    def steps(self) -> int:
-        return self.short.steps + self.long.steps
+    def setup(self, row: str = "sop", seed: int = TRUNK_SEED) -> PretrainingSetup:
+        """A row on this recipe: MLM + SOP or NSP, or MLM only on SOP-layout pairs with the sentence loss off."""
+        return in_process(task="sop" if row == "none" else row, sentence_weight=0.0 if row == "none" else 1.0,
+                          seed=seed, steps=self.schedule_steps, seq_len=self.seq_len, batch_size=self.batch_size,
+                          short_seq_len=self.short_seq_len, short_fraction=self.short_fraction, lr=self.lr,
+                          warmup=self.warmup, log_every=max(1, self.schedule_steps // 100))
 
-    @property
-    def tokens(self) -> int:
-        return self.short.tokens + self.long.tokens
-
-    def setup(self, seed: int) -> PretrainingSetup:
-        """The trunk as a pretraining setup: MLM only, BERT's curriculum with this plan's two phases."""
-        setup = in_process(
-            task="none", seed=seed, steps=self.steps, seq_len=self.long.seq_len, batch_size=self.long.batch_size,
-            short_seq_len=self.short.seq_len, short_fraction=self.short.steps / self.steps,
-            short_batch_size=self.short.batch_size, lr=self.lr, warmup=self.warmup,
-            log_every=max(1, self.steps // 40))
-        assert setup.phases() == (self.short, self.long), setup.phases()
-        return setup
+    def tokens_until(self, step: int) -> int:
+        """Training tokens of the recipe's first `step` steps."""
+        tokens, left = 0, step
+        for phase in self.setup().phases():
+            taken = min(left, phase.steps)
+            tokens, left = tokens + taken * phase.seq_len * phase.batch_size, left - taken
+        return tokens
 
 
 @dataclass(frozen=True)
 class BranchPlan:
-    """A branch: from the trunk's weights, MLM plus a sentence task (or none) at full length."""
+    """A branch: `short_steps` more steps of the recipe's short batches, then `long_steps` of 32 x 128."""
 
-    phase: Phase = Phase(750, 128, 32)  # 3,072,000 tokens
-    lr: float = 2e-3
-    warmup: int = 75
+    short_steps: int = 1250  # 64 x 64 tokens a step: 5.1M tokens, 80k pairs
+    long_steps: int = 250  # so that every branch is scored at 128 tokens too
+    lengthened: int = 1750  # the short phase if the seed-0 SOP branch stays below MIN_PILOT_SOP at `short_steps`
 
-    @property
-    def tokens(self) -> int:
-        return self.phase.tokens
-
-    def setup(self, task: str, seed: int) -> PretrainingSetup:
-        return one_phase_setup(self.phase, task, seed, self.lr, self.warmup)
-
-
-def one_phase_setup(phase: Phase, task: str, seed: int, lr: float, warmup: int) -> PretrainingSetup:
-    """A pretraining setup of one phase (a branch, the classroom model's continuation)."""
-    return in_process(task=task, seed=seed, steps=phase.steps, seq_len=phase.seq_len, batch_size=phase.batch_size,
-                      lr=lr, warmup=warmup, log_every=max(1, phase.steps // 40))
+    def phases(self, trunk: TrunkPlan) -> tuple[Phase, Phase]:
+        short, long = trunk.setup().phases()
+        return Phase(self.short_steps, short.seq_len, short.batch_size), Phase(self.long_steps, long.seq_len,
+                                                                               long.batch_size)
 
 
 FULL_TRUNK, FULL_BRANCH = TrunkPlan(), BranchPlan()
-FAST_TRUNK = TrunkPlan(short=Phase(2, 32, 4), long=Phase(2, 64, 2), warmup=1, probe_at=(2, 4), eval_batches=1,
-                       probe_train=32, probe_steps=5, max_documents=6)
-FAST_BRANCH = BranchPlan(phase=Phase(2, 64, 2), warmup=1)
+FAST_TRUNK = TrunkPlan(schedule_steps=20, stop=6, fallback_stop=4, probe_at=(4, 6), warmup=1, batch_size=4,
+                       eval_batches=1, probe_train=32, probe_steps=5, held_out=48, max_documents=6)
+FAST_BRANCH = BranchPlan(short_steps=2, long_steps=2, lengthened=3)
 
 
 def trunk_config() -> AlbertConfig:
     return AlbertConfig.from_preset("albert-mini")
+
+
+def own_task(row: str) -> str | None:
+    """The sentence task a row's head trained on (none for the MLM-only row)."""
+    return None if row == "none" else row
 
 
 # ---------------------------------------------------------------------------------------------- data
@@ -115,13 +129,21 @@ def held_out_mlm(seq_len: int, count: int, max_documents: int | None) -> list[di
                                     count=count)
 
 
-def held_out_pairs(task: str, plan: TrunkPlan, seq_len: int = 128):
-    """Every validation and test pair of `task` (the same for every model)."""
-    return pair_set(task, ("validation", "test"), seq_len, None, PAIR_SEED, plan.max_documents)[:2]
-
-
-def probe_pairs(task: str, plan: TrunkPlan, seq_len: int = 128):
-    return pair_set(task, ("train",), seq_len, plan.probe_train, PROBE_SEED, plan.max_documents)[:2]
+@functools.cache
+def scored_pairs(task: str, which: str, seq_len: int, masked: bool, plan: TrunkPlan):
+    """(inputs, labels, instances): every validation and test pair ("held_out") or the probe's training pairs
+    ("probe"), unmasked or masked as in training (15%, n-grams, 80/10/10; seeded, so the same for every model)."""
+    if which == "held_out":
+        inputs, labels, instances = pair_set(task, ("validation", "test"), seq_len, plan.held_out, PAIR_SEED,
+                                             plan.max_documents)
+    else:
+        inputs, labels, instances = pair_set(task, ("train",), seq_len, plan.probe_train, PROBE_SEED,
+                                             plan.max_documents)
+    if masked:
+        masker = Masker.from_tokenizer(Tokenizer.default())
+        ids = [masker(x.tokens, stream_rng(MASK_SEED, seq_len, i)).input_ids for i, x in enumerate(instances)]
+        inputs = pad_batch({"input_ids": ids, "token_type_ids": [x.token_type_ids for x in instances]})
+    return inputs, labels, instances
 
 
 # ---------------------------------------------------------------------------------------------- scores
@@ -150,111 +172,161 @@ def mlm_scores(model: AlbertForPreTraining, held_out: list[dict]) -> dict:
             "acc_second_half": by_half[1, 0] / max(by_half[1, 1], 1)}
 
 
-def sentence_scores(model: AlbertForPreTraining, task: str, plan: TrunkPlan, trained_task: str, seed: int,
-                    seq_len: int = 128) -> dict:
-    """A sentence task on every held-out pair: a linear probe always, the model's own head where it trained one."""
+def graded(predictions: torch.Tensor, labels: torch.Tensor) -> dict:
+    """Accuracy, per-pair correctness (for paired tests) and the answers given (one answer: a constant head)."""
+    correct = predictions == labels
+    return {"accuracy": float(correct.float().mean()), "correct": bits(correct),
+            "answers": sorted(set(predictions.tolist()))}
+
+
+def sentence_scores(model: AlbertForPreTraining, plan: TrunkPlan, trained_task: str | None, seed: int,
+                    seq_len: int) -> dict:
+    """SOP and NSP at one length, unmasked and masked: probes on the pooled and mean outputs, and the own head."""
     model.eval()
-    device = next(model.parameters()).device
-    test_x, test_y = held_out_pairs(task, plan, seq_len)
-    train_x, train_y = probe_pairs(task, plan, seq_len)
-    test_pooled, test_logits = pooled_outputs(model, {k: v.to(device) for k, v in test_x.items()}, chunk=256)
-    train_pooled, _ = pooled_outputs(model, {k: v.to(device) for k, v in train_x.items()}, chunk=256)
-    predictions = linear_probe(train_pooled.cpu(), train_y, test_pooled.cpu(), plan.probe_steps, seed=seed)
-    correct = predictions == test_y
-    out = {"examples": len(test_y), "label_share": float(test_y.float().mean()),
-           "probe": {"accuracy": float(correct.float().mean()), "correct": bits(correct),
-                     "answers": sorted(set(predictions.tolist()))}}
-    if task == trained_task:
-        head = test_logits.argmax(-1).cpu()
-        right = head == test_y
-        out["head"] = {"accuracy": float(right.float().mean()), "correct": bits(right),
-                       "answers": sorted(set(head.tolist()))}
+    out = {}
+    for task in ("sop", "nsp"):
+        for masked in (False, True):
+            test_x, test_y, _ = scored_pairs(task, "held_out", seq_len, masked, plan)
+            train_x, train_y, _ = scored_pairs(task, "probe", seq_len, masked, plan)
+            test, train = pair_features(model, test_x), pair_features(model, train_x)
+            entry = {"examples": len(test_y), "label_share": float(test_y.float().mean())}
+            for pooling in ("pooled", "mean"):
+                predictions = linear_probe(train[pooling], train_y, test[pooling], plan.probe_steps, seed=seed)
+                entry[f"probe_{pooling}"] = graded(predictions, test_y)
+            if task == trained_task:
+                entry["head"] = graded(test["logits"].argmax(-1), test_y)
+            out[f"{task}_{'masked' if masked else 'unmasked'}"] = entry
     return out
 
 
-def score(model: AlbertForPreTraining, plan: TrunkPlan, trained_task: str, seed: int, lengths=(128,)) -> dict:
-    """Everything a row of Table 5 reads: MLM at each length, SOP and NSP by head and probes, smoothness."""
-    result = {f"mlm_{T}": mlm_scores(model, held_out_mlm(T, plan.eval_batches, plan.max_documents))
-              for T in lengths}
-    for task in ("sop", "nsp"):
-        result[task] = sentence_scores(model, task, plan, trained_task, seed)
-    device = next(model.parameters()).device
-    smooth = layer_smoothness(model.albert, [{k: v.to(device) for k, v in b.items()}
-                                             for b in held_out_mlm(128, plan.eval_batches, plan.max_documents)])
-    result["smoothness"] = dataclasses.asdict(smooth)
-    return result
-
-
-# ---------------------------------------------------------------------------------------------- training
-def trainer_for(model, setup: PretrainingSetup, max_documents: int | None) -> Trainer:
-    """The trainer of a trunk, branch or continuation: the pretraining builders on the Austen training chapters."""
-    source = build.training_batches(setup, token_documents("train", max_documents), Tokenizer.default())
-    return build.build_trainer(setup, model, source)
+def score_point(model: AlbertForPreTraining, plan: TrunkPlan, trained_task: str | None, seed: int,
+                lengths=LENGTHS) -> dict:
+    """Everything a row of Table 5 reads at one moment: MLM and both sentence tasks at each length."""
+    out = {}
+    for T in lengths:
+        out[f"mlm_{T}"] = mlm_scores(model, held_out_mlm(T, plan.eval_batches, plan.max_documents))
+        out[f"sentence_{T}"] = sentence_scores(model, plan, trained_task, seed, T)
+    return out
 
 
 def curve(history: list[dict]) -> list[dict]:
-    return training_curve(history, ("step", "loss", "mlm_acc", "sentence_acc", "tokens_per_s"))
+    return training_curve(history, ("step", "loss", "mlm_acc", "sentence_acc", "lr", "tokens_per_s"))
 
 
-def train_trunk(plan: TrunkPlan, seed: int, weights: Path | None = None) -> dict:
-    """Train the MLM-only trunk, probing it at plan.probe_at; save its final weights to `weights`."""
-    device = experiment_device()
-    config = trunk_config()
-    setup = plan.setup(seed)
-    model = build.build_model(setup, config, token_documents("train", plan.max_documents))
-    model.to(device)
-    trainer = trainer_for(model, setup, plan.max_documents)
-    probes, history, start = [], [], time.perf_counter()
+# ---------------------------------------------------------------------------------------------- the trunk
+PROBES_FILE = "probes.json"
+
+
+def train_trunk(plan: TrunkPlan, folder: Path) -> dict:
+    """Train the recipe to plan.stop in `folder` (checkpoints kept, resumed if there), scoring at plan.probe_at."""
+    folder = Path(folder)
+    setup = plan.setup().replace(out=str(folder))
+    documents = token_documents("train", plan.max_documents)
+    model = build.build_model(setup, trunk_config(), documents).to(experiment_device())
+    trainer = build.build_trainer(setup, model, build.training_batches(setup, documents, Tokenizer.default()))
+    trainer.resume()  # continues from the newest checkpoint in `folder`, if any
+    probes_path = folder / PROBES_FILE
+    probes = json.loads(probes_path.read_text()) if probes_path.exists() else []
+    probes = [p for p in probes if p["step"] <= trainer.step]
+    start = time.perf_counter()
     for stop in plan.probe_at:
+        if stop <= trainer.step:
+            continue
         trainer.config = dataclasses.replace(trainer.config, max_steps=stop)
-        history += trainer.train().history
-        seq_len = plan.short.seq_len if stop <= plan.short.steps else plan.long.seq_len
-        probes.append({"step": stop, "tokens": trained_tokens(plan, stop), "seq_len_now": seq_len,
-                       **score(model, plan, "none", seed, lengths=SCORED_LENGTHS)})
+        trainer.train()  # ends with a checkpoint of step `stop`
+        probes.append({"step": stop, "tokens": plan.tokens_until(stop),
+                       **score_point(model, plan, "sop", TRUNK_SEED)})
+        atomic_write_text(probes_path, json.dumps(probes))
         model.train()
-    if weights is not None:
-        save_weights(model, weights)
+    history = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line.strip()]
     return {"params": sum(p.numel() for p in model.parameters()), "probes": probes, "curve": curve(history),
-            "train_seconds": time.perf_counter() - start, "steps": trainer.step, "tokens": plan.tokens}
+            "train_seconds": time.perf_counter() - start, "steps": trainer.step, "tokens": plan.tokens_until(plan.stop)}
 
 
-def trained_tokens(plan: TrunkPlan, step: int) -> int:
-    short = min(step, plan.short.steps)
-    return short * plan.short.tokens // plan.short.steps + (step - short) * plan.long.tokens // plan.long.steps
+def trunk_checkpoint(folder: Path, step: int) -> Path:
+    return checkpoint_dir(folder, step)
 
 
-def train_branch(weights: Path, task: str, plan: BranchPlan, trunk: TrunkPlan, seed: int) -> dict:
-    """From the trunk's weights: a fresh sentence head (seeded), then MLM + `task` for plan.phase."""
-    device = experiment_device()
-    model = AlbertForPreTraining(trunk_config())
-    load_weights(model, weights)
-    torch.manual_seed(seed)
-    head = model.sop_classifier.classifier  # a fresh head, drawn as at initialisation: the trunk's never trained
-    torch.nn.init.normal_(head.weight, std=model.config.initializer_range)
-    torch.nn.init.zeros_(head.bias)
-    train_sentence_head(model, task != "none")
-    model.to(device)
-    trainer = trainer_for(model, plan.setup(task, seed), trunk.max_documents)
+# ---------------------------------------------------------------------------------------------- branches
+def fresh_sentence_classifier(model: AlbertForPreTraining, optimizer: torch.optim.Optimizer, seed: int) -> None:
+    """Draw the sentence classifier anew (as at initialisation, from `seed`) and drop its optimizer moments."""
+    head = model.sop_classifier.classifier
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        head.weight.copy_(torch.randn(head.weight.shape, generator=generator) * model.config.initializer_range)
+        head.bias.zero_()
+    for parameter in (head.weight, head.bias):
+        optimizer.state.pop(parameter, None)
+
+
+def train_branch(checkpoint: Path, row: str, seed: int, trunk: TrunkPlan, plan: BranchPlan, budget) -> dict:
+    """From the trunk's checkpoint: the same optimizer and schedule, `row`'s sentence task, plan's two phases;
+    scored at the short length after the short phase and at both lengths at the end; then fine-tuned downstream."""
+    setup = trunk.setup(row, BRANCH_DATA_SEED + seed)
+    documents, tokenizer = token_documents("train", trunk.max_documents), Tokenizer.default()
+    short, long = plan.phases(trunk)
+    source = PhasedBatches(build.phase_batches(setup, documents, tokenizer, short.seq_len, short.batch_size),
+                           build.phase_batches(setup, documents, tokenizer, long.seq_len, long.batch_size),
+                           switch_after=short.steps)
+    model = AlbertForPreTraining(trunk_config()).to(experiment_device())
+    trainer = build.build_trainer(setup, model, source)
+    state = load_checkpoint(checkpoint, model, trainer.optimizer)
+    start_step = trainer.step = state["step"]
+    fresh_sentence_classifier(model, trainer.optimizer, seed)
+    train_sentence_head(model, row != "none")  # the none row: pooler and head frozen, as the trunk left them
+    start = time.perf_counter()
+    trainer.config = dataclasses.replace(trainer.config, max_steps=start_step + short.steps)
+    history = trainer.train().history
+    after_short = {"step": trainer.step, **score_point(model, trunk, own_task(row), seed, (short.seq_len,))}
+    model.train()
+    trainer.config = dataclasses.replace(trainer.config, max_steps=start_step + short.steps + long.steps)
+    history += trainer.train().history
+    seconds = time.perf_counter() - start
+    final = score_point(model, trunk, own_task(row), seed)
+    return {"row": row, "seed": seed, "start_step": start_step, "steps": trainer.step,
+            "tokens": short.tokens + long.tokens, "train_seconds": seconds, "curve": curve(history),
+            "after_short": after_short, **final, "downstream": downstream(model, seed, budget)}
+
+
+DOWNSTREAM = ("austen-mc", "polarity")  # several sentences, one sentence
+
+
+def downstream(model: AlbertForPreTraining, seed: int, budget) -> dict:
+    """Each downstream task fine-tuned from the model's encoder (the fine-tuning experiment's budget and seed)."""
+    from .finetune import finetune_settings, test_predictions
+
+    out = {}
+    for task in DOWNSTREAM:
+        settings = finetune_settings(budget, seed)[task]
+        result = run_task(task, model, settings, config=model.config, device=experiment_device())
+        predicted, true = test_predictions(result.pop("model"), task, settings)
+        out[task] = {"accuracy": result["accuracy"], "n": result.get("n"), "epochs": result["epochs"],
+                     "train_seconds": result["train_seconds"], "settings": dataclasses.asdict(settings),
+                     "correct": bits(predicted == true), "answers": sorted(set(predicted.tolist()))}
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- from scratch
+def train_scratch(row: str, seed: int, trunk: TrunkPlan) -> dict:
+    """A row trained from scratch on the whole recipe (5,000 steps): the clean version, without a shared trunk."""
+    setup = trunk.setup(row, seed)
+    documents = token_documents("train", trunk.max_documents)
+    model = build.build_model(setup, trunk_config(), documents)
+    train_sentence_head(model, row != "none")
+    model.to(experiment_device())
+    trainer = build.build_trainer(setup, model, build.training_batches(setup, documents, Tokenizer.default()))
     start = time.perf_counter()
     result = trainer.train()
-    seconds = time.perf_counter() - start
-    return {"task": task, "seed": seed, "steps": result.step, "tokens": plan.tokens, "train_seconds": seconds,
-            "curve": curve(result.history), **score(model, trunk, task, seed, lengths=SCORED_LENGTHS)}
+    return {"row": row, "seed": seed, "steps": result.step, "tokens": trunk.tokens_until(result.step),
+            "train_seconds": time.perf_counter() - start, "curve": curve(result.history),
+            **score_point(model, trunk, own_task(row), seed)}
 
 
+# ---------------------------------------------------------------------------------------------- weights
 def save_weights(model: torch.nn.Module, path: Path) -> None:
     """Weights as safetensors (tied tensors stored once, the checkpoints' format), written atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, weights_bytes(model, {"format": "pt"}))
-
-
-def load_weights(model: torch.nn.Module, path: Path) -> None:
-    from safetensors.torch import load_model
-
-    if not Path(path).exists():
-        raise FileNotFoundError(f"trunk weights {path} are missing: run the trunk first "
-                                "(python -m albert_mini.study.experiments sentence_task)")
-    load_model(model, str(path))
 
 
 # ---------------------------------------------------------------------------------------------- the classroom model
@@ -270,13 +342,14 @@ class Continuation:
 
 def continue_classroom(source: Path, plan: Continuation, out: Path) -> dict:
     """Train the exported model in `source` on with `plan`; write its weights, config and history to `out`."""
-    import json
-
     from ...training.checkpoint import load_pretrained
 
-    device = experiment_device()
-    model = load_pretrained(source).to(device)
-    trainer = trainer_for(model, one_phase_setup(plan.phase, "sop", plan.seed, plan.lr, plan.warmup), None)
+    model = load_pretrained(source).to(experiment_device())
+    setup = in_process(task="sop", seed=plan.seed, steps=plan.phase.steps, seq_len=plan.phase.seq_len,
+                       batch_size=plan.phase.batch_size, lr=plan.lr, warmup=plan.warmup,
+                       log_every=max(1, plan.phase.steps // 40))
+    source_batches = build.training_batches(setup, token_documents("train"), Tokenizer.default())
+    trainer: Trainer = build.build_trainer(setup, model, source_batches)
     start = time.perf_counter()
     result = trainer.train()
     seconds = time.perf_counter() - start
@@ -285,19 +358,6 @@ def continue_classroom(source: Path, plan: Continuation, out: Path) -> dict:
     atomic_write_text(out / "config.json", model.config.to_json())
     atomic_write_text(out / "metrics.jsonl", "".join(json.dumps(h) + "\n" for h in result.history))
     record = {"source": str(source), "plan": dataclasses.asdict(plan), "steps": result.step,
-              "tokens": plan.phase.tokens, "train_seconds": seconds, "device": str(device)}
+              "tokens": plan.phase.tokens, "train_seconds": seconds, "device": str(experiment_device())}
     atomic_write_text(out / "continuation.json", json.dumps(record, indent=2) + "\n")
     return record
-
-
-def segment_type_check(weights: Path, plan: TrunkPlan = FULL_TRUNK) -> dict:
-    """The MLM-only trunk on the same masked held-out tokens, scored as given and with every token type set to 0.
-
-    The trunk (and the MLM-only branch) trained on single-segment sequences, so the embedding of token type 1 never
-    moved from its initialisation; the held-out batches are sentence pairs. The gap between the two scores is what
-    that unseen embedding costs the MLM-only row of Table 5."""
-    model = AlbertForPreTraining(trunk_config())
-    load_weights(model, weights)
-    held_out = held_out_mlm(128, plan.eval_batches, plan.max_documents)
-    zeroed = [{**b, "token_type_ids": torch.zeros_like(b["token_type_ids"])} for b in held_out]
-    return {"as_scored": mlm_scores(model, held_out), "token_types_zeroed": mlm_scores(model, zeroed)}
