@@ -67,7 +67,7 @@ _socket.getaddrinfo = _offline_getaddrinfo
 
 import albert_mini.paths as _paths
 
-_paths.FIGURES_ROOT = _paths.Path(FIGURES)
+_paths.FIGURES_ROOT = _paths.Path(FIGURE_FOLDER)
 '''
 
 
@@ -176,7 +176,7 @@ def grade_notebook(path: Path, student: str, chapter: str, time_limit: float, fa
         return [Row(student, chapter, name, False, f"{prefix}{path.name} could not be read as a notebook "
                                                     f"({type(error).__name__}: {error})") for name in names]
     with tempfile.TemporaryDirectory(prefix="albert-mini-grade-") as scratch:
-        cells = [nbformat.v4.new_code_cell(PREAMBLE.replace("FIGURES", repr(str(Path(scratch) / "figures"))))]
+        cells = [nbformat.v4.new_code_cell(PREAMBLE.replace("FIGURE_FOLDER", repr(str(Path(scratch) / "figures"))))]
         origin = [None]  # the student's cell number (1-based) of each cell run
         graded_at = {}
         for number, cell in enumerate(notebook.cells, start=1):
@@ -220,6 +220,9 @@ def grade_notebook(path: Path, student: str, chapter: str, time_limit: float, fa
             stopped, stuck = "crashed: the kernel died (the process exited or ran out of memory)", running[0]
         except Exception as error:  # a kernel that would not start: report it on every row, grade the others
             stopped = f"could not run: {type(error).__name__}: {one_line(str(error))}"
+    failed = [error_text(o) for o in cells[0].get("outputs", []) if o.get("output_type") == "error"]
+    if failed:  # the grader's own cell: a bug here, not the student's
+        raise RuntimeError(f"the grading preamble failed in the kernel: {failed[0]}")
     if stuck is not None and origin[stuck] is not None:
         stopped = stopped.replace(":", f" in cell {origin[stuck]}:", 1)
     first_error = next(((origin[i], error_text(o)) for i, cell in enumerate(cells)

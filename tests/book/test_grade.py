@@ -138,3 +138,30 @@ def test_an_unreadable_notebook_and_a_stray_file_get_their_rows_without_a_kernel
         ("", "", False)]
     assert all("could not be read as a notebook" in r.message for r in rows[:3])
     assert "shopping list.ipynb: not a chapter notebook" in rows[3].message
+
+
+def test_a_graded_kernel_reaches_no_network_but_this_machine(tmp_path):
+    """The preamble every graded notebook runs first: names and addresses beyond the machine are refused."""
+    import subprocess
+    import sys
+
+    probe = grade.PREAMBLE.replace("FIGURE_FOLDER", repr(str(tmp_path))) + '''
+import socket
+server = socket.socket()
+server.bind(("127.0.0.1", 0))
+server.listen(1)
+socket.create_connection(server.getsockname(), timeout=5).close()  # this machine: allowed
+for host in ("192.0.2.1", "pypi.org"):
+    try:
+        socket.create_connection((host, 443), timeout=5)
+    except OSError as error:
+        print(error)
+import albert_mini.paths
+print(albert_mini.paths.figure_path("x.png").parent)
+'''
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                          env={**__import__("os").environ, "ALBERT_MINI_FAST": "0"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["no network while grading (refused 192.0.2.1)", "no network while grading (refused pypi.org)"]
+    assert lines[2] == str(tmp_path)  # figures of a full-mode run stay out of the checkout
