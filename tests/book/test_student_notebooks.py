@@ -36,6 +36,7 @@ def test_the_hand_out_has_every_chapter_without_outputs_and_every_figure_it_link
     for path in notebooks:
         notebook = nbformat.read(path, as_version=4)
         assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code")
+        assert "jupytext" not in notebook.metadata  # not paired: saving it in JupyterLab writes no .py beside it
         links += [(path, name) for c in notebook.cells if c.cell_type == "markdown"
                   for name in FIGURE_LINK.findall(c.source)]
     assert len(links) >= 2  # chapters 05 and 08 show committed experiment figures

@@ -40,6 +40,7 @@ def student_notebook(chapter: Path):
     import jupytext
 
     notebook = jupytext.read(chapter)
+    notebook.metadata.pop("jupytext", None)  # a hand-out is a plain notebook: saving it writes no paired .py
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
