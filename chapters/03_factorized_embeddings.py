@@ -246,7 +246,7 @@ def embedding_block_params(config):
 
 
 sizes = np.unique(np.geomspace(16, 4096, 40).round().astype(int))
-fig, (left, middle, right) = plt.subplots(3, 1, figsize=(8, 12))
+fig, (left, middle, right) = plt.subplots(3, 1, figsize=(6.8, 13), dpi=110)
 for preset, color in (("albert-base", "tab:blue"), ("albert-xxlarge", "tab:red")):
     configs = [AlbertConfig.from_preset(preset, embedding_size=int(E)) for E in sizes]
     H = configs[0].hidden_size
@@ -270,7 +270,7 @@ left.set_xlabel("embedding size E (log2 scale)")
 left.set_ylabel("parameters (millions, log scale)")
 left.set_title("Embedding block (V = 30,000)")
 left.grid(True, which="both", alpha=0.3)
-left.legend(fontsize=8)
+left.legend()
 plot_parameters_vs_embedding("albert-base", sizes, ax=middle)
 plot_parameters_vs_embedding("albert-xxlarge", sizes, ax=right)
 fig.tight_layout()
@@ -518,7 +518,7 @@ display(Markdown(results.variant_markdown(table3_rows)))
 from albert_mini.model.config import embedding_variant
 
 sizes = np.arange(16, 257, 16)
-fig, (count_ax, acc_ax) = plt.subplots(1, 2, figsize=(11, 4))
+fig, (count_ax, acc_ax) = plt.subplots(2, 1, figsize=(6.8, 7.5), dpi=110)
 for sharing, colour in (("none", "tab:orange"), ("all", "tab:blue")):
     base = AlbertConfig.from_preset("albert-mini")
     counts = [
@@ -555,7 +555,7 @@ acc_ax.set(
 )
 for ax in (count_ax, acc_ax):
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend()
 fig.tight_layout()
 save_figure(fig, "03_params_and_accuracy_vs_E.png")
 plt.show()

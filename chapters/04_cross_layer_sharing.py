@@ -239,7 +239,7 @@ PARTS = {
     "FFN blocks": ("ffn",),
     "pooler": ("pooler",),
 }
-fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+fig, axes = plt.subplots(2, 1, figsize=(6.8, 8), sharey=True, dpi=110)
 for ax, E in zip(axes, (128, 768)):
     bottom = [0.0] * len(STRATEGIES)
     for label, keys in PARTS.items():
@@ -265,7 +265,7 @@ for ax, E in zip(axes, (128, 768)):
         ylabel="parameters (millions)",
     )
     ax.grid(axis="y", alpha=0.3)
-axes[0].legend(loc="upper left", fontsize=8)
+axes[0].legend(loc="upper left")
 fig.suptitle("Parameters per sharing strategy (L = 12, H = 768, V = 30000)")
 fig.tight_layout()
 from albert_mini.paths import save_figure
@@ -542,7 +542,7 @@ import numpy as np
 from albert_mini.study import results
 
 curves = results.smoothness_curves()
-fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+fig, axes = plt.subplots(2, 1, figsize=(6.8, 8), dpi=110)
 for (label, states), colour in zip(
     curves.items(), ("tab:blue", "tab:orange", "tab:grey")
 ):
@@ -573,14 +573,14 @@ axes[1].set(
 )
 for ax in axes:
     ax.grid(alpha=0.3)
-axes[1].legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
+axes[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.18))
 classroom = results.load("smoothness")["classroom_model"]
 for ax, metric in zip(axes, ("l2", "degrees")):
     ax.plot(
         np.arange(1, 7), classroom[metric], "s--", color="black",
         label="classroom model (28.7M tokens)",
     )
-axes[1].legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
+axes[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.18))
 fig.suptitle("Layer input vs output after pretraining (data/results/smoothness.json)")
 fig.tight_layout()
 save_figure(fig, "04_smoothness_trained.png")

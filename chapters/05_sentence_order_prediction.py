@@ -349,7 +349,7 @@ import matplotlib.pyplot as plt
 
 from albert_mini.paths import save_figure
 
-fig, ax = plt.subplots(figsize=(8, 4))
+fig, ax = plt.subplots(figsize=(6.8, 4.6), dpi=110)
 names = list(accuracy)
 colors = ["tab:blue", "tab:cyan", "tab:green", "tab:olive", "tab:red"]
 bars = ax.bar(range(len(names)), [100 * accuracy[n] for n in names], color=colors)
@@ -357,8 +357,7 @@ ax.bar_label(bars, fmt="%.1f")
 ax.axhline(50, color="gray", ls="--", label="chance (50%)")
 ax.set_xticks(
     range(len(names)),
-    [n.replace(", ", ",\n").replace(" from ", "\nfrom ") for n in names],
-    fontsize=8,
+    [n.replace(", ", ",\n").replace(" from ", "\nfrom\n") for n in names],
 )
 ax.set_ylabel("held-out accuracy (%)")
 ax.set_ylim(0, 105)
@@ -366,7 +365,7 @@ ax.set_title(
     "Bag-of-words logistic regression (3 topic features, no network)\n"
     "fitted on training chapters, scored on 5 passes of the validation chapters"
 )
-ax.legend(loc="upper right", fontsize=8)
+ax.legend(loc="upper right")
 fig.tight_layout()
 save_figure(fig, "05_topic_shortcut.png")
 plt.show()
@@ -540,7 +539,7 @@ for name, correct, total in rows:
 # %%
 from albert_mini.research.time_to_quality import read_run
 
-fig, ax = plt.subplots(figsize=(7, 3.6))
+fig, ax = plt.subplots(figsize=(6.8, 4.2), dpi=110)
 for label, folder in (
     ("curriculum (the classroom model's first 20.5M tokens)", PRETRAINED_MODEL),
     (
@@ -569,7 +568,7 @@ ax.set(
     title="Sentence order during pretraining (512 validation pairs per point)",
 )
 ax.grid(alpha=0.3)
-ax.legend(fontsize=8, loc="upper left")
+ax.legend(loc="upper left")
 fig.tight_layout()
 save_figure(fig, "05_sop_long_run.png")
 plt.show()

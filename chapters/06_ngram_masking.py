@@ -263,7 +263,7 @@ import matplotlib.pyplot as plt
 
 from albert_mini.paths import save_figure
 
-fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
+fig, (left, right) = plt.subplots(2, 1, figsize=(6.8, 8), dpi=110, layout="constrained")
 x = np.arange(len(ns))
 for offset, values, label, color in (
     (-0.27, formula, "formula: (1/n) / H_3", "gray"),
@@ -271,14 +271,14 @@ for offset, values, label, color in (
     (0.27, kept_freq, "kept n (all spans, after shrinking/skipping)", "tab:orange"),
 ):
     bars = left.bar(x + offset, values, width=0.27, label=label, color=color)
-    left.bar_label(bars, fmt="%.3f", fontsize=8)
+    left.bar_label(bars, fmt="%.3f")
 left.set_xticks(x, [f"n = {n}" for n in ns])
 left.set_xlabel("span length (words)")
 left.set_ylabel("fraction of spans")
 left.set_title(
     f"n-gram lengths on {len(instances):,} Austen sequences x {passes} maskings"
 )
-left.legend(fontsize=8)
+left.legend()
 token_lengths = np.arange(1, 9)
 right.bar(
     token_lengths, frequencies(tokens_per_span, token_lengths), color="tab:orange"
@@ -410,7 +410,9 @@ for n in (5, 16, 64, 100, 128, 133, 137, 256, 384, 512):
 
 # %%
 all_lengths = np.arange(1, 513)
-fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
+fig, (left, right) = plt.subplots(
+    2, 1, figsize=(6.8, 8), dpi=110, layout="constrained"
+)
 left.plot(
     all_lengths,
     [uncapped.budget(n) for n in all_lengths],
@@ -438,7 +440,7 @@ for ax in (left, right):
     ax.axvline(512, color="tab:red", ls=":", label="512: the paper's sequence length")
     ax.set_xlabel("sequence length (tokens, [CLS] and [SEP] included)")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend()
 left.set_ylabel("tokens to predict")
 left.set_title("Prediction budget")
 right.set_ylabel("share of the sequence predicted")

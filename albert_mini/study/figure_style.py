@@ -8,12 +8,15 @@ Every piece of text a figure draws must appear at least MIN_TEXT_PX = 0.9 x the 
   sidebar, less 2rem padding each side; 752 px on a 1366-px screen, 790 px at the theme's widest page).
   JupyterLab's notebook is wider than that with its file browser open, so the book is the narrower case;
 - body text BODY_PX = 16 px (the theme's 1rem; JupyterLab's is 14 px, which makes the book the stricter case);
-- D = SHOWN_DPI = 100: notebooks show figures inline at matplotlib's 100 dpi, figures/ holds them at 120 dpi,
-  and the lower dpi gives the smaller apparent text.
+- D = min(the figure's dpi, SAVE_DPI = 120): notebooks show a figure inline at its own dpi (matplotlib's default
+  SHOWN_DPI = 100), figures/ holds it at 120 dpi, and the lower dpi gives the smaller apparent text.
 
-So a figure at most WIDTH_IN = 7.5 inches wide needs 10.4 pt text; a wider one needs proportionally more.
+So a figure at 100 dpi and at most WIDTH_IN = 7.5 inches wide needs 10.4 pt text; a wider one needs more.
 `book_style()` (sizes as rcParams) and `book_figure()` (plt.subplots at the column's width) give FONT_PT = 11
 everywhere; `smallest_text(fig)` measures what a reader sees, the check the tests make on every figure.
+A chapter's own figure passes with matplotlib's default 10-pt text when it is drawn exactly the column wide at a
+higher dpi: `plt.subplots(..., figsize=(CHAPTER_WIDTH_IN, h), dpi=CHAPTER_DPI)` (6.8 in x 110 dpi = 748 px, so
+10 pt appears at 15.3 px; explicit font sizes must then be at least 9.4 pt).
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ COLUMN_PX = 750
 BODY_PX = 16
 MIN_TEXT_PX = 0.9 * BODY_PX
 SHOWN_DPI = 100
+SAVE_DPI = 120  # albert_mini.paths.save_figure
 WIDTH_IN = COLUMN_PX / SHOWN_DPI  # 7.5: the widest figure shown without being scaled down
+CHAPTER_WIDTH_IN, CHAPTER_DPI = 6.8, 110  # 748 px: the column's width, where 10-pt text appears at 15.3 px
 FONT_PT = 11  # 15.3 px at or below WIDTH_IN: every label, tick, legend and annotation
 TITLE_PT = 12
 # The smallest size text may have in a figure at most WIDTH_IN wide (10.4 pt), for labels that must stay short.
@@ -76,10 +81,13 @@ class TextSize:
         return f"{self.px:.1f} px ({self.points:g} pt in a {self.width_in:.1f}-inch figure): {self.text!r}"
 
 
-def smallest_text(fig, dpi: float = SHOWN_DPI, column_px: float = COLUMN_PX) -> TextSize:
-    """Draw `fig` and return the smallest text it draws as a reader sees it (`apparent_px`), the width being
-    that of its tight bounding box as saved; only text actually drawn counts (not ticks outside the view)."""
+def smallest_text(fig, dpi: float | None = None, column_px: float = COLUMN_PX) -> TextSize:
+    """Draw `fig` and return the smallest text it draws as a reader sees it (`apparent_px` at `dpi`, by default
+    the lower of the figure's own and SAVE_DPI), the width being that of its tight bounding box as saved; only
+    text actually drawn counts (not ticks outside the view)."""
     import matplotlib
+
+    dpi = min(fig.dpi, SAVE_DPI) if dpi is None else dpi
 
     fig.canvas.draw()  # lays out ticks and tight_layout first, as saving does
     renderer = fig.canvas.get_renderer()

@@ -180,3 +180,17 @@ def test_the_html_book_opens_every_figure_full_size_on_click(tmp_path):
     assert 'querySelectorAll("article.bd-article img")' in script and 'e.key === "Escape"' in script
     assert "cursor: zoom-in" in (tmp_path / "src" / "_static" / "zoom.css").read_text()
     assert "http" not in script  # nothing fetched: the book opens from file:// without a network
+
+
+def test_a_chapter_figure_drawn_the_column_wide_at_110_dpi_shows_the_default_text_large_enough():
+    from albert_mini.study.figure_style import CHAPTER_DPI, CHAPTER_WIDTH_IN
+
+    sizes = {}
+    for dpi in (100, CHAPTER_DPI):  # matplotlib's 10-pt default text: 13.9 px at 100 dpi, 15.3 px at 110
+        fig, ax = plt.subplots(figsize=(CHAPTER_WIDTH_IN, 3), dpi=dpi)
+        ax.plot([0, 1], [0, 1], label="a line")
+        ax.set(xlabel="x", ylabel="y")
+        ax.legend()
+        sizes[dpi] = smallest_text(fig).px
+        plt.close(fig)
+    assert sizes[100] < MIN_TEXT_PX <= sizes[CHAPTER_DPI]
