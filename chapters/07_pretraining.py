@@ -175,7 +175,7 @@ for name, s in (("paper", paper_schedule), ("ours", ours_schedule)):
         f"lr(T/2) = {s(s.total_steps // 2):.6f}, lr(T) = {s(s.total_steps):g}"
     )
 
-fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+fig, axes = plt.subplots(2, 1, figsize=(6.8, 8), dpi=110)
 for ax, (name, s) in zip(
     axes,
     (
@@ -189,12 +189,11 @@ for ax, (name, s) in zip(
     near = np.arange(int(s.warmup_steps * 0.9), int(s.warmup_steps * 1.1) + 1)
     inset.plot(near, [s(int(t)) for t in near], ".-", markersize=2)
     inset.axvline(s.warmup_steps, color="grey", linewidth=0.8, linestyle=":")
-    inset.set_title("end of warmup", fontsize=8)
-    inset.tick_params(labelsize=7)
+    inset.set_title("end of warmup")
     ax.set(xlabel="optimizer step", ylabel="learning rate", title=name)
     ax.legend(loc="lower left")
 fig.suptitle(
-    "Linear warmup, then linear decay to 0 (the decay is counted from step 0: a small "
+    "Linear warmup, then linear decay to 0\n(the decay is counted from step 0: a small "
     "drop at W)"
 )
 fig.tight_layout()
@@ -581,7 +580,7 @@ for name, r in reports.items():
         f"{r.total / MIB:6.1f}"
     )
 
-fig, ax = plt.subplots(figsize=(7, 4.5))
+fig, ax = plt.subplots(figsize=(6.8, 4.6), dpi=110)
 parts = ("parameters", "gradients", "optimizer_states", "activations")
 bottom = np.zeros(len(twins))
 for part in parts:

@@ -751,7 +751,7 @@ for against in ("random", "baseline"):
 import matplotlib.pyplot as plt
 
 n_tasks = len(finetune["rows"])
-fig, axes = plt.subplots(n_tasks, 1, figsize=(8, 3.4 * n_tasks))
+fig, axes = plt.subplots(n_tasks, 1, figsize=(6.8, 3.6 * n_tasks), dpi=110)
 for ax, (task, pair) in zip(axes, finetune["rows"].items()):
     for init, colour in (("pretrained", "tab:blue"), ("random", "tab:grey")):
         history = pair[init]["history"][0]
@@ -773,9 +773,9 @@ for ax, (task, pair) in zip(axes, finetune["rows"].items()):
             label=f"ln {n_options} (guessing)",
         )
     ax.set(xlabel="fine-tuning step", ylabel="training loss", title=task)
-    ax.legend(fontsize=8)
+    ax.legend()
 fig.suptitle(
-    "Fine-tuning loss, same budget and seed for both encoders "
+    "Fine-tuning loss, same budget and seed for both encoders\n"
     "(data/results/finetune.json, seed 0)"
 )
 fig.tight_layout()

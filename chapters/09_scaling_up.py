@@ -374,7 +374,7 @@ from matplotlib.ticker import FormatStrFormatter
 
 from albert_mini.paths import save_figure
 
-fig, ax = plt.subplots(figsize=(7, 5))
+fig, ax = plt.subplots(figsize=(6.8, 5.2), dpi=110)
 for family, marker, color in (("bert", "s", "tab:orange"), ("albert", "o", "tab:blue")):
     names = [n for n in PAPER_MODELS if n.startswith(family + "-")]
     ax.scatter(
@@ -392,7 +392,6 @@ for family, marker, color in (("bert", "s", "tab:orange"), ("albert", "o", "tab:
             (exact_counts[n] / 1e6, flops[n] / 1e9),
             textcoords="offset points",
             xytext=(6, 6),
-            fontsize=9,
         )
 # same L and H: same compute, far fewer parameters
 for size in ("base", "large", "xlarge"):

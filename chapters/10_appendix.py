@@ -161,7 +161,9 @@ from albert_mini.paths import save_figure
 validation_words = [
     w for doc in corpus["validation"] for p in doc.paragraphs for w in p.split()
 ]
-fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
+fig, (left, right) = plt.subplots(
+    2, 1, figsize=(6.8, 8), dpi=110, layout="constrained"
+)
 bins = np.arange(1, 7)
 for offset, (name, tk, color) in zip(
     (-0.2, 0.2),
@@ -204,7 +206,6 @@ for share in (0.5, 0.8, 0.95):
         (k, coverage[k - 1]),
         textcoords="offset points",
         xytext=(8, -12),
-        fontsize=8,
     )
 right.set_xscale("log")
 right.set_xlabel("the k most frequent pieces (log scale)")

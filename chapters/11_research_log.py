@@ -176,7 +176,7 @@ for r in held_out[::2] + ([held_out[-1]] if len(held_out) % 2 == 0 else []):
     print(f"{r['step']:4d}   {r['mlm_acc']:16.3f}   {r['sentence_acc']:16.3f}")
 
 # %%
-fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
+fig, (left, right) = plt.subplots(2, 1, figsize=(6.8, 8), dpi=110)
 left.plot(
     [r["step"] for r in train_log],
     [100 * r["mlm_acc"] for r in train_log],
@@ -219,9 +219,9 @@ right.set(
 )
 for ax in (left, right):
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend()
 fig.suptitle(
-    "albert-mini, MLM + SOP on Austen: LAMB lr 5e-3, 1,200 steps of 32 x 128 tokens, "
+    "albert-mini, MLM + SOP on Austen:\nLAMB lr 5e-3, 1,200 steps of 32 x 128 tokens, "
     "seed 0"
 )
 fig.tight_layout()
@@ -441,7 +441,9 @@ print(
 )
 
 # %%
-fig, (loss_ax, mlm_ax, sop_ax) = plt.subplots(3, 1, figsize=(8, 10), sharex=True)
+fig, (loss_ax, mlm_ax, sop_ax) = plt.subplots(
+    3, 1, figsize=(6.8, 10), sharex=True, dpi=110
+)
 steps = [m["step"] for m in train_lines]
 eval_steps = sorted(eval_lines)
 loss_ax.plot(steps, [m["loss"] for m in train_lines], label="total (MLM + SOP)")
@@ -497,7 +499,7 @@ sop_ax.set(
 for ax in (loss_ax, mlm_ax, sop_ax):
     ax.legend()
 fig.suptitle(
-    "albert-mini, 1,200 LAMB steps of 32 x 128 tokens on Austen (about 13.5 minutes on "
+    "albert-mini, 1,200 LAMB steps of 32 x 128 tokens on Austen\n(about 13.5 minutes on "
     "2 CPU cores)"
 )
 fig.tight_layout()
@@ -537,7 +539,7 @@ import json
 from albert_mini.paths import repo_root
 
 plateau = json.loads((repo_root() / "data/results/warmup_plateau.json").read_text())
-fig, ax = plt.subplots(figsize=(8, 4))
+fig, ax = plt.subplots(figsize=(6.8, 4.4), dpi=110)
 for run in plateau["runs"]:
     changes = ", ".join(f"{k} {v}" for k, v in run["changes"].items()) or "as first run"
     label = f"{run['warmup']} warm-up of {run['steps']} steps ({changes})"
@@ -552,7 +554,7 @@ ax.set(
     ylabel="training loss (MLM + SOP)",
     title="Same tokens, different warm-ups",
 )
-ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
+ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18))
 fig.tight_layout()
 save_figure(fig, "07_warmup_plateau.png")
 plt.show()

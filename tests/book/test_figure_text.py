@@ -95,11 +95,11 @@ def parameters_plot(preset):
     return build
 
 
-def research(module, name):
+def research(module, name, function="figure"):
     def build():
         import importlib
 
-        return importlib.import_module(f"albert_mini.research.{module}").figure(result(name))
+        return getattr(importlib.import_module(f"albert_mini.research.{module}"), function)(result(name))
     return build
 
 
@@ -134,6 +134,7 @@ OTHERS = {
     "experiment throughput": (experiment("throughput"), "throughput.py"),
     "recipe_results": (research("recipe_results", "recipe_search"), "research/recipe_results.py"),
     "time_to_quality": (research("time_to_quality", "time_to_quality"), "research/time_to_quality.py"),
+    "collapse_figure": (research("recipe_results", "recipe_search", "collapse_figure"), "research/recipe_results.py"),
 }
 CASES = [pytest.param(build, id=name) for name, build in FIGURES.items()] + [
     pytest.param(build, id=name, marks=not_yet(reason)) for name, (build, reason) in OTHERS.items()]
