@@ -32,8 +32,8 @@
 #   NSP negatives from another novel are the easy ones.
 # - Read Table 5: an NSP model is at chance on SOP, an SOP model solves much of NSP.
 # - Explain how truncating after the swap leaks the SOP label, and how our instance builder avoids it.
-# - Read the mini-scale results: SOP at chance after 1,200 steps, above chance in a model trained 17 times
-#   longer.
+# - Read the mini-scale results: SOP at chance after 1,200 steps, above chance in one model trained on 5.9
+#   times the tokens, and a pre-registered Table 5 that stopped at its go/no-go rule.
 
 # %% [markdown]
 # ## Two tasks, one layout
@@ -427,71 +427,68 @@ for task, row in TABLE5.items():
 # [chapter 11, the research log](11_research_log.ipynb).
 
 # %% [markdown]
-# ## At mini scale: Table 5 from one trunk
+# ## At mini scale: Table 5 from a trunk at the edge of SOP's escape
 #
 # A first 15-minute run of albert-mini with MLM and SOP (1,200 steps of 32 sequences of 128 tokens) learned words,
 # held-out MLM accuracy rising from 7% to 15%, but not sentence order: its SOP loss stayed at $\ln 2$, a coin's
-# ([chapter 11, the research log](11_research_log.ipynb)). The paper trained on some 50,000 times more tokens.
+# ([chapter 11, the research log](11_research_log.ipynb)). The classroom model below did leave chance: its SOP
+# loss fell away from $\ln 2$ near step 3,600 of its 5,000-step recipe.
 #
-# Our analog of Table 5 trains what the three rows share, the language, once. A **trunk**, albert-mini with MLM
-# only, trains on 12.3M tokens (half of its steps at 64 tokens, then 128) and is probed three times: can a linear
-# classifier on its frozen pooled output tell a swapped pair (SOP) or a pair from another passage (NSP)? Then
-# three **branches** per seed start from the trunk with a fresh sentence head and train 3.1M more tokens at 128:
-# no sentence task, NSP, or SOP beside MLM. All are scored on the same held-out examples, by their own head or by
-# a linear probe. Three comparisons were named before the runs; seeds are the unit (a t interval over three
-# per-seed differences), and a head that answers one class is reported, not tested.
+# So our Table 5 starts from that recipe. A **trunk** runs it with MLM and SOP (64 sequences of 64 tokens a step,
+# LAMB, seed 0) and stops at step 3,000, before SOP leaves chance, keeping the whole checkpoint: weights, LAMB's
+# moments, the step. Three **branches** per seed would then continue the trunk's optimizer and learning-rate
+# schedule with one sentence task each (SOP, NSP, or none: MLM on the same pairs with the sentence loss off),
+# each with a fresh sentence classifier. Every model is scored the same way: a linear **probe** fitted on its
+# frozen pooled output, on the same training pairs, scored on every validation and test pair. A probe reads
+# what the encoder offers, whatever head the model trained; the model's own head is shown beside it.
 #
-# How to read the intervals and verdicts below:
-# [reading the statistics](10_appendix.ipynb#part-c-reading-the-statistics), in the appendix.
+# The rules were written down before any run (they are in `sentence_task.json`, under `plan`): branch from step
+# 3,000 if the trunk's SOP is still at chance there; run the seed-0 SOP branch first; if after 1,250 more steps
+# its SOP is below 55%, lengthen every branch to 1,750 steps; if it is then still at chance, stop and record why.
+# Here is what happened, computed from the committed runs (made on a GPU).
 
 # %% tags=["nbval-check-output"]
+from IPython.display import Markdown, display
+
 from albert_mini.study import results as committed
-from albert_mini.study.paper import TABLE5
 
 table5 = committed.load("sentence_task")
-print("The trunk, probed along its training (held-out, %):")
-print(
-    f"{'tokens':>7s} {'MLM@64':>7s} {'MLM@128':>8s} {'SOP probe':>10s} "
-    f"{'NSP probe':>10s}"
-)
-for p in table5["trunk"]["points"]:
-    print(
-        f"{p['tokens'] / 1e6:6.1f}M {100 * p['mlm_acc_64']:7.1f} "
-        f"{100 * p['mlm_acc_128']:8.1f} {100 * p['sop_probe']:10.1f} "
-        f"{100 * p['nsp_probe']:10.1f}"
-    )
-print("\nThe branches (mean ± std over seeds; paper: MLM / NSP / SOP):")
-for task, row in table5["rows"].items():
-    cells = [committed.fmt(row[k]) for k in ("mlm_acc", "nsp", "sop")]
-    paper = TABLE5[task]
-    print(
-        f"+{task.upper():5s} MLM {cells[0]:>11s}  NSP {cells[1]:>11s}  "
-        f"SOP {cells[2]:>11s}   paper {paper['mlm']} / {paper['nsp']} / {paper['sop']}"
-    )
-print()
-for line in committed.table5_reading(table5) + committed.contrast_lines(table5):
+for line in committed.table5_decisions(table5):
+    print(line)
+display(Markdown(committed.table5_glance(table5)))
+
+# %% [markdown]
+# The rule stopped the experiment. The SOP branch trained 112,000 more SOP pairs (1,750 steps of 64) on top of
+# the trunk's 192,000, and its probe still scored 49.4%, inside a coin's interval; its own head did no better.
+# So the pre-registered Table 5 has no rows: with no model that orders sentences, the paper's asymmetry (an SOP
+# model solves much of NSP, an NSP model fails SOP) has nothing to show it here.
+#
+# Why did the recipe that made the classroom model not get there? The last row answers part of it. It is the
+# trunk itself, continued from step 3,000 on its own data and with its own head, the classroom recipe with
+# nothing changed, but computed on a GPU. It stayed at chance to step 4,500, where the classroom run on a CPU had
+# ordered 63% of its training pairs. Same settings, same seed, other arithmetic, and no escape: one run escaped
+# and one did not, so the escape near step 3,600 is a property of that run, not yet of the recipe. Two runs
+# cannot say how often it happens.
+
+# %% [markdown]
+# ![SOP along the trunk, and the exploratory branches](../figures/experiment_sentence_task.png)
+#
+# **Exploratory, not a finding.** On the GPU all nine branches of the first plan ran side by side with the seed-0
+# SOP branch, to save machine time; the rule read the seed-0 branch alone. They are shown as they are, in the
+# lower panel and below: none of their numbers was part of the plan, so read them as leads.
+
+# %% tags=["nbval-check-output"]
+explore = table5["exploratory"]
+for line in committed.table5_reading(explore) + committed.contrast_lines(explore):
     print(line)
 
 # %% [markdown]
-# ![Table 5 analog](../figures/experiment_sentence_task.png)
-#
-# **Reading it.** The trunk learns words and, without any sentence loss, tells a pair from two passages apart:
-# its NSP probe is above chance at every point. Its SOP probe stays at 50%. That is the paper's point in
-# miniature: topic comes for free with the language, coherence does not.
-#
-# The NSP head learns NSP in every seed (about 59%, far below the paper's 90.5%: Austen's chapters share one
-# author, so topic cues are weak). The SOP head does **not** learn SOP in any seed: 3.1M tokens on an encoder with
-# no order features are not enough here. With no branch solving SOP, the paper's asymmetry cannot show, and the
-# three named contrasts find no clear difference: the honest end of this experiment at this scale.
-#
-# The MLM-only branch scores about 4 points lower on MLM, not because sentence tasks help MLM: it never saw a
-# second segment, so its token-type-1 embedding is still random, and the held-out batches are pairs (with every
-# token type set to 0 the trunk gains 3.4 points, `data/results/table5_segment_check.json`). A fair MLM-only row
-# trains on the same pairs with the sentence loss switched off, as the official code does.
-
-# %% [markdown]
-# That the flat SOP curve means "hard at this budget", not "broken", is shown by positive controls, a leak
-# control and bag-of-words probes in [chapter 11, the research log](11_research_log.ipynb).
+# The surprise is the NSP row: after 1,250 steps of NSP, a probe on its pooled output orders about 62% of the
+# pairs, in every seed, while the SOP row does not leave 50-54%. One reading: an NSP negative is a B that does not
+# continue A, and a swapped pair is such a pair too, so a model that learned "B continues A" partly detects a
+# swap. The paper found the opposite at full scale (its NSP model scores 52.0% on SOP). With one trunk, three
+# seeds and no pre-registration for this contrast, it stays a lead. The SOP row's probe is not better than the
+# MLM-only row's on NSP either (-0.4 points, interval [-0.9, +0.1]).
 
 # %% [markdown]
 # ## Longer: the classroom model orders sentences
@@ -499,7 +496,9 @@ for line in committed.table5_reading(table5) + committed.contrast_lines(table5):
 # The classroom model, `data/pretrained/albert-mini-austen`, is albert-mini trained with MLM and SOP from its first
 # step: 5,000 steps of 4,096 tokens (20.5M tokens), the first 90% on 64-token sequences and the last 10% on 128,
 # then 2,000 more steps at 128 tokens (8.2M tokens). Its card scores it on every SOP pair of the validation and
-# test chapters at both lengths; here they are beside the no-network baseline, with 95% Wilson intervals.
+# test chapters at both lengths; here they are beside the no-network baseline, with 95% Wilson intervals. The
+# card's pairs have 15% of their tokens masked, as in training; chapter 7 scores unmasked pairs, as a reader
+# applies the head, and there the same model orders 65.9% at 128 tokens, against 62.5% here.
 #
 # How to read the intervals, p-values and verdicts below:
 # [reading the statistics](10_appendix.ipynb#part-c-reading-the-statistics), in the appendix.
@@ -575,12 +574,12 @@ plt.show()
 
 # %% [markdown]
 # Scored at 128 tokens, the SOP head sat inside a coin's range for 18 million tokens, then rose in the last 500
-# steps, the ones at 128 tokens: trained 90% of the time on 64 tokens, the model had hardly trained positions
-# 64-127 (at that point it ordered 63% of the 64-token pairs but 59% of the 128-token ones, and its MLM accuracy
-# at 128 was 31% before position 64 and 15% after). After 8.2M more tokens at 128, every interval above is clear
-# of 50% where the bag of tokens stays around 50%: the model orders held-out Austen passages better than chance
-# from what it learned about the text, not from a surface cue. It is still far from the paper's 86.5% after some
-# 9,000 times fewer tokens, and unlike the SOP branches it left chance, after about 15M tokens.
+# steps. Those were also the only steps at 128 tokens, and this one run cannot tell the two apart (at that point
+# it ordered 63% of the 64-token pairs but 59% of the 128-token ones). After 8.2M more tokens at 128, every
+# interval above is clear of 50% where the bag of tokens stays around 50%: the model orders held-out Austen
+# passages better than chance from what it learned about the text, not from a surface cue. It is still far from
+# the paper's 86.5% after some 9,000 times fewer tokens. And as the Table 5 runs showed, the same recipe rerun
+# on a GPU had not left chance by step 4,500: this model's escape is one run's.
 
 # %% [markdown]
 # ## Summary
@@ -593,9 +592,10 @@ plt.show()
 #   downstream average (80.1).
 # - Deciding the order before truncating, as the reference recipe does, lets surface cues predict the SOP label;
 #   our builder keeps whole sentences (chapter 11 measures both).
-# - At mini scale an SOP head added to an MLM-only trunk stays at chance for 3.1M tokens, while the NSP head learns
-#   (about 59%); the trunk's probes find topic but no order. The classroom model, trained with SOP from the start
-#   for 28.7M tokens, orders 62-67% of held-out pairs: a small, real signal, far from the paper's 86.5%.
+# - At mini scale the pre-registered Table 5 stopped at its go/no-go rule: from a trunk on the classroom recipe
+#   at step 3,000, an SOP branch stayed at chance (49.4%) after 1,750 more steps, and so did the trunk continued
+#   unchanged on a GPU. The classroom model, trained with SOP from the start for 28.7M tokens on a CPU, orders
+#   62-67% of held-out pairs: a small, real signal from one run, far from the paper's 86.5%.
 #
 # ## Further reading / pointers
 #

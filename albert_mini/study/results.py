@@ -211,22 +211,64 @@ def seeds_above_chance(correct: list[str], chance: float = 0.5) -> dict:
             "below": sum(s["ci95"][1] < chance for s in per_seed), "seeds": len(per_seed)}
 
 
-def table5_reading(result: dict) -> list[str]:
-    """The Table 5 analog read from sentence_task.json: each branch on each sentence task (own head where it trained
-    one, else a linear probe), seed by seed against chance (Wilson 95% intervals on every held-out pair); a head
-    that gave one answer to every pair is said to, not tested."""
+def table5_reading(section: dict) -> list[str]:
+    """Each row of a Table 5 section (sentence_task.json, or its "exploratory" part) on each sentence task: the
+    primary score (a linear probe on the pooled output, 64 tokens) seed by seed against chance (Wilson 95%
+    intervals on every held-out pair); a probe that gave one answer to every pair is said to, not tested."""
     lines = []
-    for trained, row in result["rows"].items():
+    for trained, row in section["rows"].items():
         for task in ("nsp", "sop"):
             seeds = row["per_seed"]
             accuracies = ", ".join(f"{100 * seeds[s][task]:.1f}" for s in seeds)
             above = sum(seeds[s]["wilson"][task][0] > 0.5 for s in seeds)
-            constant = sum(seeds[s]["constant"][task] for s in seeds)
-            how = "own head" if row["method"][task] == "trained head" else "probe"
-            text = (f"+{trained.upper()} on {task.upper()} ({how}): {accuracies}%; above chance in {above} "
-                    f"of {len(seeds)} seeds")
+            constant = sum(bool(seeds[s]["constant"].get(task)) for s in seeds)
+            text = (f"{trained} row on {task.upper()} (probe): {accuracies}%; above chance in {above} "
+                    f"of {len(seeds)} seed(s)")
             lines.append(text + (f"; one answer to every pair in {constant} seed(s)" if constant else ""))
     return lines
+
+
+def table5_decisions(result: dict) -> list[str]:
+    """The pre-registered go/no-go steps of sentence_task.json as they happened, each with its evidence."""
+    lines = []
+    for d in result["decisions"]:
+        if d["step"] == "branch point":
+            lines.append(f"Branch point: at step {d['checked_at']}, SOP head "
+                         f"{100 * d['sop_head']:.1f}% [{100 * d['sop_head_wilson'][0]:.1f}, "
+                         f"{100 * d['sop_head_wilson'][1]:.1f}], SOP probe {100 * d['sop_probe']:.1f}% "
+                         f"[{100 * d['sop_probe_wilson'][0]:.1f}, {100 * d['sop_probe_wilson'][1]:.1f}]: "
+                         f"{d['decision']}.")
+        elif "threshold" in d:
+            low, high = d["sop_wilson"]
+            lines.append(f"{d['step'][0].upper() + d['step'][1:]}: SOP probe {100 * d['sop']:.1f}% "
+                         f"[{100 * low:.1f}, {100 * high:.1f}] against a threshold of {100 * d['threshold']:.0f}%: "
+                         f"{d['decision']}.")
+        else:
+            lines.append(f"{d['step']}: {d['decision']}.")
+    return lines
+
+
+def table5_glance(result: dict) -> str:
+    """One markdown table of the models the pre-registered analysis trained: the trunk at its branch point, the
+    seed-0 SOP branch(es) and, where run, the trunk continued on its own; held-out, 64 tokens, 95% Wilson."""
+    def interval(score: float, bounds: list[float]) -> str:
+        return f"{100 * score:.1f} [{100 * bounds[0]:.1f}, {100 * bounds[1]:.1f}]"
+
+    trunk = result["trunk"]
+    point = next(p for p in trunk["points"] if p["step"] == trunk["branch_point"])
+    models = [(f"trunk at step {point['step']}", point, point["sop_head_wilson"], point["sop_wilson"])]
+    pilot = result.get("pilot")
+    if pilot:
+        models.append((f"SOP branch, seed 0, to step {pilot['steps']}", pilot, None, None))
+    if result.get("continued_trunk"):
+        last = result["continued_trunk"]["points"][-1]
+        models.append((f"trunk continued to step {last['step']}", last, last["sop_head_wilson"], last["sop_wilson"]))
+    out = ["| model | MLM acc | SOP, own head | SOP, probe | NSP, probe |", "|---|---|---|---|---|"]
+    for name, m, head_ci, probe_ci in models:
+        head = interval(m["sop_head"], head_ci) if head_ci else f"{100 * m['sop_head']:.1f}"
+        probe = interval(m["sop"], probe_ci) if probe_ci else f"{100 * m['sop']:.1f}"
+        out.append(f"| {name} | {100 * m['mlm_acc']:.1f} | {head} | {probe} | {100 * m['nsp']:.1f} |")
+    return "\n".join(out)
 
 
 def contrast_lines(result: dict) -> list[str]:

@@ -45,31 +45,76 @@ def test_result_has_provenance_and_a_figure(results, name, tmp_path):
 
 
 @pytest.mark.slow
-def test_sentence_task_scores_every_branch_on_the_same_examples(results):
-    from albert_mini.study.experiments.trunk import FAST_TRUNK, held_out_pairs
+def test_sentence_task_scores_every_row_on_the_same_examples(results):
+    from albert_mini.study.experiments.sentence_task import entry
+    from albert_mini.study.experiments.trunk import FAST_TRUNK, scored_pairs
 
     result = results["sentence_task"]
     rows = result["rows"]
-    assert set(rows) == {"none", "nsp", "sop"}
-    for task, row in rows.items():
-        for evaluated in ("nsp", "sop"):
-            # Every validation and test pair, the same set for every branch.
-            assert row["examples"][evaluated] == len(held_out_pairs(evaluated, FAST_TRUNK)[1])
-            assert row["method"][evaluated].startswith("trained head" if evaluated == task else "linear probe")
-            per_seed = [row["per_seed"][str(s)][evaluated] for s in TEST_SEEDS]
-            assert row[evaluated]["mean"] == pytest.approx(sum(per_seed) / len(per_seed))
-            assert row[evaluated]["n"] == len(TEST_SEEDS) and row[evaluated]["std"] is not None
-        assert len({row["mlm_tokens"] for row in rows.values()}) == 1  # MLM on the same masked tokens
-    # The trunk is probed at every probe point, on both lengths.
-    points = result["trunk"]["points"]
-    assert [p["step"] for p in points] == list(FAST_TRUNK.probe_at)
-    assert all(0 <= p["sop_probe"] <= 1 and 0 <= p["mlm_acc_128"] <= 1 for p in points)
-    # A contrast is the difference seed by seed; its summary is their mean.
+    assert set(rows) == {"trunk", "none", "nsp", "sop"} and result["plan"]["contrasts"]
+    assert [d["step"] for d in result["decisions"]][:2] == ["branch point", "seed-0 SOP branch after 2 short steps"]
+    for row in rows.values():
+        for task in ("nsp", "sop"):
+            # Every held-out pair, the same set for every row; the primary score is a probe for every row.
+            assert row["examples"][task] == len(scored_pairs(task, "held_out", 64, False, FAST_TRUNK)[1])
+            assert row["method"][task].startswith("linear probe on the frozen pooled output")
+            assert row[task]["mean"] == pytest.approx(sum(row[task]["values"]) / len(row[task]["values"]))
+    for name in ("none", "nsp", "sop"):
+        per_seed = rows[name]["per_seed"]
+        assert sorted(per_seed) == [str(s) for s in result["seeds"]]
+        assert {"sop", "nsp", "sop_128", "sop_masked", "sop_mean", "mlm_acc", "mlm_acc_128"} <= set(per_seed["0"])
+        assert ("sop_head" in per_seed["0"]) == (name == "sop") and ("nsp_head" in per_seed["0"]) == (name == "nsp")
+    assert len({row["mlm_tokens"] for name, row in rows.items() if name != "trunk"}) == 1  # same masked tokens
+    # A contrast is the difference of primary scores seed by seed; its summary is their mean.
     contrast = result["contrasts"]["sop_vs_nsp_on_sop"]
     diffs = [rows["sop"]["per_seed"][str(s)]["sop"] - rows["nsp"]["per_seed"][str(s)]["sop"] for s in TEST_SEEDS]
     assert [contrast["per_seed"][str(s)]["difference"] for s in TEST_SEEDS] == pytest.approx(diffs)
     assert contrast["difference"]["mean"] == pytest.approx(sum(diffs) / len(diffs))
     assert set(result["contrasts"]) == {"sop_vs_nsp_on_sop", "nsp_vs_none_on_sop", "sop_vs_none_on_nsp"}
+    # Downstream: every row of every seed fine-tuned on both tasks, differences paired by seed.
+    for task in ("austen-mc", "polarity"):
+        down = result["downstream"][task]
+        gaps = [down["sop"]["per_seed"][str(s)]["accuracy"] - down["nsp"]["per_seed"][str(s)]["accuracy"]
+                for s in TEST_SEEDS]
+        assert down["sop_minus_nsp"]["values"] == pytest.approx(gaps)
+    assert entry({"sentence_64": {"sop_unmasked": {"probe_pooled": {"accuracy": 0.5}}}}, "sop")["accuracy"] == 0.5
+    assert [p["step"] for p in result["trunk"]["points"]] == list(FAST_TRUNK.probe_at)
+    assert result["meta"]["budget"]["trunk"]["stop"] == FAST_TRUNK.stop  # the experiment's own plans
+
+
+def _score(correct: int, total: int = 1000) -> dict:
+    bits = "1" * correct + "0" * (total - correct)
+    return {"accuracy": correct / total, "correct": bits, "answers": [0, 1]}
+
+
+def test_the_go_no_go_rules_follow_the_plan():
+    """Branch point, pilot and extra seeds, on hand-made scores: each rule as pre-registered."""
+    from albert_mini.study.experiments import sentence_task as st
+
+    def pilot(correct):
+        return {"after_short": {"sentence_64": {"sop_unmasked": {"probe_pooled": _score(correct)}}}}
+
+    branch = st.FULL_BRANCH
+    assert st.pilot_decision(pilot(560), branch) == "go"
+    assert st.pilot_decision(pilot(540), branch) == "lengthen"  # above chance, below 55%
+    lengthened = dataclasses.replace(branch, short_steps=branch.lengthened)
+    assert st.pilot_decision(pilot(510), lengthened) == "stop"  # [47.9, 54.1] holds 50%
+    assert st.pilot_decision(pilot(540), lengthened) == "go"  # out of chance, though below 55%
+
+    def trunk(head, probe):
+        scores = {"sop_unmasked": {"head": _score(head), "probe_pooled": _score(probe)}}
+        return {"probes": [{"step": st.FULL_TRUNK.stop, "sentence_64": scores}]}
+
+    assert st.branch_point(trunk(500, 520), st.FULL_TRUNK)[0] == st.FULL_TRUNK.stop
+    assert st.branch_point(trunk(560, 520), st.FULL_TRUNK)[0] == st.FULL_TRUNK.fallback_stop
+
+    def difference(values):
+        from albert_mini.study.stats import seed_summary
+        return {"difference": seed_summary(values)}
+
+    assert st.needs_extra_seeds(difference([0.02, -0.01, 0.03]))  # straddles 0, mean above
+    assert not st.needs_extra_seeds(difference([-0.02, 0.01, -0.03]))  # mean below 0
+    assert not st.needs_extra_seeds(difference([0.02, 0.021, 0.022]))  # clear of 0
 
 
 def test_a_constant_head_is_reported_not_tested():
@@ -77,7 +122,7 @@ def test_a_constant_head_is_reported_not_tested():
 
     def record(bits, answers):
         entry = {"accuracy": bits.count("1") / len(bits), "correct": bits, "answers": answers}
-        return {"sop": {"head": entry, "probe": entry, "examples": len(bits)}}
+        return {"sentence_64": {"sop_unmasked": {"probe_pooled": entry, "examples": len(bits)}}}
 
     records = {"sop": {0: record("1100", [0, 1])}, "nsp": {0: record("1010", [0])}}
     c = contrast(records, "sop", "nsp", "sop")
@@ -237,6 +282,7 @@ def test_chapter_readers_read_what_the_experiments_write(results, tmp_path):
         assert all(r["mlm"]["n"] == len(TEST_SEEDS) for r in rows)
     table5 = readers.table5_reading(readers.load("sentence_task", tmp_path))
     assert len(table5) == 2 * len(results["sentence_task"]["rows"])
+    assert len(readers.table5_decisions(readers.load("sentence_task", tmp_path))) >= 2
     assert len(readers.contrast_lines(readers.load("sentence_task", tmp_path))) == 3
     curves = readers.smoothness_curves(tmp_path)
     assert set(readers.smoothness_reading(curves)) == set(results["smoothness"]["models"])

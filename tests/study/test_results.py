@@ -63,12 +63,24 @@ def test_seeds_above_chance_use_each_seeds_wilson_interval():
 def test_table5_reading_names_each_branch_task_method_and_constant_heads():
     seeds = {"0": {"nsp": 0.70, "sop": 0.50, "wilson": {"nsp": list(wilson_interval(70, 100)),
                                                       "sop": list(wilson_interval(50, 100))},
-                   "constant": {"nsp": False, "sop": True}}}
-    row = {"per_seed": seeds, "method": {"nsp": "linear probe", "sop": "trained head"}}
+                   "constant": {"sop": True}}}
+    row = {"per_seed": seeds, "method": {"nsp": "linear probe", "sop": "linear probe"}}
     lines = results.table5_reading({"rows": {"sop": row}})
-    assert lines == ["+SOP on NSP (probe): 70.0%; above chance in 1 of 1 seeds",
-                     "+SOP on SOP (own head): 50.0%; above chance in 0 of 1 seeds; one answer to every pair in "
+    assert lines == ["sop row on NSP (probe): 70.0%; above chance in 1 of 1 seed(s)",
+                     "sop row on SOP (probe): 50.0%; above chance in 0 of 1 seed(s); one answer to every pair in "
                      "1 seed(s)"]
+
+
+def test_table5_decisions_read_each_go_no_go_step():
+    decisions = [{"step": "branch point", "checked_at": 3000, "sop_head": 0.495, "sop_head_wilson": [0.47, 0.52],
+                  "sop_probe": 0.501, "sop_probe_wilson": [0.476, 0.526], "decision": "branch from step 3000"},
+                 {"step": "seed-0 SOP branch after 1250 short steps", "sop": 0.497, "sop_wilson": [0.472, 0.522],
+                  "threshold": 0.55, "decision": "lengthen"}]
+    lines = results.table5_decisions({"decisions": decisions})
+    assert lines[0] == ("Branch point: at step 3000, SOP head 49.5% [47.0, 52.0], SOP probe 50.1% [47.6, 52.6]: "
+                        "branch from step 3000.")
+    assert lines[1] == ("Seed-0 SOP branch after 1250 short steps: SOP probe 49.7% [47.2, 52.2] against a "
+                        "threshold of 55%: lengthen.")
 
 
 def test_contrast_lines_read_the_seed_differences():

@@ -106,9 +106,14 @@ def test_an_experiment_budget_is_an_override_of_the_setup(budget):
 
 @pytest.mark.parametrize("trunk, branch", [(FULL_TRUNK, FULL_BRANCH), (FAST_TRUNK, FAST_BRANCH)])
 def test_the_trunk_and_its_branches_are_setups_with_their_own_phases(trunk, branch):
-    assert trunk.setup(seed=0).phases() == (trunk.short, trunk.long)
-    assert trunk.setup(seed=0).task == "none"
-    assert branch.setup("sop", seed=1).phases() == (branch.phase,)
+    short, long = trunk.setup(seed=0).phases()
+    assert (short.seq_len, long.seq_len) == (trunk.short_seq_len, trunk.seq_len)
+    assert short.steps == round(trunk.short_fraction * trunk.schedule_steps) and trunk.setup().task == "sop"
+    none = trunk.setup("none", seed=1)  # MLM only on the same SOP-layout pairs, the sentence loss off
+    assert (none.task, none.sentence_weight, none.steps) == ("sop", 0.0, trunk.schedule_steps)
+    assert branch.phases(trunk) == (Phase(branch.short_steps, short.seq_len, short.batch_size),
+                                    Phase(branch.long_steps, long.seq_len, long.batch_size))
+    assert trunk.tokens_until(trunk.stop) == trunk.stop * short.tokens // short.steps  # the trunk stops short
 
 
 def test_a_recipe_probe_is_an_override_of_the_setup():

@@ -15,9 +15,8 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from ...settings import fast_mode
+from ..figure_style import book_figure, book_style
 from ..paper import TABLE5
 from ..stats import discordant, mcnemar_exact, seed_summary, wilson_interval
 from .budget import FAST
@@ -130,14 +129,19 @@ def plan(budget, seeds) -> list[PlannedRun]:
     cache = RunCache(cache_dir())
     trunk_record = cache.load(spec)
     point = branch_point(trunk_record, trunk)[0] if trunk_record else trunk.stop
+    def planned(row, seed, branch):
+        b_short, b_long = branch.phases(trunk)
+        return PlannedRun(f"branch {row} seed {seed}", branch_spec(run_key(spec), point, row, seed, branch, budget),
+                          {b_short.seq_len: b_short.tokens, b_long.seq_len: b_long.tokens})
+
     pilot = cache.load(branch_spec(run_key(spec), point, "sop", seeds[0], branch, budget))
-    if pilot is not None and pilot_decision(pilot, branch) != "go":
+    if pilot is not None and pilot_decision(pilot, branch) == "lengthen":
+        runs.append(planned("sop", seeds[0], branch))
         branch = dataclasses.replace(branch, short_steps=branch.lengthened)
-    b_short, b_long = branch.phases(trunk)
-    return runs + [PlannedRun(f"branch {row} seed {seed}", branch_spec(run_key(spec), point, row, seed, branch,
-                                                                      budget),
-                              {b_short.seq_len: b_short.tokens, b_long.seq_len: b_long.tokens})
-                   for seed in seeds for row in ROWS]
+        pilot = cache.load(branch_spec(run_key(spec), point, "sop", seeds[0], branch, budget))
+        if pilot is not None and pilot_decision(pilot, branch) == "stop":
+            return runs + [planned("sop", seeds[0], branch)]  # the pre-registered stop: no other branch
+    return runs + [planned(row, seed, branch) for seed in seeds for row in ROWS]
 
 
 # ---------------------------------------------------------------------------------------------- reading a record
@@ -166,16 +170,19 @@ def branch_point(trunk: dict, plan: TrunkPlan) -> tuple[int, dict]:
     """(the branch point, the evidence): plan.stop while the trunk's SOP head and probe are both at chance there."""
     point = trunk_point(trunk, plan.stop)
     head, probe = entry(point, "sop", score="head"), entry(point, "sop")
-    evidence = {"step": plan.stop, "sop_head": head["accuracy"], "sop_head_wilson": wilson(head),
+    evidence = {"checked_at": plan.stop, "sop_head": head["accuracy"], "sop_head_wilson": wilson(head),
                 "sop_probe": probe["accuracy"], "sop_probe_wilson": wilson(probe)}
     chosen = plan.stop if at_chance(head) and at_chance(probe) else plan.fallback_stop
     return chosen, {**evidence, "rule": PLAN["branch_point"], "decision": f"branch from step {chosen}"}
 
 
 def pilot_decision(pilot: dict, branch: BranchPlan) -> str:
-    """"go", "lengthen" (below MIN_PILOT_SOP after the short phase) or "stop" (lengthened and still at chance)."""
+    """"go", "lengthen" (below MIN_PILOT_SOP after the short phase) or "stop" (lengthened and still at chance).
+
+    The fast plan (tests) always goes on, so that a test run reaches every step of the experiment; the rule
+    itself is tested on hand-made records."""
     score = entry(pilot["after_short"], "sop")
-    if score["accuracy"] >= MIN_PILOT_SOP:
+    if score["accuracy"] >= MIN_PILOT_SOP or branch == FAST_BRANCH:
         return "go"
     if branch.short_steps == branch.lengthened:
         return "stop" if at_chance(score) else "go"
@@ -186,6 +193,36 @@ def needs_extra_seeds(contrast_result: dict) -> bool:
     """Whether SOP minus none on NSP straddles 0 with a positive mean (then seeds 3 and 4 are added)."""
     d = contrast_result["difference"]
     return d["ci95"] is not None and d["mean"] > 0 and d["ci95"][0] < 0 < d["ci95"][1]
+
+
+# ---------------------------------------------------------------------------------------------- a diagnostic
+# Not pre-registered: after the stop, the trunk itself continued from its step-3,000 checkpoint on its own data
+# stream with its own sentence head, i.e. the classroom recipe uninterrupted, to see whether SOP leaves chance.
+CONTINUED_TRUNK = dataclasses.replace(FULL_TRUNK, stop=4500, probe_at=(3500, 4000, 4500))
+
+
+def continued_trunk(cache, train: bool = False) -> dict | None:
+    """The full trunk continued to CONTINUED_TRUNK.stop from its step-3,000 checkpoint (trained only if asked)."""
+    import shutil
+    import time
+
+    spec = trunk_spec(CONTINUED_TRUNK)
+    found = cache.load(spec)
+    if found is not None or not train:
+        return found
+    source = cache.folder / f"trunk-{run_key(trunk_spec(FULL_TRUNK))}"
+    folder = cache.folder / f"trunk-{run_key(spec)}"
+    start_checkpoint = trunk_checkpoint(source, FULL_TRUNK.stop)
+    if not start_checkpoint.exists():
+        raise FileNotFoundError(f"{start_checkpoint} is missing: run the sentence_task experiment first")
+    if not folder.exists():
+        shutil.copytree(start_checkpoint, trunk_checkpoint(folder, FULL_TRUNK.stop))
+        for name in ("probes.json", "metrics.jsonl"):
+            shutil.copy(source / name, folder / name)
+    started = time.perf_counter()
+    result = train_trunk(CONTINUED_TRUNK, folder)
+    cache.save(spec, result, time.perf_counter() - started)
+    return result
 
 
 # ---------------------------------------------------------------------------------------------- the experiment
@@ -230,8 +267,13 @@ def run(runner) -> dict:
               "plans": {"trunk": dataclasses.asdict(trunk_plan), "branch": dataclasses.asdict(branch_plan)},
               "baselines": {task: baselines(task, trunk_plan) for task in ("sop", "nsp")}}
     if decision == "stop":
+        continued = continued_trunk(runner.cache) if runner.cache and runner.budget != FAST else None
         return {**result, "stopped": "the lengthened seed-0 SOP branch stayed at chance: no other branch was run",
-                "pilot": row_values(pilot)}
+                "pilot": {**row_values(pilot), "sop_after_short": entry(pilot["after_short"], "sop")["accuracy"],
+                          "constant": constants(pilot), "curve": pilot["curve"], "steps": pilot["steps"],
+                          "downstream": {t: pilot["downstream"][t]["accuracy"] for t in DOWNSTREAM}},
+                "exploratory": exploratory(runner, run_key(spec), point, seeds),
+                "continued_trunk": trunk_summary(continued, CONTINUED_TRUNK.stop) if continued else None}
     records = collect(runner.cached_all(jobs(ROWS, seeds, branch_plan)), ROWS, seeds)
     contrasts = {name: contrast(records, a, b, on) for name, (a, b, on) in CONTRASTS.items()}
     if needs_extra_seeds(contrasts["sop_vs_none_on_nsp"]) and not set(EXTRA_SEEDS) & set(seeds):
@@ -250,6 +292,28 @@ def run(runner) -> dict:
             "paired_test": "per contrast: the difference per seed and a t interval over seeds (seeds are the unit); "
                            "McNemar's exact test per seed on the same held-out pairs as supporting evidence; no "
                            "test where a predictor gives one answer to every pair"}
+
+
+def exploratory(runner, trunk_key: str, point: int, seeds) -> dict | None:
+    """Branches of the first plan found finished (on a GPU every branch ran beside the seed-0 SOP branch), read
+    only after the pre-registered analysis stopped: labelled exploratory, never a finding of Table 5."""
+    if runner.cache is None:
+        return None
+    branch_plan = plans(runner.budget)[1]
+    found = {}
+    for seed in seeds:
+        for row in ROWS:
+            record = runner.cache.load(branch_spec(trunk_key, point, row, seed, branch_plan, runner.budget))
+            if record is not None:
+                found.setdefault(row, {})[seed] = record
+    if set(found) != set(ROWS):
+        return None
+    return {"note": "not part of the pre-registered analysis: the seed-0 SOP branch decided to lengthen and then "
+                    "to stop; these branches of the first plan ran beside it on the GPU and are shown as they are",
+            "short_steps": branch_plan.short_steps,
+            "rows": {row: branch_row(row, found[row]) for row in ROWS},
+            "contrasts": {name: contrast(found, a, b, on) for name, (a, b, on) in CONTRASTS.items()},
+            "downstream": downstream_rows(found)}
 
 
 def collect(results: list[dict], rows, seeds) -> dict[str, dict[int, dict]]:
@@ -394,33 +458,42 @@ def trunk_summary(trunk: dict, point: int) -> dict:
 
 # ---------------------------------------------------------------------------------------------- figure and table
 def figure(result: dict):
-    """Left: the trunk's scores along its training; right: every row on SOP and NSP (primary score)."""
-    import matplotlib.pyplot as plt
+    """Left: SOP along the trunk (and its continuation); right: every row on SOP and NSP, one dot per seed."""
+    fig, (left, right) = book_figure(2, 1, height=7.6)
+    with book_style():
+        draw(result, left, right)
+        fig.tight_layout()
+    return fig
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.8))
-    points = result["trunk"]["points"]
-    steps = [p["step"] for p in points]
-    for key, name in (("sop_head", "SOP head"), ("sop", "SOP probe"), ("mlm_acc", "MLM acc")):
-        left.plot(steps, [100 * p[key] for p in points], marker="o", label=name)
-    left.axhline(50, color="grey", ls="--", lw=1)
+
+def draw(result: dict, left, right) -> None:
+    trunks = [("trunk", result["trunk"]["points"], "-")]
+    if result.get("continued_trunk"):
+        later = [p for p in result["continued_trunk"]["points"] if p["step"] > result["trunk"]["branch_point"]]
+        trunks.append(("continued", [result["trunk"]["points"][-1], *later], "--"))
+    for name, points, style in trunks:
+        steps = [p["step"] for p in points]
+        for key, label, colour in (("sop_head", "SOP head", "tab:blue"), ("sop", "SOP probe", "tab:orange")):
+            left.plot(steps, [100 * p[key] for p in points], style, marker="o", color=colour,
+                      label=label if name == "trunk" else None)
+    left.axhline(50, color="grey", ls=":", lw=1)
     left.axvline(result["trunk"]["branch_point"], color="black", ls=":", lw=1)
-    left.set(xlabel="trunk step", ylabel="held-out %, 64 tokens", title="The trunk")
-    left.legend(fontsize=9)
-    if "rows" in result:
-        rows = result["rows"]
+    left.set(xlabel="step of the recipe", ylabel="held-out SOP %, 64 tokens", ylim=(40, 70),
+             title="SOP along the trunk")
+    left.legend(loc="upper left", ncols=2)
+    rows = result.get("rows") or (result.get("exploratory") or {}).get("rows")
+    if rows:
         names = list(rows)
-        x = np.arange(len(names))
         for offset, task, colour in ((-0.15, "sop", "tab:blue"), (0.15, "nsp", "tab:orange")):
             for i, name in enumerate(names):
                 values = [100 * v for v in rows[name][task]["values"]]
                 right.scatter([i + offset] * len(values), values, color=colour, s=18,
                               label=task.upper() if i == 0 else None)
-        right.axhline(50, color="grey", ls="--", lw=1)
-        right.set(xticks=x, xticklabels=names, ylabel="probe accuracy %, 64 tokens",
-                  title="Rows, one dot per seed")
-        right.legend(fontsize=9)
-    fig.tight_layout()
-    return fig
+        right.axhline(50, color="grey", ls=":", lw=1)
+        title = "Rows, one dot per seed" if result.get("rows") else "Exploratory branches"
+        right.set(xticks=range(len(names)), xticklabels=names, ylabel="probe accuracy %, 64 tokens",
+                  ylim=(40, 70), title=title)
+        right.legend(loc="upper left", ncols=2)
 
 
 def table(result: dict) -> str:
