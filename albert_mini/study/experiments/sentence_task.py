@@ -503,11 +503,14 @@ def table(result: dict) -> str:
         s = row[key]
         return f"{100 * s['mean']:.1f}" + (f" ± {100 * s['std']:.1f}" if s["std"] is not None else "")
 
-    out = ["### Sentence task (Table 5 analog: a trunk at the edge of SOP's escape and its branches)", "",
-           "| row | MLM acc (64) | SOP probe | NSP probe | SOP head | NSP head | paper: MLM / NSP / SOP |",
-           "|---|---|---|---|---|---|---|"]
+    title = "### Sentence task (Table 5 analog: a trunk at the edge of SOP's escape and its branches)"
     if "rows" not in result:
-        return "\n".join(out + ["", f"Stopped: {result.get('stopped')}"])
+        from ..results import table5_decisions, table5_glance
+
+        return "\n".join([title, "", *[f"- {line}" for line in table5_decisions(result)], "",
+                          table5_glance(result), "", f"Stopped: {result['stopped']}."])
+    out = [title, "", "| row | MLM acc (64) | SOP probe | NSP probe | SOP head | NSP head | paper: MLM / NSP / SOP |",
+           "|---|---|---|---|---|---|---|"]
     for name, row in result["rows"].items():
         p = TABLE5.get(name)
         paper = f"{p['mlm']} / {p['nsp']} / {p['sop']}" if p else "-"
