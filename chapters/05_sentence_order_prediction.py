@@ -461,7 +461,9 @@ display(Markdown(committed.table5_glance(table5)))
 # The rule stopped the experiment. The SOP branch trained 112,000 more SOP pairs (1,750 steps of 64) on top of
 # the trunk's 192,000, and its probe still scored 49.4%, inside a coin's interval; its own head did no better.
 # So the pre-registered Table 5 has no rows: with no model that orders sentences, the paper's asymmetry (an SOP
-# model solves much of NSP, an NSP model fails SOP) has nothing to show it here.
+# model solves much of NSP, an NSP model fails SOP) has nothing to show it here. The last row is the no-network
+# baseline on the same pairs: word overlap alone scores 60.3% on NSP, where the probes on these models' pooled
+# outputs stay near 50%. Trained with SOP or MLM only, the pooled output does not carry that topic cue.
 #
 # Why did the recipe that made the classroom model not get there? The last row answers part of it. It is the
 # trunk itself, continued from step 3,000 on its own data and with its own head, the classroom recipe with

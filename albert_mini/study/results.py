@@ -268,6 +268,11 @@ def table5_glance(result: dict) -> str:
         head = interval(m["sop_head"], head_ci) if head_ci else f"{100 * m['sop_head']:.1f}"
         probe = interval(m["sop"], probe_ci) if probe_ci else f"{100 * m['sop']:.1f}"
         out.append(f"| {name} | {100 * m['mlm_acc']:.1f} | {head} | {probe} | {100 * m['nsp']:.1f} |")
+    base = result.get("baselines")
+    if base:  # the better of the majority label and the word-overlap stump, on the same pairs
+        best = {t: 100 * max(base[t]["majority"], base[t]["overlap_stump"]) for t in ("sop", "nsp")}
+        out.append(f"| no network (majority or word overlap) | - | {best['sop']:.1f} | {best['sop']:.1f} | "
+                   f"{best['nsp']:.1f} |")
     return "\n".join(out)
 
 
