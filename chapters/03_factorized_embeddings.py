@@ -70,8 +70,8 @@ for H in (768, 4096):
     )
 
 # %% [markdown]
-# The same comparison as a picture, for ALBERT-base (V = 30,000, E = 128, H = 768): BERT's word table on the
-# left, ALBERT's narrow table and its projection on the right. The widths of the boxes are to scale, and every
+# The same comparison as a picture, for ALBERT-base (V = 30,000, E = 128, H = 768): BERT's word table above,
+# ALBERT's narrow table and its projection below. The widths of the boxes are to scale, and every
 # number is computed from the config (`albert_mini.book.diagrams.embedding_diagram`):
 
 # %%
@@ -220,10 +220,10 @@ print("hand-computed h0", tuple(h0.shape), "matches the model's hidden_states[0]
 # %% [markdown]
 # ## How the count grows with E
 #
-# The left panel counts the whole embedding block (three tables at width E, their LayerNorm, and the projection),
+# The top panel counts the whole embedding block (three tables at width E, their LayerNorm, and the projection),
 # from the package's closed form `albert_mini.model.counting.closed_form_breakdown`, for the widths of ALBERT-base
 # (H = 768) and ALBERT-xxlarge (H = 4096). The dashed lines are BERT's embedding block for the same H (E = H, no
-# projection). The middle and right panels count the whole encoder of the ALBERT-base and ALBERT-xxlarge shapes
+# projection). The middle and bottom panels count the whole encoder of the ALBERT-base and ALBERT-xxlarge shapes
 # with E varied, once with nothing shared and once with all layers shared as in ALBERT; the package draws them
 # with `albert_mini.study.parameter_plots.plot_parameters_vs_embedding`, which also marks Table 3's printed counts
 # (circles) on the ALBERT-base panel.

@@ -29,7 +29,6 @@
 # - Measure Figure 1's layer-to-layer "smoothness", and say what a measurement at initialisation can tell.
 
 # %%
-import inspect
 import statistics
 import time
 

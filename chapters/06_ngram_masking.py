@@ -296,7 +296,7 @@ plt.show()
 # from the ends of segments: where fewer than three words are left before a `[SEP]`, the masker draws only
 # among the lengths that fit (the last word of a segment can only start a unigram). The kept lengths lean
 # further towards short spans, because long spans are the ones that get shrunk and skipped. Counted in tokens
-# (right), spans are a little longer than in words, because some words are several pieces.
+# (lower panel), spans are a little longer than in words, because some words are several pieces.
 
 # %% [markdown]
 # ## A masked sequence, up close
@@ -450,7 +450,7 @@ save_figure(fig, "06_budget.png")
 plt.show()
 
 # %% [markdown]
-# The jagged start of the right panel is rounding: a 3-token sequence gets one prediction (33%), a 10-token one
+# The jagged start of the lower panel is rounding: a 3-token sequence gets one prediction (33%), a 10-token one
 # gets two. Does the masker always spend exactly the budget? Because spans shrink to fit, it falls short only
 # when every word still free has more pieces than the predictions left, which takes a sequence made of long
 # multi-piece words. On Austen that does not happen once:

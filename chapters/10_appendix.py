@@ -149,8 +149,8 @@ for name, tk in (("1,000", small), ("8,000", tokenizer)):
 # The two validation `<unk>`s are the square brackets around a letter's heading in *Emma*, characters that the
 # training chapters never use.
 #
-# The figure shows the same trade-off per word (left; words split on whitespace, so `fortune,` with its comma is
-# a two-piece word) and how unevenly the pieces are used (right): the 51 most frequent pieces make up half of all
+# The figure shows the same trade-off per word (top; words split on whitespace, so `fortune,` with its comma is
+# a two-piece word) and how unevenly the pieces are used (bottom): the 51 most frequent pieces make up half of all
 # tokens and about 500 make up 80%, while the last 5,300 pieces share 5% of the text between them.
 
 # %%

@@ -54,27 +54,40 @@ def held_out_scores(model, splits=HELD_OUT_SPLITS, seq_len: int = 128, seed: int
             "sop_interval": wilson_interval(sop_correct, pairs), "sop_loss": metrics["sentence_loss"]}
 
 
-def curve_figure(curves: dict[str, dict], out: str | Path):
-    """Held-out MLM and SOP accuracy against training tokens, one line per run, chance as a dashed line."""
+def curve_plot(curves: dict[str, list[dict]]):
+    """Held-out MLM accuracy above SOP accuracy against training tokens, one line per run, chance as a dashed
+    line, one legend below: stacked so that the book's column shows them at a readable size."""
+    from ..study.figure_style import book_figure, book_style
+
+    fig, (mlm, sop) = book_figure(2, 1, height=7.4, sharex=True)
+    with book_style():
+        for label, curve in curves.items():
+            tokens = [p["tokens"] / 1e6 for p in curve]
+            mlm.plot(tokens, [100 * p["mlm_acc"] for p in curve], marker=".", label=label)
+            sop.plot(tokens, [100 * p["sentence_acc"] for p in curve], marker=".")
+        sop.axhline(50, color="grey", linestyle="--", linewidth=1, label="chance")
+        mlm.set(ylabel="masked tokens right (%)")
+        mlm.set_title("Held-out masked-language-model accuracy", loc="left")
+        sop.set(xlabel="training tokens (millions)", ylabel="SOP pairs right (%)")
+        sop.set_title("Held-out sentence-order accuracy (512 pairs per point)", loc="left")
+        for ax in (mlm, sop):
+            ax.grid(alpha=0.3)
+        handles, labels = mlm.get_legend_handles_labels()
+        more_handles, more_labels = sop.get_legend_handles_labels()
+        fig.legend(handles + more_handles, labels + more_labels, loc="lower center", ncol=2,
+                   bbox_to_anchor=(0.5, 0.0))
+        rows = -(-(len(labels) + len(more_labels)) // 2)
+        fig.tight_layout(rect=(0, (0.25 * rows + 0.1) / fig.get_figheight(), 1, 1))
+    return fig
+
+
+def curve_figure(curves: dict[str, list[dict]], out: str | Path):
+    """`curve_plot` saved to `out` (120 dpi), the figure closed; returns the path."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (mlm, sop) = plt.subplots(1, 2, figsize=(10, 3.6))
-    for label, curve in curves.items():
-        tokens = [p["tokens"] / 1e6 for p in curve]
-        mlm.plot(tokens, [100 * p["mlm_acc"] for p in curve], marker=".", label=label)
-        sop.plot(tokens, [100 * p["sentence_acc"] for p in curve], marker=".", label=label)
-    sop.axhline(50, color="grey", linestyle="--", linewidth=1, label="chance")
-    mlm.set(xlabel="training tokens (millions)", ylabel="held-out masked tokens right (%)",
-            title="Masked-language-model accuracy")
-    sop.set(xlabel="training tokens (millions)", ylabel="held-out SOP pairs right (%)",
-            title="Sentence-order accuracy (512 pairs per point)")
-    for ax in (mlm, sop):
-        ax.grid(alpha=0.3)
-    mlm.legend(loc="lower right", fontsize=8)
-    sop.legend(loc="upper right", fontsize=8)
-    fig.tight_layout()
+    fig = curve_plot(curves)
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return Path(out)

@@ -166,28 +166,32 @@ def table(results: dict, top: int = 5) -> str:
 
 
 def figure(results: dict):
-    """Held-out MLM accuracy against training tokens, one line per probe (repeats left out)."""
-    import matplotlib.pyplot as plt
+    """Held-out MLM accuracy against training tokens, one line per probe (repeats left out), each on its own
+    sequence length (a dashed line: a 64-token probe on the 128-token set); the legend below the axes, so the
+    book's column shows it at a readable size."""
+    from ..study.figure_style import book_figure, book_style
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    for p in results["probes"]:
-        if "repeat_of" in p:
-            continue
-        x = [c["tokens"] / 1e6 for c in p["curve"]]
-        own = p["recipe"]["seq_len"]
-        line, = ax.plot(x, [100 * c["held_out_mlm"] for c in p["curve"]], marker="o", ms=3,
-                        label=f"{p['name']} ({own}-token set)")
-        other = [c["held_out_mlm_by_len"].get("128") for c in p["curve"]]
-        if own != 128 and all(v is not None for v in other):
-            ax.plot(x, [100 * v for v in other], ls="--", color=line.get_color(), label=f"{p['name']} (128-token set)")
-    ax.set_xlabel("training tokens (millions)")
-    ax.set_ylabel("held-out MLM accuracy (%)")
-    machine = results["probes"][0]["machine"] if results["probes"] else ""
-    ax.set_title(f"Recipe probes, albert-mini, seed 0 ({machine.split(' ')[0]} {machine.split(' ')[1]} CPU)"
-                 if machine else "Recipe probes")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+    probes = [p for p in results["probes"] if "repeat_of" not in p]
+    fig, ax = book_figure(height=4.2 + 0.25 * (len(probes) + 1))
+    with book_style():
+        for p in probes:
+            x = [c["tokens"] / 1e6 for c in p["curve"]]
+            own = p["recipe"]["seq_len"]
+            line, = ax.plot(x, [100 * c["held_out_mlm"] for c in p["curve"]], marker="o", ms=3,
+                            label=p["name"] if own == 128 else f"{p['name']}, {own} tokens")
+            other = [c["held_out_mlm_by_len"].get("128") for c in p["curve"]]
+            if own != 128 and all(v is not None for v in other):
+                ax.plot(x, [100 * v for v in other], ls="--", color=line.get_color(),
+                        label=f"{p['name']}, 128 tokens")
+        ax.set_xlabel("training tokens (millions)")
+        ax.set_ylabel("held-out MLM accuracy (%)")
+        machine = results["probes"][0]["machine"] if results["probes"] else ""
+        ax.set_title(f"Recipe probes, albert-mini, seed 0 ({' '.join(machine.split(' ')[:2])} CPU)\n"
+                     "held out on 128-token text unless named" if machine else "Recipe probes")
+        ax.grid(alpha=0.3)
+        fig.legend(loc="lower center", ncol=2, bbox_to_anchor=(0.5, 0.0))
+        rows = math.ceil(len(ax.get_legend_handles_labels()[1]) / 2)
+        fig.tight_layout(rect=(0, (0.25 * rows + 0.1) / fig.get_figheight(), 1, 1))
     return fig
 
 
@@ -218,26 +222,29 @@ def rolling_mean(values: list[float], window: int) -> list[float]:
 
 
 def collapse_figure(results: dict, names: list[str] | None = None, window: int = 10):
-    """The sentence-loss-only controls: training accuracy (rolling mean), and the spread of the attention logits."""
-    import matplotlib.pyplot as plt
+    """The sentence-loss-only controls: training accuracy (rolling mean) above the spread of the attention logits,
+    one update axis, the legend below: stacked so that the book's column shows them at a readable size."""
+    from ..study.figure_style import book_figure, book_style
 
     controls = [c for c in results["controls"] if c["rule"] == "longer" and (names is None or c["name"] in names)]
-    fig, (acc_ax, qk_ax) = plt.subplots(1, 2, figsize=(11, 4))
-    for c in controls:
-        s = c["settings"]
-        clip = "no clipping" if s["clip_norm"] > 1e6 else f"clip {s['clip_norm']:g}"
-        label = f"{s['optimizer']} {s['lr']:g}, {s['decay']} lr, {clip}"
-        line, = acc_ax.plot(range(1, len(c["train_acc"]) + 1), [100 * a for a in rolling_mean(c["train_acc"], window)],
-                            label=label)
-        qk_ax.plot([k["step"] for k in c["checks"]], [k["qk_logit_std"] for k in c["checks"]],
-                   color=line.get_color(), label=label)
-    acc_ax.axhline(50, color="grey", ls=":", lw=1)
-    acc_ax.set(xlabel="update", ylabel=f"training accuracy (%, {window}-step mean)", ylim=(30, 102),
-               title="Label 'A longer than B', sentence loss only")
-    qk_ax.set(xlabel="update", ylabel="std of q.k / sqrt(d), last layer", yscale="log",
-              title="Attention logits: near 0 = uniform attention")
-    for ax in (acc_ax, qk_ax):
-        ax.grid(alpha=0.3)
-    acc_ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+    fig, (acc_ax, qk_ax) = book_figure(2, 1, height=8, sharex=True)
+    with book_style():
+        for c in controls:
+            s = c["settings"]
+            clip = "no clipping" if s["clip_norm"] > 1e6 else f"clip {s['clip_norm']:g}"
+            label = f"{s['optimizer']} {s['lr']:g}, {s['decay']}, {clip}"
+            line, = acc_ax.plot(range(1, len(c["train_acc"]) + 1),
+                                [100 * a for a in rolling_mean(c["train_acc"], window)], label=label)
+            qk_ax.plot([k["step"] for k in c["checks"]], [k["qk_logit_std"] for k in c["checks"]],
+                       color=line.get_color(), label=label)
+        acc_ax.axhline(50, color="grey", ls=":", lw=1)
+        acc_ax.set(ylabel=f"training accuracy\n(%, {window}-step mean)", ylim=(30, 102))
+        acc_ax.set_title("Label 'A longer than B', sentence loss only", loc="left")
+        qk_ax.set(xlabel="update", ylabel="std of q.k / sqrt(d)\nlast layer", yscale="log")
+        qk_ax.set_title("Attention logits: near 0 = uniform attention", loc="left")
+        for ax in (acc_ax, qk_ax):
+            ax.grid(alpha=0.3)
+        fig.legend(*acc_ax.get_legend_handles_labels(), loc="lower center", ncol=2, bbox_to_anchor=(0.5, 0.0))
+        rows = math.ceil(len(controls) / 2)
+        fig.tight_layout(rect=(0, (0.25 * rows + 0.1) / fig.get_figheight(), 1, 1))
     return fig

@@ -138,27 +138,32 @@ def tokens_to_reach_old_final(old: list[dict], new: list[dict]) -> dict:
 
 
 def figure(results: dict):
-    """Held-out MLM and SOP accuracy per run, against training tokens (top) and training minutes (bottom)."""
-    import matplotlib.pyplot as plt
+    """Held-out MLM (left) and SOP accuracy (right) per run, against training tokens (top) and training minutes
+    (bottom): the column's title names the measure, one legend below, so the book's column shows it readably."""
+    from ..study.figure_style import book_figure, book_style
 
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7))
-    for row, (axis, label, scale) in enumerate((("tokens", "training tokens (millions)", 1e6),
-                                                ("minutes", f"training minutes ({results['machine']})", 1))):
-        mlm, sop = axes[row]
-        for name, run in results["runs"].items():
-            x = [p[axis] / scale for p in run["curve"] if p.get(axis) is not None]
-            mlm.plot(x, [100 * p["mlm_acc"] for p in run["curve"] if p.get(axis) is not None], marker="o", ms=3,
-                     label=f"{name}: {run['dir']}")
-            sop.plot(x, [100 * p["sentence_acc"] for p in run["curve"] if p.get(axis) is not None], marker="o",
-                     ms=3, label=name)
-        sop.axhline(50, color="grey", ls=":", label="chance")
-        mlm.set_ylabel("held-out MLM accuracy (%)")
-        sop.set_ylabel("held-out SOP accuracy (%)")
-        for ax in (mlm, sop):
-            ax.set_xlabel(label)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
-    fig.tight_layout()
+    fig, axes = book_figure(2, 2, height=7.4, sharey="col")
+    with book_style():
+        for row, (axis, label, scale) in enumerate((("tokens", "training tokens (millions)", 1e6),
+                                                    ("minutes", f"minutes ({results['machine']})", 1))):
+            mlm, sop = axes[row]
+            for name, run in results["runs"].items():
+                points = [p for p in run["curve"] if p.get(axis) is not None]
+                x = [p[axis] / scale for p in points]
+                mlm.plot(x, [100 * p["mlm_acc"] for p in points], marker="o", ms=3,
+                         label=f"{name}: {Path(run['dir']).name}")
+                sop.plot(x, [100 * p["sentence_acc"] for p in points], marker="o", ms=3)
+            sop.axhline(50, color="grey", ls=":", label="chance")
+            for ax in (mlm, sop):
+                ax.set_xlabel(label)
+                ax.grid(alpha=0.3)
+        axes[0, 0].set_title("held-out MLM accuracy (%)")
+        axes[0, 1].set_title("held-out SOP accuracy (%)")
+        handles, names = axes[0, 0].get_legend_handles_labels()
+        more_handles, more_names = axes[0, 1].get_legend_handles_labels()
+        fig.legend(handles + more_handles, names + more_names, loc="lower center", ncol=2,
+                   bbox_to_anchor=(0.5, 0.0))
+        fig.tight_layout(rect=(0, 0.6 / fig.get_figheight(), 1, 1))
     return fig
 
 

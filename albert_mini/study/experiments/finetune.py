@@ -147,35 +147,45 @@ def metric_of(pair: dict) -> str:
 
 
 def figure(result: dict):
-    """One panel per task, zoomed to its scores: pretrained vs random encoder (mean ± std, seeds as dots), chance."""
-    import matplotlib.pyplot as plt
+    """One panel per task, stacked and zoomed to its scores: pretrained vs random encoder as rows (mean ± std,
+    seeds as dots), chance and the no-network baseline as vertical lines; stacked so that the book's column shows
+    them at a readable size."""
+    from ..figure_style import book_figure, book_style
 
     rows = result["rows"]
-    fig, axes = plt.subplots(1, len(rows), figsize=(4 * len(rows), 3.8))
-    for ax, (task, pair) in zip(np.atleast_1d(axes), rows.items()):
-        metric = metric_of(pair)
-        scale = 100 if metric == "accuracy" else 1
-        for i, (init, colour) in enumerate((("pretrained", "tab:blue"), ("random", "tab:grey"))):
-            summary = pair[init][metric]
-            ax.errorbar([i], [scale * summary["mean"]], yerr=[scale * (summary["std"] or 0)], fmt="o", capsize=5,
-                        color=colour)
-            ax.scatter([i] * len(summary["values"]), [scale * v for v in summary["values"]], s=12, color=colour,
-                       alpha=0.4)
-        if task in result["chance"]:
-            ax.axhline(result["chance"][task], color="black", ls="--", lw=1, label="chance (constant answer)")
-        baseline = result.get("baselines", {}).get(task)
-        if baseline:
-            ax.axhline(baseline[metric] * scale if metric == "accuracy" else baseline[metric], color="tab:red",
-                       ls=":", lw=1.5, label="no-network baseline")
-        ax.legend(fontsize=8, loc="best")
-        ax.set_xticks([0, 1], ["pretrained\nencoder", "random\nencoder"])
-        ax.set_xlim(-0.6, 1.6)
-        ax.set(title=f"{task} ({pair['pretrained']['settings']['steps']} steps)",
-               ylabel="test accuracy (%)" if metric == "accuracy" else "test F1")
-        ax.grid(axis="y", alpha=0.3)
-    fig.suptitle(f"Fine-tuning albert-mini from the shipped encoder (step {result['pretrained']['step']}) vs random "
-                 f"init, {len(result['meta'].get('seeds', [0]))} seed(s)")
-    fig.tight_layout()
+    fig, axes = book_figure(len(rows), 1, height=1.9 * len(rows) + 1.6)
+    with book_style():
+        for ax, (task, pair) in zip(np.atleast_1d(axes), rows.items()):
+            metric = metric_of(pair)
+            scale = 100 if metric == "accuracy" else 1
+            for i, (init, colour) in enumerate((("pretrained", "tab:blue"), ("random", "tab:grey"))):
+                summary = pair[init][metric]
+                ax.errorbar([scale * summary["mean"]], [i], xerr=[scale * (summary["std"] or 0)], fmt="o",
+                            capsize=5, color=colour)
+                ax.scatter([scale * v for v in summary["values"]], [i] * len(summary["values"]), s=12,
+                           color=colour, alpha=0.4)
+            if task in result["chance"]:
+                ax.axvline(result["chance"][task], color="black", ls="--", lw=1, label="chance (constant answer)")
+            baseline = result.get("baselines", {}).get(task)
+            if baseline:
+                ax.axvline(baseline[metric] * scale if metric == "accuracy" else baseline[metric], color="tab:red",
+                           ls=":", lw=1.5, label="no-network baseline")
+            ax.set_yticks([0, 1], ["pretrained", "random"])
+            ax.set_ylim(1.6, -0.6)
+            unit = "test accuracy (%)" if metric == "accuracy" else "test F1"
+            ax.set_title(f"{task}: {unit}, {pair['pretrained']['settings']['steps']} steps", loc="left")
+            ax.grid(axis="x", alpha=0.3)
+        handles, names = [], []
+        for ax in np.atleast_1d(axes):
+            for handle, name in zip(*ax.get_legend_handles_labels()):
+                if name not in names:
+                    handles.append(handle)
+                    names.append(name)
+        fig.legend(handles, names, loc="lower center", ncol=2, bbox_to_anchor=(0.5, 0.0))
+        seeds = len(result["meta"].get("seeds", [0]))
+        fig.suptitle(f"Fine-tuning albert-mini: the shipped encoder (step {result['pretrained']['step']})\n"
+                     f"vs random init, {seeds} seed{'s' if seeds != 1 else ''}: mean ± std, seeds as dots")
+        fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
 
 

@@ -28,25 +28,29 @@ def run(runner) -> dict:
 
 
 def figure(result: dict):
-    """Stacked bars per model: weights, gradients and optimizer states (what sharing cuts) under activations."""
-    import matplotlib.pyplot as plt
+    """Stacked bars per model: weights, gradients and optimizer states (what sharing cuts) under activations; the
+    mini and the paper-sized models in two panels, one above the other, so the book's column shows them readably."""
+    from ..figure_style import book_figure, book_style
 
     rows = result["rows"]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    for ax, names, unit, scale in ((axes[0], ["albert-mini", "bert-mini"], "MiB", MIB),
-                                   (axes[1], ["bert-large", "albert-large", "albert-xxlarge"], "GiB", 2**30)):
-        bottom = [0.0] * len(names)
-        for part in ("parameters", "gradients", "optimizer_states", "activations"):
-            heights = [rows[n][part] / scale for n in names]
-            ax.bar(names, heights, bottom=bottom, label=part.replace("_", " "))
-            bottom = [b + h for b, h in zip(bottom, heights)]
-        ax.set(ylabel=f"one fp32 training step ({unit})")
     mini_batch, paper_batch = result["batch"]["mini"], result["batch"]["paper_configs"]
-    axes[0].set_title(f"batch {mini_batch[0]} x {mini_batch[1]}")
-    axes[1].set_title(f"batch {paper_batch[0]} x {paper_batch[1]}")
-    axes[0].legend(fontsize=8)
-    fig.suptitle("Training memory with LAMB: sharing cuts weights, gradients and optimizer states, not activations")
-    fig.tight_layout()
+    fig, axes = book_figure(2, 1, height=7)
+    with book_style():
+        for ax, names, unit, scale, batch in (
+                (axes[0], ["albert-mini", "bert-mini"], "MiB", MIB, mini_batch),
+                (axes[1], ["bert-large", "albert-large", "albert-xxlarge"], "GiB", 2**30, paper_batch)):
+            bottom = [0.0] * len(names)
+            for part in ("parameters", "gradients", "optimizer_states", "activations"):
+                heights = [rows[n][part] / scale for n in names]
+                ax.bar(names, heights, bottom=bottom, label=part.replace("_", " "))
+                bottom = [b + h for b, h in zip(bottom, heights)]
+            ax.set(ylabel=f"one fp32 step ({unit})")
+            ax.set_title(f"batch {batch[0]} x {batch[1]}", loc="left")
+            ax.grid(axis="y", alpha=0.3)
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=2, bbox_to_anchor=(0.5, 0.0))
+        fig.suptitle("Training memory with LAMB: sharing cuts weights, gradients\n"
+                     "and optimizer states, not activations")
+        fig.tight_layout(rect=(0, 0.09, 1, 1))
     return fig
 
 

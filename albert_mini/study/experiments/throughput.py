@@ -25,29 +25,38 @@ def run(runner) -> dict:
 
 
 def figure(result: dict):
-    """Measured speed, the paper's and the FLOP-predicted ratio per model, on a log axis."""
+    """Measured speed, the paper's and the FLOP-predicted ratio per model, as horizontal bars on a log axis (the
+    model names read level, the legend below: the book's column shows it at a readable size)."""
     import matplotlib.pyplot as plt
+
+    from ..figure_style import book_figure, book_style
 
     rows = result["rows"]
     names = list(rows)
-    fig, ax = plt.subplots(figsize=(8, 3.6))
-    x = np.arange(len(names))
-    ax.bar(x, [rows[n]["speedup"] for n in names], 0.5, color="tab:blue",
-           label=f"measured here ({result['meta'].get('cpu', 'CPU')}, fp32)")
-    paper = [(i, rows[n]["paper_speedup"]) for i, n in enumerate(names) if rows[n]["paper_speedup"] is not None]
-    ax.scatter([i for i, _ in paper], [v for _, v in paper], marker="D", color="tab:red", zorder=3,
-               label="paper, Table 2 (TPU)")
-    ax.scatter(x, [rows[n]["flop_ratio"] for n in names], marker="_", s=400, color="black", zorder=3,
-               label="FLOP ratio")
-    ax.axhline(1, color="grey", lw=0.8)
-    ax.set(xticks=x, xticklabels=names, ylabel="speed relative to BERT-large (log scale)", yscale="log",
-           title="Training throughput relative to BERT-large")
-    ticks = [t for t in (0.1, 0.2, 0.3, 0.5, 1, 2, 3, 5, 10) if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]]
-    ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
-    ax.yaxis.set_minor_formatter(plt.NullFormatter())
-    ax.tick_params(axis="x", rotation=30)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-    fig.tight_layout()
+    fig, ax = book_figure(height=0.45 * len(names) + 2.4)
+    with book_style():
+        y = np.arange(len(names))
+        ax.barh(y, [rows[n]["speedup"] for n in names], 0.5, color="tab:blue",
+                label=f"measured here ({result['meta'].get('cpu') or 'CPU'}, fp32)")
+        paper = [(i, rows[n]["paper_speedup"]) for i, n in enumerate(names) if rows[n]["paper_speedup"] is not None]
+        ax.scatter([v for _, v in paper], [i for i, _ in paper], marker="D", color="tab:red", zorder=3,
+                   label="paper, Table 2 (TPU)")
+        ax.scatter([rows[n]["flop_ratio"] for n in names], y, marker="|", s=400, color="black", zorder=3,
+                   label="FLOP ratio")
+        ax.axvline(1, color="grey", lw=0.8)
+        ax.set_yticks(y, names)
+        ax.set_ylim(len(names) - 0.5, -0.5)
+        ax.set(xlabel="speed relative to BERT-large (log scale)", xscale="log")
+        ticks = [t for t in (0.1, 0.2, 0.3, 0.5, 1, 2, 3, 5, 10) if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_title("Training throughput relative to BERT-large")
+        handles, labels = ax.get_legend_handles_labels()
+        order = sorted(range(len(labels)), key=lambda i: not labels[i].startswith("measured"))  # the bars first
+        fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="lower center", ncol=2,
+                   bbox_to_anchor=(0.5, 0.0))
+        fig.tight_layout(rect=(0, 0.11, 1, 1))
     return fig
 
 
