@@ -40,6 +40,13 @@ def shipped_path(path: str | Path) -> str | None:
     return resolved.relative_to(REPO_ROOT).as_posix() if resolved.is_relative_to(DATA_ROOT) else None
 
 
+def recorded_path(path: str | Path) -> str:
+    """A file as a run record names it: relative to the repository root when it lies inside it (so the record
+    holds no machine path and reads the same in every checkout), else `path` as given."""
+    resolved = Path(path).resolve()
+    return resolved.relative_to(REPO_ROOT).as_posix() if resolved.is_relative_to(REPO_ROOT) else str(path)
+
+
 # --------------------------------------------------------------------------- figures
 def figure_path(name: str) -> Path:
     """Where figure `name` is saved: figures/ in full mode, a git-ignored cache folder in fast mode."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
-from ..paths import DATA_ROOT, MANIFEST, sha256_bytes, sha256_file, verified_path
+from ..paths import DATA_ROOT, MANIFEST, recorded_path, sha256_bytes, sha256_file, verified_path
 from ..textfile import read_utf8
 
 SPLITS = ("train", "validation", "test")
@@ -228,18 +228,26 @@ def _files_of(spec: str | Path, pattern: str) -> list[Path]:
 
 # --------------------------------------------------------------------------- fingerprints
 def fingerprint_files(paths) -> dict:
-    """What a run records of its text: the sha256 of every file, and one sha256 over the sorted list of both."""
-    files = {str(Path(p).resolve()): sha256_file(p) for p in paths}
+    """What a run records of its text: the sha256 of every file, and one sha256 over the sorted list of both; a
+    file inside the repository is named relative to its root, any other by its absolute path
+    (`paths.recorded_path`), so a record holds no path of the machine's checkout."""
+    files = {recorded_path(Path(p).resolve()): sha256_file(p) for p in paths}
     listing = "".join(f"{files[name]}  {name}\n" for name in sorted(files))
     return {"sha256": sha256_bytes(listing.encode("utf-8")), "files": files}
 
 
 def fingerprint_changes(old: dict, new: dict) -> list[str]:
-    """One `path (modified|new|missing)` entry per file that differs between two fingerprints."""
-    before, after = old.get("files", {}), new.get("files", {})
+    """One `path (modified|new|missing)` entry per file that differs between two fingerprints. An older record
+    that named files of the repository by their absolute path is read with the names a record gives them now."""
+    def named(name: str) -> str:  # a relative name is already a recorded one (resolving it would use the cwd)
+        return recorded_path(name) if Path(name).is_absolute() else name
+
+    before = {named(name): digest for name, digest in old.get("files", {}).items()}
+    after = {named(name): digest for name, digest in new.get("files", {}).items()}
+    renamed = list(before) != list(old.get("files", {})) or list(after) != list(new.get("files", {}))
     changes = [f"{name} (modified)" for name in sorted(before.keys() & after.keys()) if before[name] != after[name]]
     changes += [f"{name} (new)" for name in sorted(after.keys() - before.keys())]
     changes += [f"{name} (missing)" for name in sorted(before.keys() - after.keys())]
-    if not changes and old.get("sha256") != new.get("sha256"):
+    if not changes and not renamed and old.get("sha256") != new.get("sha256"):
         changes.append("the fingerprint differs though every listed file matches (a different fingerprint format)")
     return changes

@@ -36,7 +36,7 @@ from ..cli import Parser, positive_int
 from ..cli import run as run_cli
 from ..cli import seed as seed_type
 from ..errors import UsageError, UserError
-from ..paths import DATA_ROOT, MANIFEST, sha256_file, update_manifest, verified_path
+from ..paths import DATA_ROOT, MANIFEST, recorded_path, sha256_file, update_manifest, verified_path
 from ..safe_files import atomic_write_bytes, atomic_write_text, check_new_file
 from ..specials import CLS_ID, MASK_ID, PAD_ID, SEP_ID, SPECIAL_PIECES, UNK_ID
 from .corpus import SPLITS, expand_text_paths, load_corpus, load_text_files
@@ -177,11 +177,13 @@ class Tokenizer:
         return cls.from_file(verified_path(DEFAULT_DIR, "spiece.model", TRAIN_COMMAND, TokenizerError))
 
     def file_reference(self) -> dict | None:
-        """The model file's absolute path and sha256 (what a run records of its tokenizer); None if not from a file."""
+        """The model file's path and sha256 (what a run records of its tokenizer), the path relative to the
+        repository root when the file lies inside it, else as given (`paths.recorded_path`); None if not from a
+        file."""
         path = Path(self.path)
         if not path.is_file():
             return None
-        return {"path": str(path.resolve()), "sha256": sha256_file(path)}
+        return {"path": recorded_path(path), "sha256": sha256_file(path)}
 
     def _check_special_ids(self) -> None:
         sp = self.sp

@@ -2,7 +2,8 @@
 trainer built (albert_mini.training.build), the run directory checked, locked and recorded, a killed run resumed.
 
 The run directory gets run.json (the setup's settings, the tokenizer's path and sha256, the sha256 of every text
-file, the world size), config.json (the model), metrics.jsonl and checkpoints/step-NNNNNNN/.
+file, the world size; a file inside the repository named relative to its root, so the record holds no path of the
+machine's checkout), config.json (the model), metrics.jsonl and checkpoints/step-NNNNNNN/.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import torch
 from ..errors import UserError
 from ..model.config import AlbertConfig
 from ..model.counting import count_parameters
+from ..paths import recorded_path
 from ..safe_files import atomic_write_text, check_out_folder
 from . import rundir
 from .build import build_model, build_trainer
@@ -36,7 +38,14 @@ def run_record(setup: PretrainingSetup, config: AlbertConfig, info: DistInfo, to
     return {"kind": "pretrain", "settings": setup.settings(), "model": config.to_dict(),
             "tokenizer": tokenizer.file_reference() if tokenizer is not None else None,
             "corpus": inputs.corpus, "world_size": info.world_size,
-            "effective_batch": setup.batch_size * info.world_size * setup.accumulate, "command": " ".join(sys.argv)}
+            "effective_batch": setup.batch_size * info.world_size * setup.accumulate, "command": recorded_command()}
+
+
+def recorded_command(argv: list[str] | None = None) -> str:
+    """The command line as a run records it: the script (for `python -m`, the module's file) relative to the
+    repository root when it lies inside it, every argument as the user gave it."""
+    script, *rest = sys.argv if argv is None else argv
+    return " ".join([recorded_path(script) if script and Path(script).is_file() else script, *rest])
 
 
 def prepare_run_dir(out: Path, record: dict, overwrite: bool, info: DistInfo) -> bool:

@@ -38,6 +38,48 @@ def test_the_two_step_flow_pretrains_on_your_files(texts, model_file, tmp_path):
         assert json.loads((other / "run.json").read_text())["corpus"] == record["corpus"]
 
 
+def test_a_run_records_files_inside_the_repository_relative_to_its_root(texts, model_file, tmp_path, monkeypatch,
+                                                                        capsys):
+    import shutil
+
+    from albert_mini import paths
+    from albert_mini.paths import sha256_bytes
+
+    monkeypatch.setattr(paths, "REPO_ROOT", tmp_path)  # the checkout, as far as the run's record is concerned
+    shutil.copy(model_file, tmp_path / "tok.model")
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "run"
+    flags = FLAGS + ["--corpus", str(texts), "--tokenizer", "tok.model", "--out", str(out)]
+    pretrain(flags)
+    record = json.loads((out / "run.json").read_text())
+    assert record["tokenizer"]["path"] == "tok.model"
+    assert sorted(record["corpus"]["files"]) == [f"texts/doc{i:02d}.txt" for i in range(12)]
+    assert str(tmp_path) not in json.dumps({key: record[key] for key in ("tokenizer", "corpus")})
+    # A record written before, with the checkout's absolute paths, still resumes and names a changed file alike.
+    files = {str(tmp_path / name): digest for name, digest in record["corpus"]["files"].items()}
+    listing = "".join(f"{files[name]}  {name}\n" for name in sorted(files))
+    record["corpus"] = {"sha256": sha256_bytes(listing.encode("utf-8")), "files": files}
+    record["tokenizer"]["path"] = str(tmp_path / "tok.model")
+    (out / "run.json").write_text(json.dumps(record))
+    assert pretrain(flags).step == 2
+    with open(texts / "doc03.txt", "a") as f:
+        f.write("An added sentence. And one more.\n")
+    error = cli_error(pretrain, flags, capsys)
+    assert "changed since the run in" in error and ": texts/doc03.txt (modified). Resuming" in error
+
+
+def test_the_recorded_command_names_the_script_inside_the_repository_relative_to_it():
+    from albert_mini.paths import REPO_ROOT
+    from albert_mini.text.tokenizer import Tokenizer
+    from albert_mini.training.launch import recorded_command
+
+    script = str(REPO_ROOT / "albert_mini" / "training" / "pretrain.py")
+    assert recorded_command([script, "--out", "/elsewhere/run"]) == \
+        "albert_mini/training/pretrain.py --out /elsewhere/run"  # arguments as the user gave them
+    assert recorded_command(["-c", "--steps", "2"]) == "-c --steps 2"
+    assert Tokenizer.default().file_reference()["path"] == "data/austen/spiece.model"
+
+
 def test_a_resume_on_changed_text_is_refused_naming_the_files(texts, model_file, tmp_path, capsys):
     out = tmp_path / "run"
     flags = FLAGS + ["--corpus", str(texts), "--tokenizer", str(model_file), "--out", str(out)]
