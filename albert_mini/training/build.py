@@ -14,7 +14,7 @@ from ..text.batches import PretrainingBatches, build_pretraining_dataset
 from .objectives import PretrainingObjective
 from .optim import WarmupPolyDecay, build_optimizer
 from .recipe import build_pretraining_model
-from .setup import PretrainingSetup
+from .setup import Phase, PretrainingSetup
 from .trainer import TrainConfig, Trainer
 
 # A "constant" learning rate is the poly decay with a vanishing power: 1 until the last step.
@@ -30,10 +30,13 @@ def phase_batches(setup: PretrainingSetup, documents, tokenizer, seq_len: int, b
     return PretrainingBatches(dataset, batch_size, group_by_length=setup.group_by_length).shard(rank, world_size)
 
 
-def training_batches(setup: PretrainingSetup, documents, tokenizer, rank: int = 0,
-                     world_size: int = 1) -> BatchSource:
-    """The training source: every phase of the schedule in turn (short sequences first under the curriculum)."""
-    phases = setup.phases()
+def training_batches(setup: PretrainingSetup, documents, tokenizer, rank: int = 0, world_size: int = 1,
+                     phases: tuple[Phase, ...] | None = None) -> BatchSource:
+    """The training source: every phase of the schedule in turn (short sequences first under the curriculum).
+
+    `phases` replaces the setup's own for a run that continues another one part-way through its schedule (a
+    Table 5 branch: the trunk's optimizer and schedule, phases of its own)."""
+    phases = phases or setup.phases()
     sources = [phase_batches(setup, documents, tokenizer, p.seq_len, p.batch_size, rank, world_size)
                for p in phases]
     if len(sources) == 1:

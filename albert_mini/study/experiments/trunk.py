@@ -31,7 +31,6 @@ from ...model.config import AlbertConfig
 from ...safe_files import atomic_write_bytes, atomic_write_text
 from ...specials import IGNORE_INDEX
 from ...tasks.finetuning import run_task
-from ...text.batch_source import PhasedBatches
 from ...text.batches import stream_rng
 from ...text.masking import Masker
 from ...text.padding import pad_batch
@@ -265,9 +264,7 @@ def train_branch(checkpoint: Path, row: str, seed: int, trunk: TrunkPlan, plan: 
     setup = trunk.setup(row, BRANCH_DATA_SEED + seed)
     documents, tokenizer = token_documents("train", trunk.max_documents), Tokenizer.default()
     short, long = plan.phases(trunk)
-    source = PhasedBatches(build.phase_batches(setup, documents, tokenizer, short.seq_len, short.batch_size),
-                           build.phase_batches(setup, documents, tokenizer, long.seq_len, long.batch_size),
-                           switch_after=short.steps)
+    source = build.training_batches(setup, documents, tokenizer, phases=(short, long))
     model = AlbertForPreTraining(trunk_config()).to(experiment_device())
     trainer = build.build_trainer(setup, model, source)
     state = load_checkpoint(checkpoint, model, trainer.optimizer)
