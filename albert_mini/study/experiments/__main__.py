@@ -22,7 +22,7 @@ from ...cli import Parser, seed
 from ...cli import run as run_cli
 from ...errors import MissingFileError, UsageError, UserError
 from ...safe_files import check_out_folder
-from . import EXPERIMENTS, command_line, results_dir, run
+from . import EXPERIMENTS, OPT_IN, command_line, results_dir, run
 from .budget import SEEDS, current_budget
 from .estimate import describe, estimate
 from .runs import RunCache, Runner, cache_dir
@@ -53,7 +53,8 @@ def _main(argv: list[str]) -> int:
         raise UsageError(f"--seeds must be distinct non-negative integers, got {' '.join(map(str, args.seeds))}")
     if args.out is not None:
         check_out_folder(args.out)  # now, not after hours of training
-    names = list(EXPERIMENTS) if "all" in args.names else [n for n in EXPERIMENTS if n in args.names]
+    names = ([n for n in EXPERIMENTS if n not in OPT_IN] if "all" in args.names
+             else [n for n in EXPERIMENTS if n in args.names])
     budget = current_budget()
     cache = None if args.no_cache else RunCache(cache_dir())
     report = estimate(names, EXPERIMENTS, budget, args.seeds, cache)
