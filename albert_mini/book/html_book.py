@@ -50,18 +50,23 @@ div.cell_output pre, div.output pre { white-space: pre-wrap; overflow-wrap: anyw
 ZOOM = "zoom"  # _static/zoom.js and _static/zoom.css
 ZOOM_JS = """\
 document.addEventListener("DOMContentLoaded", function () {
+  // The full-size copy exists only while it is open: no empty image sits in the page meanwhile.
   var overlay = document.createElement("div");
-  var big = document.createElement("img");
   overlay.className = "zoom-overlay";
   overlay.title = "click or press Escape to close";
-  overlay.appendChild(big);
   document.body.appendChild(overlay);
-  function close() { overlay.classList.remove("open"); }
+  function close() { overlay.classList.remove("open"); overlay.replaceChildren(); }
   overlay.addEventListener("click", close);
   document.addEventListener("keydown", function (e) { if (e.key === "Escape") close(); });
   document.querySelectorAll("article.bd-article img").forEach(function (img) {
     if (img.closest("a")) return;  // an image that is already a link keeps it
-    function open() { big.src = img.currentSrc || img.src; big.alt = img.alt; overlay.classList.add("open"); }
+    function open() {
+      var big = document.createElement("img");
+      big.src = img.currentSrc || img.src;
+      big.alt = img.alt;
+      overlay.replaceChildren(big);
+      overlay.classList.add("open");
+    }
     img.classList.add("zoomable");
     img.title = "click to see full size";
     img.tabIndex = 0;

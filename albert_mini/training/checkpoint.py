@@ -338,7 +338,9 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.o
     except (SafetensorError, RuntimeError) as err:
         raise CheckpointError(f"{path / MODEL_FILE} does not fit the model: {err}") from err
     try:
-        state = torch.load(path / STATE_FILE, weights_only=True)
+        # On the CPU first: a checkpoint written on a GPU loads anywhere; the optimizer moves its state to the
+        # parameters' device when it loads it.
+        state = torch.load(path / STATE_FILE, weights_only=True, map_location="cpu")
     except Exception as err:  # torch raises several types for a damaged archive
         # torch's message advises weights_only=False, which would run whatever code the file holds: not passed on.
         raise CheckpointError(f"{path / STATE_FILE} cannot be read safely ({type(err).__name__}): it is damaged or "

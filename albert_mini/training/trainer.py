@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from ..paths import recorded_path
 from ..settings import static_output
 from .checkpoint import (
     CheckpointError,
@@ -329,7 +330,9 @@ class Trainer:
         return {
             "optimizer": self.optimizer.state_dict(),
             "schedule": self.schedule.state_dict(),
-            "train_config": dataclasses.asdict(self.config),
+            # The run folder as the record names it: no machine path in a checkpoint that may be shared.
+            "train_config": {**dataclasses.asdict(self.config),
+                             "out_dir": recorded_path(self.out_dir) if self.out_dir else None},
             "rng": gather_objects(capture_rng_state(), self.dist),
             "data": gather_objects(self.source.state_dict(), self.dist),
             # Stats of the steps since the last log line, so the next line covers the same steps after a resume.
@@ -384,7 +387,7 @@ class Trainer:
         self.last_saved_step, self._last_eval_step = self.step, state["last_eval_step"]
         if self.out_dir is not None and self.dist.is_main:
             self._truncate_metrics(self.step)
-        self._record({"type": "resume", "step": self.step, "checkpoint": str(path)})
+        self._record({"type": "resume", "step": self.step, "checkpoint": recorded_path(path)})
         return self.step
 
     def _truncate_metrics(self, step: int) -> None:

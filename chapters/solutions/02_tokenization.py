@@ -25,7 +25,11 @@
 # %%
 import unicodedata
 
-from albert_mini.book.exercises import check_albert_preprocess, check_pair_layout, check_truncate_longest_first
+from albert_mini.book.exercises import (
+    check_albert_preprocess,
+    check_pair_layout,
+    check_truncate_longest_first,
+)
 
 
 def albert_preprocess(text):

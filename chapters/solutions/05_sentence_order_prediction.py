@@ -20,7 +20,11 @@
 
 # %%
 # ruff: noqa: E402 (as in a chapter, a cell imports what it uses)
-from albert_mini.book.exercises import check_nsp_label_from_sources, check_overlap_feature, check_sop_pair
+from albert_mini.book.exercises import (
+    check_nsp_label_from_sources,
+    check_overlap_feature,
+    check_sop_pair,
+)
 
 # %% [markdown]
 # ## Exercise 1: an SOP pair

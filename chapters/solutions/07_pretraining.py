@@ -20,7 +20,11 @@
 
 # %%
 # ruff: noqa: E402 (as in a chapter, a cell imports what it uses)
-from albert_mini.book.exercises import check_lamb_update, check_trust_ratio, check_warmup_poly_lr
+from albert_mini.book.exercises import (
+    check_lamb_update,
+    check_trust_ratio,
+    check_warmup_poly_lr,
+)
 
 # %% [markdown]
 # ## Exercise 1: the trust ratio

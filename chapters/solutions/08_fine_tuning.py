@@ -20,7 +20,11 @@
 
 # %%
 # ruff: noqa: E402 (as in a chapter, a cell imports what it uses)
-from albert_mini.book.exercises import check_answer_token_span, check_race_pack, check_squad_f1
+from albert_mini.book.exercises import (
+    check_answer_token_span,
+    check_race_pack,
+    check_squad_f1,
+)
 
 # %% [markdown]
 # ## Exercise A: pack one option

@@ -20,7 +20,10 @@
 
 # %%
 # ruff: noqa: E402 (as in a chapter, a cell imports what it uses)
-from albert_mini.book.exercises import check_mlm_head_flops_per_token, check_training_memory_bytes
+from albert_mini.book.exercises import (
+    check_mlm_head_flops_per_token,
+    check_training_memory_bytes,
+)
 
 # %% [markdown]
 # ## Exercise 1: training memory for any optimizer

@@ -549,6 +549,24 @@ def test_book_has_every_page_and_no_other(book):
     assert built == sorted(book_pages())
 
 
+def test_a_book_figure_opens_full_size_on_click_and_closes_on_escape(browser, book):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    browser.get((book / "chapters/05_sentence_order_prediction.html").as_uri())
+    poll(lambda: browser.execute_script("return document.readyState") == "complete", "chapter 5 to load")
+    figure = poll(lambda: browser.find_elements(By.CSS_SELECTOR, "img.zoomable"), "a zoomable figure")[0]
+    assert not browser.find_elements(By.CSS_SELECTOR, ".zoom-overlay img")  # nothing while closed
+    browser.execute_script("arguments[0].scrollIntoView(); arguments[0].click();", figure)
+    big = poll(lambda: browser.find_elements(By.CSS_SELECTOR, ".zoom-overlay.open img"), "the full-size figure")[0]
+    natural, shown = poll(lambda: browser.execute_script(
+        "const i = arguments[0], f = arguments[1]; return i.complete && i.naturalWidth && "
+        "[i.naturalWidth, f.getBoundingClientRect().width];", big, figure), "the full-size figure to load")
+    assert big.get_attribute("src") == figure.get_attribute("src") and natural >= shown
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+    poll(lambda: not browser.find_elements(By.CSS_SELECTOR, ".zoom-overlay img"), "the figure to close")
+
+
 @pytest.mark.parametrize("page", book_pages())
 def test_book_page(browser, book, page):
     severe_console_entries(browser)  # forget earlier pages

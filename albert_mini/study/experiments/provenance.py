@@ -61,7 +61,7 @@ def write_result(name: str, payload: dict, budget: Budget, seeds, out_dir: Path,
                  run_devices: list[str] | None = None, budget_record: dict | None = None) -> Path:
     """<out_dir>/<name>.json: the numbers and everything needed to reproduce them. `wall_seconds` is this
     process's time; `compute_seconds` sums the time every run used took when it was computed, possibly in earlier
-    sittings (runs from the cache)."""
+    runs (runs from the cache)."""
     meta = {"experiment": name, "command": command or f"{COMMAND} {name}", "fast_mode": budget == FAST,
             "budget": budget_record or budget.as_dict(), "seeds": list(seeds), "git_revision": git_revision(),
             "cpu": cpu_model(),

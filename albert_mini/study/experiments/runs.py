@@ -54,7 +54,7 @@ def _timed(compute: Callable[[], dict]) -> tuple[dict, float]:
 
 def cache_dir() -> Path:
     """Where finished runs are kept: full runs in data/results/experiment-runs/ (committed, so a run that takes
-    longer than one sitting continues on another machine), fast runs in the git-ignored cache/."""
+    interrupted continues later or on another machine), fast runs in the git-ignored cache/."""
     return CACHE_ROOT / "experiment-runs-fast" if fast_mode() else DATA_ROOT / "results" / "experiment-runs"
 
 
@@ -124,7 +124,7 @@ class Runner:
         self.budget, self.seeds, self.cache, self.say = budget, tuple(seeds), cache, say
         self.total, self.done, self.ran, self.start = total, 0, 0, time.perf_counter()
         self.experiment = ""
-        # Seconds each run used took when it was computed, in whichever sitting: what the results cost in all.
+        # Seconds each run used took when it was computed, in whichever run of the command: the cost in all.
         self.compute_seconds: dict[str, float] = {}
         # Where each experiment's runs were computed (a CPU or a GPU, as recorded with each run).
         self.devices: dict[str, set[str]] = {}
