@@ -21,7 +21,7 @@
 # From a fresh clone of the repository, one command does everything:
 #
 # ```sh
-# make lab   # installs .venv (once, a few minutes), fetches the polarity sentences, opens JupyterLab
+# make lab   # installs .venv (once), fetches the polarity sentences, opens JupyterLab
 # ```
 #
 # JupyterLab opens on the `chapters/` folder. The chapters are stored as plain Python files (`NN_topic.py`, in

@@ -409,9 +409,9 @@ print(
 # seed 0, about 13.5 minutes on a 2-core Intel Xeon). This command reproduces it:
 #
 # ```
-# python -m albert_mini.training.pretrain --preset albert-mini --corpus austen --task sop \
-#     --steps 1200 --minutes 15 --lr 5e-3 --warmup 50 --eval-every 100 --eval-batches 16 \
-#     --save-every 200 --out runs/mini-sop
+# python -m albert_mini.training.pretrain --preset albert-mini --corpus austen \
+#     --task sop --steps 1200 --minutes 15 --lr 5e-3 --warmup 50 --eval-every 100 \
+#     --eval-batches 16 --save-every 200 --out runs/mini-sop
 # ```
 #
 # `--minutes 15` is only a safety budget; `--steps 1200` fixes the schedule. Every 200 steps a checkpoint holds

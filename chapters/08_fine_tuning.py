@@ -343,16 +343,19 @@ from albert_mini.study.experiments.provenance import cpu_model
 print(f"timed on {cpu_model()} with {torch.get_num_threads()} threads")
 
 if live_models:
-    right = {i: correctness(m, "polarity", live_settings) for i, m in live_models.items()}
+    right = {
+        i: correctness(m, "polarity", live_settings) for i, m in live_models.items()
+    }
     labels = {
         i: answers("polarity", bits, live_settings.max_eval_examples)
         for i, bits in right.items()
     }
     constant = [i for i, a in labels.items() if constant_head({"answers": a})]
     for init in constant:
+        answer = "positive" if labels[init] == [1] else "negative"
         print(
-            f"the {init} model answered {'positive' if labels[init] == [1] else 'negative'}"
-            " for every test sentence: a constant head, so no paired test"
+            f"the {init} model answered {answer} for every test sentence:"
+            " a constant head, so no paired test"
         )
     if not constant:
         paired = compare_paired([right["pretrained"]], [right["random"]])
@@ -404,7 +407,8 @@ if live_models:
     by_label = {y: p_positive[[e.label == y for e in new]].mean() for y in (1, 0)}
     print(
         f"{on_side} of {len(new)} on the right side of 0.5; mean P(positive) "
-        f"{by_label[1]:.2f} for the positive sentences, {by_label[0]:.2f} for the negative"
+        f"{by_label[1]:.2f} for the positive sentences, "
+        f"{by_label[0]:.2f} for the negative"
     )
 
 # %% [markdown]
@@ -733,7 +737,8 @@ rows = committed.finetune_rows()
 for row in rows:  # the seeds one by one: a mean hides a run that failed
     k = row["scale"]
     print(
-        f"{row['task']:12s} {row['metric']}: pretrained {per_seed(row['pretrained'], k)}; "
+        f"{row['task']:12s} {row['metric']}: "
+        f"pretrained {per_seed(row['pretrained'], k)}; "
         f"random {per_seed(row['random'], k)}; baseline {k * row['baseline']:.1f}"
     )
 for against in ("random", "baseline"):

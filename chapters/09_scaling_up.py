@@ -329,10 +329,11 @@ from albert_mini.study import results
 
 speed_rows, speed_meta = results.speedup_table()
 # Older files predate the CPU field: say what the file does record.
+threads, version = speed_meta["threads"], speed_meta["torch"]
 print(
     f"measured on {speed_meta['cpu']}"
     if "cpu" in speed_meta
-    else f"measured with {speed_meta['threads']} threads and torch {speed_meta['torch']}"
+    else f"measured with {threads} threads and torch {version}"
     " (the file predates CPU records, so the CPU model is unknown)"
 )
 print(

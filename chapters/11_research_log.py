@@ -499,8 +499,8 @@ sop_ax.set(
 for ax in (loss_ax, mlm_ax, sop_ax):
     ax.legend()
 fig.suptitle(
-    "albert-mini, 1,200 LAMB steps of 32 x 128 tokens on Austen\n(about 13.5 minutes on "
-    "2 CPU cores)"
+    "albert-mini, 1,200 LAMB steps of 32 x 128 tokens on Austen\n"
+    "(about 13.5 minutes on 2 CPU cores)"
 )
 fig.tight_layout()
 save_figure(fig, "07_pretraining_curves.png")
