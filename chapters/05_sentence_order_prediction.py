@@ -463,9 +463,9 @@ display(Markdown(committed.table5_glance(table5)))
 # So the pre-registered Table 5 has no rows: with no model that orders sentences, the paper's asymmetry (an SOP
 # model solves much of NSP, an NSP model fails SOP) has nothing to show it here. The last row is the no-network
 # baseline on the same pairs: word overlap alone scores 60.3% on NSP, where the probes on these models' pooled
-# outputs stay near 50%. Trained with SOP or MLM only, the pooled output does not carry that topic cue.
+# outputs stay near 50%. Trained with SOP, these pooled outputs do not carry that topic cue.
 #
-# Why did the recipe that made the classroom model not get there? The last row answers part of it. It is the
+# Why did the recipe that made the classroom model not get there? The third row answers part of it. It is the
 # trunk itself, continued from step 3,000 on its own data and with its own head, the classroom recipe with
 # nothing changed, but computed on a GPU. It stayed at chance to step 4,500, where the classroom run on a CPU had
 # ordered 63% of its training pairs. Same settings, same seed, other arithmetic, and no escape: one run escaped
