@@ -81,7 +81,14 @@ def temp_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
 
 
+# Windows cannot open a folder (os.open raises PermissionError), so a folder is fsynced only elsewhere; there, the
+# file system's own journal keeps a rename.
+FSYNC_FOLDERS = os.name != "nt"
+
+
 def fsync_folder(folder: str | Path) -> None:
+    if not FSYNC_FOLDERS:
+        return
     fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -36,7 +36,7 @@ from safetensors.torch import save as safetensors_bytes
 from ..errors import UserError
 from ..model.config import AlbertConfig, ConfigError, config_differences
 from ..paths import REPO_ROOT, sha256_bytes, sha256_file, shipped_path
-from ..safe_files import atomic_write_text
+from ..safe_files import FSYNC_FOLDERS, atomic_write_text
 from .rundir import (
     CHECKPOINTS,
     CONFIG_FILE,
@@ -78,6 +78,8 @@ def _step(label: str) -> None:
 
 
 def _fsync_path(path: Path) -> None:
+    if not FSYNC_FOLDERS and path.is_dir():  # Windows: a folder cannot be opened (safe_files.fsync_folder)
+        return
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

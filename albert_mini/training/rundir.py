@@ -12,9 +12,11 @@ directory that is absent, empty, or holds what this kind of writer writes, and n
 - --overwrite deletes the recognised files (run.json first, so a half-cleared run is never resumed) and nothing
   else. A run directory without run.json is never resumed (its settings are unknown) and is refused unless
   --overwrite is given.
-- One writer per run directory: `RunLock` holds an flock on the directory while a run writes there, so a second
-  run on the same --out is refused at once, naming the first one's process id. The kernel drops the lock when
-  the process ends, however it ends, so a killed run never leaves a stale lock behind.
+- One writer per run directory: `RunLock` holds an operating-system lock on the directory while a run writes
+  there (filelock's native lock: flock on the directory itself on Linux and macOS; on Windows, which cannot open
+  a directory, a file named after it in the temporary folder), so a second run on the same --out is refused at
+  once, naming the first one's process id where Linux tells it. The system drops the lock when the process ends,
+  however it ends, so a killed run never leaves a stale lock behind, and the run directory gains no lock file.
 - metrics.jsonl is appended line by line. `read_metrics` drops a torn last line (a kill or a full disk during an
   append); on resume `truncate_metrics` keeps only the lines up to the checkpoint resumed from (none when there
   is no checkpoint yet), so an interrupted run's lines are never duplicated.
@@ -22,13 +24,16 @@ directory that is absent, empty, or holds what this kind of writer writes, and n
 
 from __future__ import annotations
 
-import fcntl
+import hashlib
 import json
 import os
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from filelock import lock_descriptor
 
 from ..errors import UserError
 from ..model.config import AlbertConfig, config_differences
@@ -320,11 +325,13 @@ def check_export_dir(out: str | Path, overwrite: bool) -> None:
 
 # ---------------------------------------------------------------------- one writer
 class RunLock:
-    """An exclusive flock on the run directory itself for as long as this object lives (or until `release`).
+    """An exclusive lock on the run directory for as long as this object lives (or until `release`).
 
-    The lock is on the directory, so it adds no file to it. A second run on the same directory gets RunDirError
-    at once, naming the process that holds it (from /proc/locks). flock belongs to the open directory, so the
-    kernel releases it when the process dies, even by kill -9: a stale lock cannot exist.
+    On Linux and macOS it is an flock on the directory itself (filelock's `lock_descriptor`), so it adds no file to
+    it; Windows cannot open a directory, so there the lock is on a file in the temporary folder named after the
+    directory's resolved path. A second run on the same directory gets RunDirError at once, naming the process that
+    holds it where Linux tells it (/proc/locks). The lock belongs to the open descriptor, so the system releases it
+    when the process dies, even by kill -9: a stale lock cannot exist. The package imports without `fcntl`.
     """
 
     def __init__(self, out: str | Path, flag: str = "--out"):
@@ -333,23 +340,23 @@ class RunLock:
         check_out_folder(out, flag)
         out.mkdir(parents=True, exist_ok=True)
         self.path = out
-        self._fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+        self._fd = _open_lock_target(out)
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            locked = lock_descriptor(self._fd, blocking=False)
+        except OSError:  # a file system without flock (some network mounts): run unlocked, as before locks existed
+            return
+        if not locked:
             os.close(self._fd)
             self._fd = None
             holder = lock_holder(out)
             who = f"process {holder}" if holder else "another process"
             raise RunDirError(f"{flag} {out} is in use by another run ({who}); wait for it to end or stop it, or "
                               f"choose a new {flag}: two runs writing one directory would mix their checkpoints "
-                              "and metrics") from None
-        except OSError:  # a file system without flock (some network mounts): run unlocked, as before locks existed
-            pass
+                              "and metrics")
 
     def release(self) -> None:
         if self._fd is not None:
-            os.close(self._fd)  # closing the last descriptor releases the flock
+            os.close(self._fd)  # closing the last descriptor releases the lock
             self._fd = None
 
     def __enter__(self) -> RunLock:
@@ -363,6 +370,19 @@ class RunLock:
             self.release()
         except Exception:  # at interpreter exit `os` may be gone; the kernel drops the lock anyway
             pass
+
+
+LOCK_IN_FOLDER = hasattr(os, "O_DIRECTORY")  # POSIX opens a directory to lock it; Windows cannot
+
+
+def _open_lock_target(out: Path) -> int:
+    """A descriptor whose lock stands for `out`'s: the directory itself, or (Windows) a file in the temp folder."""
+    if LOCK_IN_FOLDER:
+        return os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    key = hashlib.sha256(os.path.normcase(str(out.resolve())).encode("utf-8")).hexdigest()[:32]
+    folder = Path(tempfile.gettempdir()) / "albert-mini-locks"
+    folder.mkdir(exist_ok=True)
+    return os.open(folder / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o666)
 
 
 def lock_holder(path: str | Path) -> int | None:
