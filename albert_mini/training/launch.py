@@ -100,7 +100,9 @@ def _build_run(setup: PretrainingSetup, info: DistInfo, say, out: Path, locks: l
     torch.manual_seed(setup.seed + 1 + info.rank)  # dropout masks differ between ranks
     if info.is_main and not locks:
         locks.append(rundir.RunLock(out))
-    resuming = prepare_run_dir(out, run_record(setup, config, info, tokenizer, inputs), setup.overwrite, info)
+    # The record names the bias the model started from (zeros for synthetic data), not the flag's default.
+    record = run_record(model_setup, config, info, tokenizer, inputs)
+    resuming = prepare_run_dir(out, record, setup.overwrite, info)
     trainer = build_trainer(setup, model, inputs.train, inputs.validation, dist=info)
     if resuming and trainer.resume():
         say(f"resumed {out} at step {trainer.step}")

@@ -35,6 +35,14 @@ def make_run(out, steps=2, *extra):
     return out
 
 
+def test_a_synthetic_run_records_the_output_bias_its_model_started_from(tmp_path):
+    """Synthetic data has no text to count, so the bias starts at zero, and run.json says so (not the default)."""
+    out = make_run(tmp_path / "run", 1)
+    assert json.loads((out / "run.json").read_text())["settings"]["output_bias"] == "zeros"
+    make_run(out, 1)  # the same command again is the same run (its record matches what it does)
+    assert json.loads((out / "run.json").read_text())["settings"]["output_bias"] == "zeros"
+
+
 # ---------------------------------------------------------------------- what is refused
 def test_a_folder_of_yours_is_refused_and_left_alone_even_with_overwrite(tmp_path, capsys):
     folder = tmp_path / "mine"
