@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from .sentence_task import CONTRASTS, branch_row, contrast, plans, row_values
+from .sentence_task import CONTRASTS, PlannedRun, branch_row, contrast, plans, row_values
 from .sentence_task import describe_budget as describe_budget  # meta.budget: the recipe's plans
 from .trunk import ROWS, train_scratch, trunk_config
 
@@ -23,16 +23,6 @@ from .trunk import ROWS, train_scratch, trunk_config
 def scratch_spec(trunk, row: str, seed: int) -> dict:
     return {"kind": "scratch", "config": trunk_config().to_dict(), "row": row, "seed": seed,
             "plan": dataclasses.asdict(trunk)}
-
-
-@dataclasses.dataclass(frozen=True)
-class PlannedRun:
-    label: str
-    run_spec: dict
-    tokens_by_length: dict
-
-    def spec(self, *_) -> dict:
-        return self.run_spec
 
 
 def plan(budget, seeds) -> list[PlannedRun]:
