@@ -41,7 +41,6 @@ from .trunk import (
     trunk_config,
 )
 
-TASKS = ROWS  # kept for readers: one branch per row of the paper's Table 5
 MIN_PILOT_SOP = 0.55  # the seed-0 SOP branch's primary SOP after its short phase, below which branches lengthen
 EXTRA_SEEDS = (3, 4)  # added when SOP minus none on NSP straddles 0 with a positive mean
 # The pre-registered contrasts: (model A, model B, the task both are scored on).
