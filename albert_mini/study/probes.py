@@ -8,18 +8,6 @@ from ..model.albert import AlbertForPreTraining
 
 
 @torch.no_grad()
-def pooled_outputs(model: AlbertForPreTraining, inputs: dict, chunk: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
-    """The pooled [CLS] output (N, H) of every row of `inputs` and the model's sentence logits (N, 2), in chunks."""
-    pooled, logits = [], []
-    for start in range(0, len(inputs["input_ids"]), chunk):
-        part = {k: v[start:start + chunk] for k, v in inputs.items()}
-        out = model.albert(part["input_ids"], part["attention_mask"], part["token_type_ids"])
-        pooled.append(out.pooler_output)
-        logits.append(model.sop_classifier(out.pooler_output))
-    return torch.cat(pooled), torch.cat(logits)
-
-
-@torch.no_grad()
 def pair_features(model: AlbertForPreTraining, inputs: dict, chunk: int = 256) -> dict[str, torch.Tensor]:
     """On the CPU: the pooled [CLS] output (N, H), the mean of the last layer over real tokens (N, H) and the
     model's sentence logits (N, 2) of every row of `inputs` (moved to the model's device in chunks)."""
@@ -33,6 +21,12 @@ def pair_features(model: AlbertForPreTraining, inputs: dict, chunk: int = 256) -
         pooled.append(out.pooler_output.cpu())
         logits.append(model.sop_classifier(out.pooler_output).cpu())
     return {"pooled": torch.cat(pooled), "mean": torch.cat(mean), "logits": torch.cat(logits)}
+
+
+def pooled_outputs(model: AlbertForPreTraining, inputs: dict, chunk: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    """The pooled [CLS] output (N, H) and the model's sentence logits (N, 2) of every row, on the CPU."""
+    features = pair_features(model, inputs, chunk)
+    return features["pooled"], features["logits"]
 
 
 def linear_probe(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Tensor, steps: int,

@@ -105,15 +105,12 @@ def bits(correct: torch.Tensor) -> str:
 def sentence_accuracy(model: AlbertForPreTraining, task: str, trained_task: str, budget: Budget, seed: int) -> dict:
     """Held-out accuracy on SOP or NSP: the model's own head if it was trained on `task`, else a linear probe."""
     test_inputs, test_y, test_instances = held_out_sentences(task, budget)
-    device = next(model.parameters()).device
-    pooled, logits = pooled_outputs(model, {k: v.to(device) for k, v in test_inputs.items()})
-    pooled, logits = pooled.cpu(), logits.cpu()
+    pooled, logits = pooled_outputs(model, test_inputs)  # moved to the model's device in chunks, back on the CPU
     if task == trained_task:
         predictions, method = logits.argmax(-1), "trained head"
     else:
         train_inputs, train_y, _ = probe_sentences(task, budget)
-        train_pooled, _ = pooled_outputs(model, {k: v.to(device) for k, v in train_inputs.items()})
-        train_pooled = train_pooled.cpu()
+        train_pooled, _ = pooled_outputs(model, train_inputs)
         predictions = linear_probe(train_pooled, train_y, pooled, budget.probe_steps, seed=seed)
         method = f"linear probe on frozen pooled output ({budget.probe_train} examples, {budget.probe_steps} steps)"
     correct = predictions == test_y
