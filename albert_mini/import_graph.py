@@ -21,7 +21,7 @@ def module_files() -> dict[str, Path]:
 
 
 def _package_exports(path: Path) -> dict[str, str]:
-    """Public name -> module for the names the top-level package takes from its modules (imported or lazy)."""
+    """Public name -> module for the names the top-level package takes from its modules."""
     return dict(_parsed_exports(path, path.stat().st_mtime_ns))
 
 
@@ -32,14 +32,11 @@ def _parsed_exports(path: Path, mtime_ns: int) -> tuple[tuple[str, str], ...]:
 
 
 def _read_exports(path: Path) -> dict[str, str]:
-    """Parse `path`'s `from .module import name` statements (its TYPE_CHECKING block included) and its _LAZY table."""
+    """Parse `path`'s `from .module import name` statements."""
     exports = {}
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
             exports.update({alias.asname or alias.name: f"{ROOT}.{node.module}" for alias in node.names})
-        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_LAZY" for t in node.targets):
-            table = ast.literal_eval(node.value)
-            exports.update({name: f"{ROOT}.{module}" for module, names in table.items() for name in names})
     return exports
 
 

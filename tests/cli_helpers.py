@@ -23,9 +23,10 @@ def cli_error(main, argv: list[str], capsys) -> str:
     return err
 
 
-def run_module(module: str, *args: str, cwd: str | Path | None = None, env: dict | None = None,
-               timeout: float = 300) -> subprocess.CompletedProcess:
-    """`python -W error::RuntimeWarning -m albert_mini.<module> args...` in a fresh process (one thread)."""
-    command = [sys.executable, "-W", "error::RuntimeWarning", "-m", f"albert_mini.{module}", *map(str, args)]
+def run_command(*args: str, cwd: str | Path | None = None, env: dict | None = None,
+                timeout: float = 300) -> subprocess.CompletedProcess:
+    """`python -W error::RuntimeWarning -m albert_mini args...` (`albert-mini args...`) in a fresh process (one
+    thread)."""
+    command = [sys.executable, "-W", "error::RuntimeWarning", "-m", "albert_mini", *map(str, args)]
     full_env = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
     return subprocess.run(command, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)

@@ -19,7 +19,7 @@ def _seed_everything():
 @pytest.fixture(scope="session")
 def model_file(tmp_path_factory):
     """A SentencePiece model trained on generated texts with the tokenizer CLI (step one of the two-step flow)."""
-    from albert_mini.text.tokenizer import main as tokenizer_cli
+    from albert_mini.commands.tokenizer import main as tokenizer_cli
     from user_text import write_texts
 
     folder = write_texts(tmp_path_factory.mktemp("user-text") / "texts")
@@ -45,7 +45,7 @@ def polarity_data():
     path = CACHE_DIR / SENTENCES_FILE
     if not path.is_file():
         message = (f"needs the polarity sentences in {path}: run `make polarity` once "
-                   "(or python -m albert_mini.tasks.polarity; make test does it first)")
+                   "(or albert-mini polarity; make test does it first)")
         if os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
             pytest.fail(message)
         pytest.skip(message)

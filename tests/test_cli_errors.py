@@ -1,41 +1,103 @@
-"""Command lines: expected errors in one line with exit status 2, --debug tracebacks, no runpy warning, any cwd."""
+"""The `albert-mini` command line: every subcommand's help, expected errors in one line with exit status 2,
+--debug tracebacks, any cwd; and no other way in (no library module is a `python -m` command)."""
 
+import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import albert_mini
+from albert_mini import commands
+from albert_mini.commands import finetune, pretrain, tokenizer
+from albert_mini.commands import main as albert_mini_main
 from albert_mini.import_graph import module_files
 from albert_mini.paths import PRETRAINED_MODEL, REPO_ROOT
-from albert_mini.tasks import finetune
-from albert_mini.text import build_corpus, tokenizer
-from albert_mini.training import pretrain
-from cli_helpers import REPO, cli_error, run_module
+from cli_helpers import REPO, cli_error, run_command
 
 FIXTURES = REPO / "tests" / "tasks" / "fixtures" / "tasks"
-CLI_MODULES = ["training.pretrain", "tasks.finetune", "text.tokenizer", "text.build_corpus", "tasks.polarity",
-               "tasks.austen_tasks", "study.experiments", "book.build", "book.exercises.student", "book.lab",
-               "book.html_book"]
+OLD_COMMAND = re.compile(r"python -m albert_mini\.")  # the module commands the `albert-mini` command replaced
 
 
-def test_importing_the_package_imports_none_of_its_command_lines():
-    """What keeps runpy quiet: `python -m albert_mini.X.Y` finds X.Y not yet imported."""
-    code = "import sys, albert_mini; print(sorted(m for m in sys.modules if m.startswith('albert_mini')))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    imported = set(json.loads(done.stdout.replace("'", '"')))
-    commands = {name for name, path in module_files().items() if '__name__ == "__main__"' in path.read_text()}
-    assert len(commands) >= len(CLI_MODULES) and not imported & commands
-    assert {"albert_mini.model.albert", "albert_mini.training.trainer", "albert_mini.tasks.finetuning"} <= imported
-    assert not {"albert_mini.text.tokenizer", "albert_mini.tasks.registry"} & imported  # the lazy names' modules
+def console_script() -> Path:
+    """The `albert-mini` script pip installed beside this Python (make venv installs the package)."""
+    folder = Path(sys.executable).parent
+    script = next((p for p in (folder / "albert-mini", folder / "albert-mini.exe") if p.is_file()), None)
+    assert script is not None, f"no albert-mini script in {folder}: install the package (make venv)"
+    return script
+
+
+def test_albert_mini_help_lists_every_command_and_python_m_albert_mini_is_the_same():
+    done = subprocess.run([str(console_script()), "--help"], capture_output=True, text=True, timeout=120, cwd="/")
+    assert done.returncode == 0 and done.stderr == "", done.stderr[-2000:]
+    listed = [line.split()[0] for line in done.stdout.split("commands:\n")[1].split("\n\n")[0].splitlines()]
+    assert listed == list(commands.COMMANDS)
+    for name, (_, summary) in commands.COMMANDS.items():
+        assert f"  {name} " in done.stdout and summary in done.stdout
+    same = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "albert_mini", "--help"],
+                          capture_output=True, text=True, timeout=120, cwd="/")
+    assert (same.returncode, same.stdout, same.stderr) == (0, done.stdout, "")
+
+
+@pytest.mark.parametrize("name", commands.COMMANDS)
+def test_every_command_has_help(name, capsys):
+    with pytest.raises(SystemExit) as done:
+        albert_mini_main([name, "--help"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0 and out.startswith(f"usage: albert-mini {name} ") and "--debug" in out
+    assert not OLD_COMMAND.search(out), "help names a command that no longer exists"
+
+
+@pytest.mark.parametrize("name", commands.COMMANDS)
+def test_every_command_refuses_a_bad_flag_in_one_line(name, capsys):
+    error = cli_error(albert_mini_main, [name, "--no-such-flag"], capsys)
+    assert error.rstrip().endswith(f"(see albert-mini {name} --help)"), error
+
+
+def test_the_dispatcher_names_a_wrong_command_and_what_to_type(capsys):
+    assert "did you mean 'pretrain'?" in cli_error(albert_mini_main, ["pretrian"], capsys)
+    assert "albert-mini --help" in cli_error(albert_mini_main, [], capsys)
+    assert albert_mini_main(["--version"]) == 0
+    assert capsys.readouterr().out == f"albert-mini {albert_mini.__version__}\n"
+
+
+def test_no_library_module_is_a_python_m_command():
+    """One way in: `albert-mini` (albert_mini/commands/), and `python -m albert_mini` through __main__.py."""
+    mains = []
+    for name, path in module_files().items():
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and re.fullmatch(r"__name__ == ['\"]__main__['\"]", ast.unparse(node.test)):
+                mains.append(name)
+    assert mains == ["albert_mini.__main__"]
+    assert sorted(p.relative_to(REPO_ROOT).as_posix() for p in (REPO_ROOT / "albert_mini").rglob("__main__.py")) \
+        == ["albert_mini/__main__.py"]
+
+
+def documentation_files() -> list[Path]:
+    """What a reader learns commands from: READMEs and guides, the Makefile, the chapters, scripts and CI."""
+    patterns = ["*.md", "Makefile", "environment.yml", "chapters/*.py", "chapters/*.ipynb", "chapters/**/*.md",
+                "chapters/solutions/*.py", "data/**/README.md", "albert_mini/**/README.md", "benchmarks/*.py",
+                ".ci/*", "albert_mini/commands/*.py", "albert_mini/__main__.py"]
+    return sorted({path for pattern in patterns for path in REPO_ROOT.glob(pattern) if path.is_file()})
+
+
+def test_no_document_names_the_old_module_commands():
+    files = documentation_files()
+    assert {"README.md", "Makefile", "chapters/07_pretraining.ipynb", "data/results/README.md"} <= {
+        p.relative_to(REPO_ROOT).as_posix() for p in files}
+    stale = [f"{p.relative_to(REPO_ROOT)}:{n}" for p in files
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if OLD_COMMAND.search(line)]
+    assert stale == [], "these lines name `python -m albert_mini.X`: it is `albert-mini COMMAND` now"
 
 
 def test_every_public_name_resolves():
-    """`from albert_mini import *` in a fresh interpreter: every name of __all__, the lazy ones included."""
+    """`from albert_mini import *` in a fresh interpreter: every name of __all__."""
     code = "from albert_mini import *; import albert_mini; print(sum(n in globals() for n in albert_mini.__all__))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -45,15 +107,8 @@ def test_every_public_name_resolves():
     assert set(albert_mini.__all__) <= set(dir(albert_mini))
 
 
-@pytest.mark.parametrize("module", CLI_MODULES)
-def test_every_command_line_runs_without_a_runpy_warning(module):
-    done = run_module(module, "--help", cwd="/")
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stderr == "" and "--debug" in done.stdout
-
-
 def test_finetune_starts_from_the_shipped_model_in_any_working_directory(tmp_path):
-    done = run_module("tasks.finetune", "--task", "austen-mc", "--steps", "1", "--batch-size", "2",
+    done = run_command("finetune", "--task", "austen-mc", "--steps", "1", "--batch-size", "2",
                       "--max-train-examples", "2", "--max-eval-examples", "2", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Warning" not in done.stderr
@@ -71,7 +126,7 @@ def test_a_corrupt_shipped_model_says_restore_it_with_git_never_delete_it(tmp_pa
                             / "albert-mini-austen")
     weights = (model / "model.safetensors").read_bytes()
     (model / "model.safetensors").write_bytes(weights[:-1000])
-    done = run_module("tasks.finetune", "--task", "austen-mc", "--steps", "1", "--batch-size", "2",
+    done = run_command("finetune", "--task", "austen-mc", "--steps", "1", "--batch-size", "2",
                       "--max-train-examples", "2", "--max-eval-examples", "2", cwd=tmp_path,
                       env={"ALBERT_MINI_ROOT": str(root)})
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
@@ -83,9 +138,9 @@ def test_a_corrupt_shipped_model_says_restore_it_with_git_never_delete_it(tmp_pa
 def test_debug_shows_the_traceback(tmp_path):
     args = ["--format", "race", "--train-file", tmp_path / "absent.json", "--test-file", tmp_path / "absent.json",
             "--init", "random", "--preset", "albert-nano"]
-    quiet = run_module("tasks.finetune", *args)
+    quiet = run_command("finetune", *args)
     assert quiet.returncode == 2 and quiet.stderr.startswith("error: task file") and "Traceback" not in quiet.stderr
-    loud = run_module("tasks.finetune", *args, "--debug")
+    loud = run_command("finetune", *args, "--debug")
     assert loud.returncode == 1 and "Traceback (most recent call last)" in loud.stderr
     assert "MissingFileError: task file" in loud.stderr
 
@@ -101,7 +156,7 @@ def test_a_bad_race_file_is_one_line(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv,expected", [
     (["--steps", "x", "--out", "o"],
-     "argument --steps: invalid int value: 'x' (see python -m albert_mini.training.pretrain --help)"),
+     "argument --steps: invalid int value: 'x' (see albert-mini pretrain --help)"),
     (["--steps", "1"], "the following arguments are required: --out"),
     (["--steps", "1", "--out", "o", "--nope"], "unrecognized arguments: --nope"),
     (["--steps", "0", "--out", "o"], "--steps must be >= 1, got 0"),
@@ -126,7 +181,8 @@ def test_tokenizer_and_build_corpus_errors_are_one_line(tmp_path, capsys):
     assert not (tmp_path / "t.model").exists()
     fake = tmp_path / "x.deb"
     fake.write_bytes(b"not an archive")
-    assert "not a .deb file" in cli_error(build_corpus.main, [str(fake), "--out", str(tmp_path / "out")], capsys)
+    assert "not a .deb file" in cli_error(albert_mini_main, ["corpus", str(fake), "--out", str(tmp_path / "out")],
+                                             capsys)
     assert "invalid choice: 'fit'" in cli_error(tokenizer.main, ["fit"], capsys)
 
 
@@ -144,7 +200,7 @@ def test_cli_run_lets_bugs_keep_their_traceback():
 def test_subprocess_errors_print_exactly_one_line(tmp_path):
     out = tmp_path / "file"
     out.write_text("x")
-    done = run_module("training.pretrain", "--preset", "albert-nano", "--corpus", "synthetic", "--steps", "1",
+    done = run_command("pretrain", "--preset", "albert-nano", "--corpus", "synthetic", "--steps", "1",
                       "--out", out)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == f"error: --out {out} is a file, not a directory; give a directory path (it is created if " \

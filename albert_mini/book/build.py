@@ -1,6 +1,6 @@
 """Build the textbook: pair each chapter's .py source with its .ipynb and execute it in full mode.
 
-    python -m albert_mini.book.build chapters/03_factorized_embeddings.py ...   # what `make book` runs
+    albert-mini book chapters/03_factorized_embeddings.py ...   # what `make book` runs
 
 A rebuild whose results did not change leaves the notebook unchanged except for the lines that print timings:
 every cell keeps the id it had in the committed notebook (a new cell gets an id derived from its text), no
@@ -9,16 +9,9 @@ execution timestamps are recorded, and consecutive writes to stdout (or stderr) 
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import os
-import sys
 import time
 from pathlib import Path
-
-from ..cli import Parser
-from ..cli import run as run_cli
-from ..settings import FAST_ENV, STATIC_ENV
 
 CELL_TIMEOUT_SECONDS = 1800
 # The kernel a chapter names, spelled as ipykernel's installed spec spells it: JupyterLab copies the running kernel's
@@ -95,26 +88,3 @@ def build_chapter(source: Path, timeout: int = CELL_TIMEOUT_SECONDS) -> float:
     jupytext.write(notebook, target)
     return time.perf_counter() - start
 
-
-def main(argv: list[str] | None = None) -> int:
-    """Command line: build the chapters named; bad input ends with one error line and exit status 2."""
-    return run_cli(_main, argv)
-
-
-def _main(argv: list[str]) -> int:
-    parser = Parser(prog="python -m albert_mini.book.build",
-                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("chapters", nargs="+", type=Path, help="chapter sources (chapters/NN_name.py)")
-    args = parser.parse_args(argv)
-    os.environ.pop(FAST_ENV, None)  # the book is always built in full mode
-    os.environ[STATIC_ENV] = "1"  # a widget's state is not a result: the committed notebook shows a table
-    for source in args.chapters:
-        if source.suffix != ".py" or not source.exists():
-            parser.error(f"{source} is not a chapter source (.py)")
-        seconds = build_chapter(source)
-        print(f"{source}: executed in {seconds:.0f} s -> {source.with_suffix('.ipynb')}", flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

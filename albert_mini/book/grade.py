@@ -1,7 +1,7 @@
 """Grade a class: run every submitted chapter notebook and write one gradebook row per student, chapter, exercise.
 
-    python -m albert_mini.book.grade SUBMISSIONS                       # what `make grade SUBMISSIONS=...` runs
-    python -m albert_mini.book.grade SUBMISSIONS --out marks.csv --time-limit 300 --overwrite
+    albert-mini grade SUBMISSIONS                       # what `make grade SUBMISSIONS=...` runs
+    albert-mini grade SUBMISSIONS --out marks.csv --time-limit 300 --overwrite
 
 SUBMISSIONS holds one folder per student with that student's notebooks (`05_sentence_order_prediction.ipynb`,
 ...). Each notebook runs in a fresh kernel, in a scratch folder (the student's files are only read), with the
@@ -17,7 +17,6 @@ Chapters run in fast mode (ALBERT_MINI_FAST=1) unless --full: the checks do not 
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
@@ -25,18 +24,15 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from contextlib import redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cli import Parser, one_line, positive_float
-from ..cli import run as run_cli
-from ..errors import MissingFileError, UsageError
+from ..cli import one_line
+from ..errors import MissingFileError
 from ..paths import repo_root
-from ..safe_files import atomic_write_text, check_new_file
 
 COLUMNS = ("student", "chapter", "exercise", "passed", "message")
 RESULT_MARK = "albert-mini-grade:"  # the line a grading cell prints, followed by the verdict as JSON
@@ -311,42 +307,3 @@ def gradebook_text(rows: list[Row]) -> str:
     writer.writerows(row.cells() for row in rows)
     return buffer.getvalue()
 
-
-def main(argv: list[str] | None = None) -> int:
-    """Command line: grade a folder of submissions; bad input ends with one error line and exit status 2."""
-    return run_cli(_main, argv)
-
-
-def _main(argv: list[str]) -> int:
-    parser = Parser(prog="python -m albert_mini.book.grade", description=__doc__,
-                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("submissions", type=Path, help="a folder with one sub-folder of notebooks per student")
-    parser.add_argument("--out", type=Path, default=None, help="the gradebook CSV (default SUBMISSIONS/gradebook.csv)")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing gradebook")
-    parser.add_argument("--time-limit", type=positive_float, default=DEFAULT_TIME_LIMIT,
-                        help=f"seconds one notebook may run, kernel start included (default {DEFAULT_TIME_LIMIT:g})")
-    parser.add_argument("--chapters", nargs="+", default=None, metavar="NN",
-                        help="grade only these chapters, e.g. --chapters 03 05 (default: every chapter handed in)")
-    parser.add_argument("--full", action="store_true", help="run the chapters at full settings, not fast mode")
-    args = parser.parse_args(argv)
-    from .exercises import chapters_with_exercises
-
-    if not args.submissions.is_dir():
-        raise MissingFileError(f"SUBMISSIONS {args.submissions} is not a folder; give the folder that holds one "
-                               "sub-folder of notebooks per student (make grade SUBMISSIONS=path/to/folder)")
-    known = chapters_with_exercises()
-    unknown = [c for c in args.chapters or [] if c not in known]
-    if unknown:
-        raise UsageError(f"--chapters {' '.join(unknown)}: no such chapter with exercises; choose from "
-                         f"{' '.join(known)}")
-    out = check_new_file(args.out or args.submissions / "gradebook.csv", "--out", overwrite=args.overwrite)
-    start = time.monotonic()
-    rows = grade_class(args.submissions, args.time_limit, not args.full, args.chapters)
-    atomic_write_text(out, gradebook_text(rows))
-    passed = sum(row.passed for row in rows)
-    print(f"{out}: {len(rows)} rows, {passed} passed ({time.monotonic() - start:.0f} s)", flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

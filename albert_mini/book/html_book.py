@@ -1,8 +1,8 @@
 """The book as static HTML: every chapter's committed, executed notebook (never re-run), the teacher guide and a
 contents page, with maths rendered offline. What `make html` runs:
 
-    python -m albert_mini.book.html_book                 # -> build/html/index.html
-    python -m albert_mini.book.html_book --out DIR       # anywhere else
+    albert-mini html                 # -> build/html/index.html
+    albert-mini html --out DIR       # anywhere else
 
 Sphinx with MyST-NB turns the notebooks into pages (`nb_execution_mode = "off"`: outputs come from the .ipynb).
 MathJax 3.2.2 comes from PyPI (the `django-static-mathjax` wheel ships its files; Django itself is not needed) and is
@@ -13,17 +13,12 @@ in JupyterLab.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import shutil
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-from ..cli import Parser
-from ..cli import run as run_cli
 from ..errors import UserError
 from ..paths import repo_root
 from .exercises.solutions import copy_with_solutions
@@ -256,23 +251,3 @@ def check_out_dir(out: Path) -> None:
         raise BookBuildError(f"--out {out} holds files that no book build wrote ({shown}); a build replaces its "
                              "folder whole, so choose a new or empty --out, or move those files away")
 
-
-def main(argv: list[str] | None = None) -> int:
-    """Command line: build the book; a failure ends with one error line and exit status 2 (--debug: traceback)."""
-    return run_cli(_main, argv)
-
-
-def _main(argv: list[str]) -> int:
-    parser = Parser(prog="python -m albert_mini.book.html_book", description=__doc__,
-                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default: build/html)")
-    args = parser.parse_args(argv)
-    root = repo_root()
-    start = time.perf_counter()
-    index = build(args.out or root / "build" / "html", root)
-    print(f"{index} ({time.perf_counter() - start:.0f} s): open it in a browser, no server needed", flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,22 +6,18 @@ pairs, where our own pairs give 50%). A network trained on such pairs should fin
 accuracy rises from the constant answer towards the surface probe's, the sentence path learns a signal that is
 there, and a flat SOP curve on our cue-free pairs is about the task, not the wiring.
 
-    python -m albert_mini.research.leak_control --steps 600 --out data/results/leak_control.json
+    albert-mini leak-control --steps 600 --out data/results/leak_control.json
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import random
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
-from ..cli import Parser
-from ..cli import run as run_cli
 from ..errors import UsageError
 from ..study.experiments.measure import bits
 from ..study.experiments.provenance import cpu_model, git_revision
@@ -33,7 +29,7 @@ from ..text.padding import pad_batch
 from ..text.tokenizer import Tokenizer
 from ..training import build
 from .recipe_search import build_model, control_step, sentence_accuracy, sentence_logits
-from .recipe_space import Recipe, nano_recipe
+from .recipe_space import Recipe
 
 HELD_OUT_SPLITS = ("validation", "test")
 
@@ -134,35 +130,3 @@ def held_out_correct(model, batches: list[dict]) -> np.ndarray:
     model.train()
     return np.concatenate(right)
 
-
-def main(argv: list[str] | None = None):
-    """Command line: run the control and write its record."""
-    return run_cli(_main, argv)
-
-
-def _main(argv: list[str]) -> dict:
-    p = Parser(prog="python -m albert_mini.research.leak_control", description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=600, help="updates of the sentence loss (default 600)")
-    p.add_argument("--every", type=int, default=50, help="held-out evaluation every this many updates")
-    p.add_argument("--nano", action="store_true", help="albert-nano at 64 tokens (seconds, for a quick look)")
-    p.add_argument("--out", default=None, help="write the record (JSON) here")
-    args = p.parse_args(argv)
-    recipe = nano_recipe(seq_len=64, warmup=10) if args.nano else Recipe()
-    record = run_leak_control(recipe, args.steps, args.every)
-    for name in ("constant_answer", "surface_probe", "network"):
-        r = record[name]
-        print(f"{name:16s} {r['accuracy']:.1%} of {r['total']} held-out pairs "
-              f"[{r['interval'][0]:.1%}, {r['interval'][1]:.1%}]")
-    for name, c in record["network_vs"].items():
-        low, high = c["bootstrap"]["ci95"]
-        print(f"network - {name}: {100 * c['bootstrap']['difference']:+.1f} points "
-              f"[{100 * low:+.1f}, {100 * high:+.1f}], "
-              f"McNemar p = {c['mcnemar_p']:.2g}")
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
-    return record
-
-
-if __name__ == "__main__":
-    main()

@@ -6,22 +6,17 @@ and of B would beat chance. Each (slot, token) pair is one binary feature: slots
 B's first k, B's last k (k = 0: two slots, all of A and all of B). Held-out accuracy near 50% means the pairs
 carry no such lexical cue, so a model that beats chance must have learned something about order itself.
 
-    python -m albert_mini.research.lexical_sop --out data/results/lexical_sop.json
+    albert-mini lexical-sop --out data/results/lexical_sop.json
 """
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 import torch
 
-from ..cli import Parser
-from ..cli import run as run_cli
-from ..errors import UsageError
 from ..study.experiments.provenance import cpu_model, git_revision
 from ..text.instances import Instance, build_instances
 from .recipe_space import documents
@@ -96,32 +91,7 @@ def lexical_baselines(seq_lens=(64, 128), edges=EDGES, l2: float = 1e-5, steps: 
             rows.append(row)
     return {"about": "Logistic regression on position-specific bags of the first/last k tokens of segments A and B "
                      "(k=0: whole segments); training chapters (4 instance draws) -> validation + test chapters",
-            "command": "python -m albert_mini.research.lexical_sop", "machine": cpu_model(),
+            "command": "albert-mini lexical-sop", "machine": cpu_model(),
             "git_revision": git_revision(),
             "wall_seconds": round(time.perf_counter() - start, 1), "threads": torch.get_num_threads(), "rows": rows}
 
-
-def _main(argv: list[str]) -> dict:
-    p = Parser(prog="python -m albert_mini.research.lexical_sop", description=__doc__.split("\n")[0])
-    p.add_argument("--out", default="data/results/lexical_sop.json")
-    p.add_argument("--steps", type=int, default=400, help="full-batch Adam steps (default 400)")
-    p.add_argument("--l2", type=float, default=1e-5, help="L2 penalty on the weights (default 1e-5)")
-    args = p.parse_args(argv)
-    if args.steps < 1 or args.l2 < 0:
-        raise UsageError(f"--steps must be >= 1 and --l2 >= 0, got {args.steps} and {args.l2}")
-    result = lexical_baselines(l2=args.l2, steps=args.steps)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
-    for r in result["rows"]:
-        print(f"seq {r['seq_len']} k={r['k'] or 'all'}: train {r['train_acc']:.3f}, held-out {r['held_out_acc']:.3f} "
-              f"[{r['held_out_interval'][0]:.3f}, {r['held_out_interval'][1]:.3f}] on {r['held_out_pairs']} pairs")
-    return result
-
-
-def main(argv: list[str] | None = None) -> dict:
-    """Command line; bad flags end with one error line and exit status 2."""
-    return run_cli(_main, argv)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,6 @@
 """The classroom model's card: held-out MLM and SOP accuracy with 95% intervals, its curve, and how it was trained.
 
-`python -m albert_mini.research.model_card MODEL_DIR [--compare LABEL=METRICS ...]` scores an exported model on every
+`albert-mini model-card MODEL_DIR [--compare LABEL=RUN_DIR ...]` scores an exported model on every
 held-out Austen chapter (validation and test splits, statically masked with a fixed seed, every example counted),
 draws held-out accuracy against training tokens for this run and any runs to compare, and writes MODEL_DIR/README.md.
 """
@@ -8,26 +8,17 @@ draws held-out accuracy against training tokens for this run and any runs to com
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import torch
 
-from ..cli import Parser
-from ..cli import run as run_cli
-from ..errors import UsageError
-from ..paths import FIGURES_ROOT, REPO_ROOT
-from ..study.experiments.provenance import cpu_model
+from ..paths import REPO_ROOT
 from ..study.paper import TABLE5
 from ..study.stats import wilson_interval
 from ..text.batches import build_pretraining_dataset, collate
 from ..text.corpus import load_corpus
 from ..text.tokenizer import Tokenizer
-from ..training.checkpoint import load_pretrained
 from ..training.objectives import metrics_from_sums, pretraining_objective
-from ..training.rundir import MODEL_CARD_FILE as CARD_FILE
-from ..training.rundir import SCORES_FILE
-from .time_to_quality import read_run
 
 HELD_OUT_SPLITS = ("validation", "test")
 
@@ -101,9 +92,20 @@ def display_path(folder: Path) -> str:
         return str(folder)
 
 
-def module_command(command: str) -> str:
-    """A recorded command line (sys.argv, so a script path) as the `python -m` command a reader types."""
-    return re.sub(r"^\S*?(albert_mini/\S+)\.py", lambda m: "python -m " + m.group(1).replace("/", "."), command)
+# Runs recorded before the `albert-mini` command named the module they ran: its file, and the command it is now.
+_OLD_SCRIPTS = {"albert_mini/training/pretrain.py": "pretrain", "albert_mini/tasks/finetune.py": "finetune"}
+
+
+def typed_command(command: str) -> str:
+    """A recorded command line (sys.argv: the script's path first) as the `albert-mini` command a reader types."""
+    script, _, args = command.partition(" ")
+    script = script.replace("\\", "/").removesuffix(".exe")
+    if script.endswith(("/albert-mini", "albert_mini/__main__.py")) or script == "albert-mini":
+        return f"albert-mini {args}".rstrip()
+    for old, name in _OLD_SCRIPTS.items():
+        if script.endswith(old):
+            return f"albert-mini {name} {args}".rstrip()
+    return command
 
 
 # ALBERT's pretraining (Section 4.1): 125,000 steps of 4,096 sequences of 512 tokens.
@@ -151,7 +153,7 @@ sha256 of the weights and config.
 gradient clipping {s['clip_norm']:g}, no dropout, seed {s['seed']}. {tokens / 1e6:.1f}M training tokens in
 {hours:.2f} hours of wall time on {machine}. Command (the run resumes exactly if interrupted):
 
-    {module_command(run['command'])}
+    {typed_command(run['command'])}
 
 ## Held-out quality (every example of the validation and test chapters, {scores['seq_len']} tokens, masking seed {scores['seed']})
 - Masked tokens predicted: **{100 * scores['mlm_acc']:.1f}%** of {scores['masked_tokens']:,}
@@ -176,50 +178,3 @@ learn at small budgets (it fits its training pairs long before it generalises). 
 cells, not as a language model.
 """
 
-
-def main(argv: list[str] | None = None) -> None:
-    """Command line: score the model, draw the curve, write the card."""
-    run_cli(_main, argv)
-
-
-def _main(argv: list[str]) -> None:
-    p = Parser(prog="python -m albert_mini.research.model_card", description=__doc__.splitlines()[0])
-    p.add_argument("model_dir", help="an exported model directory (with run.json and metrics.jsonl)")
-    p.add_argument("--compare", nargs="*", default=[], metavar="LABEL=RUN_DIR",
-                   help="other run directories (or exported models) to draw beside this one")
-    p.add_argument("--figure", default="classroom_model_curve.png", help="file name under figures/")
-    p.add_argument("--label", default="this model", help="legend label of this model's curve")
-    p.add_argument("--machine", default=None,
-                   help="where the run trained, as the card states it (default: 2 cores of this machine's CPU)")
-    p.add_argument("--reuse-scores", action="store_true",
-                   help=f"rewrite the card from MODEL_DIR/{SCORES_FILE} instead of scoring the model again")
-    args = p.parse_args(argv)
-    model_dir = Path(args.model_dir)
-    for name in ("run.json", "metrics.jsonl"):
-        if not (model_dir / name).is_file():
-            raise UsageError(f"{model_dir} has no {name}; export the model from its run directory with "
-                             "albert_mini.training.checkpoint.export_pretrained(RUN_DIR, OUT)")
-    curves = {args.label: read_run(model_dir)[1]}
-    for item in args.compare:
-        label, sep, path = item.partition("=")
-        if not sep:
-            raise UsageError(f"--compare takes LABEL=PATH, got {item!r}")
-        curves[label] = read_run(Path(path))[1]
-    if args.reuse_scores:
-        if not (model_dir / SCORES_FILE).is_file():
-            raise UsageError(f"{model_dir} has no {SCORES_FILE} to reuse; "
-                             "run without --reuse-scores to score the model")
-        scores = json.loads((model_dir / SCORES_FILE).read_text())
-    else:
-        torch.manual_seed(0)
-        scores = held_out_scores(load_pretrained(model_dir))
-        (model_dir / SCORES_FILE).write_text(json.dumps(scores, indent=2) + "\n")
-    curve_figure(curves, FIGURES_ROOT / args.figure)
-    machine = args.machine or f"2 cores of {cpu_model()}"
-    (model_dir / CARD_FILE).write_text(card_text(model_dir, scores, curves[args.label], args.figure, machine))
-    print(f"MLM {100 * scores['mlm_acc']:.2f}% of {scores['masked_tokens']}, SOP {100 * scores['sop_acc']:.2f}% of "
-          f"{scores['sop_pairs']}; card in {model_dir / CARD_FILE}")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,6 @@
 """data/results/recipe_search.json, its table and figure, from the raw probe and control records of the search.
 
-The records are what `python -m albert_mini.research.recipe_search probe|control` writes (one JSON per run);
+The records are what `albert-mini recipe-search probe|control` writes (one JSON per run);
 the committed ones are in data/results/recipe_search/. Probes that repeat another probe's recipe exactly are
 kept as repeats: their numbers show whether a rerun reproduces.
 """

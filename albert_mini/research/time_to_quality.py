@@ -6,7 +6,7 @@ and the same background load; each is evaluated on the same held-out batches at 
 shipped classroom model and a new one) into data/results/time_to_quality.json and its figure.
 
     python benchmarks/time_to_quality.py --minutes 15 --out runs/ttq
-    python -m albert_mini.research.time_to_quality results OLD_RUN_DIR NEW_RUN_DIR
+    albert-mini time-to-quality results OLD_RUN_DIR NEW_RUN_DIR
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ from pathlib import Path
 
 import torch
 
-from ..cli import Parser
-from ..cli import run as run_cli
 from ..errors import UsageError
 from ..study.experiments.provenance import cpu_model, git_revision
 from ..training.distributed import DistInfo
@@ -97,8 +95,8 @@ def read_run(folder: Path) -> tuple[dict, list[dict]]:
     folder = Path(folder)
     metrics = folder / METRICS_FILE
     if not metrics.is_file():
-        raise UsageError(f"{folder} has no {METRICS_FILE}; give a run directory of python -m "
-                         "albert_mini.training.pretrain (or an exported model that kept its metrics)")
+        raise UsageError(f"{folder} has no {METRICS_FILE}; give a run directory of albert-mini pretrain "
+                         "(or an exported model that kept its metrics)")
     settings = json.loads((folder / RUN_FILE).read_text()).get("settings", {}) if (folder / RUN_FILE).is_file() else {}
     curve, tokens = [], 0
     for line in metrics.read_text().splitlines():
@@ -192,26 +190,3 @@ def report(result: dict) -> str:
         lines.append("new did not reach old's final MLM within the budget")
     return "\n".join(lines)
 
-
-def _main(argv: list[str]):
-    p = Parser(prog="python -m albert_mini.research.time_to_quality", description=__doc__.split("\n")[0])
-    sub = p.add_subparsers(dest="command", required=True)
-    results = sub.add_parser("results", help="time_to_quality.json and its figure from two run directories")
-    results.error = p.error
-    results.add_argument("old", help="run directory of the old recipe (e.g. data/results/classroom-model-v1)")
-    results.add_argument("new", help="run directory of the new recipe (e.g. data/results/classroom-model-v2)")
-    results.add_argument("--out", default="data/results/time_to_quality.json")
-    results.add_argument("--figure", default="figures/time_to_quality.png")
-    args = p.parse_args(argv)
-    result = write_results(Path(args.old), Path(args.new), Path(args.out), Path(args.figure))
-    print(json.dumps({k: result[k] for k in ("at_common_minutes", "tokens_to_old_final_mlm")}, indent=1))
-    return result
-
-
-def main(argv: list[str] | None = None):
-    """Command line; bad arguments end with one error line and exit status 2."""
-    return run_cli(_main, argv)
-
-
-if __name__ == "__main__":
-    main()

@@ -6,7 +6,7 @@
   character's name replaced by "___", and the answer is that name where it stands in the passage.
 
 The pretrained models saw only the corpus's "train" chapters, so the fine-tuning train sets come from the
-"validation" chapters and the test sets from the "test" chapters. `python -m albert_mini.tasks.austen_tasks`
+"validation" chapters and the test sets from the "test" chapters. `albert-mini austen-tasks`
 rebuilds data/tasks/ byte for byte (a seeded build) with a README giving provenance, counts and sha256s.
 """
 
@@ -14,13 +14,9 @@ from __future__ import annotations
 
 import random
 import re
-import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from ..cli import Parser
-from ..cli import run as run_cli
-from ..cli import seed as seed_type
 from ..paths import DATA_ROOT, MANIFEST, sha256_file, update_manifest, verified_path
 from ..safe_files import UnsafeWriteError, atomic_write_text, check_out_folder
 from ..text.corpus import CorpusError, Document, load_corpus
@@ -35,7 +31,7 @@ from .formats import (
 )
 
 TASKS_DIR = DATA_ROOT / "tasks"
-REBUILD_COMMAND = "python -m albert_mini.tasks.austen_tasks"
+REBUILD_COMMAND = "albert-mini austen-tasks"
 SEED = 2020
 SOURCE_SPLITS = {"train": "validation", "test": "test"}  # task split -> corpus split it is built from
 MC_SIZES = {"train": 1200, "test": 400}
@@ -346,23 +342,3 @@ def check_tasks_folder(out: Path) -> None:
         raise UnsafeWriteError(f"--out {out} holds files this command does not write ({', '.join(foreign[:5])}); "
                                "give an empty or new folder, or data/tasks to rebuild the shipped tasks")
 
-
-def main(argv: list[str] | None = None) -> None:
-    """Command line: rebuild data/tasks; bad input ends with one error line and exit status 2."""
-    run_cli(_main, argv)
-
-
-def _main(argv: list[str]) -> None:
-    parser = Parser(prog="python -m albert_mini.tasks.austen_tasks",
-                    description="Rebuild data/tasks/ (austen-mc, austen-span) from the Austen corpus.")
-    parser.add_argument("--out", type=Path, default=TASKS_DIR, help="output folder (default: data/tasks)")
-    parser.add_argument("--seed", type=seed_type, default=SEED)
-    args = parser.parse_args(argv)
-    check_tasks_folder(args.out)  # before the tasks are built
-    started = time.perf_counter()
-    counts = build_all(args.out, seed=args.seed)
-    print(f"wrote {args.out} in {time.perf_counter() - started:.1f} s: {counts}")
-
-
-if __name__ == "__main__":
-    main()

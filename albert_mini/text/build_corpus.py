@@ -1,4 +1,4 @@
-"""Build data/austen/ from the Debian package r-cran-janeaustenr: `python -m albert_mini.text.build_corpus [SOURCE]`.
+"""Build data/austen/ from the Debian package r-cran-janeaustenr: `albert-mini corpus [SOURCE]` runs `build`.
 
 SOURCE is the package's .deb, a folder it was extracted into (`dpkg-deb -x`), or its `Rdata.rdx`/`.rdb`. Without
 SOURCE the script runs `apt-get download r-cran-janeaustenr` into the git-ignored `cache/` folder (Debian and
@@ -26,12 +26,9 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-import time
 from pathlib import Path
 
-from ..cli import Parser
-from ..cli import run as run_cli
-from ..paths import CACHE_ROOT, DATA_ROOT, sha256_bytes, update_manifest
+from ..paths import CACHE_ROOT, sha256_bytes, update_manifest
 from .corpus import SPLITS, CorpusError, Document, format_documents, normalize_paragraph
 from .rdata import read_lazyload_db
 
@@ -61,7 +58,7 @@ def download_deb(cache_dir: Path = CACHE_DIR) -> Path:
     if shutil.which("apt-get") is None:
         raise CorpusError(
             f"apt-get not found: downloading {PACKAGE} needs Debian or Ubuntu. Copy the .deb from such a "
-            f"machine (`apt-get download {PACKAGE}`) and run `python -m albert_mini.text.build_corpus PATH.deb`."
+            f"machine (`apt-get download {PACKAGE}`) and run `albert-mini corpus PATH.deb`."
         )
     cache_dir.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(["apt-get", "download", PACKAGE], cwd=cache_dir, capture_output=True, text=True)
@@ -248,23 +245,3 @@ def build(source: Path | None, out_dir: Path) -> dict:
     update_manifest(out_dir, [f"{split}.txt" for split in SPLITS] + ["stats.json"])
     return stats
 
-
-def main(argv: list[str] | None = None) -> None:
-    """Command line: rebuild data/austen; bad input ends with one error line and exit status 2."""
-    run_cli(_main, argv)
-
-
-def _main(argv: list[str]) -> None:
-    parser = Parser(prog="python -m albert_mini.text.build_corpus", description=__doc__.splitlines()[0])
-    parser.add_argument("source", nargs="?", type=Path, help=f"{PACKAGE} .deb, its extracted folder or Rdata.rdx "
-                        "(default: apt-get download into cache/)")
-    parser.add_argument("--out", type=Path, default=DATA_ROOT / "austen", help="output folder (default: data/austen)")
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
-    stats = build(args.source, args.out)
-    print(json.dumps(stats, indent=2))
-    print(f"built {args.out} in {time.perf_counter() - start:.2f} s")
-
-
-if __name__ == "__main__":
-    main()

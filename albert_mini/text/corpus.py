@@ -21,7 +21,7 @@ from ..textfile import read_utf8
 
 SPLITS = ("train", "validation", "test")
 TEXT_MODES = ("file", "blank_line")  # how load_text_files cuts files into documents
-REBUILD_COMMAND = "python -m albert_mini.text.build_corpus"
+REBUILD_COMMAND = "albert-mini corpus"
 
 
 class CorpusError(UserError, ValueError):

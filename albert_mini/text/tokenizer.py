@@ -2,8 +2,8 @@
 
 Ids 0-4 are `<pad>`, `<unk>`, `[CLS]`, `[SEP]`, `[MASK]` in every model this module accepts, the layout of the
 official `30k-clean.model`. The committed Austen model (`data/austen/spiece.model`, 8000 pieces) is rebuilt with
-`python -m albert_mini.text.tokenizer train --vocab-size 8000 --out data/austen/spiece.model --overwrite`
-(`train` writes only where --out says, and replaces an existing file only with --overwrite).
+`albert-mini tokenizer train --vocab-size 8000 --out data/austen/spiece.model --overwrite` (albert_mini/commands/
+tokenizer.py; `train` writes only where --out says, and replaces an existing file only with --overwrite).
 
 Parity with Hugging Face: `transformers.AlbertTokenizer.from_pretrained(folder)`, with the model copied to
 `folder/spiece.model`, gives the same ids (tests/text/test_tokenizer.py). Load it with `from_pretrained(folder)`:
@@ -21,9 +21,7 @@ ids. Pass `return_token_type_ids=True` to get token types from HF 5.x. Three doc
 from __future__ import annotations
 
 import io
-import json
 import string
-import time
 import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -32,20 +30,16 @@ import numpy as np
 import sentencepiece as spm
 import torch
 
-from ..cli import Parser, positive_int
-from ..cli import run as run_cli
-from ..cli import seed as seed_type
-from ..errors import UsageError, UserError
+from ..errors import UserError
 from ..paths import DATA_ROOT, MANIFEST, recorded_path, sha256_file, update_manifest, verified_path
 from ..safe_files import atomic_write_bytes, atomic_write_text, check_new_file
 from ..specials import CLS_ID, MASK_ID, PAD_ID, SEP_ID, SPECIAL_PIECES, UNK_ID
-from .corpus import SPLITS, expand_text_paths, load_corpus, load_text_files
+from .corpus import load_corpus, load_text_files
 from .padding import pad_batch
 
 WORD_BOUNDARY = "\u2581"  # SentencePiece's "▁": the piece starts after a space
 DEFAULT_DIR = DATA_ROOT / "austen"
-TRAIN_COMMAND = ("python -m albert_mini.text.tokenizer train --vocab-size 8000 --out data/austen/spiece.model "
-                 "--overwrite")
+TRAIN_COMMAND = "albert-mini tokenizer train --vocab-size 8000 --out data/austen/spiece.model --overwrite"
 _PUNCTUATION = set(string.punctuation)
 _WORD_CHARS = set(string.ascii_lowercase) | _PUNCTUATION
 
@@ -57,7 +51,8 @@ class TokenizerError(UserError, ValueError):
 def preprocess_text(text: str) -> str:
     """ALBERT's preprocessing: `` and '' to ", NFKD, drop combining marks (accents), lower-case, collapse whitespace."""
     text = text.replace("``", '"').replace("''", '"')
-    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    if not text.isascii():  # ASCII is its own NFKD form and has no combining marks: most text skips this loop
+        text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     return " ".join(text.lower().split())
 
 
@@ -151,10 +146,10 @@ class Tokenizer:
         path = Path(path)
         if path.is_dir():
             raise TokenizerError(f"tokenizer model {path} is a folder; pass the .model file itself (the one "
-                                 "`python -m albert_mini.text.tokenizer train` wrote)")
+                                 "`albert-mini tokenizer train` wrote)")
         if not path.is_file():
-            raise TokenizerError(f"tokenizer model {path} does not exist; train it with `python -m "
-                                 f"albert_mini.text.tokenizer train --text YOUR_TEXT --out {path}` (the Austen model: "
+            raise TokenizerError(f"tokenizer model {path} does not exist; train it with `albert-mini tokenizer train "
+                                 f"--text YOUR_TEXT --out {path}` (the Austen model: "
                                  f"`{TRAIN_COMMAND}`)")
         processor = spm.SentencePieceProcessor()
         try:
@@ -414,49 +409,3 @@ def check_destinations(out: Path, overwrite: bool, inputs: Sequence[Path]) -> No
     check_new_file(out, "--out", overwrite, inputs)
     check_new_file(vocab_path(out), "--out (its .vocab file)", overwrite, inputs)
 
-
-def main(argv: list[str] | None = None) -> None:
-    """Command line: `python -m albert_mini.text.tokenizer train ...`; bad input ends with one error line, status 2."""
-    run_cli(_main, argv)
-
-
-def _main(argv: list[str]) -> None:
-    parser = Parser(prog="python -m albert_mini.text.tokenizer", description="Train ALBERT's SentencePiece tokenizer.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    train = commands.add_parser("train", help="train a unigram model on the training split (or your files)")
-    train.add_argument("--vocab-size", type=positive_int, default=8000,
-                       help="pieces in the model, 5 special ones included")
-    train.add_argument("--out", type=Path, required=True,
-                       help="the .model file to write (a .vocab file goes beside it); an existing file is replaced "
-                            "only with --overwrite, and never one of the input texts")
-    train.add_argument("--overwrite", action="store_true",
-                       help="replace an existing --out (and its .vocab), e.g. to rebuild data/austen/spiece.model")
-    train.add_argument("--corpus", default="austen", help="committed corpus whose train split is used")
-    train.add_argument("--text", nargs="+", help="your own UTF-8 text instead: files, folders (their *.txt files) "
-                                                 "or glob patterns; then pretrain with --corpus and the same paths")
-    train.add_argument("--seed", type=seed_type, default=0, help="seed of SentencePiece's training")
-    args = parser.parse_args(argv)
-    if args.vocab_size <= len(SPECIAL_PIECES):
-        raise UsageError(f"--vocab-size must be more than the {len(SPECIAL_PIECES)} special pieces, got "
-                         f"{args.vocab_size}; e.g. --vocab-size 8000")
-    inputs = expand_text_paths(args.text) if args.text else []
-    check_destinations(args.out, args.overwrite, inputs)  # before the training, which takes minutes
-
-    texts = training_texts(args.corpus, args.text)
-    start = time.perf_counter()
-    model = train_sentencepiece(texts, args.vocab_size, args.seed)
-    seconds = time.perf_counter() - start
-    save_model(model, args.out)
-    tokenizer = Tokenizer.from_bytes(model)
-    print(f"trained {args.out} ({args.vocab_size} pieces) on {len(texts)} sentences in {seconds:.1f} s")
-    if not args.text:
-        for split in SPLITS:
-            documents = load_corpus(args.corpus, split)
-            tokens = sum(len(tokenizer.encode(p)) for d in documents for p in d.paragraphs)
-            words = sum(len(p.split()) for d in documents for p in d.paragraphs)
-            counts = {"split": split, "tokens": tokens, "words": words, "tokens_per_word": round(tokens / words, 3)}
-            print(json.dumps(counts))
-
-
-if __name__ == "__main__":
-    main()

@@ -413,7 +413,7 @@ def resolve_checkpoint(path: str | Path) -> Path:
     latest = newest_intact_checkpoint(path)
     if latest is None:
         raise CheckpointError(f"{path} holds no checkpoint; pass a run directory written by "
-                              "python -m albert_mini.training.pretrain")
+                              "albert-mini pretrain")
     return latest
 
 

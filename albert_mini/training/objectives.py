@@ -3,7 +3,7 @@
 An objective tells the trainer which batch keys go to the model (`inputs`, of which `required` must be present),
 the denominators of a micro-batch (summed over the effective batch before the loss is formed), how to turn a model
 output into a loss and a float64 stats vector of length `n_stats`, and how summed stats become metrics. This
-module holds pretraining's; fine-tuning (albert_mini.tasks.finetune) plugs its own into the same trainer.
+module holds pretraining's; fine-tuning (albert_mini.tasks.finetuning) plugs its own into the same trainer.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ SPLIT_BY = {"file": "file", "blank-line": "blank_line"}  # --split-by value -> l
 DEFAULT_HOLDOUT = 0.05
 DECAYS = ("linear", "constant")
 MASKINGS = ("dynamic", "static")
-TRAIN_TOKENIZER = "python -m albert_mini.text.tokenizer train --text PATH... --vocab-size 8000 --out tok.model"
+TRAIN_TOKENIZER = "albert-mini tokenizer train --text PATH... --vocab-size 8000 --out tok.model"
 
 # Settings that do not change what is computed: they may differ between a run and its resumption.
 FREE_ON_RESUME = ("out", "minutes", "eval_every", "eval_batches", "save_every", "log_every", "keep", "overwrite",
@@ -140,7 +140,7 @@ class PretrainingSetup:
         "batch training sequences of similar length, each batch trimmed to its longest: the same instances with "
         "almost no padding compute (off by default; changes the batches)"))
     tokenizer: str | None = field(default=None, metadata=flag(
-        "SentencePiece .model file: required with your own text (train it with python -m albert_mini.text.tokenizer "
+        "SentencePiece .model file: required with your own text (train it with albert-mini tokenizer "
         "train --text ...); for austen the committed data/austen/spiece.model. The model's vocab_size is the "
         "tokenizer's"))
     bf16: bool = field(default=False, metadata=flag(

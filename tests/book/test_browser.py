@@ -127,7 +127,7 @@ def browser(tmp_path_factory):
 # ------------------------------------------------------------------------------------------------------ JupyterLab
 
 class Lab:
-    """A running `python -m albert_mini.book.lab` (what `make lab` runs) and its log."""
+    """A running `albert-mini lab` (what `make lab` runs) and its log."""
 
     def __init__(self, process: subprocess.Popen, url: str, log: Path):
         self.process, self.url, self.log = process, url, log
@@ -211,7 +211,7 @@ def lab(browser, chapter_files, tmp_path_factory):
     env = {**os.environ, "ALBERT_MINI_FAST": "1", **{name: str(scratch / sub) for name, sub in JUPYTER_DIRS.items()}}
     log = scratch / "server.log"
     with open(log, "w") as out:
-        process = subprocess.Popen([sys.executable, "-m", "albert_mini.book.lab", "--no-browser"], cwd=ROOT, env=env,
+        process = subprocess.Popen([sys.executable, "-m", "albert_mini", "lab", "--no-browser"], cwd=ROOT, env=env,
                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
     try:
         def announced():

@@ -9,6 +9,7 @@ import pytest
 
 from albert_mini.book import grade
 from albert_mini.book.exercises.solutions import defined_function, solution_cells, solutions_path
+from albert_mini.commands import grade as grade_command
 
 jupytext = pytest.importorskip("jupytext")
 nbformat = pytest.importorskip("nbformat")
@@ -60,7 +61,8 @@ def gradebook(tmp_path_factory):
     seconds = time.monotonic() - start
     (folder / "gradebook.csv").write_text(grade.gradebook_text(rows))  # what `make grade` writes
     out = folder / "chapter-01.csv"
-    assert grade.main([str(folder), "--chapters", "01", "--time-limit", "5", "--out", str(out)]) == 0  # none handed in
+    argv = [str(folder), "--chapters", "01", "--time-limit", "5", "--out", str(out)]
+    assert grade_command.main(argv) == 0  # none handed in
     with out.open() as handle:
         missing = list(csv.DictReader(handle))
     return {(r.student, r.exercise): r for r in rows}, seconds, printed, missing, folder / "gradebook.csv"
@@ -114,7 +116,7 @@ def test_the_gradebook_csv_has_the_columns_and_a_row_for_a_chapter_not_handed_in
 ])
 def test_bad_input_is_one_line_and_status_2(tmp_path, capsys, argv, expected):
     with pytest.raises(SystemExit) as stop:
-        grade.main(argv(tmp_path))
+        grade_command.main(argv(tmp_path))
     error = capsys.readouterr().err
     assert stop.value.code == 2 and expected in error and error.count("\n") == 1
 
@@ -123,7 +125,7 @@ def test_an_existing_gradebook_is_not_overwritten_unless_asked(tmp_path, capsys)
     (tmp_path / "ada").mkdir()
     (tmp_path / "gradebook.csv").write_text("the teacher's own notes\n")
     with pytest.raises(SystemExit) as stop:
-        grade.main([str(tmp_path)])
+        grade_command.main([str(tmp_path)])
     assert stop.value.code == 2 and "--overwrite" in capsys.readouterr().err
     assert (tmp_path / "gradebook.csv").read_text() == "the teacher's own notes\n"
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from albert_mini.book import html_book, lab
+from albert_mini.commands import html_book as html_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -77,7 +78,7 @@ def test_the_book_never_wipes_a_folder_it_did_not_build(tmp_path, capsys):
     a_file = tmp_path / "page.html"
     a_file.write_text("x")
     with pytest.raises(SystemExit) as stop:
-        html_book.main(["--out", str(a_file)])
+        html_command.main(["--out", str(a_file)])
     assert stop.value.code == 2 and a_file.read_text() == "x"
     assert capsys.readouterr().err == f"error: --out {a_file} is a file, not a folder; give a folder path (it is " \
                                       "created if absent)\n"

@@ -14,7 +14,7 @@ import pytest
 from albert_mini.book.exercises import chapter_exercises, chapters_with_exercises
 from albert_mini.book.exercises.solutions import defined_function, solution_cells, solutions_path
 from albert_mini.book.exercises.student import FIGURE_LINK
-from albert_mini.book.exercises.student import main as hand_out
+from albert_mini.commands.exercises import main as hand_out
 
 jupytext = pytest.importorskip("jupytext")
 

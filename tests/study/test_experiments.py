@@ -256,8 +256,8 @@ def test_results_tables_put_ours_next_to_the_paper(results, tmp_path):
 
 @pytest.mark.slow
 def test_command_line_prints_the_estimate_first_and_checks_seeds(capsys, monkeypatch, tmp_path):
-    from albert_mini.study.experiments import __main__ as command
-    from albert_mini.study.experiments.__main__ import main
+    from albert_mini.commands import experiments as command
+    from albert_mini.commands.experiments import main
 
     monkeypatch.setenv("ALBERT_MINI_FAST", "1")
     monkeypatch.setattr(command, "cache_dir", lambda: tmp_path)  # runs finished earlier must not count
@@ -296,7 +296,7 @@ def test_chapter_readers_read_what_the_experiments_write(results, tmp_path):
 
 def test_all_leaves_out_the_opt_in_experiments(capsys, monkeypatch):
     """`all` never starts the 45,000-step clean version of Table 5; naming it does."""
-    from albert_mini.study.experiments.__main__ import main
+    from albert_mini.commands.experiments import main
 
     monkeypatch.setenv("ALBERT_MINI_FAST", "1")
     assert main(["all", "--estimate"]) == 0

@@ -6,13 +6,16 @@ import json
 
 import pytest
 
-from albert_mini.research.model_card import module_command, sop_verdict
+from albert_mini.research.model_card import sop_verdict, typed_command
 from albert_mini.research.time_to_quality import read_run, tokens_to_reach_old_final
 
 
-def test_recorded_script_paths_become_module_commands():
-    assert module_command("/x/y/albert_mini/training/pretrain.py --steps 3") == \
-        "python -m albert_mini.training.pretrain --steps 3"
+def test_recorded_command_lines_become_the_albert_mini_command_a_reader_types():
+    assert typed_command("/x/.venv/bin/albert-mini pretrain --steps 3") == "albert-mini pretrain --steps 3"
+    assert typed_command("albert_mini/__main__.py pretrain --steps 3") == "albert-mini pretrain --steps 3"
+    # runs recorded before the albert-mini command name the module they ran
+    assert typed_command("/x/y/albert_mini/training/pretrain.py --steps 3") == "albert-mini pretrain --steps 3"
+    assert typed_command("train.py --steps 3") == "train.py --steps 3"
 
 
 def write_metrics(folder, lines):
@@ -49,7 +52,7 @@ def test_the_card_calls_sop_better_than_a_coin_only_when_the_interval_clears_hal
 
 
 def test_reusing_scores_needs_a_scores_file(tmp_path, capsys):
-    from albert_mini.research import model_card
+    from albert_mini.commands import model_card
     write_metrics(tmp_path / "m", run_lines([0.1], 1000))
     (tmp_path / "m" / "run.json").write_text("{}")
     with pytest.raises(SystemExit) as stop:

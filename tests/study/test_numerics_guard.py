@@ -1,6 +1,6 @@
 """The run cache keys runs on settings and a numerics version, not on source code: this guard is what makes that
 safe. A change that moves what a kind of run computes must bump that kind's NUMERICS_VERSION (retiring its cached
-runs) and rewrite the recorded values with `python -m albert_mini.study.experiments.numerics --write`."""
+runs) and rewrite the recorded values with `albert-mini numerics --write`."""
 
 import json
 
@@ -24,10 +24,10 @@ def test_every_cached_kind_is_guarded(measured):
 def test_numbers_move_only_with_a_version_bump(measured, kind):
     recorded = json.loads(GUARD_FILE.read_text())[kind]
     hint = (f"runs of kind {kind!r} now compute other numbers: bump NUMERICS_VERSION[{kind!r}] in "
-            "albert_mini/study/experiments/runs.py and run `python -m albert_mini.study.experiments.numerics --write`")
+            "albert_mini/study/experiments/runs.py and run `albert-mini numerics --write`")
     if recorded["version"] != NUMERICS_VERSION[kind]:
         pytest.fail(f"NUMERICS_VERSION[{kind!r}] is {NUMERICS_VERSION[kind]} but the guard records version "
-                    f"{recorded['version']}: run `python -m albert_mini.study.experiments.numerics --write`")
+                    f"{recorded['version']}: run `albert-mini numerics --write`")
     # Relative 1e-4: other CPUs sum in another order (about 1e-6 here); any change of data, masks or
     # initialisation moves these values by far more.
     assert measured[kind]["values"] == pytest.approx(recorded["values"], rel=1e-4), hint

@@ -9,8 +9,11 @@ import math
 import numpy as np
 import pytest
 
+from albert_mini.commands import lexical_sop as lexical_sop_command
+from albert_mini.commands import recipe_search as recipe_search_command
+from albert_mini.commands import time_to_quality as time_to_quality_command
 from albert_mini.paths import repo_root
-from albert_mini.research import lexical_sop, recipe_search, time_to_quality
+from albert_mini.research import lexical_sop, time_to_quality
 from albert_mini.research.recipe_results import build_results, leaders, rolling_mean, table
 from albert_mini.research.showcase import swapped
 from albert_mini.research.time_to_quality import build_results as ttq_results
@@ -115,13 +118,15 @@ def test_time_to_quality_reads_both_classroom_runs_and_the_committed_file_is_wha
 
 
 def test_command_lines_fail_in_one_line(capsys, tmp_path):
-    assert "Recipe field" in cli_error(recipe_search.main, ["probe", "x", "--set", "nonsense=1"], capsys)
-    assert "needs float" in cli_error(recipe_search.main, ["probe", "x", "--set", "lr=fast"], capsys)
+    assert "Recipe field" in cli_error(recipe_search_command.main, ["probe", "x", "--set", "nonsense=1"], capsys)
+    assert "needs float" in cli_error(recipe_search_command.main, ["probe", "x", "--set", "lr=fast"], capsys)
     sgd = ["control", "x", "--set", "optimizer=sgd"]
-    assert "optimizer must be one of" in cli_error(recipe_search.main, sgd, capsys)
-    assert "not a folder" in cli_error(recipe_search.main, ["results", "--records", str(tmp_path / "no")], capsys)
-    assert "no metrics.jsonl" in cli_error(time_to_quality.main, ["results", str(tmp_path), str(tmp_path)], capsys)
-    assert "--steps" in cli_error(lexical_sop.main, ["--steps", "0"], capsys)
+    assert "optimizer must be one of" in cli_error(recipe_search_command.main, sgd, capsys)
+    no_records = ["results", "--records", str(tmp_path / "no")]
+    assert "not a folder" in cli_error(recipe_search_command.main, no_records, capsys)
+    no_runs = ["results", str(tmp_path), str(tmp_path)]
+    assert "no metrics.jsonl" in cli_error(time_to_quality_command.main, no_runs, capsys)
+    assert "--steps" in cli_error(lexical_sop_command.main, ["--steps", "0"], capsys)
 
 
 def test_committed_leak_control_scores_agree_with_their_counts_and_intervals():

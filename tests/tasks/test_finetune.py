@@ -174,7 +174,7 @@ def test_built_in_tasks_run_end_to_end(task):
 @pytest.mark.parametrize("fmt,train_file", [("squad", "squad.json"), ("race", "race"), ("sst2", "sst2.tsv"),
                                             ("mnli", "mnli.tsv")])
 def test_official_format_files_fine_tune_through_the_cli(fmt, train_file, capsys):
-    from albert_mini.tasks.finetune import main
+    from albert_mini.commands.finetune import main
 
     path = FIXTURES / train_file
     assert main(["--format", fmt, "--train-file", str(path), "--test-file", str(path), "--init", "random",
@@ -184,7 +184,7 @@ def test_official_format_files_fine_tune_through_the_cli(fmt, train_file, capsys
 
 
 def test_cli_refuses_ambiguous_task_choice():
-    from albert_mini.tasks.finetune import main
+    from albert_mini.commands.finetune import main
 
     with pytest.raises(SystemExit):
         main(["--task", "polarity", "--format", "race"])

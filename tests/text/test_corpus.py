@@ -214,7 +214,7 @@ def test_corrupt_copy_is_caught(tmp_path):
     data[1000] ^= 0x01
     (copy / "test.txt").write_bytes(bytes(data))
     assert load_corpus(split="validation", data_dir=copy)  # untouched files still load
-    with pytest.raises(CorpusError, match=r"test\.txt is corrupt.*build_corpus"):
+    with pytest.raises(CorpusError, match=r"test\.txt is corrupt.*albert-mini corpus"):
         load_corpus(split="test", data_dir=copy)
 
 
@@ -222,7 +222,7 @@ def test_missing_file_and_bad_split(tmp_path):
     copy = tmp_path / "austen"
     shutil.copytree(AUSTEN, copy)
     (copy / "train.txt").unlink()
-    with pytest.raises(CorpusError, match=r"train\.txt is missing.*python -m albert_mini.text.build_corpus"):
+    with pytest.raises(CorpusError, match=r"train\.txt is missing.*albert-mini corpus"):
         load_corpus(split="train", data_dir=copy)
     with pytest.raises(CorpusError, match="unknown split 'dev'"):
         load_corpus(split="dev")

@@ -8,6 +8,7 @@ import pytest
 import sentencepiece as spm
 import torch
 
+from albert_mini.commands.tokenizer import main as train_cli
 from albert_mini.paths import REPO_ROOT, read_manifest, sha256_file
 from albert_mini.text import tokenizer as tok
 from albert_mini.text.corpus import load_corpus
@@ -256,14 +257,14 @@ def test_train_writes_only_where_out_says_and_replaces_only_with_overwrite(tmp_p
     text.parent.mkdir()
     text.write_text("\n\n".join(small_corpus()[:400]))
     shipped = {p.name: p.read_bytes() for p in tok.DEFAULT_DIR.iterdir()}
-    assert "required: --out" in cli_error(tok.main, ["train", "--text", str(text), "--vocab-size", "60"], capsys)
+    assert "required: --out" in cli_error(train_cli, ["train", "--text", str(text), "--vocab-size", "60"], capsys)
     out = tmp_path / "t.model"
     out.write_bytes(b"an older model")
-    error = cli_error(tok.main, ["train", "--text", str(text), "--vocab-size", "60", "--out", str(out)], capsys)
+    error = cli_error(train_cli, ["train", "--text", str(text), "--vocab-size", "60", "--out", str(out)], capsys)
     assert "already exists" in error and "--overwrite" in error and out.read_bytes() == b"an older model"
-    error = cli_error(tok.main, ["train", "--text", str(text), "--out", str(text), "--overwrite"], capsys)
+    error = cli_error(train_cli, ["train", "--text", str(text), "--out", str(text), "--overwrite"], capsys)
     assert "is one of this command's input files" in error and text.read_text().startswith(small_corpus()[0][:20])
-    tok.main(["train", "--text", str(text), "--vocab-size", "60", "--out", str(out), "--overwrite"])
+    train_cli(["train", "--text", str(text), "--vocab-size", "60", "--out", str(out), "--overwrite"])
     assert Tokenizer.from_file(out).vocab_size == 60 and out.with_suffix(".vocab").is_file()
     assert {p.name: p.read_bytes() for p in tok.DEFAULT_DIR.iterdir()} == shipped
 

@@ -2,9 +2,9 @@
 
 import pytest
 
+from albert_mini.commands.pretrain import main as pretrain
 from albert_mini.text.batches import DataSettings, build_pretraining_dataset, count_examples
 from albert_mini.text.corpus import load_corpus
-from albert_mini.training.pretrain import main as pretrain
 from cli_helpers import cli_error
 from pretraining_helpers import austen_token_documents_head, tokenizer
 from user_text import PRETRAIN_FLAGS as FLAGS

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from albert_mini.commands.pretrain import main as pretrain_main
 from albert_mini.text.batch_source import PhasedBatches
 from albert_mini.text.synthetic import SyntheticBatches
-from albert_mini.training.pretrain import main as pretrain_main
 
 
 def phased(switch_after=3):

@@ -73,11 +73,11 @@ def test_torchrun_cli_matches_the_single_process_cli(tmp_path):
              "--eval-every", "0", "--eval-batches", "1", "--save-every", "0", "--log-every", "1", "--quiet"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(WORLD),
-               "-m", "albert_mini.training.pretrain", *flags, "--batch-size", str(B), "--out", str(tmp_path / "ddp")]
+               "-m", "albert_mini", "pretrain", *flags, "--batch-size", str(B), "--out", str(tmp_path / "ddp")]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
 
-    from albert_mini.training.pretrain import main
+    from albert_mini.commands.pretrain import main
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)

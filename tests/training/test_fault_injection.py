@@ -273,7 +273,7 @@ def test_a_full_disk_at_every_step_of_a_save_is_reported_and_loses_nothing(scena
 DRIVER = """
 import os, signal, sys
 from albert_mini.training import checkpoint
-from albert_mini.training.pretrain import main
+from albert_mini.commands.pretrain import main
 
 seen = []
 
@@ -288,7 +288,7 @@ main(sys.argv[1:])
 
 
 def test_the_cli_killed_inside_a_save_resumes_bit_exactly_with_the_same_command(tmp_path):
-    from albert_mini.training.pretrain import main
+    from albert_mini.commands.pretrain import main
 
     flags = ["--preset", "albert-nano", "--corpus", "synthetic", "--seq-len", "16", "--batch-size", "4", "--steps",
              "6", "--save-every", "2", "--eval-every", "0", "--eval-batches", "1", "--keep", "1", "--quiet"]

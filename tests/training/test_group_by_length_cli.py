@@ -6,8 +6,8 @@ import json
 
 import torch
 
-from albert_mini.training.pretrain import build_parser
-from albert_mini.training.pretrain import main as pretrain_main
+from albert_mini.commands.pretrain import build_parser
+from albert_mini.commands.pretrain import main as pretrain_main
 
 
 def test_grouping_is_off_by_default():

@@ -10,10 +10,10 @@ import time
 import pytest
 import torch
 
-from albert_mini.tasks.finetune import main as finetune
+from albert_mini.commands.finetune import main as finetune
+from albert_mini.commands.pretrain import main as pretrain
 from albert_mini.training import checkpoint
 from albert_mini.training.checkpoint import CheckpointError, list_checkpoints, load_checkpoint, sorted_metadata
-from albert_mini.training.pretrain import main as pretrain
 from albert_mini.training.rundir import read_metrics, truncate_metrics
 from cli_helpers import REPO, cli_error
 
@@ -34,7 +34,7 @@ def test_a_second_run_is_refused_at_once_naming_the_first_and_a_killed_run_leave
     long = ["--preset", "albert-nano", "--corpus", "synthetic", "--seq-len", "16", "--batch-size", "2",
             "--eval-every", "0", "--eval-batches", "1", "--save-every", "0", "--log-every", "1", "--quiet",
             "--steps", "100000"]
-    first = subprocess.Popen([sys.executable, "-m", "albert_mini.training.pretrain", *long, "--out", str(out)],
+    first = subprocess.Popen([sys.executable, "-m", "albert_mini", "pretrain", *long, "--out", str(out)],
                              cwd=REPO, env={**os.environ, "OMP_NUM_THREADS": "1"}, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 240

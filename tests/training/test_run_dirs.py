@@ -5,7 +5,8 @@ import json
 import pytest
 import torch
 
-from albert_mini.tasks.finetune import main as finetune
+from albert_mini.commands.finetune import main as finetune
+from albert_mini.commands.pretrain import main as pretrain
 from albert_mini.training.checkpoint import (
     CheckpointError,
     export_pretrained,
@@ -13,7 +14,6 @@ from albert_mini.training.checkpoint import (
     list_checkpoints,
     load_pretrained,
 )
-from albert_mini.training.pretrain import main as pretrain
 from albert_mini.training.rundir import RUN, RunDirError, inspect
 from cli_helpers import REPO, cli_error
 

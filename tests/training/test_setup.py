@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 import albert_mini
+from albert_mini.commands.pretrain import build_parser
 from albert_mini.errors import UsageError
 from albert_mini.research.recipe_space import Recipe, nano_recipe
 from albert_mini.study.experiments.budget import FAST, FULL, Budget
 from albert_mini.study.experiments.trunk import FAST_BRANCH, FAST_TRUNK, FULL_BRANCH, FULL_TRUNK
-from albert_mini.training.pretrain import build_parser
 from albert_mini.training.setup import Phase, PretrainingSetup, cli_fields, curriculum
 
 PACKAGE = Path(albert_mini.__file__).resolve().parent

@@ -236,7 +236,7 @@ def test_quiet_under_ci_and_clear_errors(tmp_path, monkeypatch, capsys):
 
 
 def test_cli_writes_a_run_resumes_it_and_refuses_other_settings(tmp_path, capsys):
-    from albert_mini.training.pretrain import main
+    from albert_mini.commands.pretrain import main
 
     out = tmp_path / "run"
     flags = ["--preset", "albert-nano", "--corpus", "synthetic", "--seq-len", "32", "--batch-size", "4",
@@ -254,8 +254,8 @@ def test_cli_writes_a_run_resumes_it_and_refuses_other_settings(tmp_path, capsys
 
 @pytest.mark.slow
 def test_cli_on_austen_resumes_a_killed_run_bit_identically(tmp_path, monkeypatch):
+    from albert_mini.commands.pretrain import main
     from albert_mini.text import batches as pretraining_data
-    from albert_mini.training.pretrain import main
 
     flags = ["--preset", "albert-nano", "--corpus", "austen", "--seq-len", "64", "--batch-size", "4", "--steps", "4",
              "--save-every", "2", "--eval-every", "0", "--eval-batches", "1", "--quiet"]
@@ -284,7 +284,7 @@ def test_cli_on_austen_resumes_a_killed_run_bit_identically(tmp_path, monkeypatc
 
 
 def test_every_cli_flag_is_explained():
-    from albert_mini.training.pretrain import build_parser
+    from albert_mini.commands.pretrain import build_parser
 
     parser = build_parser()
     for action in parser._actions:

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
+from albert_mini.commands.pretrain import main as pretrain
 from albert_mini.text.corpus import CorpusError, Document, load_text_files
 from albert_mini.text.tokenizer import Tokenizer
-from albert_mini.training.pretrain import main as pretrain
 from albert_mini.training.pretrain_inputs import hold_out
 from cli_helpers import cli_error
 from user_text import PRETRAIN_FLAGS as FLAGS
@@ -129,8 +129,8 @@ def test_one_file_of_documents_separated_by_blank_lines(texts, model_file, tmp_p
 
 
 @pytest.mark.parametrize("extra,expected", [
-    ([], "--corpus PATH... needs --tokenizer, a SentencePiece model trained on that text: first `python -m "
-         "albert_mini.text.tokenizer train --text PATH..."),
+    ([], "--corpus PATH... needs --tokenizer, a SentencePiece model trained on that text: first `albert-mini "
+         "tokenizer train --text PATH..."),
     (["austen", "--tokenizer", "t.model"], "--corpus takes one named corpus (austen or synthetic) or your own text "
                                            "paths, not both"),
     (["--tokenizer", "t.model", "--holdout-fraction", "1.5"], "--holdout-fraction must be in (0, 1)"),

@@ -1,7 +1,7 @@
 """A hand-out folder for a class: the chapters as notebooks without outputs, and the figures they show.
 
-    python -m albert_mini.book.exercises.student chapters/*.py --out build/student     # what `make exercises` runs
-    python -m albert_mini.book.exercises.student chapters/*.py --out build/student --with-solutions
+    albert-mini exercises chapters/*.py --out build/student     # what `make exercises` runs
+    albert-mini exercises chapters/*.py --out build/student --with-solutions
 
 The chapters already show every exercise unsolved (a stub and a check cell, with nbgrader's cell metadata) and
 keep their solutions apart, in chapters/solutions/. This command only packs what a student needs outside the
@@ -17,15 +17,11 @@ the release version, whose stubs the checks report as "not attempted yet".
 
 from __future__ import annotations
 
-import argparse
 import ast
 import re
 import shutil
-import sys
 from pathlib import Path
 
-from ...cli import Parser
-from ...cli import run as run_cli
 from ...errors import MissingFileError
 from ...safe_files import UnsafeWriteError, atomic_write_text, check_out_folder
 from .solutions import defined_function, solution_cells, solutions_path
@@ -86,53 +82,37 @@ def linked_figures(notebook) -> list[str]:
                    for name in FIGURE_LINK.findall(cell.source)})
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line: write the hand-out folder; bad input ends with one error line and exit status 2."""
-    return run_cli(_main, argv)
-
-
-def _main(argv: list[str]) -> int:
+def write_handout(chapters: list[Path], out: Path, with_solutions: bool = False, for_nbgrader: bool = False,
+                  say=print) -> int:
+    """Write the hand-out folder `out` for `chapters` (see the module's docstring); returns the figures copied."""
     import jupytext
 
-    parser = Parser(prog="python -m albert_mini.book.exercises.student",
-                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("chapters", nargs="+", type=Path, help="chapter sources (chapters/NN_name.py)")
-    parser.add_argument("--out", type=Path, default=Path("build/student"), help="the hand-out folder")
-    parser.add_argument("--with-solutions", action="store_true", help="add chapters/solutions/ to the hand-out")
-    parser.add_argument("--nbgrader-source", action="store_true",
-                        help="write nbgrader's source version (solutions between its markers) to OUT/source/")
-    args = parser.parse_args(argv)
-    check_out_folder(args.out)  # before any notebook is built
-    for chapter in args.chapters:
+    check_out_folder(out)  # before any notebook is built
+    for chapter in chapters:
         if not chapter.is_file():
             raise MissingFileError(f"chapter {chapter} is not a file; pass chapter sources such as chapters/*.py")
-        if chapter.parent.resolve() in (args.out.resolve(), (args.out / "chapters").resolve()):
-            raise UnsafeWriteError(f"--out {args.out} is the folder of the chapters, so the hand-out would "
+        if chapter.parent.resolve() in (out.resolve(), (out / "chapters").resolve()):
+            raise UnsafeWriteError(f"--out {out} is the folder of the chapters, so the hand-out would "
                                    "replace their executed .ipynb copies; choose another --out, e.g. build/student")
     figures = set()
-    for chapter in args.chapters:
+    for chapter in chapters:
         notebook = student_notebook(chapter)
-        target = args.out / "chapters" / chapter.with_suffix(".ipynb").name
-        if args.nbgrader_source:
+        target = out / "chapters" / chapter.with_suffix(".ipynb").name
+        if for_nbgrader:
             notebook = nbgrader_source(notebook, solutions_path(chapter))
-            target = args.out / "source" / chapter.stem / chapter.with_suffix(".ipynb").name
+            target = out / "source" / chapter.stem / chapter.with_suffix(".ipynb").name
         text = jupytext.writes(notebook, fmt="ipynb")
         atomic_write_text(target, text if text.endswith("\n") else text + "\n")
         figures |= {chapter.parent.parent / "figures" / name for name in linked_figures(notebook)}
-        print(f"{chapter} -> {target}")
+        say(f"{chapter} -> {target}")
         solutions = solutions_path(chapter)
-        if args.with_solutions and solutions.is_file() and not args.nbgrader_source:
-            atomic_write_text(args.out / "chapters" / "solutions" / solutions.name, solutions.read_text())
-            print(f"{solutions} -> {args.out / 'chapters' / 'solutions' / solutions.name}")
+        if with_solutions and solutions.is_file() and not for_nbgrader:
+            atomic_write_text(out / "chapters" / "solutions" / solutions.name, solutions.read_text())
+            say(f"{solutions} -> {out / 'chapters' / 'solutions' / solutions.name}")
     for figure in sorted(figures):
         if not figure.is_file():
             raise MissingFileError(f"{figure} is linked by a chapter but missing; run `make book` to draw it")
-        figure_folder = args.out / ("source/figures" if args.nbgrader_source else "figures")
+        figure_folder = out / ("source/figures" if for_nbgrader else "figures")
         figure_folder.mkdir(parents=True, exist_ok=True)
         shutil.copy2(figure, figure_folder / figure.name)
-    print(f"{args.out}: {len(args.chapters)} chapters and {len(figures)} figures they link")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return len(figures)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
+from ...errors import MissingFileError, UserError
 from ...paths import save_figure
 from . import embedding_size, finetune, memory, sentence_scratch, sentence_task, sharing, smoothness, throughput
 from .budget import FULL, SEEDS, Budget, current_budget, results_dir
@@ -70,6 +71,33 @@ def results_tables(folder: Path) -> str:
     return "\n".join(tables)
 
 
-def command_line() -> str:
-    """The command as typed, for provenance."""
-    return " ".join(["python -m albert_mini.study.experiments", *sys.argv[1:]])
+class ResultFileError(UserError, ValueError):
+    """A result file that `tables` cannot read."""
+
+
+def checked_tables(folder: Path) -> str:
+    """`results_tables(folder)`, with a missing folder or a malformed result file as one error naming the file."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise MissingFileError(f"--out {folder} is not a folder of results; give the folder the experiments wrote "
+                               f"(default {results_dir()})")
+    tables = []
+    for name, experiment in EXPERIMENTS.items():
+        path = folder / f"{name}.json"
+        if not path.exists():
+            continue
+        try:
+            tables.append(experiment.table(json.loads(path.read_text(encoding="utf-8"))) + "\n")
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:
+            raise ResultFileError(f"{path} is not a result of the {name} experiment ({type(err).__name__}: {err}); "
+                                  f"restore it (git checkout -- {path}) or run `albert-mini experiments {name}` "
+                                  "again") from None
+    if not tables:
+        raise MissingFileError(f"{folder} holds no result files ({', '.join(f'{n}.json' for n in EXPERIMENTS)}); "
+                               "run the experiments first, or give their folder with --out")
+    return "\n".join(tables)
+
+
+def command_line(argv: Sequence[str]) -> str:
+    """The command as typed (`albert-mini experiments ARGV...`), for provenance."""
+    return " ".join(["albert-mini experiments", *argv])

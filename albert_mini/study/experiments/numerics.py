@@ -5,13 +5,12 @@ or a refactor keeps hours of finished runs. The other side of that bargain is th
 what a kind computes changes these values, tests/study/test_numerics_guard.py fails, and the fix is to bump that
 kind's version (retiring its cached runs) and record the new values:
 
-    python -m albert_mini.study.experiments.numerics --write
+    albert-mini numerics --write
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 from pathlib import Path
 
@@ -56,16 +55,7 @@ def guard_values() -> dict[str, dict]:
     return {kind: {"version": NUMERICS_VERSION[kind], "values": v} for kind, v in values.items()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    values = guard_values()
-    if argv == ["--write"]:
-        GUARD_FILE.write_text(json.dumps(values, indent=1) + "\n")
-        print(f"wrote {GUARD_FILE}")
-    else:
-        print(json.dumps(values, indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def write_guard(values: dict[str, dict] | None = None) -> Path:
+    """Record `values` (default: `guard_values()`, measured now) in GUARD_FILE, the values the test checks."""
+    GUARD_FILE.write_text(json.dumps(guard_values() if values is None else values, indent=1) + "\n")
+    return GUARD_FILE

@@ -1,31 +1,33 @@
-"""`python -m albert_mini.study.experiments NAME...|all|tables`: run experiments and write their results.
+"""`albert-mini experiments NAME...|all|tables`: run experiments and write their results.
 
-    python -m albert_mini.study.experiments all --seeds 0 1 2   # what `make experiments` runs (full settings)
-    python -m albert_mini.study.experiments sentence_task       # one experiment (make experiment-sentence_task)
-    python -m albert_mini.study.experiments all --estimate      # only print the expected duration
-    python -m albert_mini.study.experiments tables              # markdown tables of the results, beside the paper's
-    ALBERT_MINI_FAST=1 python -m albert_mini.study.experiments all   # seconds, for tests; writes to cache/
+    albert-mini experiments all --seeds 0 1 2   # what `make experiments` runs (full settings)
+    albert-mini experiments sentence_task       # one experiment (make experiment-sentence_task)
+    albert-mini experiments all --estimate      # only print the expected duration
+    albert-mini experiments tables              # markdown tables of the results, beside the paper's
+    ALBERT_MINI_FAST=1 albert-mini experiments all   # seconds, for tests; writes to cache/
 
 Each experiment writes data/results/<name>.json (per-seed values, mean and spread per cell, paired tests, and the
 command, git revision, CPU, budget and wall time that produced them) and figures/experiment_<name>.png. Every
 finished model is kept in data/results/experiment-runs/ as it ends: rerunning the same command after an interruption
-skips what is done; other settings or other code never reuse a result.
+skips what is done; other settings or other code never reuse a result. The experiments are albert_mini.study.
+experiments (one module each).
 """
 
+from __future__ import annotations
+
 import argparse
-import json
-import sys
 import time
 from pathlib import Path
 
-from ...cli import Parser, seed
-from ...cli import run as run_cli
-from ...errors import MissingFileError, UsageError, UserError
-from ...safe_files import check_out_folder
-from . import EXPERIMENTS, OPT_IN, command_line, results_dir, run
-from .budget import SEEDS, current_budget
-from .estimate import describe, estimate
-from .runs import RunCache, Runner, cache_dir
+from ..cli import run as run_cli
+from ..cli import seed
+from ..errors import UsageError
+from ..safe_files import check_out_folder
+from ..study.experiments import EXPERIMENTS, OPT_IN, checked_tables, command_line, results_dir, run
+from ..study.experiments.budget import SEEDS, current_budget
+from ..study.experiments.estimate import describe, estimate
+from ..study.experiments.runs import RunCache, Runner, cache_dir
+from . import command_parser
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,8 +36,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    parser = Parser(prog="python -m albert_mini.study.experiments", description=__doc__,
-                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("experiments", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="+", choices=[*EXPERIMENTS, "all", "tables"],
                         help="experiments to run; `tables` prints markdown tables of the results in --out")
     parser.add_argument("--out", type=Path, default=None, help="results folder (default: data/results)")
@@ -67,38 +68,7 @@ def _main(argv: list[str]) -> int:
     runner = Runner(budget, args.seeds, cache, total=total)
     start = time.perf_counter()
     for name in names:
-        path = run(name, budget, out_dir=args.out, runner=runner, command=command_line())
+        path = run(name, budget, out_dir=args.out, runner=runner, command=command_line(argv))
         print(f"{name}: wrote {path} ({time.perf_counter() - start:.0f} s so far)", flush=True)
     print(f"done in {time.perf_counter() - start:.0f} s (estimated {report['seconds']:.0f} s) on {report['cpu']}")
     return 0
-
-
-class ResultFileError(UserError, ValueError):
-    """A result file that `tables` cannot read."""
-
-
-def checked_tables(folder: Path) -> str:
-    """`results_tables(folder)`, with a missing folder or a malformed result file as one error naming the file."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise MissingFileError(f"--out {folder} is not a folder of results; give the folder the experiments wrote "
-                               f"(default {results_dir()})")
-    tables = []
-    for name, experiment in EXPERIMENTS.items():
-        path = folder / f"{name}.json"
-        if not path.exists():
-            continue
-        try:
-            tables.append(experiment.table(json.loads(path.read_text(encoding="utf-8"))) + "\n")
-        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:
-            raise ResultFileError(f"{path} is not a result of the {name} experiment ({type(err).__name__}: {err}); "
-                                  f"restore it (git checkout -- {path}) or run `python -m albert_mini.study."
-                                  f"experiments {name}` again") from None
-    if not tables:
-        raise MissingFileError(f"{folder} holds no result files ({', '.join(f'{n}.json' for n in EXPERIMENTS)}); "
-                               "run the experiments first, or give their folder with --out")
-    return "\n".join(tables)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,96 @@
+"""The `albert-mini` command line: the table of its subcommands, one module each, and the dispatcher."""
+
+# `albert-mini COMMAND ARGS...` (or `python -m albert_mini COMMAND ARGS...`) runs COMMANDS[COMMAND]'s module's
+# `main(ARGS)`. A command module holds only its command line: the parser (flags, help, epilog) and a `main` that
+# checks the flags and calls the library, where the work is done. Errors go through albert_mini.cli.run: one line
+# `error: ...`, exit status 2. This is the top layer: nothing else in the package imports it, and a command's module
+# is imported only when that command runs.
+#
+# Adding a command: a module here with `main(argv)` (building its parser with `command_parser(name)`), and one line
+# in COMMANDS (name -> (module, what it does, in one line)). The table's order is the order --help lists them in.
+
+from __future__ import annotations
+
+import difflib
+import importlib
+
+from ..cli import ERROR_STATUS, Parser
+from ..cli import run as run_cli
+from ..errors import UsageError
+
+PROG = "albert-mini"
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "pretrain": ("pretrain", "pretrain ALBERT (Austen, your own text or synthetic data); rerun to resume"),
+    "finetune": ("finetune", "fine-tune a pretrained model on a task and score its test split"),
+    "tokenizer": ("tokenizer", "train ALBERT's SentencePiece tokenizer (`tokenizer train ...`)"),
+    "corpus": ("corpus", "rebuild data/austen/ from the Debian package r-cran-janeaustenr"),
+    "austen-tasks": ("austen_tasks", "rebuild data/tasks/ (austen-mc, austen-span) from the Austen corpus"),
+    "polarity": ("polarity", "download Pang & Lee's 4,000 polarity sentences into cache/"),
+    "experiments": ("experiments", "run the paper's experiments at mini scale, or print their tables"),
+    "numerics": ("numerics", "the run cache's guard values: print them, or --write them after a numerics change"),
+    "book": ("book", "execute chapters in full mode and refresh their notebooks (make book)"),
+    "lab": ("lab", "start JupyterLab on the chapters (make lab)"),
+    "html": ("html_book", "the book as static HTML, from the committed notebooks (make html)"),
+    "exercises": ("exercises", "a hand-out folder for a class: the chapters without outputs, and their figures"),
+    "grade": ("grade", "run every student's notebooks and write a gradebook (one row per exercise)"),
+    "recipe-search": ("recipe_search", "research: probe a pretraining recipe, run a control, or build the results"),
+    "leak-control": ("leak_control", "research: the sentence path trained on pairs built the reference way"),
+    "lexical-sop": ("lexical_sop", "research: a no-network SOP baseline on the tokens at the segments' edges"),
+    "time-to-quality": ("time_to_quality", "research: held-out accuracy against minutes, old recipe against new"),
+    "model-card": ("model_card", "research: score an exported model and write its card (README.md)"),
+}
+
+
+def command_parser(name: str, description: str | None = None, **kwargs) -> Parser:
+    """The parser of command `name`: `albert-mini NAME` in its usage and errors, its table line as description."""
+    return Parser(prog=f"{PROG} {name}", description=description or COMMANDS[name][1], **kwargs)
+
+
+def module_of(name: str):
+    """The module of command `name` (imported now)."""
+    return importlib.import_module(f"{__name__}.{COMMANDS[name][0]}")
+
+
+def help_text() -> str:
+    from .. import __version__
+
+    width = max(map(len, COMMANDS)) + 2
+    lines = [f"usage: {PROG} COMMAND [ARGS...]",
+             "",
+             f"albert-mini {__version__}: ALBERT (Lan et al., ICLR 2020) built to be read, run and pretrained on a "
+             "laptop CPU.",
+             "",
+             "commands:"]
+    lines += [f"  {name:<{width}}{summary}" for name, (_, summary) in COMMANDS.items()]
+    lines += ["",
+              f"`{PROG} COMMAND --help` shows a command's flags; `python -m albert_mini COMMAND ...` is the same "
+              "command.",
+              "Bad flags, files or folders end with one line `error: ...` and exit status "
+              f"{ERROR_STATUS}; --debug (after the command) shows the traceback."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`albert-mini COMMAND ARGS...`: run the command; its exit status (0 unless it says otherwise)."""
+    return run_cli(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):
+        print(help_text())
+        return 0
+    if argv[:1] == ["--version"]:
+        from .. import __version__
+
+        print(f"{PROG} {__version__}")
+        return 0
+    if not argv:
+        raise UsageError(f"give a command, e.g. `{PROG} pretrain --help`; `{PROG} --help` lists them all")
+    name, args = argv[0], argv[1:]
+    if name not in COMMANDS:
+        close = difflib.get_close_matches(name, COMMANDS, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise UsageError(f"unknown command {name!r}; {hint}choose from {', '.join(COMMANDS)} (see {PROG} --help)")
+    result = module_of(name).main(args)
+    return result if isinstance(result, int) and not isinstance(result, bool) else 0

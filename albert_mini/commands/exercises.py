@@ -1,0 +1,32 @@
+"""`albert-mini exercises CHAPTER.py... --out DIR`: a hand-out folder for a class (what `make exercises` runs).
+
+What goes into the folder is albert_mini.book.exercises.student's (`write_handout`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..book.exercises import student
+from ..cli import run as run_cli
+from . import command_parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: write the hand-out folder; bad input ends with one error line and exit status 2."""
+    return run_cli(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
+    parser = command_parser("exercises", description=student.__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("chapters", nargs="+", type=Path, help="chapter sources (chapters/NN_name.py)")
+    parser.add_argument("--out", type=Path, default=Path("build/student"), help="the hand-out folder")
+    parser.add_argument("--with-solutions", action="store_true", help="add chapters/solutions/ to the hand-out")
+    parser.add_argument("--nbgrader-source", action="store_true",
+                        help="write nbgrader's source version (solutions between its markers) to OUT/source/")
+    args = parser.parse_args(argv)
+    figures = student.write_handout(args.chapters, args.out, args.with_solutions, args.nbgrader_source)
+    print(f"{args.out}: {len(args.chapters)} chapters and {figures} figures they link")
+    return 0

@@ -1,0 +1,48 @@
+"""`albert-mini lab`: start JupyterLab on the book (what `make lab` runs, and what the browser tests start).
+
+How the server is started (root, address, token, settings) is albert_mini.book.lab's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+
+from ..book import lab
+from ..cli import port as port_type
+from ..cli import run as run_cli
+from ..paths import repo_root
+from . import command_parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: start JupyterLab (see albert_mini.book.lab); bad flags end with one error line, status 2."""
+    return run_cli(_main, argv)
+
+
+def _main(argv: list[str]) -> int:
+    parser = command_parser("lab", description=lab.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--no-browser", action="store_true", help="do not open a browser tab; print the address")
+    parser.add_argument("--port", type=port_type, default=0, help="port on 127.0.0.1 (default: a free one)")
+    parser.add_argument("--install-settings", action="store_true",
+                        help="only install the JupyterLab settings into this environment (what `make venv` does)")
+    args = parser.parse_args(argv)
+    if args.install_settings:
+        print(f"albert-mini: JupyterLab settings in {lab.install_settings()}")
+        return 0
+    root = repo_root()
+    try:
+        lab.install_settings()
+    except OSError as error:  # an environment we may not write to: JupyterLab still runs, with its own defaults
+        print(f"albert-mini: could not write {lab.settings_file()} ({error}); double-click opens .py files in the "
+              "editor (right-click, Open With, Notebook instead)", file=sys.stderr)
+    port = args.port or lab.free_port()
+    token = secrets.token_hex(24)
+    print(f"albert-mini: JupyterLab at {lab.lab_url(port, token)}", flush=True)
+    env = {**os.environ, "JUPYTER_TOKEN": token}
+    command = lab.lab_command(root, port, open_browser=not args.no_browser)
+    # exec: the process you started (and its PID) is the server itself, so stopping it stops JupyterLab.
+    os.execve(sys.executable, command, env)
+    return 1  # not reached

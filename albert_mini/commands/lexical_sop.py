@@ -1,0 +1,38 @@
+"""`albert-mini lexical-sop`: a no-network SOP baseline on the tokens at the segments' edges.
+
+    albert-mini lexical-sop --out data/results/lexical_sop.json
+
+The baselines are albert_mini.research.lexical_sop's (`lexical_baselines`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..cli import run as run_cli
+from ..errors import UsageError
+from ..research import lexical_sop
+from . import command_parser
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """Command line; bad flags end with one error line and exit status 2."""
+    return run_cli(_main, argv)
+
+
+def _main(argv: list[str]) -> dict:
+    p = command_parser("lexical-sop", description=lexical_sop.__doc__.split("\n")[0])
+    p.add_argument("--out", default="data/results/lexical_sop.json")
+    p.add_argument("--steps", type=int, default=400, help="full-batch Adam steps (default 400)")
+    p.add_argument("--l2", type=float, default=1e-5, help="L2 penalty on the weights (default 1e-5)")
+    args = p.parse_args(argv)
+    if args.steps < 1 or args.l2 < 0:
+        raise UsageError(f"--steps must be >= 1 and --l2 >= 0, got {args.steps} and {args.l2}")
+    result = lexical_sop.lexical_baselines(l2=args.l2, steps=args.steps)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    for r in result["rows"]:
+        print(f"seq {r['seq_len']} k={r['k'] or 'all'}: train {r['train_acc']:.3f}, held-out {r['held_out_acc']:.3f} "
+              f"[{r['held_out_interval'][0]:.3f}, {r['held_out_interval'][1]:.3f}] on {r['held_out_pairs']} pairs")
+    return result

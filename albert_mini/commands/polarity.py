@@ -1,0 +1,39 @@
+"""`albert-mini polarity`: download Pang & Lee's 4,000 polarity sentences into cache/ (what `make polarity` runs).
+
+The download, its checks and the splits are albert_mini.tasks.polarity's; the sentences are for personal use
+only and never committed.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ..cli import run as run_cli
+from ..paths import sha256_bytes
+from ..safe_files import check_out_folder
+from ..tasks.polarity import CACHE_DIR, MEMBER_SHA256, SENTENCES_FILE, SPLIT_SIZES, fetch_polarity, load_polarity
+from . import command_parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command line: fetch the sentences; a failure ends with one error line and exit status 2."""
+    run_cli(_main, argv)
+
+
+def _main(argv: list[str]) -> None:
+    parser = command_parser("polarity", description="Download Pang & Lee's 4,000 polarity sentences into cache/.")
+    parser.add_argument("--cache-dir", type=Path, default=CACHE_DIR, help="where to write sentences.csv")
+    parser.add_argument("--force", action="store_true", help="download again even if the cache is complete")
+    args = parser.parse_args(argv)
+    check_out_folder(args.cache_dir, "--cache-dir")  # before the download
+    path = args.cache_dir / SENTENCES_FILE
+    started = time.perf_counter()
+    if args.force or not path.is_file() or sha256_bytes(path.read_bytes()) != MEMBER_SHA256:
+        fetch_polarity(args.cache_dir)
+        action = "fetched"
+    else:
+        action = "already cached"
+    counts = {name: len(load_polarity(name, args.cache_dir)) for name in SPLIT_SIZES}
+    print(f"{path}: {action} in {time.perf_counter() - started:.1f} s; splits {counts} (personal use only: "
+          "never commit it)")

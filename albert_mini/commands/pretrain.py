@@ -1,0 +1,81 @@
+"""`albert-mini pretrain`: pretrain ALBERT; rerun the same command to resume a killed run exactly.
+
+    albert-mini pretrain --preset albert-mini --corpus austen --task sop --steps 600 --minutes 15 --out runs/mini
+    albert-mini tokenizer train --text my_texts/ --vocab-size 8000 --out runs/my.model
+    albert-mini pretrain --corpus my_texts/ --tokenizer runs/my.model --steps 600 --out runs/my
+    torchrun --standalone --nproc_per_node 2 -m albert_mini pretrain ...   # DDP: training/distributed.py
+
+The flags are the fields of PretrainingSetup (training/setup.py), checked there once; training/pretrain.py runs
+it (training/launch.py builds the run and its directory: run.json, config.json, metrics.jsonl, checkpoints/).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..cli import run as run_cli
+from ..training.distributed import cleanup, init_distributed
+from ..training.pretrain import run
+from ..training.setup import PretrainingSetup, add_flags
+from ..training.trainer import TrainResult
+from . import command_parser
+
+EPILOG = """\
+effective batch per optimizer step = --batch-size x world size x --accumulate
+  (world size = number of processes: 1, or --nproc_per_node x nodes under torchrun)
+
+your own text, in two steps (UTF-8 files; a folder means its *.txt files; quote glob patterns):
+  albert-mini tokenizer train --text 'texts/*.txt' --vocab-size 8000 --out runs/texts.model
+  albert-mini pretrain --corpus 'texts/*.txt' --tokenizer runs/texts.model --steps 600 --out runs/texts
+  The model's vocab_size is the tokenizer's (whatever the preset says). 5% of the documents (those whose text
+  has the smallest sha256) are held out for evaluation unless --validation or --holdout-fraction says otherwise.
+  run.json records the sha256 of every file: resuming on changed text is refused, naming the files.
+
+run directory (--out): a run writes only into a directory that is absent, empty, or holds a run of its own
+  (run.json, config.json, metrics.jsonl, checkpoints/step-*). A directory holding anything else (your files,
+  an exported model) is refused, even with --overwrite; nothing but a run's own files is ever deleted.
+
+resuming: if --out already holds a run, the same command continues it from its newest checkpoint, bit for bit
+  on the same machine, thread count and process count (weights, optimizer, schedule, data position and RNG
+  states are all restored). A run with different settings, on changed text, or without its run.json is
+  refused; use a new --out, or --overwrite to delete that run's files. --minutes, --eval-every, --eval-batches,
+  --save-every, --log-every, --keep, --compile, --quiet may change, and so may --device: a run resumed on
+  another device than its checkpoint's goes on, saying so in a line naming both devices and in a note in
+  run.json (the steps from there are not bit-identical to the first device's). --config may not change.
+
+devices (--device): auto takes a CUDA GPU if there is one, else Apple's GPU (MPS), else the CPU; cuda or mps
+  where there is none is refused in one line. run.json records the device used ("device").
+
+model fields (--config KEY=VALUE ...): set AlbertConfig fields on top of --preset, e.g. --config
+  embedding_size=64 num_hidden_layers=4; an unknown key or a bad value is refused, naming the valid keys or the
+  problem. config.json and run.json record the model built.
+
+errors: bad flags, files or directories end with one line `error: ...` and exit status 2; --debug shows the
+  traceback.
+
+several processes (DDP: gloo on CPU, nccl on GPUs; each process reads its own shard; rank 0 writes files
+and shows progress):
+  torchrun --standalone --nproc_per_node 2 -m albert_mini pretrain --corpus synthetic --steps 20 --out runs/ddp
+  on a node with 8 GPUs: torchrun --standalone --nproc_per_node 8 -m albert_mini pretrain ... (one GPU each)
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The flags of PretrainingSetup (training/setup.py), in its order, with its help and defaults."""
+    parser = command_parser("pretrain", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_flags(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> TrainResult:
+    """Command line (see --help); bad flags, files or directories end with one error line and exit status 2."""
+    return run_cli(_main, argv)
+
+
+def _main(argv: list[str]) -> TrainResult:
+    setup = PretrainingSetup.from_args(build_parser().parse_args(argv))  # checked there, once
+    info = init_distributed(setup.device)
+    try:
+        return run(setup, info)
+    finally:
+        cleanup(info)

@@ -1,0 +1,84 @@
+"""`albert-mini recipe-search probe|control|results`: the pretraining-recipe search (albert_mini.research).
+
+    albert-mini recipe-search probe base --tokens 1.6e6 --threads 2 --out cache/recipe
+    albert-mini recipe-search control ctl-lamb --set seq_len=64 warmup=50 --steps 400
+    albert-mini recipe-search results --records data/results/recipe_search
+
+Probes and controls are albert_mini.research.recipe_search's (`run_probe`, `run_control`), the results
+albert_mini.research.recipe_results's (`write_results`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import torch
+
+from ..cli import Parser
+from ..cli import run as run_cli
+from ..errors import UsageError
+from ..research import recipe_search
+from ..research.collapse import RULES
+from ..research.recipe_results import write_results
+from ..research.recipe_space import Recipe, parse_settings
+from . import command_parser
+
+
+def build_parser() -> Parser:
+    p = command_parser("recipe-search", description=recipe_search.__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    probe = sub.add_parser("probe", help="train one recipe for a fixed number of tokens")
+    control = sub.add_parser("control", help="train the sentence loss alone on a learnable label")
+    for s in (probe, control):
+        s.error = p.error  # one-line errors from the subcommands too
+        s.add_argument("name", help="the record's name: <out>/<name>.json (controls: control-<name>.json)")
+        s.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
+                       help=f"Recipe fields to change: {', '.join(f.name for f in dataclasses.fields(Recipe))}")
+        s.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+        s.add_argument("--out", default="cache/recipe", help="folder of the records (default cache/recipe)")
+    probe.add_argument("--tokens", type=float, default=1.6e6, help="training tokens (default 1.6e6)")
+    probe.add_argument("--eval-points", type=int, default=8, help="evaluations along the way (default 8)")
+    control.add_argument("--steps", type=int, default=400, help="updates (default 400)")
+    control.add_argument("--rule", default="longer", choices=RULES + ("sop",),
+                         help="longer: label = A longer than B (default); sop: the real sentence order")
+    control.add_argument("--every", type=int, default=10, help="steps between diagnostics (default 10)")
+    control.add_argument("--train-pairs", type=int, default=None,
+                         help="revisit this many fixed pairs instead of fresh ones (e.g. 256 with --rule sop)")
+    results = sub.add_parser("results", help="build data/results/recipe_search.json and its figure from records")
+    results.error = p.error
+    results.add_argument("--records", default="data/results/recipe_search", help="folder of probe/control records")
+    results.add_argument("--out", default="data/results/recipe_search.json")
+    results.add_argument("--figure", default="figures/recipe_search.png")
+    return p
+
+
+def main(argv: list[str] | None = None):
+    """Command line (see --help); bad flags end with one error line and exit status 2."""
+    return run_cli(_main, argv)
+
+
+def _main(argv: list[str]):
+    args = build_parser().parse_args(argv)
+    if args.command == "results":
+        records = Path(args.records)
+        if not records.is_dir():
+            raise UsageError(f"--records {records} is not a folder of probe records; give the folder the probes "
+                             "were written to (--out of the probe command)")
+        path = write_results(records, Path(args.out), Path(args.figure))
+        print(f"wrote {path} and {args.figure}")
+        return path
+    if args.threads is not None:
+        if args.threads < 1:
+            raise UsageError(f"--threads must be >= 1, got {args.threads}")
+        torch.set_num_threads(args.threads)
+    recipe = parse_settings(args.set)
+    if args.command == "probe":
+        if args.eval_points < 1:
+            raise UsageError(f"--eval-points must be >= 1, got {args.eval_points}")
+        return recipe_search.run_probe(args.name, recipe, args.tokens, Path(args.out), args.eval_points)
+    if args.steps < 1 or args.every < 1:
+        raise UsageError(f"--steps and --every must be >= 1, got {args.steps} and {args.every}")
+    held = None if args.rule == "sop" else 8  # the real label is scored on every held-out pair
+    return recipe_search.run_control(args.name, recipe, args.steps, Path(args.out), args.rule, args.every,
+                                     args.train_pairs, held_out_batches=held)

@@ -1,0 +1,34 @@
+"""`albert-mini time-to-quality results OLD_RUN_DIR NEW_RUN_DIR`: held-out accuracy against minutes and tokens.
+
+The reading of the two runs is albert_mini.research.time_to_quality's (`write_results`); the race itself is
+`python benchmarks/time_to_quality.py`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..cli import run as run_cli
+from ..research import time_to_quality
+from . import command_parser
+
+
+def main(argv: list[str] | None = None):
+    """Command line; bad arguments end with one error line and exit status 2."""
+    return run_cli(_main, argv)
+
+
+def _main(argv: list[str]):
+    p = command_parser("time-to-quality", description=time_to_quality.__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    results = sub.add_parser("results", help="time_to_quality.json and its figure from two run directories")
+    results.error = p.error
+    results.add_argument("old", help="run directory of the old recipe (e.g. data/results/classroom-model-v1)")
+    results.add_argument("new", help="run directory of the new recipe (e.g. data/results/classroom-model-v2)")
+    results.add_argument("--out", default="data/results/time_to_quality.json")
+    results.add_argument("--figure", default="figures/time_to_quality.png")
+    args = p.parse_args(argv)
+    result = time_to_quality.write_results(Path(args.old), Path(args.new), Path(args.out), Path(args.figure))
+    print(json.dumps({k: result[k] for k in ("at_common_minutes", "tokens_to_old_final_mlm")}, indent=1))
+    return result
