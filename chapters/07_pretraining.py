@@ -409,7 +409,7 @@ print(
 # seed 0, about 13.5 minutes on a 2-core Intel Xeon). This command reproduces it:
 #
 # ```
-# python -m albert_mini.training.pretrain --preset albert-mini --corpus austen \
+# albert-mini pretrain --preset albert-mini --corpus austen \
 #     --task sop --steps 1200 --minutes 15 --lr 5e-3 --warmup 50 --eval-every 100 \
 #     --eval-batches 16 --save-every 200 --out runs/mini-sop
 # ```
@@ -457,7 +457,7 @@ recipe = PretrainingSetup(**settings)  # checked as the command line checks its 
 for phase in recipe.phases():
     print(phase, f"= {phase.tokens:,} tokens")
 print("warm-up steps:", recipe.warmup_steps)
-print("python -m albert_mini.training.pretrain \\")
+print("albert-mini pretrain \\")
 print("   ", *recipe.to_argv(), "--out runs/classroom")
 
 # %% [markdown]
@@ -654,7 +654,7 @@ print(f"timed on {cpu_model()} with {torch.get_num_threads()} threads")
 # own shard, gradients are summed before the update, and rank 0 writes the files:
 #
 # ```
-# torchrun --standalone --nproc_per_node 2 -m albert_mini.training.pretrain \
+# torchrun --standalone --nproc_per_node 2 -m albert_mini pretrain \
 #     --preset albert-mini --corpus austen --task sop --steps 1200 --lr 5e-3 --warmup 50 \
 #     --batch-size 16 --out runs/mini-sop-ddp
 # ```

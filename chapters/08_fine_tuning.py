@@ -89,7 +89,7 @@ for name, task in TASKS.items():
     )
     if task.kind in extra:
         print(f"{'':12s} {extra[task.kind]}")
-print("\nthe committed comparison (python -m albert_mini.study.experiments finetune):")
+print("\nthe committed comparison (albert-mini experiments finetune):")
 for name, settings in finetune_settings(FULL, seed=0).items():
     print(
         f"  {name:12s} {settings.steps} steps x batch {settings.batch_size}, seeds "
@@ -832,8 +832,8 @@ plt.show()
 #   `chapters/REFERENCE_NOTES.md`, section 3, for the reference code's heads and recipes; Rajpurkar et al. (2016) for
 #   SQuAD and its metrics, Lai et al. (2017) for RACE, Pang and Lee (2005) for the polarity sentences.
 # - Chapter 10 (appendix), part B: recipes, heads, SQuAD windows and the no-network baselines.
-# - Commands: `python -m albert_mini.study.experiments finetune` rebuilds the comparison;
-#   `python -m albert_mini.tasks.finetune --task austen-mc --init data/pretrained/albert-mini-austen` fine-tunes one
+# - Commands: `albert-mini experiments finetune` rebuilds the comparison;
+#   `albert-mini finetune --task austen-mc --init data/pretrained/albert-mini-austen` fine-tunes one
 #   task (`--init random` for the control; `--format race|squad|sst2|mnli` reads the official files).
 # - Code: `albert_mini/model/heads.py`, `albert_mini/tasks/features.py`, `albert_mini/tasks/squad_metrics.py`,
 #   `albert_mini/tasks/finetuning.py`, `albert_mini/tasks/formats.py` and `data/tasks/README.md`.

@@ -492,12 +492,12 @@ except ImportError:
 # %% [markdown]
 # ## Pretraining on many GPUs with `torchrun`
 #
-# The other route is to pretrain yourself on several GPUs. `albert_mini.training.pretrain` is the pretraining command
-# line (its documented interface: `python -m albert_mini.training.pretrain --help` lists every option). Launched
+# The other route is to pretrain yourself on several GPUs. `albert-mini pretrain` is the pretraining command
+# line (its documented interface: `albert-mini pretrain --help` lists every option). Launched
 # through PyTorch's `torchrun`, the same command runs one process per GPU with `DistributedDataParallel`:
 #
 # ```sh
-# torchrun --standalone --nproc_per_node 8 -m albert_mini.training.pretrain \
+# torchrun --standalone --nproc_per_node 8 -m albert_mini pretrain \
 #     --preset albert-base --tokenizer spiece-30k.model --corpus austen --steps 10000 \
 #     --batch-size 64 --accumulate 8 --out runs/albert-base-8gpu
 # ```
@@ -505,7 +505,7 @@ except ImportError:
 # (The model's vocabulary is the tokenizer's: with a 30,000-piece SentencePiece model this is `albert-base` as
 # in the paper; the committed 8,000-piece Austen tokenizer fits `albert-mini`. On this book's 2-core CPU the same
 # launcher runs
-# `torchrun --standalone --nproc_per_node 2 -m albert_mini.training.pretrain --preset albert-mini --corpus austen
+# `torchrun --standalone --nproc_per_node 2 -m albert_mini pretrain --preset albert-mini --corpus austen
 # --steps 600 --out runs/mini-ddp`.)
 #
 # - **One process per device.** Each rank holds a full copy of the model, reads its own shard of the data and
@@ -711,7 +711,7 @@ else:
 # - The paper's speedups exceed the FLOP ratios by a factor that grows as parameters shrink: they come from less
 #   gradient communication and optimizer memory traffic, not from less arithmetic.
 # - `albert_mini.model.hf.from_hf` loads official checkpoints (hub name, or a local `save_pretrained` directory) with
-#   identical outputs; `torchrun ... -m albert_mini.training.pretrain` trains data-parallel with an effective batch of
+#   identical outputs; `torchrun ... -m albert_mini pretrain` trains data-parallel with an effective batch of
 #   per-rank batch × world size × accumulation.
 #
 # ## Further reading / pointers

@@ -84,7 +84,7 @@ small = Tokenizer.from_bytes(small_model)
 
 # %% [markdown]
 # The book's tokenizer was trained the same way with 8,000 pieces and is committed as `data/austen/spiece.model`
-# (rebuild it with `python -m albert_mini.text.tokenizer train --vocab-size 8000 --out data/austen/spiece.model --overwrite`).
+# (rebuild it with `albert-mini tokenizer train --vocab-size 8000 --out data/austen/spiece.model --overwrite`).
 # The first sentence of *Pride and Prejudice*, chapter 1, with both:
 
 # %% tags=["nbval-check-output"]

@@ -312,7 +312,7 @@ for c in search["controls"]:
 #
 # Those labels are easy, or memorised. A last control asks for a *weak* signal that generalises: SOP pairs built
 # the reference way, where (as this chapter showed) the truncation leaves a surface cue that five features and a
-# logistic regression turn into better-than-constant held-out accuracy. `python -m albert_mini.research.leak_control`
+# logistic regression turn into better-than-constant held-out accuracy. `albert-mini leak-control`
 # trains albert-mini's sentence path alone (the shipped recipe: LAMB 5e-3, batches of 32 pairs of 128 tokens, a new
 # reference-style draw of the training chapters for every pass, seed 0) and scores it, the surface probe and the
 # constant answer on the same reference-style pairs of the held-out chapters. Its record is
@@ -355,7 +355,7 @@ print(
 # Is there *any* signal a simple model could use? A last check looks for lexical cues: a logistic regression on
 # which tokens open and close each segment (position-specific bags of the first and last $k$ tokens of A and of
 # B; $k$ = all: every token of each segment), fitted on pairs of the training chapters and scored on the held-out
-# chapters (`python -m albert_mini.research.lexical_sop`, results in `data/results/lexical_sop.json`):
+# chapters (`albert-mini lexical-sop`, results in `data/results/lexical_sop.json`):
 
 # %% tags=["nbval-check-output"]
 lexical = json.loads((repo_root() / "data/results/lexical_sop.json").read_text())
@@ -577,7 +577,7 @@ plt.show()
 # Chapter 7's classroom model trains its first 90% of steps on 64-token sequences (BERT's curriculum). Both
 # classroom runs, the earlier one at 128 tokens throughout and the curriculum run, were evaluated on the same
 # 512 masked validation sequences of 128 tokens while they trained (`data/results/time_to_quality.json`, built
-# by `python -m albert_mini.research.time_to_quality results` from their two run records). Tokens are the fair
+# by `albert-mini time-to-quality results` from their two run records). Tokens are the fair
 # axis: the new run shared its cores with other work, so its minutes are slower than the old run's.
 
 # %% tags=["nbval-check-output"]
@@ -651,7 +651,7 @@ print(time_to_quality.report(race))
 # the large-batch setting LAMB was designed for (chapter 7). The controls below are small-batch runs, one seed
 # each; they show something else, a run that learns and then loses what it learned.
 #
-# The recipe search (`python -m albert_mini.research.recipe_search`, records in
+# The recipe search (`albert-mini recipe-search`, records in
 # `data/results/recipe_search/`, summary in `data/results/recipe_search.json`) includes controls that train the
 # sentence loss alone on a label any encoder can learn: "segment A has more tokens than segment B" (visible
 # through the segment ids). albert-mini, batches of 64 pairs of 64 tokens, 50 warmup steps, 400 updates, seed 0.
