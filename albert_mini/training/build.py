@@ -60,8 +60,9 @@ def validation_batches(setup: PretrainingSetup, documents, tokenizer, seed: int 
 
 def build_model(setup: PretrainingSetup, config: AlbertConfig | None = None, train_documents=None,
                 log_prior=None) -> AlbertForPreTraining:
-    """The setup's model (its preset, or `config`), drawn from its seed, output bias from the training text."""
-    config = config or AlbertConfig.from_preset(setup.preset)
+    """The setup's model (its preset and --config fields, or `config`), drawn from its seed, output bias from the
+    training text."""
+    config = config or setup.model_config()
     return build_pretraining_model(config, setup.task, train_documents, log_prior=log_prior, seed=setup.seed,
                                    output_bias=setup.output_bias, position_init=setup.position_init)
 

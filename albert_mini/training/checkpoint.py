@@ -33,6 +33,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_model
 from safetensors.torch import save as safetensors_bytes
 
+from ..devices import mps_available
 from ..errors import UserError
 from ..model.config import AlbertConfig, ConfigError, config_differences
 from ..paths import REPO_ROOT, sha256_bytes, sha256_file, shipped_path
@@ -103,12 +104,14 @@ def _write_new_file(path: Path, data: bytes) -> None:
 
 # ---------------------------------------------------------------------- RNG states
 def capture_rng_state() -> dict:
-    """The global RNG states (Python, NumPy, torch CPU and CUDA) as tensors and plain values."""
+    """The global RNG states (Python, NumPy, torch CPU, CUDA and MPS) as tensors and plain values."""
     np_state = np.random.get_state(legacy=False)
     np_state = {**np_state, "state": {**np_state["state"], "key": torch.from_numpy(np_state["state"]["key"].copy())}}
     state = {"python": random.getstate(), "numpy": np_state, "torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
+    if mps_available():
+        state["mps"] = torch.mps.get_rng_state()
     return state
 
 
@@ -121,6 +124,8 @@ def restore_rng_state(state: dict) -> None:
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+    if "mps" in state and mps_available():
+        torch.mps.set_rng_state(state["mps"])
 
 
 # ---------------------------------------------------------------------- save

@@ -1,12 +1,13 @@
 """Data-parallel pretraining with DistributedDataParallel, launched by torchrun.
 
-    torchrun --standalone --nproc_per_node 2 -m albert_mini.training.pretrain --preset albert-nano \
-        --corpus synthetic ...
+    torchrun --standalone --nproc_per_node 2 -m albert_mini pretrain --preset albert-nano --corpus synthetic ...
 
-runs the same CLI in 2 processes: gloo on CPU, nccl when CUDA is available (rank r then uses GPU r of its node,
-so on an 8-GPU node `--nproc_per_node 8` is all it takes; across nodes add `--nnodes N --node_rank i
---rdzv_endpoint host:port`). Each rank reads its own shard of the data; rank 0 alone writes files and shows
-progress. torchrun gives every process OMP_NUM_THREADS=1, so on a 2-core machine 2 ranks use both cores.
+runs the same command in 2 processes: nccl on CUDA GPUs (--device auto finds them; rank r then uses GPU r of its
+node, so on an 8-GPU node `--nproc_per_node 8` is all it takes; across nodes add `--nnodes N --node_rank i
+--rdzv_endpoint host:port`), gloo on the CPU otherwise (never MPS: one Apple GPU cannot serve several processes;
+albert_mini.devices says which device a process takes). Each rank reads its own shard of the data; rank 0 alone
+writes files and shows progress. torchrun gives every process OMP_NUM_THREADS=1, so on a 2-core machine 2 ranks
+use both cores.
 
 Effective batch per optimizer step = per-rank batch size x world size x accumulation steps.
 
@@ -29,6 +30,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from ..devices import resolve_device
+
 
 @dataclass(frozen=True)
 class DistInfo:
@@ -47,24 +50,34 @@ class DistInfo:
     def is_distributed(self) -> bool:
         return self.world_size > 1
 
+    @property
+    def reduce_device(self) -> torch.device:
+        """Where tensors go for a collective: the GPU under nccl, else the CPU (gloo reduces CPU tensors, and one
+        process reduces nothing), so float64 sums never need the model's device (MPS has no float64)."""
+        return self.device if self.is_distributed and self.device.type == "cuda" else torch.device("cpu")
+
 
 def launched_by_torchrun() -> bool:
     """True when the launcher set the env:// rendezvous variables (RANK, WORLD_SIZE, MASTER_ADDR/PORT)."""
     return all(k in os.environ for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
 
 
-def init_distributed(device: str | None = None) -> DistInfo:
-    """Join the process group when launched by torchrun (gloo on CPU, nccl on GPU); else a single process."""
-    use_cuda = torch.cuda.is_available() if device is None else device.startswith("cuda")
+def init_distributed(device: str | None = "auto") -> DistInfo:
+    """Join the process group when launched by torchrun; else a single process on `device`.
+
+    `device` is the --device flag (auto, cpu, cuda, mps; None: auto), resolved by albert_mini.devices: under
+    torchrun a CUDA device means nccl and GPU LOCAL_RANK for each process, anything else gloo on the CPU.
+    """
     if not launched_by_torchrun() or int(os.environ["WORLD_SIZE"]) == 1:
-        return DistInfo(device=torch.device(device or ("cuda" if use_cuda else "cpu")))
+        return DistInfo(device=resolve_device(device or "auto"))
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
-    if use_cuda:
-        torch.cuda.set_device(local_rank)
+    where = resolve_device(device or "auto", local_rank)
+    if where.type == "cuda":
+        torch.cuda.set_device(where)
     if not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if use_cuda else "gloo")
-    return DistInfo(rank, world, local_rank, torch.device(f"cuda:{local_rank}" if use_cuda else "cpu"))
+        dist.init_process_group(backend="nccl" if where.type == "cuda" else "gloo")
+    return DistInfo(rank, world, local_rank, where)
 
 
 def cleanup(info: DistInfo) -> None:
@@ -104,7 +117,7 @@ def broadcast_flag(flag: bool, info: DistInfo) -> bool:
     """Rank 0's value of `flag` on every rank, so that all ranks stop at the same step."""
     if not info.is_distributed:
         return flag
-    t = torch.tensor([int(flag)], device=info.device)
+    t = torch.tensor([int(flag)], device=info.reduce_device)
     dist.broadcast(t, src=0)
     return bool(t.item())
 
@@ -127,7 +140,8 @@ def assert_replicas_identical(model: nn.Module, info: DistInfo) -> None:
     if not info.is_distributed:
         return
     names, params = zip(*model.named_parameters())
-    mine = torch.stack([torch.stack([p.double().sum(), p.double().norm()]) for p in params]).to(info.device)
+    mine = torch.stack([torch.stack([p.to(info.reduce_device, torch.float64).sum(),
+                                     p.to(info.reduce_device, torch.float64).norm()]) for p in params])
     everyone = [torch.empty_like(mine) for _ in range(info.world_size)]
     dist.all_gather(everyone, mine)
     for rank, theirs in enumerate(everyone):

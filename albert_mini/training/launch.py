@@ -1,9 +1,11 @@
 """A pretraining run of the command line, from its setup: the user's text read and checked, model, batches and
 trainer built (albert_mini.training.build), the run directory checked, locked and recorded, a killed run resumed.
 
-The run directory gets run.json (the setup's settings, the tokenizer's path and sha256, the sha256 of every text
-file, the world size; a file inside the repository named relative to its root, so the record holds no path of the
-machine's checkout), config.json (the model), metrics.jsonl and checkpoints/step-NNNNNNN/.
+The run directory gets run.json (the setup's settings, --config included, the model config built from them, the
+tokenizer's path and sha256, the sha256 of every text file, the world size, the device the run computes on and
+notes such as a resumption on another device; a file inside the repository named relative to its root, so the
+record holds no path of the machine's checkout), config.json (the model), metrics.jsonl and
+checkpoints/step-NNNNNNN/.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..devices import describe_device
 from ..errors import UserError
 from ..model.config import AlbertConfig
 from ..model.counting import count_parameters
@@ -38,7 +41,8 @@ def run_record(setup: PretrainingSetup, config: AlbertConfig, info: DistInfo, to
     return {"kind": "pretrain", "settings": setup.settings(), "model": config.to_dict(),
             "tokenizer": tokenizer.file_reference() if tokenizer is not None else None,
             "corpus": inputs.corpus, "world_size": info.world_size,
-            "effective_batch": setup.batch_size * info.world_size * setup.accumulate, "command": recorded_command()}
+            "effective_batch": setup.batch_size * info.world_size * setup.accumulate,
+            "device": describe_device(info.device), "command": recorded_command()}
 
 
 def recorded_command(argv: list[str] | None = None) -> str:
@@ -51,8 +55,10 @@ def recorded_command(argv: list[str] | None = None) -> str:
 def prepare_run_dir(out: Path, record: dict, overwrite: bool, info: DistInfo) -> bool:
     """Check `out` against this run (albert_mini.training.rundir); True when it holds the same run (resume it)."""
     same = rundir.resumable(out, record, overwrite, defaults())
+    notes = rundir.recorded_notes(out) if same else []  # kept: a resumed run is still that run
     barrier(info)  # every rank has read run.json before rank 0 may replace it
     if info.is_main:
+        record = {**record, "notes": notes} if notes else record
         if not same:
             rundir.clear(out, rundir.RUN)
         out.mkdir(parents=True, exist_ok=True)
@@ -90,7 +96,7 @@ def build_run(setup: PretrainingSetup, info: DistInfo, say=print) -> Trainer:
 def _build_run(setup: PretrainingSetup, info: DistInfo, say, out: Path, locks: list) -> Trainer:
     tokenizer = load_tokenizer(setup)
     vocab = {"vocab_size": tokenizer.vocab_size} if tokenizer is not None else {}
-    config = AlbertConfig.from_preset(setup.preset, **vocab)
+    config = setup.model_config(**vocab)  # the preset, the --config fields, the tokenizer's vocabulary
     seed_everything(setup.seed)
     inputs = build_inputs(setup, config.vocab_size, tokenizer, info)  # own seeded generators
     # The training text's tokens start the output bias; the synthetic corpus has no text, so its bias starts at zero.
@@ -110,7 +116,9 @@ def _build_run(setup: PretrainingSetup, info: DistInfo, say, out: Path, locks: l
     preset_vocab = AlbertConfig.from_preset(setup.preset).vocab_size
     if config.vocab_size != preset_vocab:
         say(f"vocab_size {config.vocab_size} from the tokenizer {tokenizer.path} (the preset has {preset_vocab})")
-    say(f"{setup.preset}: {count_parameters(model):,} parameters | {info.world_size} process(es) | effective batch "
+    model_name = f"{setup.preset} with {' '.join(setup.config)}" if setup.config else setup.preset
+    say(f"{model_name}: {count_parameters(model):,} parameters on {describe_device(info.device)} | "
+        f"{info.world_size} process(es) | effective batch "
         f"{effective} x {setup.seq_len} tokens{phase_note(setup)} | {setup.optimizer} lr {setup.lr:g}, warmup "
         f"{setup.warmup_steps}, {setup.steps} steps")
     return trainer

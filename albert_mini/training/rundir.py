@@ -17,6 +17,8 @@ directory that is absent, empty, or holds what this kind of writer writes, and n
   a directory, a file named after it in the temporary folder), so a second run on the same --out is refused at
   once, naming the first one's process id where Linux tells it. The system drops the lock when the process ends,
   however it ends, so a killed run never leaves a stale lock behind, and the run directory gains no lock file.
+- run.json names the device the run computes on ("device") and keeps its "notes" across resumptions: a run resumed
+  on another device than the one its checkpoint was computed on gets a note saying so (albert_mini.training.trainer).
 - metrics.jsonl is appended line by line. `read_metrics` drops a torn last line (a kill or a full disk during an
   append); on resume `truncate_metrics` keeps only the lines up to the checkpoint resumed from (none when there
   is no checkpoint yet), so an interrupted run's lines are never duplicated.
@@ -253,7 +255,9 @@ def record_differences(old: dict, new: dict, defaults: dict) -> list[str]:
     if old_kind != new_kind:
         return [f"kind: {old_kind!r} -> {new_kind!r}"]
     old_settings = {**{k: v for k, v in defaults.items() if k in new.get("settings", {})}, **old.get("settings", {})}
-    parts = {"settings": (old_settings, new.get("settings") or {})}
+    # A setting recorded only when given (--config) is compared at its default when the other record lacks it.
+    new_settings = {**{k: v for k, v in defaults.items() if k in old_settings}, **(new.get("settings") or {})}
+    parts = {"settings": (old_settings, new_settings)}
     for part in ("model", "tokenizer"):
         parts[part] = (old.get(part) or {}, new.get(part) or {})
     parts["tokenizer"] = tuple(_recorded_tokenizer(t) for t in parts["tokenizer"])
@@ -279,6 +283,26 @@ def _read_record(path: Path) -> dict | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except ValueError:
         return _DAMAGED
+
+
+def recorded_notes(out: str | Path) -> list[str]:
+    """The notes of out/run.json (e.g. resumptions on another device), which a resumed run's record keeps."""
+    record = _read_record(Path(out) / RUN_FILE)
+    notes = record.get("notes") if isinstance(record, dict) else None
+    return [str(n) for n in notes] if isinstance(notes, list) else []
+
+
+def amend_record(out: str | Path, note: str | None = None, **fields) -> None:
+    """Set `fields` in out/run.json and append `note` to its notes; nothing when there is no readable run.json
+    (a run trained without a record, such as a fine-tuning run of the library)."""
+    path = Path(out) / RUN_FILE
+    record = _read_record(path)
+    if not isinstance(record, dict) or record is _DAMAGED:
+        return
+    record.update(fields)
+    if note is not None:
+        record["notes"] = [*recorded_notes(out), note]
+    atomic_write_text(path, json.dumps(record, indent=2) + "\n")
 
 
 def clear(out: str | Path, layout: Layout) -> None:

@@ -7,6 +7,7 @@ that exists has passed `check`, so no later layer checks a flag again.
 
     setup = PretrainingSetup(steps=600, out="runs/mini", short_seq_len=64)
     setup.phases()   # (Phase(steps=540, seq_len=64, batch_size=64), Phase(steps=60, seq_len=128, batch_size=32))
+    PretrainingSetup(steps=600, out="runs/e64", config=("embedding_size=64",)).model_config().embedding_size  # 64
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from dataclasses import dataclass, field
 
 from ..cli import SEED_MAX, nonnegative_float, positive_float
 from ..cli import seed as seed_number
+from ..devices import DEVICE_CHOICES, check_device_name
 from ..errors import UsageError
-from ..model.config import PRESETS
+from ..model.config import PRESETS, AlbertConfig, ConfigError
 from ..text.instances import SENTENCE_TASKS
 from .optim import OPTIMIZERS
 from .recipe import OUTPUT_BIASES, POSITION_INITS
@@ -31,9 +33,10 @@ DECAYS = ("linear", "constant")
 MASKINGS = ("dynamic", "static")
 TRAIN_TOKENIZER = "albert-mini tokenizer train --text PATH... --vocab-size 8000 --out tok.model"
 
-# Settings that do not change what is computed: they may differ between a run and its resumption.
+# Settings that do not change what is computed: they may differ between a run and its resumption. The device is
+# one of them: a resumption on another device is said and noted in run.json (training/trainer.py), not refused.
 FREE_ON_RESUME = ("out", "minutes", "eval_every", "eval_batches", "save_every", "log_every", "keep", "overwrite",
-                  "compile", "quiet")
+                  "compile", "quiet", "device")
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,14 @@ def flag(help: str, **argparse_options) -> dict:
     return {"help": help, **argparse_options}
 
 
+class Repeatable(argparse.Action):
+    """A flag of nargs="+" that may be given again, its values gathered in a tuple: `--config a=1 --config b=2`
+    is `--config a=1 b=2`."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, (*(getattr(namespace, self.dest, None) or ()), *values))
+
+
 @dataclass(frozen=True, kw_only=True)
 class PretrainingSetup:
     """What decides a pretraining run: model, text, sentence task, schedule, optimizer, data order, run folder.
@@ -77,6 +88,10 @@ class PretrainingSetup:
 
     preset: str = field(default="albert-mini", metadata=flag(
         "model size (default: albert-mini)", choices=list(PRESETS)))
+    config: tuple[str, ...] = field(default=(), metadata=flag(
+        "set fields of the model config on top of --preset, e.g. --config embedding_size=64 num_hidden_layers=4 "
+        "(repeatable; the keys are AlbertConfig's, albert_mini/model/config.py; checked as the config checks "
+        "them); config.json and run.json record the model built", nargs="+", action=Repeatable, metavar="KEY=VALUE"))
     corpus: str | tuple[str, ...] = field(default="austen", metadata=flag(
         "austen: the committed Austen novels (default); synthetic: random tokens, to test the machinery; or your own "
         "UTF-8 text: files, folders (their *.txt files) or glob patterns, with --tokenizer",
@@ -147,6 +162,10 @@ class PretrainingSetup:
         "bf16 autocast: faster on GPUs and CPUs with AMX, about 5x slower on AVX2-only CPUs; not bit-comparable "
         "with fp32 runs"))
     compile: bool = field(default=False, metadata=flag("torch.compile the model (no gain measured on CPU)"))
+    device: str = field(default="auto", metadata=flag(
+        "where to compute: auto = a CUDA GPU if there is one, else Apple's GPU (MPS), else the CPU (default); under "
+        "torchrun each process takes GPU LOCAL_RANK (nccl), or the CPU (gloo). run.json records the device used",
+        choices=list(DEVICE_CHOICES)))
     overwrite: bool = field(default=False, metadata=flag(
         "when --out holds a run with other settings, on changed text or without run.json, delete that run's own "
         "files (run.json, config.json, metrics.jsonl, checkpoints/) first; never anything else, so a directory with "
@@ -176,6 +195,7 @@ class PretrainingSetup:
         if self.validation is not None:
             object.__setattr__(self, "validation", tuple(self.validation))
         object.__setattr__(self, "betas", tuple(self.betas))
+        object.__setattr__(self, "config", canonical_config(self.config))
         check(self)
 
     # ------------------------------------------------------------------ what the settings imply
@@ -194,6 +214,16 @@ class PretrainingSetup:
         """Whether the corpus is the user's own files (not austen or synthetic)."""
         return not isinstance(self.corpus, str)
 
+    def model_config(self, **fixed) -> AlbertConfig:
+        """The run's model: the --preset with the --config fields set, and `fixed` (the tokenizer's vocab_size)."""
+        overrides = config_overrides(self.config)
+        try:
+            return AlbertConfig.from_preset(self.preset, **{**overrides, **fixed})
+        except ConfigError as err:
+            if not overrides:
+                raise
+            raise UsageError(f"--config {' '.join(self.config)}: {err}") from None
+
     def masking_options(self) -> dict:
         """The Masker options of the run: none at the defaults (the reference's masking)."""
         if (self.mask_prob, self.ngram, self.max_predictions) == (0.15, 3, None):
@@ -207,9 +237,10 @@ class PretrainingSetup:
 
     # ------------------------------------------------------------------ the command line
     def settings(self) -> dict:
-        """The flags that decide the numbers, as run.json records them (sorted; a path list as a list)."""
+        """The flags that decide the numbers, as run.json records them (sorted; a path list as a list). --config
+        only when given: a run without it records what runs recorded before it existed."""
         return {f.name: _plain(getattr(self, f.name)) for f in sorted(cli_fields(), key=lambda f: f.name)
-                if f.name not in FREE_ON_RESUME}
+                if f.name not in FREE_ON_RESUME and (f.name != "config" or self.config)}
 
     def to_argv(self) -> list[str]:
         """The command-line flags that give this setup (defaults left out): `from_args(parse(to_argv()))` is it."""
@@ -249,8 +280,8 @@ def cli_fields() -> list[dataclasses.Field]:
 
 
 def defaults() -> dict:
-    """Every flag's default: the value of a setting that an older run.json does not record."""
-    return {f.name: f.default for f in cli_fields()}
+    """Every flag's default: the value of a setting that an older run.json does not record (as it records it)."""
+    return {f.name: _plain(f.default) for f in cli_fields()}
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -258,8 +289,8 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     for f in cli_fields():
         options = dict(f.metadata)
         default = f.default
-        if options.get("nargs") and default is not None:
-            default = [default] if isinstance(default, str) else list(default)
+        if options.get("nargs") and isinstance(default, str):
+            default = [default]
         if f.type in ("bool", bool):
             options["action"] = "store_true"
         else:
@@ -273,6 +304,61 @@ def max_seq_len(preset: str) -> int:
     return PRESETS[preset].get("max_position_embeddings", 512)
 
 
+CONFIG_FIELDS = {f.name: f for f in dataclasses.fields(AlbertConfig)}
+_TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
+
+
+def config_overrides(items) -> dict:
+    """`--config key=value` items as AlbertConfig fields of their own types, e.g. ("embedding_size=64",) ->
+    {"embedding_size": 64}; UsageError naming the valid keys, a repeated key or a value of the wrong type."""
+    overrides = {}
+    for item in items:
+        key, equals, text = str(item).partition("=")
+        key, text = key.strip(), text.strip()
+        if not equals or not key or not text:
+            raise UsageError(f"--config takes key=value, e.g. --config embedding_size=64; got {item!r}")
+        if key not in CONFIG_FIELDS:
+            raise UsageError(f"--config {key}: the model config has no such field; valid keys: "
+                             f"{', '.join(CONFIG_FIELDS)}")
+        if key in overrides:
+            raise UsageError(f"--config {key} is given twice; give each key once")
+        overrides[key] = _config_value(key, text)
+    return overrides
+
+
+def _config_value(key: str, text: str):
+    """`text` as the type of AlbertConfig's field `key` (int, float, bool or str)."""
+    kind = CONFIG_FIELDS[key].type
+    kind = kind if isinstance(kind, str) else kind.__name__
+    example = f"e.g. --config {key}={CONFIG_FIELDS[key].default}"
+    if kind == "bool":
+        if text.lower() not in _TRUE + _FALSE:
+            raise UsageError(f"--config {key}={text}: {key} is true or false, {example.lower()}")
+        return text.lower() in _TRUE
+    if kind == "int":
+        try:
+            return int(text)
+        except ValueError:
+            raise UsageError(f"--config {key}={text}: {key} is a whole number, {example}") from None
+    if kind == "float":
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise UsageError(f"--config {key}={text}: {key} is a finite number, {example}")
+        return value
+    return text
+
+
+def canonical_config(items) -> tuple[str, ...]:
+    """--config items checked and written one way, in the config's field order (`key=value`, booleans as
+    true/false), so that a run recorded with them resumes however they were typed."""
+    overrides = config_overrides(() if items is None else ((items,) if isinstance(items, str) else items))
+    shown = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in overrides.items()}
+    return tuple(f"{k}={shown[k]}" for k in CONFIG_FIELDS if k in shown)
+
+
 def check(s: PretrainingSetup) -> None:
     """Refuse settings that cannot work, naming the flag and a valid choice: the one place a setup is checked."""
     choices = {"--preset": (s.preset, PRESETS), "--task": (s.task, SENTENCE_TASKS), "--optimizer": (s.optimizer,
@@ -281,6 +367,7 @@ def check(s: PretrainingSetup) -> None:
     for name, (value, known) in choices.items():
         if value not in known:
             raise UsageError(f"{name} must be one of {', '.join(known)}, got {value!r}")
+    check_device_name(s.device)
     if s.split_by is not None and s.split_by not in SPLIT_BY:
         raise UsageError(f"--split-by must be one of {', '.join(SPLIT_BY)}, got {s.split_by!r}")
     positive = {"--steps": s.steps, "--batch-size": s.batch_size, "--seq-len": s.seq_len,
@@ -304,9 +391,13 @@ def check(s: PretrainingSetup) -> None:
         raise UsageError(f"--seed must be in [0, {SEED_MAX}], got {s.seed}")
     if s.warmup is not None and not 0 <= s.warmup <= s.steps:
         raise UsageError(f"--warmup must be in [0, --steps={s.steps}], got {s.warmup}")
-    longest = max_seq_len(s.preset)
+    if "vocab_size" in config_overrides(s.config) and s.corpus != "synthetic":
+        raise UsageError("--config vocab_size: with a text corpus the tokenizer decides vocab_size (its number of "
+                         "pieces); leave vocab_size out, or use --corpus synthetic")
+    longest = s.model_config().max_position_embeddings  # the --config fields checked by the config itself
     if not 8 <= s.seq_len <= longest:
-        raise UsageError(f"--seq-len must be in [8, {longest}] for {s.preset}, got {s.seq_len}")
+        model = f"{s.preset} with --config {' '.join(s.config)}" if s.config else s.preset
+        raise UsageError(f"--seq-len must be in [8, {longest}] for {model}, got {s.seq_len}")
     if s.short_seq_len is not None:
         if not 8 <= s.short_seq_len < s.seq_len or (s.seq_len % s.short_seq_len and s.short_batch_size is None):
             raise UsageError(f"--short-seq-len must be in [8, --seq-len={s.seq_len}) and divide it, "

@@ -13,6 +13,12 @@ One optimizer step = `accumulate` micro-batches on every rank. The loss of a ste
 whole effective batch (see albert_mini.training.distributed for why and how), with gradients clipped to global
 norm 1.0. What is optimised and reported is the objective's (albert_mini.training.objectives); pretraining's is
 the default.
+
+Devices. The model may sit on any device (albert_mini.devices: CPU, CUDA, Apple's MPS); the metric sums are float64
+tensors on the CPU, whatever the device (MPS has no float64), and go to a GPU only for an nccl all-reduce. A
+checkpoint records the device that computed it: resuming on another one works (checkpoints load on the CPU first),
+and is said on stdout, in the resume line of metrics.jsonl and in run.json's notes, since the steps after it
+are not bit-identical to those the first device would have computed.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from ..devices import describe_device
 from ..paths import recorded_path
 from ..settings import static_output
 from .checkpoint import (
@@ -43,7 +50,7 @@ from .checkpoint import (
 from .distributed import DistInfo, all_reduce_sum, assert_replicas_identical, broadcast_flag, gather_objects, wrap_model
 from .objectives import PretrainingObjective
 from .optim import WarmupPolyDecay, build_optimizer, clip_grad_global_norm
-from .rundir import METRICS_FILE, truncate_metrics
+from .rundir import METRICS_FILE, amend_record, truncate_metrics
 
 # Changing these between a run and its resumption would change the arithmetic, so resuming refuses it.
 RESUME_MUST_MATCH = ("accumulate", "clip_norm", "bf16")
@@ -96,6 +103,11 @@ class TrainResult:
     history: list[dict]  # every metrics line of this call, as written to metrics.jsonl
 
 
+def _on_cpu(stats: torch.Tensor) -> torch.Tensor:
+    """A step's small stats vector as float64 on the CPU, where the sums are kept (unchanged if it is already)."""
+    return stats.detach().cpu().to(torch.float64)
+
+
 def _to_device(batch: dict, device: torch.device, objective=None) -> dict:
     objective = objective or PretrainingObjective()
     missing = [k for k in objective.required if k not in batch]
@@ -125,10 +137,10 @@ def evaluate(model: torch.nn.Module, batches, dist: DistInfo | None = None, max_
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                 out = model(**batch)
             _, stats = objective(out, batch, [1.0] * objective.n_denominators)
-            sums += stats
+            sums += _on_cpu(stats)
     finally:
         model.train(was_training)
-    return objective.metrics(all_reduce_sum(sums.to(dist.device), dist).cpu())
+    return objective.metrics(all_reduce_sum(sums.to(dist.reduce_device), dist).cpu())
 
 
 def _ci() -> bool:
@@ -172,6 +184,7 @@ class Trainer:
         self.elapsed = 0.0  # training wall time of the whole run, across resumptions
         self.tokens_seen = 0
         self.last_saved_step: int | None = None
+        self.moved_from: str | None = None  # the device of the checkpoint resumed from, when it was another one
         self.history: list[dict] = []
         # The objective's stats vector + tokens seen, since the last log line.
         self._sums = torch.zeros(self.objective.n_stats + 1, dtype=torch.float64)
@@ -205,7 +218,7 @@ class Trainer:
         else:
             for b in micro:
                 counts[:k] += torch.tensor(self.objective.denominators(b), dtype=torch.float64)
-        *totals, exhausted = all_reduce_sum(counts.to(self.dist.device), self.dist).tolist()
+        *totals, exhausted = all_reduce_sum(counts.to(self.dist.reduce_device), self.dist).tolist()
         return (*totals, exhausted > 0)
 
     def train_step(self, micro: list[dict], counts: tuple[float, float, bool] | None = None) -> float:
@@ -221,7 +234,7 @@ class Trainer:
                     out = self.forward_model(**batch)
                 loss, stats = self.objective(out, batch, totals)
                 (loss * self.dist.world_size).backward()  # DDP averages over ranks; we want the sum
-            self._sums[:-1] += stats
+            self._sums[:-1] += _on_cpu(stats)
             self._sums[-1] += batch["input_ids"].numel()
         params = [p for p in self.model.parameters() if p.grad is not None]
         norm = (clip_grad_global_norm(params, self.config.clip_norm) if self.config.clip_norm
@@ -283,7 +296,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ metrics
     def _log_train(self, run_start: float) -> dict:
-        sums = all_reduce_sum(self._sums.clone().to(self.dist.device), self.dist).cpu()
+        sums = all_reduce_sum(self._sums.clone().to(self.dist.reduce_device), self.dist).cpu()
         self.tokens_seen += int(sums[-1])
         metrics = {"type": "train", "step": self.step, **self.objective.metrics(sums[:-1]), "lr": self._lr,
                    "grad_norm": float(np.mean(self._norms)),
@@ -342,6 +355,7 @@ class Trainer:
             "tokens_seen": self.tokens_seen,
             "last_eval_step": self._last_eval_step,
             "world_size": self.dist.world_size,
+            "device": describe_device(self.device),  # what computed the steps so far (rank 0's)
         }
 
     def save(self) -> Path | None:
@@ -387,8 +401,24 @@ class Trainer:
         self.last_saved_step, self._last_eval_step = self.step, state["last_eval_step"]
         if self.out_dir is not None and self.dist.is_main:
             self._truncate_metrics(self.step)
-        self._record({"type": "resume", "step": self.step, "checkpoint": recorded_path(path)})
+        device, before = describe_device(self.device), state.get("device")  # older checkpoints do not say
+        moved = before is not None and before != device
+        self._record({"type": "resume", "step": self.step, "checkpoint": recorded_path(path), "device": device,
+                      **({"previous_device": before} if moved else {})})
+        if moved:
+            self._note_device_change(before, device)
         return self.step
+
+    def _note_device_change(self, before: str, device: str) -> None:
+        """Say that the run continues on another device, on stdout and in run.json's notes (rank 0)."""
+        self.moved_from = before
+        if not self.dist.is_main:
+            return
+        note = (f"step {self.step}: resumed on {device}; the steps up to here ran on {before}, so the run is not "
+                f"bit-identical to one that stayed there")
+        print(note, flush=True)
+        if self.out_dir is not None:
+            amend_record(self.out_dir, note=note)
 
     def _truncate_metrics(self, step: int) -> None:
         """Drop metric lines logged after `step` by the run that was interrupted, so the log reads as one run."""
