@@ -24,10 +24,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..devices import check_device_name, describe_device, resolve_device
 from ..errors import MissingFileError, UsageError, UserError
 from ..model.config import AlbertConfig
 from ..model.hf import from_hf
 from ..text.batch_source import BatchSource
+from ..training import rundir
 from ..training.checkpoint import CheckpointError, latest_checkpoint, load_pretrained
 from ..training.optim import WarmupPolyDecay, build_optimizer
 from ..training.trainer import TrainConfig, Trainer
@@ -252,19 +254,28 @@ class FinetuneSettings:
     seed: int = 0
     max_train_examples: int | None = None  # fast mode: the first examples only
     max_eval_examples: int | None = None
+    # Where to train (albert_mini.devices): auto = a CUDA GPU, else Apple's GPU (MPS), else the CPU. Not part of
+    # the budget: the experiments' run cache leaves it out of a run's key.
+    device: str = "auto"
+
+    def __post_init__(self):
+        check_device_name(self.device)
 
 
 def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None, config: AlbertConfig | None = None,
              out_dir: str | Path | None = None, progress: bool = False, resume: bool = False,
-             device: str | torch.device = "cpu") -> dict:
+             device: str | torch.device | None = None) -> dict:
     """Fine-tune a fresh head on `task` from `init` (a checkpoint, an HF dir or "random"); score the test split.
 
     With `resume`, training continues from the newest checkpoint in `out_dir` (if any) instead of step 0. The
-    model trains on `device`; the head is drawn on the CPU first, so its start is the same on every device.
+    model trains on `device` (default: settings.device, resolved by albert_mini.devices; "auto" takes a GPU when
+    there is one); the head is drawn on the CPU first, so its start is the same on every device. The result and
+    out_dir's run.json, when there is one, name the device used.
     """
     from ..text.tokenizer import Tokenizer  # commands: see the module's docstring
     from .registry import get_task
 
+    device = resolve_device(settings.device if device is None else device)  # a device that is not here: at once
     task = get_task(task) if isinstance(task, str) else task
     tokenizer = tokenizer or Tokenizer.default()
     check_tokenizer(init, tokenizer, config)
@@ -287,8 +298,10 @@ def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None,
                       TrainConfig(max_steps=settings.steps, out_dir=None if out_dir is None else str(out_dir),
                                   progress=progress, log_every=max(1, settings.steps // 20)),
                       objective=TaskObjective(task.kind))
+    if out_dir is not None:
+        rundir.amend_record(out_dir, device=describe_device(device))
     if resume:
-        trainer.resume()
+        trainer.resume()  # on another device than its checkpoint's: said, and noted in run.json
     try:
         result = trainer.train()
     except FloatingPointError as err:
@@ -301,6 +314,7 @@ def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None,
     return {"task": task.name, "init": label, "split": task.splits[-1],
             **scores, "train_examples": len(train_examples), "train_features": len(train_features),
             "epochs": settings.steps * settings.batch_size / len(train_features), "train_seconds": round(seconds, 1),
+            "device": describe_device(device),
             "final_train_loss": result.train["loss"] if result.train else None,
             "history": [{"step": h["step"], "loss": h["loss"], "acc": h["acc"]} for h in result.history
                         if h["type"] == "train"], "model": model}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import platform
@@ -11,24 +10,41 @@ from pathlib import Path
 
 import torch
 
+from ...devices import cpu_model as cpu_model  # the one copy; the chapters import it from here
+from ...devices import describe_device, resolve_device
 from ...paths import REPO_ROOT
 from .budget import FAST, Budget
 
 COMMAND = "python -m albert_mini.study.experiments"
 
+_device = "auto"  # the experiments command's --device; set with use_device
+
+
+def use_device(name: str) -> torch.device:
+    """Train the experiments' runs on `name` (the command's --device: auto, cpu, cuda, cuda:N, mps), the same rule
+    as pretraining and fine-tuning (albert_mini.devices); a device that is not here is refused now."""
+    global _device
+    device = resolve_device(name)
+    _device = str(name)
+    return device
+
+
+def device_choice() -> str:
+    """The --device the experiments train on, as given (for worker processes, which resolve it themselves)."""
+    return _device
+
 
 def experiment_device() -> torch.device:
-    """Where experiments train: ALBERT_MINI_DEVICE (cpu, cuda, cuda:1, ...), default the CPU. The device is
-    recorded with every run, not keyed: a run made on a GPU stands for the same settings on the CPU."""
-    return torch.device(os.environ.get("ALBERT_MINI_DEVICE", "cpu"))
+    """Where experiments train: the command's --device (default auto: a CUDA GPU, else Apple's GPU, else the CPU).
+    The device is recorded with every run, never keyed: a run made on a GPU stands for the same settings on the
+    CPU, so finished runs stay valid wherever the next ones are computed."""
+    return resolve_device(_device)
 
 
 def device_name(device: torch.device | None = None) -> str:
-    """The device a run trains on, as recorded with it: the CPU's model name or the GPU's."""
-    device = device or experiment_device()
-    if device.type == "cuda":
-        return f"GPU: {torch.cuda.get_device_name(device)}"
-    return f"CPU: {cpu_model()}"
+    """The device a run trains on, as recorded with it (albert_mini.devices.describe_device), e.g. "cpu: AMD EPYC
+    7B13" or "cuda: NVIDIA H100 80GB HBM3"."""
+    return describe_device(device or experiment_device())
 
 
 
@@ -42,18 +58,6 @@ def git_revision() -> str:
         return head + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
-
-
-@functools.cache
-def cpu_model() -> str:
-    """The CPU's model name as lscpu prints it (timings are labelled with it)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def write_result(name: str, payload: dict, budget: Budget, seeds, out_dir: Path, seconds: float,

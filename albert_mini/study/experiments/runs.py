@@ -2,10 +2,12 @@
 the time estimate printed before anything starts.
 
 Cache key: the sha256 of a run's settings (its spec: model config, sentence task or fine-tuning task, seed, budget),
-the numerics version of its kind (NUMERICS_VERSION below) and the data manifests. The source code is deliberately
-not part of the key: a comment, a rename or a refactor keeps hours of finished runs valid. What guards against a
-change that does alter the numbers is tests/study/test_numerics_guard.py: a short seeded run of every kind whose
-values must not move unless that kind's version is bumped here (which retires its cached runs).
+the numerics version of its kind (NUMERICS_VERSION below) and the data manifests. The device a run is computed on is
+not part of it (a spec's "device" entries are left out: finished runs stay valid on any device, and each record
+names the device that computed it). The source code is deliberately not part of the key either: a comment, a
+rename or a refactor keeps hours of finished runs valid. What guards against a change that does alter the numbers
+is tests/study/test_numerics_guard.py: a short seeded run of every kind whose values must not move unless that
+kind's version is bumped here (which retires its cached runs).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ...paths import CACHE_ROOT, DATA_ROOT
 from ...settings import fast_mode
 from .budget import Budget
 from .measure import Pretraining, measure
-from .provenance import device_name
+from .provenance import device_choice, device_name, use_device
 
 # Bump a kind's number whenever a change alters what its runs compute (losses, data order, masks, initialisation,
 # measurements); its finished runs are then recomputed, every other kind's stay valid.
@@ -42,10 +44,11 @@ def workers() -> int:
     return int(value)
 
 
-def _worker_start(threads: int) -> None:
+def _worker_start(threads: int, device: str = "auto") -> None:
     import torch
 
     torch.set_num_threads(threads)
+    use_device(device)  # a spawned worker starts with the module's default: give it the command's --device
 
 
 def _timed(compute: Callable[[], dict]) -> tuple[dict, float]:
@@ -75,11 +78,34 @@ def numerics_version(spec: dict) -> int:
     return NUMERICS_VERSION[kind]
 
 
+def without_device(spec):
+    """`spec` with every "device" entry left out, at any depth (fine-tuning settings name one): where a run is
+    computed is recorded with it, never part of its key."""
+    if isinstance(spec, dict):
+        return {k: without_device(v) for k, v in spec.items() if k != "device"}
+    if isinstance(spec, (list, tuple)):
+        return [without_device(v) for v in spec]
+    return spec
+
+
 def run_key(spec: dict) -> str:
-    """The cache key of a run: its settings, its kind's numerics version and the data (24 hex digits)."""
-    text = json.dumps({"spec": spec, "version": numerics_version(spec), "data": data_fingerprint()},
+    """The cache key of a run: its settings (not its device), its kind's numerics version and the data (24 hex
+    digits)."""
+    text = json.dumps({"spec": without_device(spec), "version": numerics_version(spec), "data": data_fingerprint()},
                       sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+LEGACY_DEVICES = {"CPU: ": "cpu: ", "GPU: ": "cuda: "}  # how records named devices before albert_mini.devices
+
+
+def recorded_device(record: dict | None) -> str:
+    """The device a cached run's record names, in describe_device's words ("CPU: x" of older records: "cpu: x")."""
+    device = (record or {}).get("device") or "not recorded"
+    for old, new in LEGACY_DEVICES.items():
+        if device.startswith(old):
+            return new + device[len(old):]
+    return device
 
 
 class RunCache:
@@ -101,15 +127,15 @@ class RunCache:
         if not path.exists():
             return None
         stored = json.loads(path.read_text())
-        same = stored.get("spec") == json.loads(json.dumps(spec, default=str))
+        same = without_device(stored.get("spec")) == json.loads(json.dumps(without_device(spec), default=str))
         return stored if same and stored.get("version", 1) == numerics_version(spec) else None
 
     def save(self, spec: dict, result: dict, seconds: float | None = None) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{self.key(spec)}.json"
         tmp = path.with_suffix(".tmp")
-        record = {"spec": spec, "version": numerics_version(spec), "result": result, "seconds": seconds,
-                  "device": device_name()}
+        record = {"spec": without_device(spec), "version": numerics_version(spec), "result": result,
+                  "seconds": seconds, "device": device_name()}
         tmp.write_text(json.dumps(record, default=float))
         os.replace(tmp, path)  # a run killed while writing leaves no half file under the key
 
@@ -143,8 +169,8 @@ class Runner:
             if self.cache:
                 self.cache.save(spec, result, seconds)
         self.compute_seconds[self.experiment] = self.compute_seconds.get(self.experiment, 0.0) + (seconds or 0.0)
-        device = record.get("device") if record and status == "cached" else device_name()
-        self.devices.setdefault(self.experiment, set()).add(device or "not recorded")
+        device = recorded_device(record) if record and status == "cached" else device_name()
+        self.devices.setdefault(self.experiment, set()).add(device)
         self.done += 1
         of = f"/{self.total}" if self.total else ""
         self.say(f"[{self.done}{of}] {self.experiment} {label}: {status} in {time.perf_counter() - start:.0f} s "
@@ -161,7 +187,7 @@ class Runner:
         if count > 1 and self.cache is not None:
             threads = max(1, (os.cpu_count() or 1) // count)
             with ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"),
-                                     initializer=_worker_start, initargs=(threads,)) as pool:
+                                     initializer=_worker_start, initargs=(threads, device_choice())) as pool:
                 running = {pool.submit(_timed, compute): (spec, label) for spec, compute, label in pending}
                 for future in as_completed(running):
                     spec, label = running[future]

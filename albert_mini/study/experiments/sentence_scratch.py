@@ -5,7 +5,7 @@ recipe per seed and is scored as the trunk's branches are (trunk.score_point). T
 11 hours on 2 CPU cores, about 10 minutes on one H100 as parallel worker processes. So it is opt-in, never part of
 `all`; on a GPU machine, with a time cap:
 
-    ALBERT_MINI_DEVICE=cuda ALBERT_MINI_WORKERS=9 timeout 900 python -m albert_mini.study.experiments sentence_scratch
+    ALBERT_MINI_WORKERS=9 timeout 900 python -m albert_mini experiments sentence_scratch --device cuda
 
 Finished rows are kept with the other runs, so a capped run continues where it stopped.
 """
