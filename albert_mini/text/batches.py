@@ -23,7 +23,15 @@ import torch
 from torch.utils.data import Dataset
 
 from .batch_source import BatchSource
-from .instances import TokenDocuments, as_token_documents, build_instances, check_build_arguments, sentence_task
+from .instances import (
+    TokenDocuments,
+    as_token_documents,
+    check_build_arguments,
+    instance_at,
+    instance_rows,
+    row_length,
+    sentence_task,
+)
 from .masking import Masker
 from .padding import pad_batch
 
@@ -72,12 +80,9 @@ def unigram_log_prior(documents, vocab_size: int, smoothing: float = 1.0) -> tor
     (The reference starts it at zero.)
     """
     docs = as_token_documents(documents)
-    streams = [s for s in docs.streams if len(s)]
-    if not streams:
+    counts = docs.token_counts(vocab_size).astype(np.float64)
+    if not counts.sum():
         raise ValueError("unigram_log_prior needs at least one token")
-    counts = np.bincount(np.concatenate(streams), minlength=vocab_size).astype(np.float64)
-    if len(counts) > vocab_size:
-        raise ValueError(f"token id {len(counts) - 1} is outside a vocabulary of {vocab_size}")
     counts += smoothing
     return torch.from_numpy(np.log(counts / counts.sum())).float()
 
@@ -103,8 +108,8 @@ def count_examples(documents, settings: DataSettings) -> int:
     """
     s = settings
     passes = 1 if s.dynamic else s.dupe_factor
-    return sum(len(build_instances(documents, s.task, s.max_seq_len, s.short_seq_prob,
-                                   stream_seed(s.seed, INSTANCE_STREAM, k), allow_empty=True))
+    return sum(len(instance_rows(documents, s.task, s.max_seq_len, s.short_seq_prob,
+                                 stream_seed(s.seed, INSTANCE_STREAM, k), allow_empty=True))
                for k in range(passes))
 
 
@@ -127,17 +132,19 @@ class PretrainingDataset(Dataset):
         if s.dynamic and s.dupe_factor != 1:
             raise ValueError("dupe_factor is for static mode (dynamic=False); dynamic mode builds new instances "
                              "every epoch, so leave dupe_factor=1")
-        self.static_examples = None if s.dynamic else self._build_static()
+        # Static mode: the rows of its dupe_factor passes, one after another; example i of pass k is masked from
+        # (seed, k, i) whenever it is read, so the masks are fixed without keeping every masked example in memory.
+        self.static_rows = None if s.dynamic else np.concatenate([self._pass_rows(k) for k in range(s.dupe_factor)])
+        self.static_starts = None if s.dynamic else np.cumsum(
+            [0] + [len(self._pass_rows(k)) for k in range(s.dupe_factor)])
         self.epoch = None
         self.set_epoch(epoch)
 
-    def _build_static(self) -> list[dict]:
-        s, examples = self.settings, []
-        for dupe in range(s.dupe_factor):
-            instances = build_instances(self.documents, s.task, s.max_seq_len, s.short_seq_prob,
-                                        stream_seed(s.seed, INSTANCE_STREAM, dupe))
-            examples += [self._mask(inst, stream_rng(s.seed, MASK_STREAM, dupe, i)) for i, inst in enumerate(instances)]
-        return examples
+    def _pass_rows(self, k: int) -> np.ndarray:
+        """The rows of instance pass k (static: dupe k; dynamic: epoch k)."""
+        s = self.settings
+        return instance_rows(self.documents, s.task, s.max_seq_len, s.short_seq_prob,
+                             stream_seed(s.seed, INSTANCE_STREAM, k))
 
     def _mask(self, instance, rng: np.random.Generator) -> dict:
         masked = self.masker(instance.tokens, rng)
@@ -153,11 +160,8 @@ class PretrainingDataset(Dataset):
         if epoch == self.epoch:
             return
         s = self.settings
-        if s.dynamic:
-            self.instances = build_instances(self.documents, s.task, s.max_seq_len, s.short_seq_prob,
-                                             stream_seed(s.seed, INSTANCE_STREAM, epoch))
-        n = len(self.instances) if s.dynamic else len(self.static_examples)
-        self.order = stream_rng(s.seed, ORDER_STREAM, epoch).permutation(n)
+        self.rows = self._pass_rows(epoch) if s.dynamic else self.static_rows
+        self.order = stream_rng(s.seed, ORDER_STREAM, epoch).permutation(len(self.rows))
         self.epoch = epoch
 
     def __len__(self) -> int:
@@ -167,16 +171,16 @@ class PretrainingDataset(Dataset):
         if not 0 <= index < len(self.order):
             raise IndexError(f"example {index} outside 0..{len(self.order) - 1} of epoch {self.epoch}")
         j = int(self.order[index])
-        if self.static_examples is not None:
-            return self.static_examples[j]
-        return self._mask(self.instances[j], stream_rng(self.settings.seed, MASK_STREAM, self.epoch, j))
+        instance = instance_at(self.documents, self.rows[j])
+        if self.settings.dynamic:
+            return self._mask(instance, stream_rng(self.settings.seed, MASK_STREAM, self.epoch, j))
+        dupe = int(np.searchsorted(self.static_starts, j, side="right")) - 1
+        within = j - int(self.static_starts[dupe])
+        return self._mask(instance, stream_rng(self.settings.seed, MASK_STREAM, dupe, within))
 
     def sequence_length(self, index: int) -> int:
-        """Tokens in example `index` of the current epoch, found without masking it."""
-        j = int(self.order[index])
-        if self.static_examples is not None:
-            return len(self.static_examples[j]["input_ids"])
-        return len(self.instances[j].tokens)
+        """Tokens in example `index` of the current epoch, found without building or masking it."""
+        return row_length(self.rows[int(self.order[index])])
 
     def describe(self) -> dict:
         """Plain values of everything that decides the examples (stored with a run's data position)."""

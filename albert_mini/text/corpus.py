@@ -89,12 +89,23 @@ def _is_abbreviation(text: str, match: re.Match) -> bool:
     """True when the punctuation of `match` is the dot of an abbreviation or an initial, not a sentence end."""
     if text[match.start()] != "." or match.group().startswith(".."):
         return False
-    word = re.search(r"[\w']*$", text[:match.start()]).group()
+    word = _word_before(text, match.start())
     if word in ABBREVIATIONS:
         return True
     if len(word) == 1 and word.isupper() and word != "I":  # an initial, as in "A. W." or "F. C."
         return True
     return word == "No" and text[match.end():match.end() + 1].isdigit()
+
+
+def _word_before(text: str, end: int) -> str:
+    """The run of word characters and apostrophes that ends at `end` (the regex `[\\w']*$` on text[:end]).
+
+    Scanned backwards from `end`: the regex on the prefix would copy and rescan the whole paragraph at every
+    candidate boundary, quadratic in its length (a 8,000-character paragraph took milliseconds)."""
+    start = end
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_'"):
+        start -= 1
+    return text[start:end]
 
 
 # --------------------------------------------------------------------------- normalisation
@@ -175,20 +186,34 @@ def load_text_files(paths_or_dir, mode: str = "file", pattern: str = "*.txt") ->
     paths = expand_text_paths(paths_or_dir, pattern)
     documents = []
     for path in paths:
-        blocks = re.split(r"\n[ \t]*\n", read_utf8(path, CorpusError))
-        if mode == "file":
-            paragraphs = [normalize_paragraph(b) for b in blocks if b.strip()]
-            if paragraphs:
-                documents.append(Document(path.stem, path.stem, paragraphs))
-        else:
-            for block in blocks:
-                paragraphs = [normalize_paragraph(line) for line in block.splitlines() if line.strip()]
-                if paragraphs:
-                    documents.append(Document(f"{path.stem}-{len(documents)}", path.stem, paragraphs))
+        for paragraphs in paragraphs_of_text(read_utf8(path, CorpusError), mode):
+            name = path.stem if mode == "file" else f"{path.stem}-{len(documents)}"
+            documents.append(Document(name, path.stem, paragraphs))
     if not documents:
         names = ", ".join(str(p) for p in paths)
         raise CorpusError(f"no text found in {names}: every file is empty or holds only whitespace")
     return documents
+
+
+BLANK_LINE = re.compile(r"\n[ \t]*\n")  # what separates paragraphs (mode "file") or documents ("blank_line")
+
+
+def paragraphs_of_text(text: str, mode: str):
+    """The documents of one file's text as lists of normalized paragraphs (empty documents left out).
+
+    The one reading rule behind `load_text_files` and the token cache (albert_mini.text.token_cache), which
+    applies it to pieces of a file cut at blank lines: in mode "blank_line" a piece gives the same documents
+    as the whole file, because a separator can only lie inside a run of blank lines."""
+    blocks = BLANK_LINE.split(text)
+    if mode == "file":
+        paragraphs = [normalize_paragraph(b) for b in blocks if b.strip()]
+        if paragraphs:
+            yield paragraphs
+        return
+    for block in blocks:
+        paragraphs = [normalize_paragraph(line) for line in block.splitlines() if line.strip()]
+        if paragraphs:
+            yield paragraphs
 
 
 def expand_text_paths(paths_or_dir, pattern: str = "*.txt") -> list[Path]:

@@ -28,6 +28,7 @@ task "none" has no sentence label and stores IGNORE_INDEX (-100) (the batch then
 from __future__ import annotations
 
 import random
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -37,6 +38,10 @@ from ..specials import CLS_ID, IGNORE_INDEX, SEP_ID
 
 SPECIALS_PER_PAIR = 3  # [CLS] A [SEP] B [SEP]
 SPECIALS_PER_SINGLE = 2  # [CLS] A [SEP]
+# An instance as a row of 7 integers, where its segments lie in the token streams; its tokens are copied out
+# only when it is read (`instance_at`), so a pass over any corpus costs 56 bytes per instance.
+ROW_FIELDS = ("a_doc", "a_start", "a_end", "b_doc", "b_start", "b_end", "label")  # b_doc -1: no segment B
+ROW_MEMO_SIZE = 4  # passes a TokenDocuments keeps, so that counting them and training on them build them once
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +74,7 @@ class TokenDocuments:
         self.streams: list[np.ndarray] = []  # per document: all its tokens in order, int32
         self.boundaries: list[np.ndarray] = []  # per document: sentence start offsets plus the end, int64
         self.lengths: list[list[int]] = []  # per document: sentence lengths as python ints, for the packing loops
+        self._rows: dict[tuple, np.ndarray] = {}  # (task, max_seq_len, short_seq_prob, seed) -> rows of a pass
         for doc in documents:
             if isinstance(doc, (str, bytes)) or any(isinstance(s, (str, bytes)) for s in doc):
                 raise TypeError("a document must be a list of tokenized sentences (lists of ids), not text; "
@@ -87,6 +93,32 @@ class TokenDocuments:
 
     def num_tokens(self) -> int:
         return sum(len(s) for s in self.streams)
+
+    def sentence_counts(self) -> np.ndarray:
+        """Sentences per document, (D,)."""
+        return np.array([len(lengths) for lengths in self.lengths], dtype=np.int64)
+
+    def token_counts(self, vocab_size: int) -> np.ndarray:
+        """How often each id occurs, (V,) int64; an id outside the vocabulary is a ValueError."""
+        counts = np.zeros(vocab_size, dtype=np.int64)
+        for stream in self.streams:
+            if len(stream):
+                found = np.bincount(stream, minlength=vocab_size)
+                if len(found) > vocab_size:
+                    raise ValueError(f"token id {len(found) - 1} is outside a vocabulary of {vocab_size}")
+                counts += found
+        return counts
+
+    def stored_rows(self, key: tuple) -> np.ndarray | None:
+        """The rows of a pass built before with these settings, or None."""
+        return self._rows.get(key)
+
+    def store_rows(self, key: tuple, rows: np.ndarray) -> np.ndarray:
+        """Keep the rows of a pass (the newest ROW_MEMO_SIZE passes); return them."""
+        self._rows[key] = rows
+        while len(self._rows) > ROW_MEMO_SIZE:
+            del self._rows[next(iter(self._rows))]
+        return rows
 
 
 def as_token_documents(documents) -> TokenDocuments:
@@ -189,21 +221,51 @@ def build_instances(documents, task: str = "sop", max_seq_len: int = 128, short_
     No instance at all is a ValueError, unless `allow_empty` (for counting what other settings would give).
     """
     docs = as_token_documents(documents)
+    rows = instance_rows(docs, task, max_seq_len, short_seq_prob, seed, allow_empty)
+    return [instance_at(docs, row) for row in rows]
+
+
+def instance_rows(documents, task: str = "sop", max_seq_len: int = 128, short_seq_prob: float = 0.1,
+                  seed: int = 0, allow_empty: bool = False) -> np.ndarray:
+    """`build_instances` as rows (N, 7) int64 (ROW_FIELDS): where each instance's segments lie, and its label.
+
+    The documents keep the rows of their last few passes (a token cache keeps them on disk), so the checks
+    that count a pass and the dataset that trains on it build it once."""
+    docs = as_token_documents(documents)
     check_build_arguments(docs, task, max_seq_len, short_seq_prob)
-    rng = random.Random(seed)
-    kind = sentence_task(task)
-    instances = kind.build(docs, max_seq_len - (SPECIALS_PER_PAIR if kind.pairs else SPECIALS_PER_SINGLE),
-                           short_seq_prob, rng)
-    if not instances and not allow_empty:
+    key = (task, int(max_seq_len), float(short_seq_prob), int(seed))
+    rows = docs.stored_rows(key)
+    if rows is None:
+        kind = sentence_task(task)
+        flat = kind.build(docs, max_seq_len - (SPECIALS_PER_PAIR if kind.pairs else SPECIALS_PER_SINGLE),
+                          short_seq_prob, random.Random(seed))
+        rows = docs.store_rows(key, np.frombuffer(flat, dtype=np.int64).reshape(-1, len(ROW_FIELDS)))
+    if not len(rows) and not allow_empty:
         raise ValueError(f"no {task.upper()} instance fits in max_seq_len={max_seq_len}: no two consecutive "
                          "sentences fit together; raise max_seq_len or split long sentences")
-    return instances
+    return rows
 
 
-def _sop_instances(docs: TokenDocuments, max_tokens: int, short_seq_prob: float,
-                  rng: random.Random) -> list[Instance]:
+def instance_at(docs: TokenDocuments, row) -> Instance:
+    """The Instance a row describes, its tokens copied out of the documents' streams."""
+    a_doc, a_start, a_end, b_doc, b_start, b_end, label = (int(x) for x in row)
+    a_ids = docs.streams[a_doc][a_start:a_end]
+    if b_doc < 0:
+        return Instance(single_tokens(a_ids), a_end - a_start, 0, label, (a_doc, a_start, a_end), None)
+    b_ids = docs.streams[b_doc][b_start:b_end]
+    return Instance(pair_tokens(a_ids, b_ids), a_end - a_start, b_end - b_start, label, (a_doc, a_start, a_end),
+                    (b_doc, b_start, b_end))
+
+
+def row_length(row) -> int:
+    """Tokens in the instance a row describes, specials included, without building it."""
+    a_len, b_len = int(row[2]) - int(row[1]), int(row[5]) - int(row[4])
+    return a_len + b_len + (SPECIALS_PER_PAIR if row[3] >= 0 else SPECIALS_PER_SINGLE)
+
+
+def _sop_instances(docs: TokenDocuments, max_tokens: int, short_seq_prob: float, rng: random.Random) -> array:
     """Chunks of whole sentences split at a random sentence boundary; the two halves swapped half the time."""
-    instances = []
+    rows = array("q")
     for doc in range(len(docs)):
         if docs.num_sentences(doc) < 2:
             continue  # nothing to pair inside this document
@@ -215,19 +277,18 @@ def _sop_instances(docs: TokenDocuments, max_tokens: int, short_seq_prob: float,
             label = int(rng.random() < 0.5)
             if label:
                 a, b = b, a
-            instances.append(_pair(docs, a, b, label))
-    return instances
+            rows.extend((*a, *b, label))
+    return rows
 
 
-def _nsp_instances(docs: TokenDocuments, max_tokens: int, short_seq_prob: float,
-                   rng: random.Random) -> list[Instance]:
+def _nsp_instances(docs: TokenDocuments, max_tokens: int, short_seq_prob: float, rng: random.Random) -> array:
     """A grows from a sentence; B grows by the same rule from the next sentence or from another document.
 
     A's extent is decided before the label, both kinds of B grow by one rule (towards the target, within
     the room A leaves) from a first sentence that fits, so the lengths do not tell the labels apart.
     """
     others = [d for d in range(len(docs)) if docs.num_sentences(d)]
-    instances = []
+    rows = array("q")
     for doc in range(len(docs)):
         lengths, bounds = docs.lengths[doc], docs.boundaries[doc]
         i = 0
@@ -251,14 +312,9 @@ def _nsp_instances(docs: TokenDocuments, max_tokens: int, short_seq_prob: float,
                 b_end = grow(lengths, split, target_b, room, 1)
                 b = (doc, int(bounds[split]), int(bounds[b_end]))
                 next_i = b_end
-            instances.append(_pair(docs, a, b, label))
+            rows.extend((*a, *b, label))
             i = next_i
-    return instances
-
-
-def _pair(docs: TokenDocuments, a: tuple[int, int, int], b: tuple[int, int, int], label: int) -> Instance:
-    a_ids, b_ids = docs.streams[a[0]][a[1]:a[2]], docs.streams[b[0]][b[1]:b[2]]
-    return Instance(pair_tokens(a_ids, b_ids), len(a_ids), len(b_ids), label, a, b)
+    return rows
 
 
 def _random_segment(docs: TokenDocuments, others: list[int], doc: int, target: int, room: int,
@@ -278,9 +334,9 @@ def _random_segment(docs: TokenDocuments, others: list[int], doc: int, target: i
 
 
 def _single_segment_instances(docs: TokenDocuments, max_tokens: int, short_seq_prob: float,
-                              rng: random.Random) -> list[Instance]:
+                              rng: random.Random) -> array:
     """Task "none": chunks of whole sentences; a sentence longer than the limit is first cut into windows."""
-    instances = []
+    rows = array("q")
     for doc in range(len(docs)):
         if not docs.num_sentences(doc):
             continue
@@ -289,10 +345,8 @@ def _single_segment_instances(docs: TokenDocuments, max_tokens: int, short_seq_p
                                                                          docs.boundaries[doc][1:])]
         bounds = np.concatenate(cuts + [docs.boundaries[doc][-1:]])
         for first, end in pack_chunks(np.diff(bounds).tolist(), max_tokens, short_seq_prob, 1, rng):
-            start, stop = int(bounds[first]), int(bounds[end])
-            tokens = single_tokens(docs.streams[doc][start:stop])
-            instances.append(Instance(tokens, stop - start, 0, IGNORE_INDEX, (doc, start, stop), None))
-    return instances
+            rows.extend((doc, int(bounds[first]), int(bounds[end]), -1, 0, 0, IGNORE_INDEX))
+    return rows
 
 
 # ---------------------------------------------------------------------------------------------- the sentence tasks
@@ -300,13 +354,13 @@ def _single_segment_instances(docs: TokenDocuments, max_tokens: int, short_seq_p
 class SentenceTask:
     """A sentence-level pretraining task beside MLM: how one pass over the corpus builds its instances.
 
-    `build(docs, max_tokens, short_seq_prob, rng)` returns the instances, where max_tokens is what the segments may
-    hold once the special tokens are counted. `pairs`: `[CLS] A [SEP] B [SEP]` with a sentence label, else one
-    segment and no label (the model's pooler and sentence head then get no gradient).
+    `build(docs, max_tokens, short_seq_prob, rng)` returns the instances as flat rows (ROW_FIELDS), where
+    max_tokens is what the segments may hold once the special tokens are counted. `pairs`: `[CLS] A [SEP] B [SEP]`
+    with a sentence label, else one segment and no label (the model's pooler and sentence head then get no gradient).
     """
 
     name: str
-    build: Callable[[TokenDocuments, int, float, random.Random], list[Instance]]
+    build: Callable[[TokenDocuments, int, float, random.Random], array]
     pairs: bool
     min_documents: int  # non-empty documents a pass needs
     description: str
