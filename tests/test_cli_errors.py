@@ -206,3 +206,29 @@ def test_subprocess_errors_print_exactly_one_line(tmp_path):
     assert done.stderr == f"error: --out {out} is a file, not a directory; give a directory path (it is created if " \
                           "absent)\n"
     assert os.path.getsize(out) == 1
+
+
+def test_finetune_and_the_experiments_take_the_one_device_rule(capsys, monkeypatch):
+    """--device (albert_mini.devices' choices, default auto) reaches FinetuneSettings and the experiments' runs."""
+    from albert_mini.commands import experiments
+    from albert_mini.devices import DEVICE_CHOICES
+    from albert_mini.errors import UsageError
+
+    for name in ("pretrain", "finetune", "experiments"):
+        assert "argument --device: invalid choice: 'gpu'" in cli_error(albert_mini_main, [name, "--device", "gpu"],
+                                                                        capsys)
+    assert finetune.build_parser().get_default("device") == "auto"
+    seen = []
+
+    def stop(what):
+        def record(*args, **kwargs):
+            seen.append(what(*args, **kwargs))
+            raise UsageError("stopped before any training")
+        return record
+
+    monkeypatch.setattr(finetune, "run_task", stop(lambda task, init, settings, **kw: settings.device))
+    monkeypatch.setattr(experiments, "use_device", stop(lambda name: name))
+    cli_error(albert_mini_main, ["finetune", "--task", "austen-mc", "--device", "cpu"], capsys)
+    cli_error(albert_mini_main, ["experiments", "sharing", "--estimate", "--device", "cpu"], capsys)
+    cli_error(albert_mini_main, ["experiments", "sharing", "--estimate"], capsys)
+    assert seen == ["cpu", "cpu", "auto"] and set(DEVICE_CHOICES) >= {"auto", "cpu", "cuda", "mps"}

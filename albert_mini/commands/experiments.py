@@ -21,11 +21,13 @@ from pathlib import Path
 
 from ..cli import run as run_cli
 from ..cli import seed
+from ..devices import DEVICE_CHOICES
 from ..errors import UsageError
 from ..safe_files import check_out_folder
 from ..study.experiments import EXPERIMENTS, OPT_IN, checked_tables, command_line, results_dir, run
 from ..study.experiments.budget import SEEDS, current_budget
 from ..study.experiments.estimate import describe, estimate
+from ..study.experiments.provenance import use_device
 from ..study.experiments.runs import RunCache, Runner, cache_dir
 from . import command_parser
 
@@ -44,6 +46,9 @@ def _main(argv: list[str]) -> int:
                         help=f"seeds: every model is trained once per seed (default {' '.join(map(str, SEEDS))})")
     parser.add_argument("--estimate", action="store_true", help="print the expected duration and stop")
     parser.add_argument("--no-cache", action="store_true", help="train everything again (finished runs not reused)")
+    parser.add_argument("--device", choices=DEVICE_CHOICES, default="auto",
+                        help="where to train: auto = a CUDA GPU if there is one, else Apple's GPU (MPS), else the CPU "
+                             "(default); every run records its device, and finished runs count on any device")
     args = parser.parse_args(argv)
     if "tables" in args.names and args.names != ["tables"]:
         raise UsageError("`tables` prints the results and runs nothing; give it alone, or drop it")
@@ -54,6 +59,7 @@ def _main(argv: list[str]) -> int:
         raise UsageError(f"--seeds must be distinct non-negative integers, got {' '.join(map(str, args.seeds))}")
     if args.out is not None:
         check_out_folder(args.out)  # now, not after hours of training
+    use_device(args.device)  # a device that is not here is refused now
     names = ([n for n in EXPERIMENTS if n not in OPT_IN] if "all" in args.names
              else [n for n in EXPERIMENTS if n in args.names])
     budget = current_budget()

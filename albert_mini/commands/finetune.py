@@ -16,6 +16,7 @@ from pathlib import Path
 from ..cli import positive_float, positive_int
 from ..cli import run as run_cli
 from ..cli import seed as seed_type
+from ..devices import DEVICE_CHOICES
 from ..errors import UsageError
 from ..model.config import AlbertConfig
 from ..paths import PRETRAINED_MODEL
@@ -27,8 +28,9 @@ from ..training import rundir
 from ..training.checkpoint import weights_bytes
 from . import command_parser
 
-# Flags that do not change what is computed: they may differ between a run in --out and its resumption.
-FREE_ON_RESUME = ("out", "save", "overwrite", "debug")
+# Flags that do not change what is computed: they may differ between a run in --out and its resumption. The device
+# is one of them, as in pretraining: run_task notes the device used in run.json.
+FREE_ON_RESUME = ("out", "save", "overwrite", "debug", "device")
 
 
 def build_parser():
@@ -62,6 +64,9 @@ def build_parser():
     parser.add_argument("--overwrite", action="store_true",
                         help="replace a different run in --out (only its own files) or an existing --save file")
     parser.add_argument("--save", default=None, help="write the fine-tuned weights (safetensors) to this file")
+    parser.add_argument("--device", choices=DEVICE_CHOICES, default="auto",
+                        help="where to compute: auto = a CUDA GPU if there is one, else Apple's GPU (MPS), else the "
+                             "CPU (default); run.json and the result name the device used")
     return parser
 
 
@@ -104,7 +109,8 @@ def _finetune(args, out: Path | None, locks: list) -> int:
     tokenizer = Tokenizer.from_file(args.tokenizer) if args.tokenizer else Tokenizer.default()
     config = AlbertConfig.from_preset(args.preset) if args.init == "random" else None
     settings = FinetuneSettings(steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
-                                max_train_examples=args.max_train_examples, max_eval_examples=args.max_eval_examples)
+                                max_train_examples=args.max_train_examples, max_eval_examples=args.max_eval_examples,
+                                device=args.device)
     resume = False
     if out is not None:
         record = {"kind": "finetune", "settings": run_settings(args),
