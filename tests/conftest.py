@@ -8,6 +8,19 @@ import pytest
 import torch
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _token_cache_in_a_temp_folder(tmp_path_factory):
+    """Texts prepared by tests go to a folder of the session, never the checkout's cache/ (commands that tests
+    run in subprocesses inherit the variable)."""
+    before = os.environ.get("ALBERT_MINI_CACHE")
+    os.environ["ALBERT_MINI_CACHE"] = str(tmp_path_factory.mktemp("token-cache"))
+    yield
+    if before is None:
+        os.environ.pop("ALBERT_MINI_CACHE", None)
+    else:
+        os.environ["ALBERT_MINI_CACHE"] = before
+
+
 @pytest.fixture(autouse=True)
 def _seed_everything():
     random.seed(0)

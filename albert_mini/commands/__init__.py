@@ -22,6 +22,7 @@ PROG = "albert-mini"
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "pretrain": ("pretrain", "pretrain ALBERT (Austen, your own text or synthetic data); rerun to resume"),
+    "prepare": ("prepare", "tokenize your text into the token cache ahead of pretraining (pretrain does it too)"),
     "finetune": ("finetune", "fine-tune a pretrained model on a task and score its test split"),
     "tokenizer": ("tokenizer", "train ALBERT's SentencePiece tokenizer (`tokenizer train ...`)"),
     "corpus": ("corpus", "rebuild data/austen/ from the Debian package r-cran-janeaustenr"),

@@ -252,11 +252,13 @@ def _files_of(spec: str | Path, pattern: str) -> list[Path]:
 
 
 # --------------------------------------------------------------------------- fingerprints
-def fingerprint_files(paths) -> dict:
+def fingerprint_files(paths, digests: dict | None = None) -> dict:
     """What a run records of its text: the sha256 of every file, and one sha256 over the sorted list of both; a
     file inside the repository is named relative to its root, any other by its absolute path
-    (`paths.recorded_path`), so a record holds no path of the machine's checkout."""
-    files = {recorded_path(Path(p).resolve()): sha256_file(p) for p in paths}
+    (`paths.recorded_path`), so a record holds no path of the machine's checkout. `digests`: {path: sha256} of
+    files already read (each file is hashed once per run)."""
+    digests = digests or {}
+    files = {recorded_path(Path(p).resolve()): digests.get(p) or sha256_file(p) for p in paths}
     listing = "".join(f"{files[name]}  {name}\n" for name in sorted(files))
     return {"sha256": sha256_bytes(listing.encode("utf-8")), "files": files}
 

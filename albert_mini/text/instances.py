@@ -201,15 +201,15 @@ def check_build_arguments(docs: TokenDocuments, task: str, max_seq_len: int, sho
                          f"use max_seq_len >= {smallest}")
     if not 0.0 <= short_seq_prob <= 1.0:
         raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob}")
-    sentence_counts = [docs.num_sentences(d) for d in range(len(docs))]
-    if not any(sentence_counts):
+    sentence_counts = docs.sentence_counts()
+    if not sentence_counts.any():
         raise ValueError("the corpus is empty: no document has a non-empty sentence; pass tokenized documents "
                          "(a list of documents, each a list of sentences, each a list of token ids)")
     if pairs and max(sentence_counts) < 2:
         raise ValueError(f"{task.upper()} needs documents with at least 2 sentences; every document here has "
                          "at most one. Split the text into sentences, or use task='none' for MLM only")
     needed = sentence_task(task).min_documents
-    if sum(c > 0 for c in sentence_counts) < needed:
+    if int((sentence_counts > 0).sum()) < needed:
         raise ValueError(f"{task.upper()} needs at least {needed} non-empty documents to draw a random next segment "
                          "from another document; add documents or use task='sop'")
 

@@ -1,7 +1,9 @@
 """What the pretraining CLI trains and evaluates on, checked before any training starts.
 
 A named corpus (austen: the committed splits; synthetic: random ids to test the machinery) or the user's own
-UTF-8 text (`--corpus PATH...`: files, folders, glob patterns) with a SentencePiece model trained on it. The
+UTF-8 text (`--corpus PATH...`: files, folders, glob patterns) with a SentencePiece model trained on it. Your
+own text goes through the token cache (albert_mini.text.token_cache): prepared once by all cores, then mapped
+from disk by every later run, resume and DDP rank, with the same tokens `tokenize_documents` would give. The
 held-out text is `--validation PATH...`, or else a fixed fraction of the documents (`--holdout-fraction`):
 the documents whose text has the smallest sha256, so the choice depends on the text only, not on file order
 or the seed. Every flag combination that cannot give a training batch or the asked-for evaluation batches is
@@ -14,12 +16,15 @@ import hashlib
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import UsageError
-from ..paths import DATA_ROOT
+from ..paths import DATA_ROOT, sha256_file
 from ..text.batches import DataSettings, count_examples, tokenize_documents
-from ..text.corpus import Document, expand_text_paths, fingerprint_files, load_corpus, load_text_files
-from ..text.instances import sentence_task
+from ..text.corpus import Document, expand_text_paths, fingerprint_files, load_corpus
+from ..text.instances import TokenDocuments, sentence_task
 from ..text.synthetic import SyntheticBatches
+from ..text.token_cache import prepare
 from ..text.tokenizer import Tokenizer
 from .build import training_batches, validation_batches
 from .distributed import DistInfo
@@ -34,7 +39,7 @@ class Inputs:
 
     train: object  # a batch source (PretrainingBatches or SyntheticBatches shard)
     validation: list[dict]  # the evaluation batches, the same at every evaluation
-    train_documents: object | None  # tokenized training text (TokenDocuments), for the unigram prior
+    train_documents: TokenDocuments | None  # the tokenized training text, for the unigram prior
     corpus: dict | None  # fingerprint of the text files (None for synthetic data)
 
 
@@ -46,39 +51,52 @@ def load_tokenizer(setup: PretrainingSetup) -> Tokenizer | None:
 
 
 # ---------------------------------------------------------------------- documents
-def load_documents(args: PretrainingSetup) -> tuple[list[Document], list[Document], dict]:
-    """(training documents, held-out documents, fingerprint of every file read)."""
+def load_documents(args: PretrainingSetup, tokenizer: Tokenizer, say=print) -> tuple[TokenDocuments,
+                                                                                       TokenDocuments, dict]:
+    """(training documents, held-out documents, fingerprint of every file read), tokenized."""
     if args.corpus == "austen":
         files = [DATA_ROOT / "austen" / f"{split}.txt" for split in ("train", "validation")]
-        return load_corpus("austen", "train"), load_corpus("austen", "validation"), fingerprint_files(files)
+        return (tokenize_documents(load_corpus("austen", "train"), tokenizer),
+                tokenize_documents(load_corpus("austen", "validation"), tokenizer), fingerprint_files(files))
     mode = SPLIT_BY[args.split_by or "file"]
     paths = expand_text_paths(args.corpus)
-    documents = load_text_files(paths, mode=mode)
-    if args.validation:
-        held_paths = expand_text_paths(args.validation)
-        both = sorted(str(p) for p in set(paths) & set(held_paths))
-        if both:
-            raise UsageError(f"{', '.join(both)} is in both --corpus and --validation; held-out text must not be "
-                             "trained on")
-        return documents, load_text_files(held_paths, mode=mode), fingerprint_files(paths + held_paths)
+    held_paths = expand_text_paths(args.validation) if args.validation else []
+    both = sorted(str(p) for p in set(paths) & set(held_paths))
+    if both:
+        raise UsageError(f"{', '.join(both)} is in both --corpus and --validation; held-out text must not be "
+                         "trained on")
+    digests = {path: sha256_file(path) for path in paths + held_paths}  # read once: the key and the record
+    cache = prepare(paths, tokenizer, mode, [digests[p] for p in paths], say=say, progress=say is print)
+    fingerprint = fingerprint_files(paths + held_paths, digests)
+    if held_paths:
+        held = prepare(held_paths, tokenizer, mode, [digests[p] for p in held_paths], say=say,
+                       progress=say is print)
+        return cache.documents_view(), held.documents_view(), fingerprint
     fraction = DEFAULT_HOLDOUT if args.holdout_fraction is None else args.holdout_fraction
-    train, held = hold_out(documents, fraction, args.split_by or "file")
-    return train, held, fingerprint_files(paths)
+    held = held_out_indices([cache.digest_hex(d) for d in range(len(cache))], fraction, args.split_by or "file")
+    kept = np.setdiff1d(np.arange(len(cache)), held)
+    return cache.documents_view(kept), cache.documents_view(held), fingerprint
 
 
 def hold_out(documents: list[Document], fraction: float, split_by: str = "file") -> tuple[list, list]:
     """(kept, held out): ceil(fraction * n) documents, those whose text has the smallest sha256, in order."""
-    if len(documents) < 2:
+    digests = [hashlib.sha256(doc.text().encode("utf-8")).hexdigest() for doc in documents]
+    held = set(held_out_indices(digests, fraction, split_by).tolist())
+    return ([d for i, d in enumerate(documents) if i not in held], [d for i, d in enumerate(documents) if i in held])
+
+
+def held_out_indices(digests: list[str], fraction: float, split_by: str = "file") -> np.ndarray:
+    """The documents held out, in order: ceil(fraction * n) of them (at least 1, at most n - 1), those whose
+    text has the smallest sha256 (hex `digests`), so the choice depends on the text only."""
+    if len(digests) < 2:
         other = "blank-line" if split_by == "file" else "file"
         raise UsageError(
-            f"--corpus gives {len(documents)} document (with --split-by {split_by}), so none can be held out for "
+            f"--corpus gives {len(digests)} document (with --split-by {split_by}), so none can be held out for "
             f"validation: pass held-out text with --validation PATH..., or --split-by {other} if that cuts your "
             "text into several documents"
         )
-    count = min(len(documents) - 1, math.ceil(fraction * len(documents)))
-    digests = [hashlib.sha256(doc.text().encode("utf-8")).hexdigest() for doc in documents]
-    held = set(sorted(range(len(documents)), key=lambda i: (digests[i], i))[:count])
-    return ([d for i, d in enumerate(documents) if i not in held], [d for i, d in enumerate(documents) if i in held])
+    count = min(len(digests) - 1, math.ceil(fraction * len(digests)))
+    return np.sort(sorted(range(len(digests)), key=lambda i: (digests[i], i))[:count]).astype(np.int64)
 
 
 # ---------------------------------------------------------------------- batches
@@ -91,9 +109,9 @@ def build_inputs(setup: PretrainingSetup, vocab_size: int, tokenizer: Tokenizer 
         val = SyntheticBatches(vocab_size, setup.batch_size, setup.seq_len, seed=setup.seed + 1,
                                sentence_labels=sentence).shard(info.rank, info.world_size).take(setup.eval_batches)
         return Inputs(train, val, None, None)
-    train_docs, held_docs, fingerprint = load_documents(setup)
-    splits = {"training": tokenize_documents(train_docs, tokenizer),
-              "validation": tokenize_documents(held_docs, tokenizer)}
+    say = print if info.is_main and not setup.quiet else (lambda *args, **kwargs: None)
+    train_docs, held_docs, fingerprint = load_documents(setup, tokenizer, say)
+    splits = {"training": train_docs, "validation": held_docs}
     for split, tokens in splits.items():
         check_task_fits(tokens, setup.task, split, setup.split_by)
     for phase in reversed(setup.phases()):  # the --seq-len phase first
@@ -109,8 +127,8 @@ def build_inputs(setup: PretrainingSetup, vocab_size: int, tokenizer: Tokenizer 
 def check_task_fits(tokens, task: str, split: str, split_by: str | None) -> None:
     """Refuse a sentence task that the documents of a split cannot give a single instance of."""
     kind = sentence_task(task)
-    sentences = [tokens.num_sentences(d) for d in range(len(tokens))]
-    if kind.pairs and max(sentences, default=0) < 2:
+    sentences = tokens.sentence_counts()
+    if kind.pairs and (sentences.max() if len(sentences) else 0) < 2:
         hint = ", or --split-by file so that each file is one document" if split_by == "blank-line" else ""
         raise UsageError(f"--task {task} pairs consecutive sentences of a document, but no document of the {split} "
                          f"text has two sentences; use --task none (MLM only){hint}")

@@ -174,3 +174,40 @@ def test_a_sentence_task_needs_documents_of_two_sentences(model_file, tmp_path, 
     assert "--task sop pairs consecutive sentences of a document, but no document of the training text has two " \
            "sentences; use --task none (MLM only), or --split-by file" in error
     assert pretrain(flags + ["--task", "none", "--holdout-fraction", "0.2", "--out", str(tmp_path / "b")]).step == 2
+
+
+def test_a_second_run_on_the_same_text_maps_the_token_cache(texts, model_file, tmp_path, monkeypatch):
+    from albert_mini.text import token_cache
+
+    monkeypatch.setenv("ALBERT_MINI_CACHE", str(tmp_path / "token-cache"))
+    prepared = []
+    write = token_cache._write
+    monkeypatch.setattr(token_cache, "_write", lambda *args, **kwargs: prepared.append(write(*args, **kwargs)))
+    flags = FLAGS + ["--steps", "1", "--corpus", str(texts), "--tokenizer", str(model_file)]
+    first = pretrain(flags + ["--out", str(tmp_path / "first")])
+    folders = [p for p in (tmp_path / "token-cache").iterdir() if p.is_dir()]
+    assert len(prepared) == 1 and len(folders) == 1 and (folders[0] / "manifest.json").is_file()
+    second = pretrain(flags + ["--out", str(tmp_path / "second")])
+    assert len(prepared) == 1  # mapped, not prepared again
+    same = [key for key in first.eval if key != "elapsed_s"]
+    assert [second.eval[k] for k in same] == [first.eval[k] for k in same]  # the same batches, the same model
+    records = [json.loads((tmp_path / run / "run.json").read_text()) for run in ("first", "second")]
+    assert records[0]["corpus"] == records[1]["corpus"]
+
+
+def test_the_prepare_command_prepares_what_pretrain_then_maps(texts, model_file, tmp_path, monkeypatch, capsys):
+    from albert_mini.commands.prepare import main as prepare_command
+    from albert_mini.text import token_cache
+
+    monkeypatch.setenv("ALBERT_MINI_CACHE", str(tmp_path / "token-cache"))
+    prepare_command(["--corpus", str(texts), "--tokenizer", str(model_file), "--workers", "2", "--quiet"])
+    assert "12 documents" in capsys.readouterr().out  # one per file, as pretrain's default --split-by file
+
+    def never(*args, **kwargs):
+        raise AssertionError("the text was prepared again")
+
+    monkeypatch.setattr(token_cache, "_write", never)
+    pretrain(FLAGS + ["--steps", "1", "--corpus", str(texts), "--tokenizer", str(model_file), "--out",
+                      str(tmp_path / "run")])
+    assert cli_error(prepare_command, ["--corpus", str(texts), "--tokenizer", str(tmp_path / "none.model")],
+                     capsys).startswith("error: tokenizer model")
