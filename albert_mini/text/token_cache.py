@@ -176,7 +176,7 @@ def _prepare_piece(job: tuple[Piece, str, str, int, str]) -> dict:
         position += count
     encoded = [ids for ids in encoded if ids]
     sentence_lengths = [len(ids) for ids in encoded]
-    flat = np.array(list(itertools.chain.from_iterable(encoded)), dtype=np.int64)
+    flat = np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int32, count=sum(sentence_lengths))
     counts = np.bincount(flat, minlength=vocab).astype(np.int64)
     flat.astype(dtype).tofile(shard)
     return {"lengths": np.array(sentence_lengths, dtype=np.int64), "sentences": np.array(sentence_counts, np.int64),
