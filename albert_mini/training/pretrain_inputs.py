@@ -28,7 +28,7 @@ from ..text.token_cache import prepare
 from ..text.tokenizer import Tokenizer
 from .build import training_batches, validation_batches
 from .distributed import DistInfo
-from .setup import DEFAULT_HOLDOUT, SPLIT_BY, PretrainingSetup, max_seq_len
+from .setup import DEFAULT_HOLDOUT, SPLIT_BY, PretrainingSetup
 
 SEQ_LEN_CANDIDATES = (8, 16, 32, 64, 128, 256, 512)  # what a suggested --seq-len is picked from
 
@@ -146,7 +146,7 @@ def check_batches(args: PretrainingSetup, splits: dict, world_size: int, length:
     The message names the flags and values that work, computed from the same example counts the datasets
     will have (epoch 0; later dynamic epochs differ by a few examples).
     """
-    longest = max_seq_len(args.preset)
+    longest = args.model_config().max_position_embeddings  # the preset's, or --config's
 
     def per_process(seq_len: int) -> tuple[int, int]:
         counts = []
