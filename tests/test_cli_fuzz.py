@@ -21,6 +21,7 @@ from cli_helpers import REPO
 
 SST2 = REPO / "tests" / "tasks" / "fixtures" / "tasks" / "sst2.tsv"
 SQUAD = REPO / "tests" / "tasks" / "fixtures" / "tasks" / "squad.json"
+TOKENIZER = REPO / "data" / "austen" / "spiece.model"
 NANO = ["--preset", "albert-nano", "--corpus", "synthetic", "--seq-len", "16", "--batch-size", "2", "--quiet"]
 SST = ["--format", "sst2", "--train-file", str(SST2), "--test-file", str(SST2), "--steps", "1", "--batch-size", "2"]
 
@@ -116,6 +117,12 @@ CASES = [
                 "--out", f.root / "o"], "is not a regular file"),
     ("pretrain-tokenizer-folder", "pretrain",
      lambda f: ["--corpus", f.text, "--tokenizer", f.root, "--steps", "1", "--out", f.root / "o"], "is a folder"),
+    # preparing your text (nothing is tokenized: each case fails first)
+    ("prepare-workers-zero", "prepare", lambda f: ["--corpus", f.text, "--tokenizer", TOKENIZER, "--workers", "0"],
+     "--workers: must be >= 1"),
+    ("prepare-tokenizer-folder", "prepare", lambda f: ["--corpus", f.text, "--tokenizer", f.root], "is a folder"),
+    ("prepare-text-missing", "prepare", lambda f: ["--corpus", f.root / "absent.txt", "--tokenizer", TOKENIZER],
+     "absent.txt"),
     # fine-tuning
     ("finetune-lr-nan", "finetune", lambda f: SST + ["--lr", "nan"], "--lr"),
     ("finetune-lr-zero", "finetune", lambda f: SST + ["--lr", "0"], "--lr: must be > 0"),
