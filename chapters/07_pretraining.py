@@ -650,6 +650,10 @@ print(f"timed on {cpu_model()} with {torch.get_num_threads()} threads")
 #
 # ## Several processes
 #
+# On a machine with a GPU the same command trains there: `--device auto`, the default, takes a CUDA GPU, then a
+# Mac's, then the CPU. This book trains on the CPU, because every reader has one and the numbers it prints must
+# come out the same on every machine.
+#
 # The same command runs data-parallel under `torchrun` (DDP; gloo on CPUs, nccl on GPUs). Each process reads its
 # own shard, gradients are summed before the update, and rank 0 writes the files:
 #
