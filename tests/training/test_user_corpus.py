@@ -211,3 +211,22 @@ def test_the_prepare_command_prepares_what_pretrain_then_maps(texts, model_file,
                       str(tmp_path / "run")])
     assert cli_error(prepare_command, ["--corpus", str(texts), "--tokenizer", str(tmp_path / "none.model")],
                      capsys).startswith("error: tokenizer model")
+
+
+def test_a_run_on_your_text_resumes_from_the_cache_bit_identically(texts, model_file, tmp_path):
+    import shutil
+
+    flags = FLAGS + ["--steps", "3", "--save-every", "1", "--keep", "3", "--corpus", str(texts), "--tokenizer",
+                     str(model_file), "--split-by", "file"]
+    for run in ("straight", "resumed"):
+        pretrain(flags + ["--out", str(tmp_path / run)])
+    shutil.rmtree(tmp_path / "resumed" / "checkpoints" / "step-0000003")  # as if killed before saving step 3
+    pretrain(flags + ["--out", str(tmp_path / "resumed")])
+    files = sorted(p.name for p in (tmp_path / "straight" / "checkpoints" / "step-0000003").iterdir())
+    assert files and files == sorted(p.name for p in (tmp_path / "resumed" / "checkpoints" / "step-0000003").iterdir())
+    # Weights and optimizer state byte for byte; the trainer state differs only in timings and its folder.
+    weights = [name for name in files if name.endswith(".safetensors")]
+    assert weights
+    for name in weights:
+        assert ((tmp_path / "straight" / "checkpoints" / "step-0000003" / name).read_bytes()
+                == (tmp_path / "resumed" / "checkpoints" / "step-0000003" / name).read_bytes()), name
