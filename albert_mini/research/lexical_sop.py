@@ -11,13 +11,13 @@ carry no such lexical cue, so a model that beats chance must have learned someth
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 
 import torch
 
 from ..study.experiments.provenance import cpu_model, git_revision
+from ..study.stats import wilson_interval
 from ..text.instances import Instance, build_instances
 from .recipe_space import documents
 
@@ -59,16 +59,6 @@ def fit_lexical(train: Sequence[Instance], test: Sequence[Instance], k: int, voc
         test_acc = ((weights(test_ids, test_offsets).squeeze(1) + bias > 0).float() == y_test).float().mean()
     return {"k": k, "l2": l2, "steps": steps, "train_pairs": len(train), "held_out_pairs": len(test),
             "train_acc": float(train_acc), "held_out_acc": float(test_acc)}
-
-
-def wilson_interval(correct: int, total: int, z: float = 1.96) -> tuple[float, float]:
-    """The Wilson score interval of a proportion (95% for z = 1.96)."""
-    if total < 1:
-        raise ValueError(f"need at least one trial, got {total}")
-    p = correct / total
-    centre = (p + z * z / (2 * total)) / (1 + z * z / total)
-    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / (1 + z * z / total)
-    return centre - half, centre + half
 
 
 def sop_pairs(seq_len: int, train_epochs: int = 4) -> tuple[list[Instance], list[Instance]]:

@@ -13,10 +13,10 @@ import torch
 
 from ..model.albert import AlbertForPreTraining
 from ..specials import MASK_ID
+from ..study.stats import wilson_interval
 from ..text.instances import Instance, build_instances
 from ..text.padding import pad_batch
 from ..text.tokenizer import WORD_BOUNDARY
-from .lexical_sop import wilson_interval
 from .recipe_space import documents
 
 

@@ -1,5 +1,5 @@
-"""The recipe-search results built from the committed records, the time-to-quality arithmetic, the Wilson
-interval, the swapped SOP pair, and the one-line errors of the study command lines."""
+"""The recipe-search results built from the committed records, the time-to-quality arithmetic, the swapped SOP
+pair, and the one-line errors of the study command lines."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from albert_mini.commands import lexical_sop as lexical_sop_command
 from albert_mini.commands import recipe_search as recipe_search_command
 from albert_mini.commands import time_to_quality as time_to_quality_command
 from albert_mini.paths import repo_root
-from albert_mini.research import lexical_sop, time_to_quality
+from albert_mini.research import time_to_quality
 from albert_mini.research.recipe_results import build_results, leaders, rolling_mean, table
 from albert_mini.research.showcase import swapped
 from albert_mini.research.time_to_quality import build_results as ttq_results
@@ -60,13 +60,6 @@ def test_controls_collapse_only_with_adamw_constant_rate_and_clipping(results):
 
 def test_rolling_mean():
     assert rolling_mean([1, 0, 1, 1], 2) == [1.0, 0.5, 0.5, 1.0]
-
-
-def test_wilson_interval_closed_form():
-    low, high = lexical_sop.wilson_interval(50, 100)
-    assert (round(low, 4), round(high, 4)) == (0.4038, 0.5962)  # 0.5 +- 1.96 * 0.05 / (1 + 1.96**2 / 100)
-    low, high = lexical_sop.wilson_interval(0, 10)
-    assert low == pytest.approx(0.0, abs=1e-12) and 0 < high < 0.35
 
 
 def test_swapped_pair_exchanges_segments_and_flips_the_label():

@@ -28,6 +28,8 @@ def test_wilson_interval_matches_the_formula():
     lo, hi = stats.wilson_interval(80, 100)
     assert (lo, hi) == pytest.approx((centre - half, centre + half))
     assert (lo, hi) == pytest.approx((0.7112, 0.8666), abs=1e-4)  # the textbook value
+    lo, hi = stats.wilson_interval(50, 100)  # 0.5 +- z/(1 + z^2/100) sqrt(0.0025 + z^2/40000)
+    assert (round(lo, 4), round(hi, 4)) == (0.4038, 0.5962)
     lo0, hi0 = stats.wilson_interval(0, 10)  # never below 0, and not a zero-width interval
     assert lo0 == 0.0 and hi0 == pytest.approx(0.2775, abs=1e-4)
     with pytest.raises(ValueError):
