@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,15 @@ from .sharing import STRATEGIES, SharingStrategy
 
 SHARING_STRATEGIES = tuple(STRATEGIES)
 ACTIVATIONS = ("gelu_new", "gelu", "relu")
+# The float fields and their ranges: (low, high, low allowed, the rule as error messages state it). A float
+# field of the config that is missing here is a bug: test_config checks that the table covers them all.
+FLOAT_RANGES = {
+    "hidden_dropout_prob": (0.0, 1.0, True, "in [0, 1)"),
+    "attention_probs_dropout_prob": (0.0, 1.0, True, "in [0, 1)"),
+    "classifier_dropout_prob": (0.0, 1.0, True, "in [0, 1)"),
+    "layer_norm_eps": (0.0, 1.0, False, "in (0, 1), e.g. 1e-12"),
+    "initializer_range": (0.0, 1.0, False, "in (0, 1), e.g. 0.02"),
+}
 
 
 class ConfigError(UserError, ValueError):
@@ -68,12 +78,21 @@ class AlbertConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob"):
+        # Every float field: a real number (not a string, not a bool), finite, and in its range. NaN fails every
+        # comparison, so a test of the form `not low <= value < high` is what refuses it.
+        for name, (low, high, closed_low, rule) in FLOAT_RANGES.items():
             value = getattr(self, name)
-            if not 0.0 <= value < 1.0:
-                raise ConfigError(f"{name} must be in [0, 1), got {value!r}")
-        if self.layer_norm_eps <= 0 or self.initializer_range <= 0:
-            raise ConfigError("layer_norm_eps and initializer_range must be > 0")
+            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not numeric or not math.isfinite(value) or not (low <= value if closed_low else low < value) \
+                    or not value < high:
+                raise ConfigError(f"{name} must be {rule} (a finite number), got {value!r}")
+        for name in ("sharing", "hidden_act"):
+            if not isinstance(getattr(self, name), str):
+                raise ConfigError(f"{name} must be a string, got {getattr(self, name)!r}")
+        if not isinstance(self.embedding_projection, bool):
+            raise ConfigError(f"embedding_projection must be true or false, got {self.embedding_projection!r}")
+        if isinstance(self.pad_token_id, bool) or not isinstance(self.pad_token_id, int):
+            raise ConfigError(f"pad_token_id must be an integer, got {self.pad_token_id!r}")
         if self.hidden_size % self.num_attention_heads:
             raise ConfigError(
                 f"hidden_size {self.hidden_size} is not divisible by num_attention_heads "
@@ -146,6 +165,8 @@ class AlbertConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> AlbertConfig:
+        if not isinstance(data, dict):
+            raise ConfigError(f"config data must be an object of AlbertConfig fields, got {type(data).__name__}")
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - fields)
         if unknown:

@@ -116,3 +116,38 @@ def test_package_imports_without_transformers():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize("changes,message", [
+    (dict(layer_norm_eps=float("nan")), "layer_norm_eps must be in (0, 1)"),
+    (dict(layer_norm_eps=0.0), "layer_norm_eps must be in (0, 1)"),
+    (dict(initializer_range=float("inf")), "initializer_range must be in (0, 1)"),
+    (dict(initializer_range=-0.02), "initializer_range must be in (0, 1)"),
+    (dict(hidden_dropout_prob=float("nan")), "hidden_dropout_prob must be in [0, 1)"),
+    (dict(attention_probs_dropout_prob="0.1"), "attention_probs_dropout_prob must be in [0, 1) (a finite number), "
+                                               "got '0.1'"),
+    (dict(classifier_dropout_prob=True), "classifier_dropout_prob must be in [0, 1)"),
+    (dict(pad_token_id=None), "pad_token_id must be an integer"),
+    (dict(sharing=["all"]), "sharing must be a string"),
+    (dict(hidden_act=None), "hidden_act must be a string"),
+    (dict(embedding_projection="yes"), "embedding_projection must be true or false"),
+])
+def test_every_field_is_checked_for_its_type_and_range(changes, message):
+    """NaN and infinity fail no `<= 0` test, and a string fails with a TypeError: each is a named ConfigError."""
+    with pytest.raises(ConfigError) as err:
+        AlbertConfig.from_preset("albert-nano", **changes)
+    assert message in str(err.value)
+
+
+def test_the_range_table_covers_every_float_field():
+    import dataclasses
+
+    from albert_mini.model.config import FLOAT_RANGES
+
+    floats = {f.name for f in dataclasses.fields(AlbertConfig) if f.type in (float, "float")}
+    assert floats == set(FLOAT_RANGES)
+
+
+def test_config_data_must_be_an_object():
+    with pytest.raises(ConfigError, match="must be an object"):
+        AlbertConfig.from_dict([])
