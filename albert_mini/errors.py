@@ -11,3 +11,8 @@ class UsageError(UserError, ValueError):
 
 class MissingFileError(UserError, FileNotFoundError):
     """A file or folder the user named that does not exist."""
+
+
+class Diverged(UserError, FloatingPointError):
+    """The loss (pretraining's or fine-tuning's) became NaN or infinite; the message names the step and the
+    settings to change."""

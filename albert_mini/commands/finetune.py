@@ -26,11 +26,8 @@ from ..tasks.registry import FILE_FORMATS, TASKS, file_task, get_task
 from ..text.tokenizer import Tokenizer
 from ..training import rundir
 from ..training.checkpoint import weights_bytes
+from ..training.setup import FREE_ON_RESUME
 from . import command_parser
-
-# Flags that do not change what is computed: they may differ between a run in --out and its resumption. The device
-# is one of them, as in pretraining: run_task notes the device used in run.json.
-FREE_ON_RESUME = ("out", "save", "overwrite", "debug", "device")
 
 
 def build_parser():

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from ..devices import check_device_name, describe_device, resolve_device
-from ..errors import MissingFileError, UsageError, UserError
+from ..errors import Diverged, MissingFileError, UsageError, UserError
 from ..model.config import AlbertConfig
 from ..model.hf import from_hf
 from ..text.batch_source import BatchSource
@@ -43,10 +43,6 @@ _ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 class TokenizerMismatch(UserError, ValueError):
     """A tokenizer that is not the one the model was pretrained with; the message names the one to pass."""
-
-
-class Diverged(UserError, FloatingPointError):
-    """The fine-tuning loss became NaN or infinite; the message names the step and what to lower."""
 
 
 class TaskObjective:

@@ -19,7 +19,6 @@ import numpy as np
 import torch
 
 from ..devices import describe_device
-from ..errors import UserError
 from ..model.config import AlbertConfig
 from ..model.counting import count_parameters
 from ..paths import recorded_path
@@ -30,10 +29,6 @@ from .distributed import DistInfo, barrier
 from .pretrain_inputs import Inputs, build_inputs, load_tokenizer
 from .setup import PretrainingSetup, defaults
 from .trainer import Trainer
-
-
-class Diverged(UserError, FloatingPointError):
-    """The loss became NaN or infinite; the message names the step and the settings to change."""
 
 
 def run_record(setup: PretrainingSetup, config: AlbertConfig, info: DistInfo, tokenizer, inputs: Inputs) -> dict:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import Diverged
 from .distributed import DistInfo
-from .launch import Diverged, build_run
+from .launch import build_run
 from .setup import PretrainingSetup
 from .trainer import TrainResult
 

@@ -35,8 +35,10 @@ TRAIN_TOKENIZER = "albert-mini tokenizer train --text PATH... --vocab-size 8000 
 
 # Settings that do not change what is computed: they may differ between a run and its resumption. The device is
 # one of them: a resumption on another device is said and noted in run.json (training/trainer.py), not refused.
+# Pretraining's and fine-tuning's in one list (commands/finetune.py's run_settings leaves them out too): --save and
+# --debug are fine-tuning's flags, no PretrainingSetup field.
 FREE_ON_RESUME = ("out", "minutes", "eval_every", "eval_batches", "save_every", "log_every", "keep", "overwrite",
-                  "compile", "quiet", "device")
+                  "compile", "quiet", "device", "save", "debug")
 
 
 @dataclass(frozen=True)
