@@ -12,7 +12,6 @@ from ..errors import UserError
 from ..specials import PAD_ID
 from .sharing import STRATEGIES, SharingStrategy
 
-SHARING_STRATEGIES = tuple(STRATEGIES)
 ACTIVATIONS = ("gelu_new", "gelu", "relu")
 # The float fields and their ranges: (low, high, low allowed, the rule as error messages state it). A float
 # field of the config that is missing here is a bug: test_config checks that the table covers them all.

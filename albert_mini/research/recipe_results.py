@@ -14,7 +14,6 @@ from pathlib import Path
 
 from .recipe_space import Recipe
 
-LN2 = math.log(2)
 # The harness these records were made with, before the package moved to the layered layout.
 OLD_HARNESS = {"e7768e0": "albert_mini/recipe_search.py of commit 088c9f9 (branch recipe-search, the old flat "
                           "package layout), run from its working tree on top of e7768e0 before it was committed",
