@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import albert_mini
-from albert_mini.import_graph import _package_exports, closure, import_graph, imported_modules
+from import_graph import _package_exports, closure, import_graph, imported_modules
 
 PACKAGE = Path(albert_mini.__file__).resolve().parent
 # Bottom to top. "base" is the package's own top-level modules (specials, paths, settings). "commands" is the

@@ -16,9 +16,9 @@ import albert_mini
 from albert_mini import commands
 from albert_mini.commands import finetune, pretrain, tokenizer
 from albert_mini.commands import main as albert_mini_main
-from albert_mini.import_graph import module_files
 from albert_mini.paths import PRETRAINED_MODEL, REPO_ROOT
 from cli_helpers import REPO, cli_error, run_command
+from import_graph import module_files
 
 FIXTURES = REPO / "tests" / "tasks" / "fixtures" / "tasks"
 OLD_COMMAND = re.compile(r"python -m albert_mini\.")  # the module commands the `albert-mini` command replaced

@@ -1,5 +1,6 @@
 """The package's own import graph, read from the source (no module is imported): who imports whom, and everything
-a module needs to run. The architecture test checks the layers with it."""
+a module needs to run. A test helper: the architecture test checks the layers with it, the command-line tests list
+the package's modules with it."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import ast
 from functools import cache
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent
+import albert_mini
+
+PACKAGE = Path(albert_mini.__file__).resolve().parent
 ROOT = PACKAGE.name  # "albert_mini"
 
 
