@@ -35,7 +35,7 @@ def test_every_experiment_is_a_module_with_run_figure_and_table():
 def test_result_has_provenance_and_a_figure(results, name, tmp_path):
     meta = results[name]["meta"]
     assert meta["experiment"] == name and meta["fast_mode"] is True
-    assert meta["command"] == f"python -m albert_mini.study.experiments {name}"
+    assert meta["command"] == f"albert-mini experiments {name}"
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO_ROOT)
     assert meta["git_revision"].split("+")[0] == head.stdout.strip() and len(meta["git_revision"]) >= 7
     describe = getattr(experiments.EXPERIMENTS[name], "describe_budget", None)

@@ -15,7 +15,7 @@ from ...devices import describe_device, resolve_device
 from ...paths import REPO_ROOT
 from .budget import FAST, Budget
 
-COMMAND = "python -m albert_mini.study.experiments"
+COMMAND = "albert-mini experiments"
 
 _device = "auto"  # the experiments command's --device; set with use_device
 
