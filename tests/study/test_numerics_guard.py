@@ -12,14 +12,16 @@ from albert_mini.study.experiments.runs import NUMERICS_VERSION, RunCache, run_k
 
 @pytest.fixture(scope="module")
 def measured():
-    return guard_values()
+    return guard_values()  # a minute or more (a few steps of every kind, one thread): its tests are marked slow
 
 
+@pytest.mark.slow
 def test_every_cached_kind_is_guarded(measured):
     recorded = json.loads(GUARD_FILE.read_text())
     assert set(recorded) == set(measured) == set(NUMERICS_VERSION)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(NUMERICS_VERSION))
 def test_numbers_move_only_with_a_version_bump(measured, kind):
     recorded = json.loads(GUARD_FILE.read_text())[kind]
