@@ -39,7 +39,15 @@ def attention_math(q, k, v, mask_bias=None, dropout_p: float = 0.0, training: bo
 
 
 def extended_attention_mask(attention_mask: torch.Tensor | None, dtype: torch.dtype):
-    """Turn a (B, T) 1/0 keep-mask into an additive bias (B, 1, 1, T): 0 to keep, the dtype's minimum to drop.
+    """Turn a (B, T) attention mask into an additive bias (B, 1, 1, T): 0 to keep, the dtype's minimum to drop.
+
+    The rule (AlbertModel.forward states it too). An integer or bool mask is a keep-mask: nonzero/True = attend,
+    0/False = padding, as tokenizers return it. A floating mask is read by its values: when some value is negative
+    or none is positive it is an additive mask (Hugging Face's extended form: 0 = attend, a large negative number =
+    padding) and attends where it is 0; otherwise it is a keep-mask as above, so a float 0/1 mask means what the
+    integer one does. (An additive mask read as a keep-mask would attend to exactly the padding.) The choice is
+    made on the mask's device, without reading it on the host. A mask whose shape is not (B, T) (such as HF's
+    (B, 1, 1, T)) is a ValueError.
 
     A mask that keeps everything gives no bias, so SDPA takes its unmasked fast path, but only where asking is
     free: on the CPU in eager mode. On a GPU, reading the mask would stall every forward pass until the GPU
@@ -47,9 +55,16 @@ def extended_attention_mask(attention_mask: torch.Tensor | None, dtype: torch.dt
     """
     if attention_mask is None:
         return None
+    if attention_mask.dim() != 2:
+        raise ValueError(f"attention_mask must be (batch, tokens), 1 to attend and 0 for padding; got shape "
+                         f"{tuple(attention_mask.shape)} (an extended (B, 1, 1, T) mask is not accepted)")
     if attention_mask.device.type == "cpu" and not torch.compiler.is_compiling() and bool(attention_mask.all()):
         return None
-    keep = attention_mask[:, None, None, :].to(torch.bool)  # (B, 1, 1, T)
+    if attention_mask.is_floating_point():
+        additive = (attention_mask < 0).any() | ~(attention_mask > 0).any()  # a 0-d tensor on the mask's device
+        keep = torch.where(additive, attention_mask == 0, attention_mask != 0)[:, None, None, :]
+    else:
+        keep = attention_mask[:, None, None, :].to(torch.bool)  # (B, 1, 1, T)
     return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
 
 
@@ -252,6 +267,13 @@ class AlbertModel(AlbertPreTrainedModel):
         self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
         output_hidden_states: bool = False, output_attentions: bool = False,
     ) -> AlbertOutput:
+        """The encoder's outputs for `input_ids` (B, T).
+
+        `attention_mask` (B, T): an integer or bool keep-mask, 1/True for a token to attend to and 0/False for
+        padding; None attends to every token. A floating mask is a keep-mask too (a float 0/1 mask means what the
+        integer one does) unless some value is negative or none is positive: then it is an additive mask, Hugging
+        Face's 0 / large-negative form, and attends where it is 0 (converted, never read inverted). See
+        `extended_attention_mask`."""
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
         mask_bias = extended_attention_mask(attention_mask, x.dtype)
         h, hidden_states, attentions = self.encoder(x, mask_bias, output_hidden_states, output_attentions)

@@ -27,7 +27,8 @@ from torch import nn
 from ..devices import check_device_name, describe_device, resolve_device
 from ..errors import Diverged, MissingFileError, UsageError, UserError
 from ..model.config import AlbertConfig
-from ..model.hf import from_hf
+from ..model.hf import from_hf, inspect_hf_dir
+from ..paths import sha256_bytes, sha256_file
 from ..text.batch_source import BatchSource
 from ..training import rundir
 from ..training.checkpoint import CheckpointError, latest_checkpoint, load_pretrained
@@ -145,7 +146,7 @@ def _encoder_source(init) -> nn.Module:
             raise MissingFileError(f"{path} does not exist; pass a pretraining run or checkpoint directory "
                                    "(python -m albert_mini.training.pretrain), an HF save_pretrained directory, "
                                    "or 'random'")
-        if (path / "config.json").exists() and not (path / "manifest.json").exists() and _is_hf_dir(path):
+        if _is_hf_folder(path):
             model = from_hf(path)
         else:
             model = load_pretrained(path)
@@ -156,6 +157,13 @@ def _encoder_source(init) -> nn.Module:
     if not hasattr(model, "albert"):
         raise TypeError(f"{type(model).__name__} has no ALBERT encoder to fine-tune")
     return model
+
+
+def _is_hf_folder(path: Path) -> bool:
+    """Whether `path` is a Hugging Face save_pretrained folder (its config.json names architectures), not an
+    albert_mini checkpoint (which has a manifest)."""
+    return (path.is_dir() and (path / "config.json").is_file() and not (path / "manifest.json").exists()
+            and _is_hf_dir(path))
 
 
 def _is_hf_dir(path: Path) -> bool:
@@ -172,7 +180,9 @@ def _read_json(path: Path):
 
 
 def model_tokenizer(init: str | Path) -> tuple[int | None, dict | None, Path | None]:
-    """What a model folder records of its tokenizer: (vocab_size, the run's tokenizer record, the run.json read)."""
+    """What a model folder records of its tokenizer: (vocab_size, the run's tokenizer record, the run.json read).
+
+    A run.json whose tokenizer record is not an object with a string sha256 is a CheckpointError naming it."""
     path = Path(init)
     if not path.is_dir():
         return None, None, None
@@ -182,15 +192,32 @@ def model_tokenizer(init: str | Path) -> tuple[int | None, dict | None, Path | N
         config_file = latest / "config.json" if latest is not None else config_file
     config = _read_json(config_file) if config_file.is_file() else None
     vocab = config.get("vocab_size") if isinstance(config, dict) else None
+    vocab = vocab if isinstance(vocab, int) and not isinstance(vocab, bool) else None
     for run_json in (path / "run.json", path.parent.parent / "run.json" if path.parent.name == "checkpoints" else None):
         if run_json is not None and run_json.is_file():
             record = _read_json(run_json)
-            return vocab, record.get("tokenizer") if isinstance(record, dict) else None, run_json
+            tokenizer = record.get("tokenizer") if isinstance(record, dict) else None
+            if tokenizer is not None and not (isinstance(tokenizer, dict)
+                                              and isinstance(tokenizer.get("sha256", ""), str)
+                                              and isinstance(tokenizer.get("path", ""), str)):
+                raise CheckpointError(f"{run_json}: its tokenizer record {tokenizer!r} is not an object with the "
+                                      "tokenizer's path and sha256; restore the run's run.json, or pass another "
+                                      "--init")
+            return vocab, tokenizer, run_json
     return vocab, None, None
 
 
+OWN_TOKENIZER = "spiece.model"  # a model folder's own SentencePiece model (the name HF's AlbertTokenizer saves)
+
+
 def check_tokenizer(init, tokenizer, config: AlbertConfig | None = None) -> None:
-    """Refuse a tokenizer whose vocabulary or file differs from the one the model `init` was pretrained with."""
+    """Refuse a tokenizer that is not shown to be the one the model `init` was pretrained with.
+
+    For a model folder the proof is the tokenizer's sha256 in the run record (run.json, the pretraining run's),
+    else the folder's own spiece.model (as Hugging Face folders carry it): the tokenizer must be that file. A
+    folder with neither is refused too: a tokenizer of the right size but other pieces would fine-tune on
+    scrambled ids without an error. For a model object only the vocabulary size can be compared; for random
+    initialisation the tokenizer must fit the config's vocabulary."""
     if isinstance(init, nn.Module):
         vocab, record, run_json = getattr(getattr(init, "config", None), "vocab_size", None), None, None
     elif init in (None, "random"):
@@ -200,15 +227,39 @@ def check_tokenizer(init, tokenizer, config: AlbertConfig | None = None) -> None
         return
     else:
         vocab, record, run_json = model_tokenizer(init)
+        if _is_hf_folder(Path(init)):  # the folder's own faults first (not ALBERT, pickled weights, bad fields)
+            vocab = inspect_hf_dir(init).config.vocab_size
     if vocab is not None and vocab != tokenizer.vocab_size:
         hint = f"pass --tokenizer {record['path']}" if record and record.get("path") else "pass the tokenizer it used"
+        own = Path(init) / OWN_TOKENIZER if not isinstance(init, nn.Module) else None
+        hint = f"pass --tokenizer {own}" if own is not None and own.is_file() and not record else hint
         raise TokenizerMismatch(f"the tokenizer {tokenizer.path} has {tokenizer.vocab_size} pieces but the model "
                                 f"{init} was pretrained with {vocab}; {hint}")
+    if isinstance(init, nn.Module):
+        return
+    digest = tokenizer_sha256(tokenizer)
+    if record and record.get("sha256"):
+        if digest != record["sha256"]:
+            raise TokenizerMismatch(f"the tokenizer {tokenizer.path} is not the one the model {init} was pretrained "
+                                    f"with (sha256 {digest[:12]}... differs from {record['sha256'][:12]}... in "
+                                    f"{run_json}); pass --tokenizer {record.get('path') or 'with that file'}")
+        return
+    own = Path(init) / OWN_TOKENIZER
+    if own.is_file():
+        if digest != sha256_file(own):
+            raise TokenizerMismatch(f"the tokenizer {tokenizer.path} is not the model's own {own} (their sha256 "
+                                    f"differ); pass --tokenizer {own}")
+        return
+    raise TokenizerMismatch(f"nothing shows that the tokenizer {tokenizer.path} is the one the model {init} was "
+                            f"trained with: the folder has no run.json recording a tokenizer's sha256 and no "
+                            f"{OWN_TOKENIZER}; copy the model's own SentencePiece model into {own} and pass "
+                            f"--tokenizer {own}")
+
+
+def tokenizer_sha256(tokenizer) -> str:
+    """The sha256 of a tokenizer's model file, or of its model proto when it was not read from a file."""
     reference = tokenizer.file_reference()
-    if record and record.get("sha256") and reference and reference["sha256"] != record["sha256"]:
-        raise TokenizerMismatch(f"the tokenizer {tokenizer.path} is not the one the model {init} was pretrained with "
-                                f"(sha256 {reference['sha256'][:12]}... differs from {record['sha256'][:12]}... in "
-                                f"{run_json}); pass --tokenizer {record.get('path', 'with that file')}")
+    return reference["sha256"] if reference else sha256_bytes(tokenizer.sp.serialized_model_proto())
 
 
 # ---------------------------------------------------------------------- prediction

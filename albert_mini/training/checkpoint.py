@@ -309,6 +309,10 @@ def verify_checkpoint(path: str | Path) -> dict:
     try:
         manifest = json.loads((path / MANIFEST_FILE).read_text())
         expected = manifest["sha256"]
+        if not isinstance(expected, dict) or not all(isinstance(name, str) and isinstance(digest, str)
+                                                     and name and Path(name).name == name
+                                                     for name, digest in expected.items()):
+            raise TypeError("its sha256 field is not a map of file names in the folder to digests")
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise CheckpointError(f"{path / MANIFEST_FILE} is missing or unreadable ({err}); {repair_hint(path)}") \
             from err
@@ -423,8 +427,14 @@ def resolve_checkpoint(path: str | Path) -> Path:
 
 
 def load_pretrained(path: str | Path) -> torch.nn.Module:
-    """An AlbertForPreTraining with the weights of a checkpoint directory, or of a run's newest checkpoint."""
+    """An AlbertForPreTraining with the weights of a checkpoint directory, or of a run's newest checkpoint.
+
+    Read as strictly as a folder from outside (albert_mini.model.hf): the files must match the manifest,
+    config.json must be a valid config, and model.safetensors (the only weights read) must hold every weight of
+    that model with its shape, and nothing else; the model is float32. Each failure is one CheckpointError naming
+    the file and the weights."""
     from ..model.albert import AlbertForPreTraining
+    from ..model.hf import fit_state, read_safetensors
 
     path = resolve_checkpoint(path)
     verify_checkpoint(path)
@@ -433,10 +443,9 @@ def load_pretrained(path: str | Path) -> torch.nn.Module:
     except (ConfigError, ValueError) as err:
         raise CheckpointError(f"{path / CONFIG_FILE} is not a valid config: {err}") from err
     model = AlbertForPreTraining(config)
-    try:
-        load_model(model, str(path / MODEL_FILE), strict=True)
-    except (SafetensorError, RuntimeError) as err:
-        raise CheckpointError(f"{path / MODEL_FILE} does not fit its config: {err}") from err
+    weights = path / MODEL_FILE
+    state = fit_state(model, read_safetensors(weights, CheckpointError), str(weights), error=CheckpointError)
+    model.load_state_dict(state, strict=True)  # copied into the model's own (tied) parameters
     return model
 
 

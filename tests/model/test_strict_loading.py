@@ -1,0 +1,243 @@
+"""Model folders from outside are read strictly (issue 33, item 3): only safetensors, every weight present and
+shaped as the config says, float32, the config's fields checked; and the attention-mask rule."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")  # a test/interop dependency, installed by `make test`
+
+from safetensors.torch import load_file, save_file  # noqa: E402
+
+from albert_mini import AlbertConfig, AlbertForPreTraining, AlbertModel  # noqa: E402
+from albert_mini.model import albert  # noqa: E402
+from albert_mini.model.config import ConfigError  # noqa: E402
+from albert_mini.model.hf import HF_DEFAULTS, HFModelError, config_to_hf, from_hf  # noqa: E402
+from albert_mini.paths import PRETRAINED_MODEL  # noqa: E402
+from albert_mini.training.checkpoint import CheckpointError, load_pretrained  # noqa: E402
+
+TINY = dict(vocab_size=60, embedding_size=8, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+            intermediate_size=32, max_position_embeddings=32)
+
+
+@pytest.fixture
+def hf_dir(tmp_path):
+    """A save_pretrained folder of a tiny HF AlbertForPreTraining, and the model."""
+    torch.manual_seed(0)
+    model = transformers.AlbertForPreTraining(config_to_hf(AlbertConfig(**TINY))).eval()
+    folder = tmp_path / "hf"
+    model.save_pretrained(folder)
+    return folder, model
+
+
+def edit_config(folder, **fields):
+    config = json.loads((folder / "config.json").read_text())
+    config.update(fields)
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+def edit_weights(folder, change):
+    weights = load_file(folder / "model.safetensors")
+    change(weights)
+    save_file(weights, folder / "model.safetensors")
+
+
+def never_unpickle(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("a pickle was read")
+    monkeypatch.setattr(torch, "load", refuse)
+
+
+def test_the_defaults_are_transformers_defaults():
+    defaults = transformers.AlbertConfig()
+    assert {name: getattr(defaults, name) for name in HF_DEFAULTS} == HF_DEFAULTS
+
+
+def test_a_folder_loads_with_the_same_weights_without_unpickling(hf_dir, monkeypatch):
+    folder, hf = hf_dir
+    never_unpickle(monkeypatch)
+    ours = from_hf(folder)
+    assert isinstance(ours, AlbertForPreTraining) and not ours.training
+    assert torch.equal(ours.albert.embeddings.word_embeddings.weight, hf.albert.embeddings.word_embeddings.weight)
+    assert ours.predictions.decoder.weight is ours.albert.embeddings.word_embeddings.weight  # ties restored
+    assert ours.predictions.bias is ours.predictions.decoder.bias
+
+
+def test_a_decoy_safetensors_beside_a_pickle_is_refused(hf_dir, monkeypatch):
+    folder, hf = hf_dir
+    (folder / "model.safetensors").rename(folder / "decoy.safetensors")
+    torch.save(hf.state_dict(), folder / "pytorch_model.bin")
+    never_unpickle(monkeypatch)
+    with pytest.raises(HFModelError) as err:
+        from_hf(folder)
+    message = str(err.value)
+    assert "pytorch_model.bin" in message and "decoy.safetensors" in message and "convert them to safetensors" \
+        in message and "\n" not in message
+
+
+@pytest.mark.parametrize("name", ["pytorch_model.bin", "model.pt", "weights.ckpt", "model.pkl"])
+def test_weights_in_another_format_are_refused_naming_the_conversion(hf_dir, name):
+    folder, _ = hf_dir
+    (folder / "model.safetensors").rename(folder / name)
+    with pytest.raises(HFModelError, match=f"no .safetensors weights.*only {name}.*save_pretrained"):
+        from_hf(folder)
+
+
+def test_safetensors_beside_a_pickle_reads_the_safetensors(hf_dir, monkeypatch):
+    folder, hf = hf_dir
+    torch.save({"not": "read"}, folder / "pytorch_model.bin")
+    never_unpickle(monkeypatch)
+    assert torch.equal(from_hf(folder).albert.pooler.weight, hf.albert.pooler.weight)
+
+
+@pytest.mark.parametrize("change,phrase", [
+    (lambda w: w.pop("albert.pooler.weight"), "missing: albert.pooler.weight"),
+    (lambda w: w.update(extra=torch.zeros(3)), "unexpected: extra"),
+    (lambda w: w.update({"albert.pooler.bias": torch.zeros(5)}), "mis-shaped: albert.pooler.bias (5,) where the "
+                                                                 "config needs (16,)"),
+    (lambda w: w.update({"albert.pooler.bias": torch.zeros(16, dtype=torch.int64)}), "not floating-point: "
+                                                                                     "albert.pooler.bias"),
+    (lambda w: w.update({"predictions.decoder.weight": torch.ones(60, 8)}), "differ, but the model ties them"),
+])
+def test_missing_unexpected_or_misshaped_weights_are_refused_by_name(hf_dir, change, phrase):
+    folder, _ = hf_dir
+    edit_weights(folder, change)
+    with pytest.raises(HFModelError) as err:
+        from_hf(folder)
+    assert phrase in str(err.value) and "model.safetensors" in str(err.value)
+
+
+def test_a_float16_folder_gives_a_float32_model_unless_asked(hf_dir):
+    folder, hf = hf_dir
+    edit_config(folder, dtype="float16", torch_dtype="float16")
+    edit_weights(folder, lambda w: w.update({k: v.half() for k, v in w.items()}))
+    ours = from_hf(folder)
+    assert {p.dtype for p in ours.parameters()} == {torch.float32}
+    assert torch.equal(ours.albert.pooler.weight, hf.albert.pooler.weight.half().float())
+    assert {p.dtype for p in from_hf(folder, dtype=torch.float16).parameters()} == {torch.float16}
+
+
+@pytest.mark.parametrize("field,value,phrase", [
+    ("hidden_act", "swish", "HF hidden_act 'swish' has no albert_mini equivalent"),
+    ("hidden_act", ["gelu"], "has no albert_mini equivalent"),
+    ("hidden_dropout_prob", "0.1", "hidden_dropout_prob must be in [0, 1)"),
+    ("initializer_range", -0.02, "initializer_range must be in (0, 1)"),
+    ("layer_norm_eps", float("nan"), "layer_norm_eps must be in (0, 1)"),
+    ("num_hidden_layers", "2", "num_hidden_layers must be a positive integer"),
+])
+def test_bad_config_fields_are_one_config_error(hf_dir, field, value, phrase):
+    folder, _ = hf_dir
+    edit_config(folder, **{field: value})
+    with pytest.raises(ConfigError) as err:
+        from_hf(folder)
+    assert phrase in str(err.value) and str(folder / "config.json") in str(err.value)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "pickled"])
+def test_a_damaged_safetensors_file_is_one_error(hf_dir, damage, monkeypatch):
+    folder, hf = hf_dir
+    weights = folder / "model.safetensors"
+    if damage == "truncated":
+        weights.write_bytes(weights.read_bytes()[:-100])
+    else:
+        torch.save(hf.state_dict(), weights)
+    never_unpickle(monkeypatch)
+    with pytest.raises(HFModelError, match="is not a readable safetensors file"):
+        from_hf(folder)
+
+
+def test_sharded_weights_load_and_a_shard_outside_the_folder_is_refused(tmp_path, hf_dir):
+    """Shards as save_pretrained writes them for a large model: model-0000N-of-0000M.safetensors and an index."""
+    folder, hf = hf_dir
+    sharded = shutil.copytree(folder, tmp_path / "sharded")
+    weights = load_file(sharded / "model.safetensors")
+    (sharded / "model.safetensors").unlink()
+    names = sorted(weights)
+    weight_map = {}
+    for i, part in enumerate((names[:10], names[10:])):
+        shard = f"model-{i + 1:05d}-of-00002.safetensors"
+        save_file({n: weights[n] for n in part}, sharded / shard)
+        weight_map.update({n: shard for n in part})
+    (sharded / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    assert torch.equal(from_hf(sharded).albert.pooler.weight, hf.albert.pooler.weight)
+    index = json.loads((sharded / "model.safetensors.index.json").read_text())
+    name = next(iter(index["weight_map"]))
+    index["weight_map"][name] = "../elsewhere.safetensors"
+    (sharded / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(HFModelError, match="only files beside the index are read"):
+        from_hf(sharded)
+
+
+def test_the_classifier_label_count_comes_from_the_folder(tmp_path):
+    hf = transformers.AlbertForSequenceClassification(config_to_hf(AlbertConfig(**TINY), num_labels=3))
+    hf.save_pretrained(tmp_path / "cls")
+    assert from_hf(tmp_path / "cls").num_labels == 3
+
+
+def test_our_checkpoints_are_read_as_strictly(tmp_path):
+    model = shutil.copytree(PRETRAINED_MODEL, tmp_path / "model")
+    manifest = json.loads((model / "manifest.json").read_text())
+    manifest["sha256"] = ["not", "a", "map"]
+    (model / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(CheckpointError, match="is missing or unreadable"):
+        load_pretrained(model)
+
+
+def test_a_checkpoint_missing_a_weight_names_it(tmp_path):
+    """A model.safetensors whose manifest was rewritten to match still has to hold every weight."""
+    from albert_mini.paths import sha256_file
+
+    model = shutil.copytree(PRETRAINED_MODEL, tmp_path / "model")
+    weights = load_file(model / "model.safetensors")
+    weights.pop("albert.pooler.bias")
+    save_file(weights, model / "model.safetensors")
+    manifest = json.loads((model / "manifest.json").read_text())
+    manifest["sha256"]["model.safetensors"] = sha256_file(model / "model.safetensors")
+    (model / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(CheckpointError, match="missing: albert.pooler.bias"):
+        load_pretrained(model)
+
+
+# ------------------------------------------------------------------------------ the attention-mask rule
+def mask_outputs(mask):
+    config = AlbertConfig(**TINY)
+    torch.manual_seed(0)
+    model = AlbertModel(config).eval()
+    ids = torch.randint(5, 60, (3, 9), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        return model(ids, attention_mask=mask).last_hidden_state
+
+
+def keep_mask():
+    mask = torch.ones(3, 9, dtype=torch.long)
+    mask[1, 5:] = mask[2, 3:] = 0
+    return mask
+
+
+@pytest.mark.parametrize("form", [
+    lambda m: m.bool(), lambda m: m.float(), lambda m: (1.0 - m.float()) * -10000.0,
+    lambda m: (1.0 - m.float()) * torch.finfo(torch.float32).min, lambda m: (m.float() - 1).masked_fill(m == 0, -1e9),
+], ids=["bool", "float-0-1", "hf-additive-10000", "hf-additive-min", "additive-1e9"])
+def test_every_mask_form_gives_the_keep_masks_outputs(form):
+    """An additive float mask (0 keeps, a large negative number drops) is converted, never read inverted."""
+    assert torch.equal(mask_outputs(form(keep_mask())), mask_outputs(keep_mask()))
+
+
+def test_an_all_zero_float_mask_is_additive_and_keeps_everything():
+    torch.testing.assert_close(mask_outputs(torch.zeros(3, 9)), mask_outputs(None))
+
+
+def test_an_extended_mask_is_refused():
+    with pytest.raises(ValueError, match=r"must be \(batch, tokens\)"):
+        mask_outputs(keep_mask()[:, None, None, :])
+
+
+def test_the_rule_is_decided_without_reading_the_mask_on_the_host():
+    # Meta tensors have no values: any host read (bool, item) of the mask would raise here.
+    bias = albert.extended_attention_mask(torch.zeros(2, 5, device="meta"), torch.float32)
+    assert bias.shape == (2, 1, 1, 5) and bias.device.type == "meta"
+    assert "additive" in AlbertModel.forward.__doc__
