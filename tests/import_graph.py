@@ -71,7 +71,15 @@ def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
 def import_graph() -> dict[str, set[str]]:
     """Module -> the package's modules it imports."""
     modules = module_files()
-    return {name: imported_modules(name, path, set(modules)) for name, path in modules.items()}
+    state = tuple(sorted((name, path, path.stat().st_mtime_ns) for name, path in modules.items()))
+    return {name: set(targets) for name, targets in _graph_of(state).items()}  # copies: callers may change them
+
+
+@cache
+def _graph_of(state: tuple[tuple[str, Path, int], ...]) -> dict[str, frozenset[str]]:
+    """import_graph parsed once per version of the package's files (names, paths and modification times)."""
+    known = {name for name, _, _ in state}
+    return {name: frozenset(imported_modules(name, path, known)) for name, path, _ in state}
 
 
 def parents(module: str) -> list[str]:
