@@ -4,14 +4,17 @@ The root is the checkout that holds this package (so commands work from any work
 environment variable ALBERT_MINI_ROOT names another folder with the same layout (data/, cache/, figures/), e.g.
 for a non-editable install. It is read once, when this module is first imported.
 
-Shipped data folders carry a manifest, `SHA256SUMS`, in the format `sha256sum` writes and `sha256sum -c` checks;
-`verified_path` checks a file against it every time the file is read.
+Shipped data folders carry a manifest, `SHA256SUMS`, in the format `sha256sum` writes and `sha256sum -c` checks
+(BSD-style `SHA256 (name) = hash` lines are read too, comments skipped); `verified_path` checks a file against it
+every time the file is read, and only the command that owns an entry rewrites it (albert_mini.safe_files.
+update_manifest, which keeps every other line).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 
 from .settings import fast_mode
@@ -77,6 +80,21 @@ def sha256_file(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+GNU_LINE = re.compile(r"^([0-9a-fA-F]{64}) ([ *])(.+)$")  # `HASH  NAME` (text) or `HASH *NAME` (binary)
+BSD_LINE = re.compile(r"^SHA256 \((.+)\) = ([0-9a-fA-F]{64})$")  # what `sha256sum --tag` and BSD's sha256 write
+
+
+def manifest_entry(line: str) -> tuple[str, str] | None:
+    """(file name, sha256) of a manifest line in sha256sum's format or the BSD (--tag) one; None for a comment, a
+    blank line or anything else (kept as it is, never read as an entry)."""
+    line = line.rstrip("\r\n")
+    gnu = GNU_LINE.match(line)
+    if gnu:
+        return gnu.group(3), gnu.group(1).lower()
+    bsd = BSD_LINE.match(line)
+    return (bsd.group(1), bsd.group(2).lower()) if bsd else None
+
+
 def read_manifest(folder: str | Path, error: type[Exception] = ValueError,
                   rebuild: str | None = None) -> dict[str, str]:
     """File name -> sha256 from `folder/SHA256SUMS`; a missing manifest raises `error` naming the `rebuild` command."""
@@ -86,21 +104,10 @@ def read_manifest(folder: str | Path, error: type[Exception] = ValueError,
         raise error(f"checksum manifest {path} is missing{fix}")
     entries = {}
     for line in path.read_text().splitlines():
-        if line.strip():
-            digest, name = line.split(maxsplit=1)
-            entries[name.lstrip("*")] = digest
+        entry = manifest_entry(line)
+        if entry is not None:
+            entries[entry[0]] = entry[1]
     return entries
-
-
-def update_manifest(folder: str | Path, names: list[str]) -> None:
-    """Record the current sha256 of `names` (files in `folder`) in its manifest, keeping the other entries."""
-    folder = Path(folder)
-    entries = read_manifest(folder) if (folder / MANIFEST).is_file() else {}
-    for name in names:
-        entries[name] = sha256_file(folder / name)
-    from .safe_files import atomic_write_text  # all or nothing: a torn manifest would fail every check
-
-    atomic_write_text(folder / MANIFEST, "".join(f"{entries[name]}  {name}\n" for name in sorted(entries)))
 
 
 def verified_path(folder: str | Path, name: str, rebuild: str, error: type[Exception] = ValueError) -> Path:

@@ -1,20 +1,42 @@
-"""One rule for every file a command writes: never over a file it did not create, all or nothing, checked first.
+"""The write rule: one rule, in one place, for every file any `albert-mini` command writes.
 
-- `check_new_file` before the work starts: the destination is not a folder, not one of the command's inputs,
-  not an existing file (the shipped data included) unless the user passed --overwrite, and its folder can be
-  created and written. `check_out_folder` is the same check for a folder of outputs.
-- `atomic_write_bytes` / `atomic_write_text`: a temp file beside the destination, fsynced, then renamed over
-  it, so a crash or a full disk leaves the old file whole or the new one whole, never a truncated one.
+Every command declares what it writes and reads (`WRITES`, a `Writes` in its module under albert_mini/commands/)
+and calls `WRITES.check(...)` (`check_writes`) with the paths of this run before its work starts, so a refused
+destination costs nothing. tests/test_write_rule.py walks every command of the command table and checks it. The rule:
+
+- A command replaces only a file it created in this run, or a regular file the user named with --overwrite (a
+  folder of outputs that records them, `OutputRecord`, also lets the command replace what it wrote there earlier
+  and nobody has changed since).
+- It never replaces one of its inputs, whether a flag named it or it was taken by default (defaults are resolved
+  before the check; a file is the same file when its path or its device and inode are, so a hard link or a
+  symbolic link to an input is refused too), even with --overwrite; a folder of outputs never holds an input.
+- It never replaces a shipped file (under data/, figures/ or chapters/) unless the command exists to regenerate
+  that file and says so (`regenerates`: `corpus`, `austen-tasks`, `book` and `experiments` regenerate theirs as
+  their job, `tokenizer` the Austen tokenizer with --overwrite, the research commands and `model-card` their own
+  results, figures and cards with --overwrite).
+- It never writes over a device, a FIFO, a socket or a folder, and never deletes a file it did not write.
+- A manifest (SHA256SUMS) is written only by the command that owns it, which keeps the lines it does not own
+  (albert_mini.paths.update_manifest).
+
+Writing: `atomic_write_bytes` / `atomic_write_text` (the package's one atomic writer) write a temp file beside the
+destination, fsync it and rename it over the destination, so a crash or a full disk leaves the old file whole or
+the new one whole, never a truncated one; `fsync_path` is the package's one fsync of a file or a folder.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UserError
+from .paths import GNU_LINE, MANIFEST, REPO_ROOT, manifest_entry, sha256_file
+
+SHIPPED_FOLDERS = ("data", "figures", "chapters")  # what the checkout ships; only their regenerators replace them
 
 
 class UnsafeWriteError(UserError, ValueError):
@@ -44,38 +66,273 @@ def check_folder_writable(folder: str | Path, flag: str, shown: str | Path | Non
                                "a folder you may write to, or change its permissions") from None
 
 
-def check_new_file(path: str | Path, flag: str, overwrite: bool = False, inputs: Iterable[str | Path] = ()) -> Path:
-    """`path` once a command may write it; UnsafeWriteError naming the flag and the fix otherwise.
+# --------------------------------------------------------------------------- what a path is
+def special_kind(path: str | Path) -> str | None:
+    """What `path` is when it exists and is not a regular file ("a folder", "a device", "a FIFO (named pipe)",
+    "a socket"), following symbolic links; None for a regular file or nothing."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # absent, a dangling link, or a path through a file: the folder check says which
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
 
-    An input of the command is refused even with `overwrite` (the command would destroy what it reads).
+
+def shipped_folder(path: str | Path) -> str | None:
+    """"data", "figures" or "chapters" when `path` lies in that shipped folder of the checkout, else None."""
+    resolved = Path(path).resolve()
+    for name in SHIPPED_FOLDERS:
+        if resolved.is_relative_to(REPO_ROOT / name):
+            return name
+    return None
+
+
+def _file_id(path: str | Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+class Inputs:
+    """The files a command reads: each named path (a folder stands for every file below it), by resolved path and
+    by (st_dev, st_ino), so another name of the same file (a hard link, a symbolic link) is recognised too."""
+
+    def __init__(self, paths: Iterable[str | Path | None]):
+        self.by_path: dict[Path, Path] = {}
+        self.by_id: dict[tuple[int, int], Path] = {}
+        for given in paths:
+            if given is None:
+                continue
+            given = Path(given)
+            if given.is_dir():
+                for folder, _, names in os.walk(given):
+                    for name in names:
+                        self._add(Path(folder) / name)
+            else:
+                self._add(given)
+
+    def _add(self, path: Path) -> None:
+        self.by_path.setdefault(path.resolve(), path)
+        file_id = _file_id(path)
+        if file_id is not None:
+            self.by_id.setdefault(file_id, path)
+
+    def same(self, path: str | Path) -> Path | None:
+        """The input that `path` is (the same path, or the same file under another name), else None."""
+        found = self.by_path.get(Path(path).resolve())
+        if found is None:
+            file_id = _file_id(path)
+            found = self.by_id.get(file_id) if file_id is not None else None
+        return found
+
+    def held_by(self, folder: str | Path) -> Path | None:
+        """An input that lies in `folder` (at any depth), else None."""
+        folder = Path(folder).resolve()
+        return next((given for resolved, given in self.by_path.items() if resolved.is_relative_to(folder)), None)
+
+
+# --------------------------------------------------------------------------- the rule
+CHECKED: list[str] = []  # the commands whose writes were checked in this process, in order (for the tests)
+
+
+@dataclass
+class WritePlan:
+    """What a command was allowed to write in this run: the files (created or replaced) and the output folders."""
+
+    command: str
+    files: list[Path] = field(default_factory=list)
+    folders: list[Path] = field(default_factory=list)
+
+
+def check_writes(command: str, files: Iterable[tuple[str, str | Path]] = (),
+                 folders: Iterable[tuple[str, str | Path]] = (), inputs: Iterable[str | Path | None] = (),
+                 overwrite: bool = False, regenerates: Iterable[str | Path] = (), own: Iterable[str | Path] = (),
+                 overwrite_flag: str = "--overwrite") -> WritePlan:
+    """The write rule (see the module's docstring), checked before command `command` does any work.
+
+    files: (flag, path) of each file it will write. folders: (flag, path) of each folder it will write files into
+    (absent, or a folder; it never holds an input). inputs: every file or folder it reads, defaults resolved.
+    overwrite: the user's --overwrite (`overwrite_flag`), or a regenerating command writing its shipped files.
+    regenerates: the shipped files (or folders of them) this command exists to regenerate; any other file under
+    data/, figures/ or chapters/ is refused even with overwrite. own: existing files this command wrote earlier
+    and nobody changed since (an `OutputRecord`'s), which it may replace without overwrite.
+    Raises UnsafeWriteError naming the flag, the path and the fix; returns the plan.
     """
-    path = Path(path)
-    if path.is_dir():
-        raise UnsafeWriteError(f"{flag} {path} is a folder; give a file path, e.g. {path / 'out'}")
-    resolved = path.resolve()
-    for source in inputs:
-        if Path(source).resolve() == resolved:
-            raise UnsafeWriteError(f"{flag} {path} is one of this command's input files; writing there would "
+    CHECKED.append(command)
+    sources = Inputs(inputs)
+    regenerated = [Path(p).resolve() for p in regenerates]
+    owned = {Path(p).resolve() for p in own}
+    plan, flags = WritePlan(command), []
+    for flag, folder in folders:
+        folder = Path(folder)
+        kind = special_kind(folder)
+        if folder.exists() and kind != "a folder":
+            what = "a file" if kind is None else kind
+            raise UnsafeWriteError(f"{flag} {folder} is {what}, not a folder; give a folder path (it is created if "
+                                   "absent)")
+        held = sources.held_by(folder)
+        if held is not None:
+            raise UnsafeWriteError(f"{flag} {folder} holds {held}, one of this command's inputs; choose a folder "
+                                   "apart from the files it reads")
+        check_folder_writable(folder, flag)
+        plan.folders.append(folder)
+    for flag, path in files:
+        path = Path(path)
+        kind = special_kind(path)
+        if kind == "a folder":
+            raise UnsafeWriteError(f"{flag} {path} is a folder; give a file path, e.g. {path / 'out'}")
+        if kind is not None:
+            raise UnsafeWriteError(f"{flag} {path} is {kind}, not a regular file; albert-mini writes only regular "
+                                   "files, so choose a file path")
+        source = sources.same(path)
+        if source is not None:
+            also = "" if os.path.abspath(source) == os.path.abspath(path) else f" ({source} under another name)"
+            raise UnsafeWriteError(f"{flag} {path} is one of this command's input files{also}; writing there would "
                                    "destroy it, so choose another path")
-    if path.exists() or path.is_symlink():
-        if not overwrite:
-            raise UnsafeWriteError(f"{flag} {path} already exists and this command did not create it; choose a new "
-                                   "path, or pass --overwrite to replace it")
-        if not os.access(path, os.W_OK):
-            raise UnsafeWriteError(f"{flag} {path} is read-only; choose another path or change its permissions")
-    check_folder_writable(path.parent, flag, shown=path)
-    return path
+        resolved = path.resolve()
+        twin = next((f for f, p in zip(flags, plan.files, strict=True) if p.resolve() == resolved), None)
+        if twin is not None:
+            raise UnsafeWriteError(f"{flag} {path} is also where {twin} goes; one file cannot hold both, so give "
+                                   "them different paths")
+        if (path.exists() or path.is_symlink()) and resolved not in owned:
+            shipped = shipped_folder(path)
+            if shipped and not any(resolved.is_relative_to(r) for r in regenerated):
+                raise UnsafeWriteError(f"{flag} {path} is a file the project ships in {shipped}/, which "
+                                       f"`albert-mini {command}` does not regenerate; choose a path outside data/, "
+                                       "figures/ and chapters/")
+            if not overwrite:
+                raise UnsafeWriteError(f"{flag} {path} already exists and this command did not create it; choose a "
+                                       f"new path, or pass {overwrite_flag} to replace it")
+            if not os.access(path, os.W_OK):
+                raise UnsafeWriteError(f"{flag} {path} is read-only; choose another path or change its "
+                                       "permissions")
+        check_folder_writable(path.parent, flag, shown=path)
+        plan.files.append(path)
+        flags.append(flag)
+    return plan
 
 
-def check_out_folder(folder: str | Path, flag: str = "--out") -> Path:
+@dataclass(frozen=True)
+class Writes:
+    """A command's declaration to the write rule: what it writes, what it reads, and which shipped files it
+    regenerates (one line each, as the README's table and the tests show them). `check` applies the rule."""
+
+    command: str
+    outputs: str
+    inputs: str
+    regenerates: str = "nothing"
+
+    def check(self, **kwargs) -> WritePlan:
+        """`check_writes` for this command (same arguments)."""
+        return check_writes(self.command, **kwargs)
+
+
+def check_new_file(path: str | Path, flag: str, overwrite: bool = False, inputs: Iterable[str | Path] = (),
+                   command: str = "") -> Path:
+    """`path` once a command may write it (the write rule for one file); UnsafeWriteError otherwise."""
+    return check_writes(command, files=[(flag, path)], inputs=inputs, overwrite=overwrite).files[0]
+
+
+def check_out_folder(folder: str | Path, flag: str = "--out", inputs: Iterable[str | Path] = (),
+                     command: str = "") -> Path:
     """`folder` once outputs may be written into it (it exists as a writable folder, or can be created)."""
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise UnsafeWriteError(f"{flag} {folder} is a file, not a folder; give a folder path (it is created if absent)")
-    check_folder_writable(folder, flag)
-    return folder
+    return check_writes(command, folders=[(flag, folder)], inputs=inputs).folders[0]
 
 
+# --------------------------------------------------------------------------- a folder's record of its outputs
+OUTPUT_RECORD = ".albert-mini-outputs.json"
+
+
+class OutputRecord:
+    """The files a command wrote into a folder of its outputs, with their sha256 (OUTPUT_RECORD in the folder).
+
+    What it lists, unchanged since, is the command's own: a later run may replace or delete it. A file it does not
+    list, or one changed since (a learner's edited notebook), is someone else's.
+    """
+
+    def __init__(self, folder: str | Path, command: str):
+        self.folder, self.command = Path(folder), command
+        self.files: dict[str, str] = {}
+        path = self.folder / OUTPUT_RECORD
+        if path.is_file():
+            try:
+                record = json.loads(path.read_text(encoding="utf-8"))
+            except (ValueError, UnicodeDecodeError):
+                record = {}
+            if isinstance(record, dict) and record.get("command") == command and isinstance(record.get("files"), dict):
+                self.files = {str(k): str(v) for k, v in record["files"].items()}
+
+    def _name(self, path: str | Path) -> str | None:
+        try:
+            return Path(os.path.abspath(path)).relative_to(Path(os.path.abspath(self.folder))).as_posix()
+        except ValueError:
+            return None
+
+    def unchanged(self, path: str | Path) -> bool:
+        """Whether `path` is a regular file this record lists with its current sha256."""
+        name = self._name(path)
+        path = Path(path)
+        return (name in self.files and not path.is_symlink() and path.is_file()
+                and sha256_file(path) == self.files[name])
+
+    def own(self) -> list[Path]:
+        """The listed files that are still as the command wrote them."""
+        return [self.folder / name for name in self.files if self.unchanged(self.folder / name)]
+
+    def foreign(self) -> list[Path]:
+        """Every file in the folder (at any depth) that is not listed unchanged, the record itself aside."""
+        found = []
+        for folder, _, names in os.walk(self.folder):
+            for name in names:
+                path = Path(folder) / name
+                if path != self.folder / OUTPUT_RECORD and not self.unchanged(path):
+                    found.append(path)
+        return sorted(found)
+
+    def add(self, path: str | Path) -> None:
+        """List `path` (a file just written into the folder) with its sha256."""
+        name = self._name(path)
+        if name is None:
+            raise ValueError(f"{path} is not in {self.folder}")
+        self.files[name] = sha256_file(Path(path))
+
+    def forget(self, path: str | Path) -> None:
+        self.files.pop(self._name(path), None)
+
+    def save(self) -> Path:
+        record = {"command": self.command, "note": "files albert-mini wrote here, with their sha256: a later run "
+                  "replaces or deletes only these, and only while unchanged", "files": dict(sorted(self.files.items()))}
+        return atomic_write_text(self.folder / OUTPUT_RECORD, json.dumps(record, indent=1) + "\n")
+
+
+def manifest_owned(folder: str | Path, names: Iterable[str]) -> list[Path]:
+    """What a command that owns `names` in `folder` wrote there earlier, unchanged since (its own, which a rerun may
+    replace): the files among `names` that the folder's SHA256SUMS lists with their current sha256, and the
+    manifest itself when it lists nothing but `names`."""
+    folder, names = Path(folder), set(names)
+    manifest = folder / MANIFEST
+    if special_kind(manifest) is not None or not manifest.is_file():
+        return []
+    lines = manifest.read_text(errors="replace").splitlines()
+    listed = dict(entry for entry in map(manifest_entry, lines) if entry is not None)
+    own = [folder / name for name in sorted(names) if name in listed and special_kind(folder / name) is None
+           and (folder / name).is_file() and sha256_file(folder / name) == listed[name]]
+    return own + ([manifest] if set(listed) <= names and all(line.strip() == "" or manifest_entry(line)
+                                                             for line in lines) else [])
+
+
+# --------------------------------------------------------------------------- writing
 def temp_name(path: Path) -> Path:
     """The temp file beside `path` that a write goes through (albert_mini.training.rundir recognises the name)."""
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
@@ -86,14 +343,22 @@ def temp_name(path: Path) -> Path:
 FSYNC_FOLDERS = os.name != "nt"
 
 
-def fsync_folder(folder: str | Path) -> None:
-    if not FSYNC_FOLDERS:
+def fsync_path(path: str | Path) -> None:
+    """fsync a file, or a folder (so that a rename or a deletion in it is on disk; not where folders cannot be
+    opened: Windows)."""
+    if not FSYNC_FOLDERS and Path(path).is_dir():
         return
-    fd = os.open(folder, os.O_RDONLY)
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def fsync_folder(folder: str | Path) -> None:
+    """`fsync_path` of a folder (nothing where folders cannot be opened)."""
+    if FSYNC_FOLDERS:
+        fsync_path(folder)
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
@@ -119,3 +384,27 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
 def atomic_write_text(path: str | Path, text: str) -> Path:
     """`atomic_write_bytes` of `text` in UTF-8."""
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+# --------------------------------------------------------------------------- manifests
+def update_manifest(folder: str | Path, names: list[str]) -> None:
+    """Record the current sha256 of `names` (files in `folder`) in its manifest: their lines are updated where
+    they stand (in their own format), names not listed yet are added at the end (sorted), and every other line (the
+    entries of other commands, comments, BSD-style lines) is kept as it is, in its place.
+
+    Only the command that owns these entries calls this (the write rule)."""
+    folder = Path(folder)
+    path = folder / MANIFEST
+    digests = {name: sha256_file(folder / name) for name in names}
+    lines, done = [], set()
+    for line in path.read_text().splitlines(keepends=True) if path.is_file() else []:
+        entry = manifest_entry(line)
+        name = entry[0] if entry else None
+        if name not in digests:
+            lines.append(line if line.endswith("\n") else line + "\n")
+        elif name not in done:  # a second line for the same file would contradict the first: dropped
+            gnu = GNU_LINE.match(line.rstrip("\r\n"))
+            lines.append(f"{digests[name]} {gnu.group(2)}{name}\n" if gnu else f"SHA256 ({name}) = {digests[name]}\n")
+            done.add(name)
+    lines += [f"{digests[name]}  {name}\n" for name in sorted(digests) if name not in done]
+    atomic_write_text(path, "".join(lines))  # all or nothing: a torn manifest would fail every check

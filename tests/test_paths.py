@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from albert_mini import paths
+from albert_mini import paths, safe_files
 
 
 def test_the_root_is_the_checkout_that_holds_the_package():
@@ -41,7 +41,7 @@ def test_manifest_round_trip_and_the_three_ways_a_file_fails(tmp_path):
     (tmp_path / "b.txt").write_text("second")
     with pytest.raises(RuntimeError, match="manifest .* is missing; rebuild it with `make it`"):
         paths.verified_path(tmp_path, "a.txt", "make it", RuntimeError)
-    paths.update_manifest(tmp_path, ["b.txt", "a.txt"])
+    safe_files.update_manifest(tmp_path, ["b.txt", "a.txt"])
     lines = (tmp_path / paths.MANIFEST).read_text().splitlines()
     assert [line.split("  ")[1] for line in lines] == ["a.txt", "b.txt"]  # sorted, in sha256sum's format
     assert paths.read_manifest(tmp_path) == {"a.txt": paths.sha256_file(tmp_path / "a.txt"),

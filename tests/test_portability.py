@@ -91,8 +91,7 @@ def test_files_and_checkpoints_are_written_where_a_folder_cannot_be_opened(tmp_p
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(safe_files, "FSYNC_FOLDERS", False)
-    monkeypatch.setattr(checkpoint, "FSYNC_FOLDERS", False)
+    monkeypatch.setattr(safe_files, "FSYNC_FOLDERS", False)  # checkpoints fsync through safe_files too
     monkeypatch.setattr(os, "open", windows_open)
     safe_files.atomic_write_text(tmp_path / "notes" / "a.txt", "written\n")
     assert (tmp_path / "notes" / "a.txt").read_text() == "written\n"

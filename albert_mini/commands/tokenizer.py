@@ -14,10 +14,25 @@ from ..cli import positive_int
 from ..cli import run as run_cli
 from ..cli import seed as seed_type
 from ..errors import UsageError
+from ..paths import DATA_ROOT
+from ..safe_files import Writes
 from ..specials import SPECIAL_PIECES
 from ..text.corpus import SPLITS, expand_text_paths, load_corpus
-from ..text.tokenizer import Tokenizer, check_destinations, save_model, train_sentencepiece, training_texts
+from ..text.tokenizer import (
+    DEFAULT_DIR,
+    Tokenizer,
+    destinations,
+    save_model,
+    train_sentencepiece,
+    training_texts,
+    vocab_path,
+)
 from . import command_parser
+
+WRITES = Writes("tokenizer", outputs="--out FILE.model and FILE.vocab beside it (--overwrite to replace them); the "
+                "folder's SHA256SUMS only for the shipped Austen tokenizer, its own two lines",
+                inputs="--text files (default: --corpus's train split)",
+                regenerates="data/austen/spiece.model, spiece.vocab and their SHA256SUMS lines, with --overwrite")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -44,8 +59,10 @@ def _main(argv: list[str]) -> None:
     if args.vocab_size <= len(SPECIAL_PIECES):
         raise UsageError(f"--vocab-size must be more than the {len(SPECIAL_PIECES)} special pieces, got "
                          f"{args.vocab_size}; e.g. --vocab-size 8000")
-    inputs = expand_text_paths(args.text) if args.text else []
-    check_destinations(args.out, args.overwrite, inputs)  # before the training, which takes minutes
+    inputs = expand_text_paths(args.text) if args.text else [DATA_ROOT / args.corpus / "train.txt"]
+    shipped = DEFAULT_DIR / "spiece.model"
+    WRITES.check(files=destinations(args.out), inputs=inputs, overwrite=args.overwrite,  # before the training
+                 regenerates=[shipped, vocab_path(shipped), DEFAULT_DIR / "SHA256SUMS"])
 
     texts = training_texts(args.corpus, args.text)
     start = time.perf_counter()

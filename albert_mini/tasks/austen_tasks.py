@@ -17,8 +17,8 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from ..paths import DATA_ROOT, MANIFEST, sha256_file, update_manifest, verified_path
-from ..safe_files import UnsafeWriteError, atomic_write_text, check_out_folder
+from ..paths import DATA_ROOT, MANIFEST, sha256_file, verified_path
+from ..safe_files import UnsafeWriteError, atomic_write_text, check_out_folder, update_manifest
 from ..text.corpus import CorpusError, Document, load_corpus
 from .formats import (
     Answer,

@@ -28,7 +28,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from ..paths import CACHE_ROOT, sha256_bytes, update_manifest
+from ..paths import CACHE_ROOT, sha256_bytes
+from ..safe_files import update_manifest
 from .corpus import SPLITS, CorpusError, Document, format_documents, normalize_paragraph
 from .rdata import read_lazyload_db
 

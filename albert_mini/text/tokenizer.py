@@ -31,8 +31,8 @@ import sentencepiece as spm
 import torch
 
 from ..errors import UserError
-from ..paths import DATA_ROOT, MANIFEST, recorded_path, sha256_file, update_manifest, verified_path
-from ..safe_files import atomic_write_bytes, atomic_write_text, check_new_file
+from ..paths import DATA_ROOT, MANIFEST, recorded_path, sha256_file, verified_path
+from ..safe_files import atomic_write_bytes, atomic_write_text, update_manifest
 from ..specials import CLS_ID, MASK_ID, PAD_ID, SEP_ID, SPECIAL_PIECES, UNK_ID
 from .corpus import load_corpus, load_text_files
 from .padding import pad_batch
@@ -388,24 +388,33 @@ def vocab_path(out: str | Path) -> Path:
     return out.with_name(out.name + ".vocab") if out.suffix == ".vocab" else out.with_suffix(".vocab")
 
 
+def is_shipped_model(out: str | Path) -> bool:
+    """Whether `out` is the shipped Austen tokenizer, data/austen/spiece.model (its manifest lists it)."""
+    return Path(out).resolve() == (DEFAULT_DIR / "spiece.model").resolve()
+
+
 def save_model(model: bytes, out: str | Path) -> Path:
-    """Write `out` (.model) and a readable `.vocab` (piece TAB score); refresh the folder's SHA256SUMS if it has one.
+    """Write `out` (.model) and a readable `.vocab` (piece TAB score); for the shipped Austen tokenizer, also its two
+    lines of data/austen/SHA256SUMS (the other lines kept as they are). No other SHA256SUMS is ever touched: a
+    manifest belongs to the command that writes the files it lists.
 
     Each file is written atomically (temp file, fsync, rename): a crash or a full disk leaves the old file whole.
-    Whether `out` may be written at all is the caller's to check (`check_destinations`).
+    Whether `out` may be written at all is the caller's to check (`destinations` and the write rule).
     """
     out = Path(out)
     atomic_write_bytes(out, model)
     sp = spm.SentencePieceProcessor(model_proto=model)
     vocab = "".join(f"{sp.id_to_piece(i)}\t{sp.get_score(i):g}\n" for i in range(sp.get_piece_size()))
     atomic_write_text(vocab_path(out), vocab)
-    if (out.parent / MANIFEST).is_file():
+    if is_shipped_model(out):
         update_manifest(out.parent, [out.name, vocab_path(out).name])
     return out
 
 
-def check_destinations(out: Path, overwrite: bool, inputs: Sequence[Path]) -> None:
-    """Refuse --out (and the .vocab beside it) before training when writing there would replace something."""
-    check_new_file(out, "--out", overwrite, inputs)
-    check_new_file(vocab_path(out), "--out (its .vocab file)", overwrite, inputs)
+def destinations(out: str | Path) -> list[tuple[str, Path]]:
+    """(flag, path) of every file `save_model(_, out)` writes: the model, its .vocab, and for the shipped Austen
+    tokenizer its manifest."""
+    out = Path(out)
+    files = [("--out", out), ("--out (its .vocab file)", vocab_path(out))]
+    return files + ([("--out (its folder's manifest)", out.parent / MANIFEST)] if is_shipped_model(out) else [])
 

@@ -37,7 +37,8 @@ from ..devices import mps_available
 from ..errors import UserError
 from ..model.config import AlbertConfig, ConfigError, config_differences
 from ..paths import REPO_ROOT, sha256_bytes, sha256_file, shipped_path
-from ..safe_files import FSYNC_FOLDERS, atomic_write_text
+from ..safe_files import atomic_write_text
+from ..safe_files import fsync_path as _fsync_path
 from .rundir import (
     CHECKPOINTS,
     CONFIG_FILE,
@@ -76,16 +77,6 @@ def set_fault_hook(hook: Callable[[str], None] | None) -> None:
 def _step(label: str) -> None:
     if _fault_hook is not None:
         _fault_hook(label)
-
-
-def _fsync_path(path: Path) -> None:
-    if not FSYNC_FOLDERS and path.is_dir():  # Windows: a folder cannot be opened (safe_files.fsync_folder)
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write_new_file(path: Path, data: bytes) -> None:

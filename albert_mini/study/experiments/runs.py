@@ -23,6 +23,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from ...paths import CACHE_ROOT, DATA_ROOT
+from ...safe_files import atomic_write_text
 from ...settings import fast_mode
 from .budget import Budget
 from .measure import Pretraining, measure
@@ -133,11 +134,9 @@ class RunCache:
     def save(self, spec: dict, result: dict, seconds: float | None = None) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{self.key(spec)}.json"
-        tmp = path.with_suffix(".tmp")
         record = {"spec": without_device(spec), "version": numerics_version(spec), "result": result,
                   "seconds": seconds, "device": device_name()}
-        tmp.write_text(json.dumps(record, default=float))
-        os.replace(tmp, path)  # a run killed while writing leaves no half file under the key
+        atomic_write_text(path, json.dumps(record, default=float))  # a killed run leaves no half file under the key
 
 
 class Runner:
