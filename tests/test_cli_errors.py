@@ -32,6 +32,7 @@ def console_script() -> Path:
     return script
 
 
+@pytest.mark.slow
 def test_albert_mini_help_lists_every_command_and_python_m_albert_mini_is_the_same():
     done = subprocess.run([str(console_script()), "--help"], capture_output=True, text=True, timeout=120, cwd="/")
     assert done.returncode == 0 and done.stderr == "", done.stderr[-2000:]
@@ -107,6 +108,7 @@ def test_every_public_name_resolves():
     assert set(albert_mini.__all__) <= set(dir(albert_mini))
 
 
+@pytest.mark.slow
 def test_finetune_starts_from_the_shipped_model_in_any_working_directory(tmp_path):
     done = run_command("finetune", "--task", "austen-mc", "--steps", "1", "--batch-size", "2",
                       "--max-train-examples", "2", "--max-eval-examples", "2", cwd=tmp_path)
@@ -135,6 +137,7 @@ def test_a_corrupt_shipped_model_says_restore_it_with_git_never_delete_it(tmp_pa
     assert "delete" not in done.stderr
 
 
+@pytest.mark.slow
 def test_debug_shows_the_traceback(tmp_path):
     args = ["--format", "race", "--train-file", tmp_path / "absent.json", "--test-file", tmp_path / "absent.json",
             "--init", "random", "--preset", "albert-nano"]

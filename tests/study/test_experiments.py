@@ -294,6 +294,7 @@ def test_chapter_readers_read_what_the_experiments_write(results, tmp_path):
     assert speed_rows and meta["experiment"] == "throughput"
 
 
+@pytest.mark.slow
 def test_all_leaves_out_the_opt_in_experiments(capsys, monkeypatch):
     """`all` never starts the 45,000-step clean version of Table 5; naming it does."""
     from albert_mini.commands.experiments import main

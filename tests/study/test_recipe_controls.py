@@ -26,6 +26,7 @@ def quiet(_line):
     pass
 
 
+@pytest.mark.slow
 def test_sop_path_fits_a_fixed_set_of_pairs():
     # 128 real SOP pairs revisited: labels, pooler, head and loss wired right means the network can memorise them.
     recipe = nano_recipe(seq_len=64, warmup=10, optimizer="adamw", lr=1e-3, betas=(0.9, 0.98))
@@ -37,6 +38,7 @@ def test_sop_path_fits_a_fixed_set_of_pairs():
     assert last["fit_loss"] < 0.5  # well below ln 2 = 0.693
 
 
+@pytest.mark.slow
 def test_learnable_label_is_learned():
     # Label = segment A longer than B: visible through the segment ids, so the head must get it from fresh pairs.
     recipe = nano_recipe(seq_len=64, warmup=10, optimizer="adamw", lr=1e-3, betas=(0.9, 0.98))

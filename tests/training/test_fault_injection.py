@@ -225,6 +225,7 @@ class InjectedFault(Exception):
     """Raised inside a save by the test's hook."""
 
 
+@pytest.mark.slow
 def test_an_exception_at_every_step_of_a_save_loses_nothing_and_resumes_bit_exactly(scenario, straight, tmp_path):
     template, stop_at, model, state, labels = scenario
 
