@@ -9,10 +9,14 @@ MathJax 3.2.2 comes from PyPI (the `django-static-mathjax` wheel ships its files
 copied next to the pages, so nothing is fetched from a CDN when a page opens. The sources are staged in a folder
 that mirrors the checkout (`chapters/`, `figures/`), so a chapter's `![...](../figures/x.png)` resolves as it does
 in JupyterLab.
+
+A rebuild deletes only the files an earlier build wrote (OUT/.albert-mini-outputs.json lists them with their sha256)
+and refuses a folder that holds anything else, or a page changed since.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -21,6 +25,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..paths import repo_root
+from ..safe_files import OutputRecord, Writes, check_writes
 from .exercises.solutions import copy_with_solutions
 
 GUIDE = "TEACHER_GUIDE.md"
@@ -78,7 +83,8 @@ img.zoomable { cursor: zoom-in; }
 .zoom-overlay img { display: block; margin: 0 auto; max-width: none; }
 """
 
-BUILD_MARK = ".buildinfo"  # what Sphinx's HTML builder writes at the top of every output folder
+BUILD_MARK = ".buildinfo"  # what Sphinx's HTML builder writes at the top of every output folder (not a proof that
+# a folder is ours: the folder's record of outputs, albert_mini.safe_files.OutputRecord, is)
 
 
 class BookBuildError(UserError, RuntimeError):
@@ -214,40 +220,69 @@ def stage(root: Path, staging: Path) -> list[Path]:
     return notebooks
 
 
-def build(out: Path, root: Path | None = None, quiet: bool = True) -> Path:
-    """Build the whole book into `out` from scratch (warnings are errors) and return the index page."""
+def build(out: Path, root: Path | None = None, quiet: bool = True, writes: Writes | None = None) -> Path:
+    """Build the whole book into `out` from scratch (warnings are errors) and return the index page.
+
+    The write rule (albert_mini.safe_files, as `writes` declares it): `out` is absent, empty, or a book this command
+    built (every file in it listed, unchanged, in its record of outputs). The new book is built in a temp folder;
+    only then are the old book's recorded files deleted and the new ones copied in, so a failed build leaves the
+    old book whole, and no file the command did not write is ever deleted.
+    """
     from sphinx.cmd.build import build_main
 
     root = root or repo_root()
     out = Path(out).resolve()
-    check_out_dir(out)
+    check = writes.check if writes is not None else functools.partial(check_writes, "html")
+    check(folders=[("--out", out)], inputs=[root / "chapters", root / "figures"])
+    record = check_out_dir(out)
     with tempfile.TemporaryDirectory(prefix="albert-mini-html-") as scratch:
-        staging = Path(scratch) / "src"
+        staging, built = Path(scratch) / "src", Path(scratch) / "html"
         stage(root, staging)
-        if out.exists():
-            shutil.rmtree(out)
         args = ["-b", "html", "-W", "--keep-going", "-E", "-d", str(Path(scratch) / "doctrees"),
-                str(staging), str(out)]
+                str(staging), str(built)]
         if quiet:
             args.insert(0, "-q")
         status = build_main(args)
-    if status != 0:
-        raise BookBuildError(f"sphinx-build failed (exit {status}); its messages are above")
+        if status != 0:
+            raise BookBuildError(f"sphinx-build failed (exit {status}); its messages are above")
+        replace_book(out, built, record)
     return out / "index.html"
 
 
-def check_out_dir(out: Path) -> None:
-    """Refuse an output folder that a rebuild would wipe but that holds something other than an earlier book.
+def replace_book(out: Path, built: Path, record: OutputRecord) -> None:
+    """Delete the files of the old book that `record` lists (and the folders they leave empty), then copy the new
+    book from `built` into `out`, listing each file in the record."""
+    emptied = set()
+    for path in record.own():
+        path.unlink()
+        record.forget(path)
+        emptied.update(p for p in path.parents if p.is_relative_to(out) and p != out)
+    for folder in sorted(emptied, key=lambda p: len(p.parts), reverse=True):
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        for source in sorted(built.rglob("*")):
+            if source.is_file():
+                target = out / source.relative_to(built)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, target)
+                record.add(target)
+    finally:
+        record.save()
 
-    A build replaces `out` whole, so `out` must be absent, empty, or an HTML build (Sphinx's .buildinfo at its
-    top): the run-directory rule of the training commands, applied to the book.
+
+def check_out_dir(out: Path) -> OutputRecord:
+    """The record of the book in `out`, once a rebuild may replace it: `out` is absent, empty, or holds only files
+    that an earlier build wrote and nobody changed since. A build deletes only those, so anything else (your files,
+    a book edited by hand, a Sphinx build of something else) is refused, naming the files.
     """
-    if not out.exists():
-        return
-    if not out.is_dir():
+    if out.exists() and not out.is_dir():
         raise BookBuildError(f"--out {out} is a file, not a folder; give a folder path (it is created if absent)")
-    if any(out.iterdir()) and not (out / BUILD_MARK).is_file():
-        shown = ", ".join(sorted(p.name for p in out.iterdir())[:5])
-        raise BookBuildError(f"--out {out} holds files that no book build wrote ({shown}); a build replaces its "
-                             "folder whole, so choose a new or empty --out, or move those files away")
-
+    record = OutputRecord(out, "html")
+    foreign = record.foreign() if out.is_dir() else []
+    if foreign:
+        shown = ", ".join(p.relative_to(out).as_posix() for p in foreign[:5])
+        raise BookBuildError(f"--out {out} holds files that no book build wrote ({shown}), or that were changed since; "
+                             "a build deletes its old book, so choose a new or empty --out, or move those files away")
+    return record

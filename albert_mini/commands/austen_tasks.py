@@ -10,8 +10,14 @@ from pathlib import Path
 
 from ..cli import run as run_cli
 from ..cli import seed as seed_type
-from ..tasks.austen_tasks import SEED, TASKS_DIR, build_all, check_tasks_folder
+from ..paths import DATA_ROOT, MANIFEST
+from ..safe_files import Writes, manifest_owned
+from ..tasks.austen_tasks import SEED, SOURCE_SPLITS, TASKS_DIR, build_all, check_tasks_folder
 from . import command_parser
+
+WRITES = Writes("austen-tasks", outputs="--out DIR: austen_mc/ and austen_span/ {train,test}.json, README.md, "
+                "SHA256SUMS", inputs="the Austen corpus, data/austen/{validation,test}.txt",
+                regenerates="data/tasks/, declaredly: the command exists to rebuild it")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -24,8 +30,19 @@ def _main(argv: list[str]) -> None:
                             description="Rebuild data/tasks/ (austen-mc, austen-span) from the Austen corpus.")
     parser.add_argument("--out", type=Path, default=TASKS_DIR, help="output folder (default: data/tasks)")
     parser.add_argument("--seed", type=seed_type, default=SEED)
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace task files in another --out that this command did not write")
     args = parser.parse_args(argv)
-    check_tasks_folder(args.out)  # before the tasks are built
+    check_tasks_folder(args.out)  # before the tasks are built: nothing but the tasks' own entries
+    tasks = [f"{task}/{split}.json" for task in ("austen_mc", "austen_span") for split in SOURCE_SPLITS]
+    own = manifest_owned(args.out, tasks)
+    if args.out / MANIFEST in own:
+        own.append(args.out / "README.md")  # written with the manifest
+    corpus = [DATA_ROOT / "austen" / f"{split}.txt" for split in SOURCE_SPLITS.values()]
+    WRITES.check(files=[("--out", args.out / name) for name in [*tasks, "README.md", MANIFEST]],
+                 folders=[("--out", args.out)], inputs=corpus,
+                 overwrite=args.overwrite or args.out.resolve() == TASKS_DIR.resolve(), regenerates=[TASKS_DIR],
+                 own=own)
     started = time.perf_counter()
     counts = build_all(args.out, seed=args.seed)
     print(f"wrote {args.out} in {time.perf_counter() - started:.1f} s: {counts}")

@@ -11,8 +11,14 @@ from pathlib import Path
 
 from ..book import build
 from ..cli import run as run_cli
+from ..paths import FIGURES_ROOT, REPO_ROOT
+from ..safe_files import Writes
 from ..settings import FAST_ENV, STATIC_ENV
 from . import command_parser
+
+WRITES = Writes("book", outputs="CHAPTER.ipynb beside each CHAPTER.py, and the figures the chapters draw",
+                inputs="the CHAPTER.py sources (and the data they read)",
+                regenerates="chapters/*.ipynb and figures/, declaredly: the command exists to refresh them")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,6 +35,9 @@ def _main(argv: list[str]) -> int:
     for source in args.chapters:
         if source.suffix != ".py" or not source.exists():
             parser.error(f"{source} is not a chapter source (.py)")
+    WRITES.check(files=[("CHAPTER", source.with_suffix(".ipynb")) for source in args.chapters], inputs=args.chapters,
+                 overwrite=True, regenerates=[REPO_ROOT / "chapters", FIGURES_ROOT])  # a chapter's own notebook
+    for source in args.chapters:
         seconds = build.build_chapter(source)
         print(f"{source}: executed in {seconds:.0f} s -> {source.with_suffix('.ipynb')}", flush=True)
     return 0

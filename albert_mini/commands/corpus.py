@@ -10,9 +10,16 @@ import time
 from pathlib import Path
 
 from ..cli import run as run_cli
-from ..paths import DATA_ROOT
+from ..paths import DATA_ROOT, MANIFEST
+from ..safe_files import Writes, manifest_owned
 from ..text import build_corpus
+from ..text.corpus import SPLITS
 from . import command_parser
+
+WRITES = Writes("corpus", outputs="--out DIR: train.txt, validation.txt, test.txt, stats.json and their SHA256SUMS "
+                "lines (other lines kept)", inputs="SOURCE (default: the Debian package, downloaded into cache/)",
+                regenerates="data/austen/ (its corpus files), declaredly: the command exists to rebuild it")
+SHIPPED = DATA_ROOT / "austen"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -25,7 +32,14 @@ def _main(argv: list[str]) -> None:
     parser.add_argument("source", nargs="?", type=Path, help=f"{build_corpus.PACKAGE} .deb, its extracted folder or "
                         "Rdata.rdx (default: apt-get download into cache/)")
     parser.add_argument("--out", type=Path, default=DATA_ROOT / "austen", help="output folder (default: data/austen)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace corpus files in another --out that this command did not write")
     args = parser.parse_args(argv)
+    names = [f"{split}.txt" for split in SPLITS] + ["stats.json"]
+    own = manifest_owned(args.out, names)  # what an earlier build wrote there, unchanged since
+    regenerating = args.out.resolve() == SHIPPED.resolve()
+    WRITES.check(files=[("--out", args.out / name) for name in [*names, MANIFEST]], folders=[("--out", args.out)],
+                 inputs=[args.source], overwrite=args.overwrite or regenerating, regenerates=[SHIPPED], own=own)
     start = time.perf_counter()
     stats = build_corpus.build(args.source, args.out)
     print(json.dumps(stats, indent=2))

@@ -10,7 +10,12 @@ from pathlib import Path
 
 from ..book.exercises import student
 from ..cli import run as run_cli
+from ..safe_files import Writes
 from . import command_parser
+
+WRITES = Writes("exercises", outputs="--out DIR: chapters/NN_name.ipynb (or source/), solutions, the figures they "
+                "link, and a record of them (a rerun replaces only unchanged files it wrote; --overwrite for others)",
+                inputs="the CHAPTER.py sources, chapters/solutions/, figures/")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +31,10 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("--with-solutions", action="store_true", help="add chapters/solutions/ to the hand-out")
     parser.add_argument("--nbgrader-source", action="store_true",
                         help="write nbgrader's source version (solutions between its markers) to OUT/source/")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace files in --out that this command did not write, or that were edited since")
     args = parser.parse_args(argv)
-    figures = student.write_handout(args.chapters, args.out, args.with_solutions, args.nbgrader_source)
+    figures = student.write_handout(args.chapters, args.out, args.with_solutions, args.nbgrader_source,
+                                    overwrite=args.overwrite, writes=WRITES)
     print(f"{args.out}: {len(args.chapters)} chapters and {figures} figures they link")
     return 0

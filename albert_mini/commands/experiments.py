@@ -23,13 +23,30 @@ from ..cli import run as run_cli
 from ..cli import seed
 from ..devices import DEVICE_CHOICES
 from ..errors import UsageError
-from ..safe_files import check_out_folder
+from ..paths import CACHE_ROOT, DATA_ROOT, FIGURES_ROOT
+from ..safe_files import Writes
+from ..settings import fast_mode
 from ..study.experiments import EXPERIMENTS, OPT_IN, checked_tables, command_line, results_dir, run
-from ..study.experiments.budget import SEEDS, current_budget
+from ..study.experiments.budget import FULL, SEEDS, current_budget
 from ..study.experiments.estimate import describe, estimate
 from ..study.experiments.provenance import use_device
 from ..study.experiments.runs import RunCache, Runner, cache_dir
+from ..tasks.austen_tasks import TASKS_DIR
 from . import command_parser
+
+WRITES = Writes("experiments", outputs="--out DIR (default data/results): NAME.json per experiment; its figure "
+                "figures/experiment_NAME.png (fast mode: under cache/); finished runs in the run cache (--overwrite to "
+                "replace results in another --out)", inputs="the Austen corpus and tasks, the run cache",
+                regenerates="data/results/NAME.json, data/results/experiment-runs/ and figures/experiment_NAME.png, "
+                            "declaredly: the command exists to rebuild them")
+
+
+def outputs(names: list[str], out: Path, budget) -> list[tuple[str, Path]]:
+    """(flag, path) of the files that running `names` writes: each result, and its figure (run() puts a figure of
+    the full budget in the book's figures folder, fast mode's cache folder in fast mode, others beside the JSON)."""
+    figures = (CACHE_ROOT / "figures-fast" if fast_mode() else FIGURES_ROOT) if budget == FULL else out
+    return [item for name in names for item in (("--out", out / f"{name}.json"),
+                                                 ("its figure", figures / f"experiment_{name}.png"))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,6 +63,8 @@ def _main(argv: list[str]) -> int:
                         help=f"seeds: every model is trained once per seed (default {' '.join(map(str, SEEDS))})")
     parser.add_argument("--estimate", action="store_true", help="print the expected duration and stop")
     parser.add_argument("--no-cache", action="store_true", help="train everything again (finished runs not reused)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace result files in a non-default --out that this run did not write")
     parser.add_argument("--device", choices=DEVICE_CHOICES, default="auto",
                         help="where to train: auto = a CUDA GPU if there is one, else Apple's GPU (MPS), else the CPU "
                              "(default); every run records its device, and finished runs count on any device")
@@ -57,12 +76,16 @@ def _main(argv: list[str]) -> int:
         return 0
     if len(set(args.seeds)) != len(args.seeds) or min(args.seeds) < 0:
         raise UsageError(f"--seeds must be distinct non-negative integers, got {' '.join(map(str, args.seeds))}")
-    if args.out is not None:
-        check_out_folder(args.out)  # now, not after hours of training
-    use_device(args.device)  # a device that is not here is refused now
     names = ([n for n in EXPERIMENTS if n not in OPT_IN] if "all" in args.names
              else [n for n in EXPERIMENTS if n in args.names])
     budget = current_budget()
+    out = args.out or results_dir()
+    regenerating = out.resolve() == results_dir().resolve()  # the results this command exists to rebuild
+    figures = [FIGURES_ROOT / f"experiment_{n}.png" for n in names]  # the book's, which this command draws
+    WRITES.check(folders=[("--out", out)], files=[] if args.estimate else outputs(names, out, budget),
+                 inputs=[DATA_ROOT / "austen", TASKS_DIR], overwrite=args.overwrite or regenerating,
+                 regenerates=[results_dir(), *figures], own=figures)  # now, not after hours of training
+    use_device(args.device)  # a device that is not here is refused now
     cache = None if args.no_cache else RunCache(cache_dir())
     report = estimate(names, EXPERIMENTS, budget, args.seeds, cache)
     print(f"{', '.join(names)}: {budget.tokens:,} training tokens per model ({budget.steps} steps), "

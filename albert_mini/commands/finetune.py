@@ -20,14 +20,31 @@ from ..devices import DEVICE_CHOICES
 from ..errors import UsageError
 from ..model.config import AlbertConfig
 from ..paths import PRETRAINED_MODEL
-from ..safe_files import atomic_write_bytes, atomic_write_text, check_new_file
+from ..safe_files import Writes, atomic_write_bytes, atomic_write_text
+from ..tasks.austen_tasks import TASKS_DIR
 from ..tasks.finetuning import FinetuneSettings, run_task
+from ..tasks.polarity import CACHE_DIR as POLARITY_DIR
 from ..tasks.registry import FILE_FORMATS, TASKS, file_task, get_task
+from ..text.tokenizer import DEFAULT_DIR as TOKENIZER_DIR
 from ..text.tokenizer import Tokenizer
 from ..training import rundir
 from ..training.checkpoint import weights_bytes
 from ..training.setup import FREE_ON_RESUME
 from . import command_parser
+
+WRITES = Writes("finetune", outputs="--save FILE (the weights; --overwrite to replace one); --out DIR (a run "
+                "directory: its own files only)",
+                inputs="--init (default: the shipped model), --tokenizer (default: the Austen tokenizer), "
+                       "--train-file and --test-file (or the built-in task's data)")
+
+
+def inputs_of(args) -> list:
+    """Every file a fine-tuning run reads, defaults resolved: the --init model (a folder: every file in it), the
+    tokenizer, and the task's files (a built-in task's folders: data/tasks/, cache/polarity/)."""
+    init = None if args.init == "random" else args.init
+    tokenizer = args.tokenizer or TOKENIZER_DIR / "spiece.model"
+    task_files = [args.train_file, args.test_file] if args.format else [TASKS_DIR, POLARITY_DIR]
+    return [init, tokenizer, *task_files]
 
 
 def build_parser():
@@ -85,13 +102,14 @@ def _main(argv: list[str]) -> int:
     if args.save and Path(args.save).is_dir():
         example = Path(args.save) / "model.safetensors"
         raise UsageError(f"--save {args.save} is a directory; give a file path, e.g. {example}")
-    if args.save:  # before the training, not after it: a refused --save must not cost the run
-        inputs = [p for p in (args.train_file, args.test_file, args.tokenizer) if p]
-        check_new_file(args.save, "--save", args.overwrite, inputs=inputs)
     out = Path(args.out) if args.out else None
-    locks = []  # one run per directory: an existing --out is locked at once, a new one when it is created
     if out is not None:
         rundir.check_run_dir(out)  # at once, before the task is read
+    # before the training, not after it: a refused --save must not cost the run
+    WRITES.check(files=[("--save", args.save)] if args.save else [],
+                 folders=[("--out", out)] if out is not None else [], inputs=inputs_of(args), overwrite=args.overwrite)
+    locks = []  # one run per directory: an existing --out is locked at once, a new one when it is created
+    if out is not None:
         if out.is_dir():
             locks.append(rundir.RunLock(out))
     try:

@@ -14,8 +14,11 @@ from ..book import grade
 from ..cli import positive_float
 from ..cli import run as run_cli
 from ..errors import MissingFileError, UsageError
-from ..safe_files import atomic_write_text, check_new_file
+from ..safe_files import Writes, atomic_write_text
 from . import command_parser
+
+WRITES = Writes("grade", outputs="--out FILE, the gradebook CSV (default SUBMISSIONS/gradebook.csv; --overwrite to "
+                "replace one)", inputs="SUBMISSIONS/ (every notebook in it)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,7 +48,9 @@ def _main(argv: list[str]) -> int:
     if unknown:
         raise UsageError(f"--chapters {' '.join(unknown)}: no such chapter with exercises; choose from "
                          f"{' '.join(known)}")
-    out = check_new_file(args.out or args.submissions / "gradebook.csv", "--out", overwrite=args.overwrite)
+    out = args.out or args.submissions / "gradebook.csv"
+    notebooks = [p for p in args.submissions.rglob("*") if p.suffix == ".ipynb"]
+    WRITES.check(files=[("--out", out)], inputs=notebooks, overwrite=args.overwrite)
     start = time.monotonic()
     rows = grade.grade_class(args.submissions, args.time_limit, not args.full, args.chapters)
     atomic_write_text(out, grade.gradebook_text(rows))

@@ -9,7 +9,12 @@ from pathlib import Path
 from ..book import html_book
 from ..cli import run as run_cli
 from ..paths import repo_root
+from ..safe_files import Writes
 from . import command_parser
+
+WRITES = Writes("html", outputs="--out DIR (default build/html): the book's pages, and a record of them (a rebuild "
+                "deletes only unchanged files it wrote; any other file in DIR is refused)",
+                inputs="chapters/*.ipynb, chapters/TEACHER_GUIDE.md, figures/, README.md")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,6 +29,6 @@ def _main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     root = repo_root()
     start = time.perf_counter()
-    index = html_book.build(args.out or root / "build" / "html", root)
+    index = html_book.build(args.out or root / "build" / "html", root, writes=WRITES)
     print(f"{index} ({time.perf_counter() - start:.0f} s): open it in a browser, no server needed", flush=True)
     return 0

@@ -9,12 +9,24 @@ import argparse
 import os
 import secrets
 import sys
+from pathlib import Path
 
 from ..book import lab
 from ..cli import port as port_type
 from ..cli import run as run_cli
 from ..paths import repo_root
+from ..safe_files import UnsafeWriteError, Writes
 from . import command_parser
+
+WRITES = Writes("lab", outputs="the environment's JupyterLab settings, share/jupyter/lab/settings/overrides.json "
+                "(merged: every other setting kept)", inputs="that file, and the chapters it opens")
+
+
+def install_settings() -> Path:
+    """The write rule for the environment's JupyterLab settings file (a regular file, merged), then the merge."""
+    path = lab.settings_file(sys.prefix)
+    WRITES.check(files=[("the JupyterLab settings file", path)], overwrite=True)  # merged into, never replaced
+    return lab.install_settings(sys.prefix)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,14 +42,14 @@ def _main(argv: list[str]) -> int:
                         help="only install the JupyterLab settings into this environment (what `make venv` does)")
     args = parser.parse_args(argv)
     if args.install_settings:
-        print(f"albert-mini: JupyterLab settings in {lab.install_settings()}")
+        print(f"albert-mini: JupyterLab settings in {install_settings()}")
         return 0
     root = repo_root()
     try:
-        lab.install_settings()
-    except OSError as error:  # an environment we may not write to: JupyterLab still runs, with its own defaults
-        print(f"albert-mini: could not write {lab.settings_file()} ({error}); double-click opens .py files in the "
-              "editor (right-click, Open With, Notebook instead)", file=sys.stderr)
+        install_settings()
+    except (OSError, UnsafeWriteError) as error:  # an environment we may not write to: JupyterLab still runs
+        print(f"albert-mini: could not write {lab.settings_file(sys.prefix)} ({error}); double-click opens .py files "
+              "in the editor (right-click, Open With, Notebook instead)", file=sys.stderr)
     port = args.port or lab.free_port()
     token = secrets.token_hex(24)
     print(f"albert-mini: JupyterLab at {lab.lab_url(port, token)}", flush=True)

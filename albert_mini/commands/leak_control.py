@@ -1,6 +1,6 @@
 """`albert-mini leak-control`: the sentence path trained on SOP pairs built the reference way (a positive control).
 
-    albert-mini leak-control --steps 600 --out data/results/leak_control.json
+    albert-mini leak-control --steps 600 --out data/results/leak_control.json --overwrite   # the shipped record
 
 The control is albert_mini.research.leak_control's (`run_leak_control`).
 """
@@ -8,12 +8,16 @@ The control is albert_mini.research.leak_control's (`run_leak_control`).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from ..cli import run as run_cli
+from ..paths import DATA_ROOT
 from ..research import leak_control
 from ..research.recipe_space import Recipe, nano_recipe
+from ..safe_files import Writes, atomic_write_text
 from . import command_parser
+
+WRITES = Writes("leak-control", outputs="--out FILE, the record (--overwrite to replace one)",
+                inputs="the Austen corpus", regenerates="data/results/leak_control.json, with --overwrite")
 
 
 def main(argv: list[str] | None = None):
@@ -27,7 +31,10 @@ def _main(argv: list[str]) -> dict:
     p.add_argument("--every", type=int, default=50, help="held-out evaluation every this many updates")
     p.add_argument("--nano", action="store_true", help="albert-nano at 64 tokens (seconds, for a quick look)")
     p.add_argument("--out", default=None, help="write the record (JSON) here")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     args = p.parse_args(argv)
+    WRITES.check(files=[("--out", args.out)] if args.out else [], inputs=[DATA_ROOT / "austen"],
+                 overwrite=args.overwrite, regenerates=[DATA_ROOT / "results" / "leak_control.json"])
     recipe = nano_recipe(seq_len=64, warmup=10) if args.nano else Recipe()
     record = leak_control.run_leak_control(recipe, args.steps, args.every)
     for name in ("constant_answer", "surface_probe", "network"):
@@ -40,6 +47,5 @@ def _main(argv: list[str]) -> dict:
               f"[{100 * low:+.1f}, {100 * high:+.1f}], "
               f"McNemar p = {c['mcnemar_p']:.2g}")
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
+        atomic_write_text(args.out, json.dumps(record, indent=1) + "\n")
     return record

@@ -1,6 +1,6 @@
 """`albert-mini lexical-sop`: a no-network SOP baseline on the tokens at the segments' edges.
 
-    albert-mini lexical-sop --out data/results/lexical_sop.json
+    albert-mini lexical-sop --overwrite   # rewrites the shipped data/results/lexical_sop.json
 
 The baselines are albert_mini.research.lexical_sop's (`lexical_baselines`).
 """
@@ -8,12 +8,16 @@ The baselines are albert_mini.research.lexical_sop's (`lexical_baselines`).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from ..cli import run as run_cli
 from ..errors import UsageError
+from ..paths import DATA_ROOT
 from ..research import lexical_sop
+from ..safe_files import Writes, atomic_write_text
 from . import command_parser
+
+WRITES = Writes("lexical-sop", outputs="--out FILE (default data/results/lexical_sop.json; --overwrite to replace "
+                "it)", inputs="the Austen corpus", regenerates="data/results/lexical_sop.json, with --overwrite")
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -23,15 +27,18 @@ def main(argv: list[str] | None = None) -> dict:
 
 def _main(argv: list[str]) -> dict:
     p = command_parser("lexical-sop", description=lexical_sop.__doc__.split("\n")[0])
-    p.add_argument("--out", default="data/results/lexical_sop.json")
+    p.add_argument("--out", default=str(DATA_ROOT / "results" / "lexical_sop.json"),
+                   help="the results file (default data/results/lexical_sop.json, in the checkout)")
     p.add_argument("--steps", type=int, default=400, help="full-batch Adam steps (default 400)")
     p.add_argument("--l2", type=float, default=1e-5, help="L2 penalty on the weights (default 1e-5)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file (the shipped one too)")
     args = p.parse_args(argv)
     if args.steps < 1 or args.l2 < 0:
         raise UsageError(f"--steps must be >= 1 and --l2 >= 0, got {args.steps} and {args.l2}")
+    WRITES.check(files=[("--out", args.out)], inputs=[DATA_ROOT / "austen"], overwrite=args.overwrite,
+                 regenerates=[DATA_ROOT / "results" / "lexical_sop.json"])
     result = lexical_sop.lexical_baselines(l2=args.l2, steps=args.steps)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    atomic_write_text(args.out, json.dumps(result, indent=1) + "\n")
     for r in result["rows"]:
         print(f"seq {r['seq_len']} k={r['k'] or 'all'}: train {r['train_acc']:.3f}, held-out {r['held_out_acc']:.3f} "
               f"[{r['held_out_interval'][0]:.3f}, {r['held_out_interval'][1]:.3f}] on {r['held_out_pairs']} pairs")

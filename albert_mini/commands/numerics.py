@@ -11,8 +11,12 @@ import argparse
 import json
 
 from ..cli import run as run_cli
+from ..safe_files import Writes
 from ..study.experiments import numerics
 from . import command_parser
+
+WRITES = Writes("numerics", outputs="with --write: tests/study/numerics_guard.json", inputs="nothing on disk",
+                regenerates="tests/study/numerics_guard.json, declaredly: --write exists to rewrite it")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,6 +28,8 @@ def _main(argv: list[str]) -> int:
     parser = command_parser("numerics", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true", help=f"record the values in {numerics.GUARD_FILE.name}")
     args = parser.parse_args(argv)
+    if args.write:  # before the values are measured
+        WRITES.check(files=[("--write", numerics.GUARD_FILE)], overwrite=True, regenerates=[numerics.GUARD_FILE])
     values = numerics.guard_values()
     if args.write:
         print(f"wrote {numerics.write_guard(values)}")

@@ -11,9 +11,20 @@ from pathlib import Path
 
 from ..cli import run as run_cli
 from ..paths import sha256_bytes
-from ..safe_files import check_out_folder
-from ..tasks.polarity import CACHE_DIR, MEMBER_SHA256, SENTENCES_FILE, SPLIT_SIZES, fetch_polarity, load_polarity
+from ..safe_files import Writes
+from ..tasks.polarity import (
+    CACHE_DIR,
+    MEMBER_SHA256,
+    PROVENANCE_FILE,
+    SENTENCES_FILE,
+    SPLIT_SIZES,
+    fetch_polarity,
+    load_polarity,
+)
 from . import command_parser
+
+WRITES = Writes("polarity", outputs=f"--cache-dir DIR: {SENTENCES_FILE} and {PROVENANCE_FILE} (--force to replace "
+                "ones it did not download)", inputs="the download (nothing on disk)")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -26,10 +37,15 @@ def _main(argv: list[str]) -> None:
     parser.add_argument("--cache-dir", type=Path, default=CACHE_DIR, help="where to write sentences.csv")
     parser.add_argument("--force", action="store_true", help="download again even if the cache is complete")
     args = parser.parse_args(argv)
-    check_out_folder(args.cache_dir, "--cache-dir")  # before the download
     path = args.cache_dir / SENTENCES_FILE
+    cached = path.is_file() and not path.is_symlink() and sha256_bytes(path.read_bytes()) == MEMBER_SHA256
+    fetch = args.force or not cached
+    files = [("--cache-dir", path), ("--cache-dir", args.cache_dir / PROVENANCE_FILE)] if fetch else []
+    own = [path, args.cache_dir / PROVENANCE_FILE] if cached else []  # the sentences this command downloaded
+    WRITES.check(files=files, folders=[("--cache-dir", args.cache_dir)], overwrite=args.force, own=own,
+                 overwrite_flag="--force")  # before the download
     started = time.perf_counter()
-    if args.force or not path.is_file() or sha256_bytes(path.read_bytes()) != MEMBER_SHA256:
+    if fetch:
         fetch_polarity(args.cache_dir)
         action = "fetched"
     else:

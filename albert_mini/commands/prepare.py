@@ -11,11 +11,15 @@ import argparse
 from ..cli import positive_int
 from ..cli import run as run_cli
 from ..paths import sha256_file
+from ..safe_files import Writes
 from ..text.corpus import expand_text_paths
 from ..text.token_cache import CACHE_ENV, cache_root, default_workers, prepare
 from ..text.tokenizer import Tokenizer
 from ..training.setup import SPLIT_BY
 from . import command_parser
+
+WRITES = Writes("prepare", outputs=f"the token cache (${CACHE_ENV}, else cache/tokens): a new folder per text, named "
+                "by its content", inputs="--corpus and --validation texts, --tokenizer")
 
 EPILOG = f"""\
 The cache folder is ${CACHE_ENV}, else cache/tokens in the checkout; each text gets a folder named by the sha256 of
@@ -45,12 +49,13 @@ def _main(argv: list[str]) -> None:
                         help=f"worker processes (default: all cores, here {default_workers()})")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
+    texts = {flag: expand_text_paths(spec) for flag, spec in (("--corpus", args.corpus),
+                                                              ("--validation", args.validation)) if spec}
+    WRITES.check(folders=[(f"the token cache (${CACHE_ENV})", cache_root())],
+                 inputs=[*texts.get("--corpus", []), *texts.get("--validation", []), args.tokenizer])
     tokenizer = Tokenizer.from_file(args.tokenizer)
     say = (lambda *a, **k: None) if args.quiet else print
-    for flag, spec in (("--corpus", args.corpus), ("--validation", args.validation)):
-        if not spec:
-            continue
-        paths = expand_text_paths(spec)
+    for flag, paths in texts.items():
         cache = prepare(paths, tokenizer, SPLIT_BY[args.split_by], [sha256_file(p) for p in paths],
                         workers=args.workers, progress=not args.quiet, say=say)
         m = cache.manifest

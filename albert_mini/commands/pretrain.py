@@ -12,8 +12,14 @@ it (training/launch.py builds the run and its directory: run.json, config.json, 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..cli import run as run_cli
+from ..paths import DATA_ROOT
+from ..safe_files import Writes
+from ..text.corpus import expand_text_paths
+from ..text.tokenizer import DEFAULT_DIR as TOKENIZER_DIR
+from ..training import rundir
 from ..training.distributed import cleanup, init_distributed
 from ..training.pretrain import run
 from ..training.setup import PretrainingSetup, add_flags
@@ -60,6 +66,20 @@ and shows progress):
 """
 
 
+WRITES = Writes("pretrain", outputs="--out DIR, a run directory (run.json, config.json, metrics.jsonl, checkpoints/; "
+                "a run's own files only)", inputs="--corpus and --validation texts (default: the Austen splits), "
+                "--tokenizer (default: the Austen tokenizer)")
+
+
+def inputs_of(setup: PretrainingSetup) -> list:
+    """Every file the run reads, defaults resolved."""
+    if setup.corpus == "synthetic":
+        return []
+    texts = expand_text_paths(setup.corpus) if setup.own_text else [DATA_ROOT / setup.corpus]
+    validation = expand_text_paths(setup.validation) if setup.validation else []
+    return [*texts, *validation, setup.tokenizer or TOKENIZER_DIR / "spiece.model"]
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The flags of PretrainingSetup (training/setup.py), in its order, with its help and defaults."""
     parser = command_parser("pretrain", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -74,6 +94,9 @@ def main(argv: list[str] | None = None) -> TrainResult:
 
 def _main(argv: list[str]) -> TrainResult:
     setup = PretrainingSetup.from_args(build_parser().parse_args(argv))  # checked there, once
+    if setup.out:  # the run-directory rule first (its messages), then the write rule
+        rundir.check_run_dir(Path(setup.out))
+    WRITES.check(folders=[("--out", setup.out)] if setup.out else [], inputs=inputs_of(setup))
     info = init_distributed(setup.device)
     try:
         return run(setup, info)

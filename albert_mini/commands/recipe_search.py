@@ -18,11 +18,21 @@ import torch
 from ..cli import Parser
 from ..cli import run as run_cli
 from ..errors import UsageError
+from ..paths import DATA_ROOT, FIGURES_ROOT
 from ..research import recipe_search
 from ..research.collapse import RULES
 from ..research.recipe_results import write_results
 from ..research.recipe_space import Recipe, parse_settings
+from ..safe_files import Writes
 from . import command_parser
+
+WRITES = Writes("recipe-search", outputs="probe/control: --out DIR/NAME.json (control-NAME.json); results: --out "
+                "FILE and --figure FILE (--overwrite to replace any of them)",
+                inputs="the Austen corpus; results: the records in --records",
+                regenerates="data/results/recipe_search/ records, data/results/recipe_search.json and "
+                            "figures/recipe_search.png, with --overwrite")
+SHIPPED = [DATA_ROOT / "results" / "recipe_search", DATA_ROOT / "results" / "recipe_search.json",
+           FIGURES_ROOT / "recipe_search.png"]
 
 
 def build_parser() -> Parser:
@@ -37,6 +47,7 @@ def build_parser() -> Parser:
                        help=f"Recipe fields to change: {', '.join(f.name for f in dataclasses.fields(Recipe))}")
         s.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
         s.add_argument("--out", default="cache/recipe", help="folder of the records (default cache/recipe)")
+        s.add_argument("--overwrite", action="store_true", help="replace an existing record of the same name")
     probe.add_argument("--tokens", type=float, default=1.6e6, help="training tokens (default 1.6e6)")
     probe.add_argument("--eval-points", type=int, default=8, help="evaluations along the way (default 8)")
     control.add_argument("--steps", type=int, default=400, help="updates (default 400)")
@@ -47,9 +58,11 @@ def build_parser() -> Parser:
                          help="revisit this many fixed pairs instead of fresh ones (e.g. 256 with --rule sop)")
     results = sub.add_parser("results", help="build data/results/recipe_search.json and its figure from records")
     results.error = p.error
-    results.add_argument("--records", default="data/results/recipe_search", help="folder of probe/control records")
-    results.add_argument("--out", default="data/results/recipe_search.json")
-    results.add_argument("--figure", default="figures/recipe_search.png")
+    results.add_argument("--records", default=str(SHIPPED[0]),
+                         help="folder of probe/control records (default data/results/recipe_search)")
+    results.add_argument("--out", default=str(SHIPPED[1]), help="default data/results/recipe_search.json")
+    results.add_argument("--figure", default=str(SHIPPED[2]), help="default figures/recipe_search.png")
+    results.add_argument("--overwrite", action="store_true", help="replace existing --out and --figure files")
     return p
 
 
@@ -65,6 +78,8 @@ def _main(argv: list[str]):
         if not records.is_dir():
             raise UsageError(f"--records {records} is not a folder of probe records; give the folder the probes "
                              "were written to (--out of the probe command)")
+        WRITES.check(files=[("--out", args.out), ("--figure", args.figure)], inputs=[records],
+                     overwrite=args.overwrite, regenerates=SHIPPED)
         path = write_results(records, Path(args.out), Path(args.figure))
         print(f"wrote {path} and {args.figure}")
         return path
@@ -73,6 +88,9 @@ def _main(argv: list[str]):
             raise UsageError(f"--threads must be >= 1, got {args.threads}")
         torch.set_num_threads(args.threads)
     recipe = parse_settings(args.set)
+    record = Path(args.out) / (f"{args.name}.json" if args.command == "probe" else f"control-{args.name}.json")
+    WRITES.check(files=[("--out", record)], folders=[("--out", args.out)], inputs=[DATA_ROOT / "austen"],
+                 overwrite=args.overwrite, regenerates=SHIPPED)
     if args.command == "probe":
         if args.eval_points < 1:
             raise UsageError(f"--eval-points must be >= 1, got {args.eval_points}")

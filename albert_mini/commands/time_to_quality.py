@@ -10,8 +10,15 @@ import json
 from pathlib import Path
 
 from ..cli import run as run_cli
+from ..paths import DATA_ROOT, FIGURES_ROOT
 from ..research import time_to_quality
+from ..safe_files import Writes
 from . import command_parser
+
+WRITES = Writes("time-to-quality", outputs="results: --out FILE and --figure FILE (--overwrite to replace them)",
+                inputs="the OLD and NEW run directories",
+                regenerates="data/results/time_to_quality.json and figures/time_to_quality.png, with --overwrite")
+SHIPPED = [DATA_ROOT / "results" / "time_to_quality.json", FIGURES_ROOT / "time_to_quality.png"]
 
 
 def main(argv: list[str] | None = None):
@@ -26,9 +33,12 @@ def _main(argv: list[str]):
     results.error = p.error
     results.add_argument("old", help="run directory of the old recipe (e.g. data/results/classroom-model-v1)")
     results.add_argument("new", help="run directory of the new recipe (e.g. data/results/classroom-model-v2)")
-    results.add_argument("--out", default="data/results/time_to_quality.json")
-    results.add_argument("--figure", default="figures/time_to_quality.png")
+    results.add_argument("--out", default=str(SHIPPED[0]), help="default data/results/time_to_quality.json")
+    results.add_argument("--figure", default=str(SHIPPED[1]), help="default figures/time_to_quality.png")
+    results.add_argument("--overwrite", action="store_true", help="replace existing --out and --figure files")
     args = p.parse_args(argv)
+    WRITES.check(files=[("--out", args.out), ("--figure", args.figure)], inputs=[args.old, args.new],
+                 overwrite=args.overwrite, regenerates=SHIPPED)
     result = time_to_quality.write_results(Path(args.old), Path(args.new), Path(args.out), Path(args.figure))
     print(json.dumps({k: result[k] for k in ("at_common_minutes", "tokens_to_old_final_mlm")}, indent=1))
     return result

@@ -3,16 +3,21 @@
 `albert-mini model-card MODEL_DIR [--compare LABEL=RUN_DIR ...]` scores an exported model on every
 held-out Austen chapter (validation and test splits, statically masked with a fixed seed, every example counted),
 draws held-out accuracy against training tokens for this run and any runs to compare, and writes MODEL_DIR/README.md.
+The figure is a file of figures/ (the card links it there); the command replaces an existing card, scores.json or
+figure only with --overwrite, and a figure of figures/ only when it is this card's own (the one its README links, or
+the shipped classroom model's).
 """
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import torch
 
 from ..paths import REPO_ROOT
+from ..safe_files import atomic_write_bytes
 from ..study.paper import TABLE5
 from ..study.stats import wilson_interval
 from ..text.batches import build_pretraining_dataset, collate
@@ -79,9 +84,10 @@ def curve_figure(curves: dict[str, list[dict]], out: str | Path):
     import matplotlib.pyplot as plt
 
     fig = curve_plot(curves)
-    fig.savefig(out, dpi=120)
+    png = io.BytesIO()
+    fig.savefig(png, dpi=120, format="png")
     plt.close(fig)
-    return Path(out)
+    return atomic_write_bytes(out, png.getvalue())  # whole or not at all
 
 
 def display_path(folder: Path) -> str:

@@ -6,18 +6,20 @@ and the same background load; each is evaluated on the same held-out batches at 
 shipped classroom model and a new one) into data/results/time_to_quality.json and its figure.
 
     python benchmarks/time_to_quality.py --minutes 15 --out runs/ttq
-    albert-mini time-to-quality results OLD_RUN_DIR NEW_RUN_DIR
+    albert-mini time-to-quality results OLD_RUN_DIR NEW_RUN_DIR --overwrite   # rewrites the shipped results
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from pathlib import Path
 
 import torch
 
 from ..errors import UsageError
+from ..safe_files import atomic_write_bytes, atomic_write_text
 from ..study.experiments.provenance import cpu_model, git_revision
 from ..training.distributed import DistInfo
 from ..training.launch import build_run
@@ -166,11 +168,14 @@ def figure(results: dict):
 
 
 def write_results(old_dir: Path, new_dir: Path, out: Path, figure_out: Path) -> dict:
+    """Build the results of the two runs, write them to `out` and their figure to `figure_out` (each atomically;
+    whether they may be written is the write rule's, checked by the command first)."""
     results = build_results(old_dir, new_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1) + "\n")
-    figure_out.parent.mkdir(parents=True, exist_ok=True)
-    figure(results).savefig(figure_out, dpi=120)
+    fig = figure(results)
+    png = io.BytesIO()
+    fig.savefig(png, dpi=120, format="png")
+    atomic_write_text(out, json.dumps(results, indent=1) + "\n")
+    atomic_write_bytes(figure_out, png.getvalue())
     return results
 
 

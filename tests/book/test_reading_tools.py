@@ -9,6 +9,7 @@ import pytest
 
 from albert_mini.book import html_book, lab
 from albert_mini.commands import html_book as html_command
+from albert_mini.safe_files import OutputRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -87,8 +88,14 @@ def test_the_book_never_wipes_a_folder_it_did_not_build(tmp_path, capsys):
     earlier.mkdir()
     (earlier / html_book.BUILD_MARK).write_text("# Sphinx build info\n")
     (earlier / "index.html").write_text("old")
+    with pytest.raises(html_book.BookBuildError, match=r"holds files that no book build wrote \(.buildinfo, "):
+        html_book.check_out_dir(earlier)  # a Sphinx build is not proof that the folder is a book this command built
+    record = OutputRecord(earlier, "html")
+    for page in earlier.iterdir():
+        record.add(page)
+    record.save()
     for folder in (empty, earlier, tmp_path / "absent"):
-        html_book.check_out_dir(folder)  # what a build may replace
+        html_book.check_out_dir(folder)  # what a build may replace: a book whose record lists every file unchanged
 
 
 def test_a_failed_check_names_the_largest_difference_and_shows_no_traceback():

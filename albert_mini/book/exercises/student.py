@@ -13,17 +13,21 @@ For nbgrader, --nbgrader-source writes its "source" version instead: OUT/source/
 stub replaced by the solution's body between nbgrader's `### BEGIN SOLUTION` / `### END SOLUTION` markers (the
 cells already carry its metadata), and OUT/source/figures/; `nbgrader generate_assignment NN_name` then makes
 the release version, whose stubs the checks report as "not attempted yet".
+
+A rerun replaces only what it wrote itself and nobody has changed since (OUT/.albert-mini-outputs.json records the
+files and their sha256): a notebook a learner edited in the hand-out folder is refused, naming it, unless
+--overwrite is given.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import re
-import shutil
 from pathlib import Path
 
 from ...errors import MissingFileError
-from ...safe_files import UnsafeWriteError, atomic_write_text, check_out_folder
+from ...safe_files import OutputRecord, UnsafeWriteError, Writes, atomic_write_bytes, check_writes
 from .solutions import defined_function, solution_cells, solutions_path
 
 FIGURE_LINK = re.compile(r"\]\(\.\./figures/([^)\s]+)\)")  # a markdown image of the checkout's figures/
@@ -82,18 +86,12 @@ def linked_figures(notebook) -> list[str]:
                    for name in FIGURE_LINK.findall(cell.source)})
 
 
-def write_handout(chapters: list[Path], out: Path, with_solutions: bool = False, for_nbgrader: bool = False,
-                  say=print) -> int:
-    """Write the hand-out folder `out` for `chapters` (see the module's docstring); returns the figures copied."""
+def handout_files(chapters: list[Path], out: Path, with_solutions: bool = False, for_nbgrader: bool = False,
+                  ) -> dict[Path, tuple[Path, bytes | None]]:
+    """Every file the hand-out folder `out` gets: target -> (its source, its bytes; None for a figure's copy)."""
     import jupytext
 
-    check_out_folder(out)  # before any notebook is built
-    for chapter in chapters:
-        if not chapter.is_file():
-            raise MissingFileError(f"chapter {chapter} is not a file; pass chapter sources such as chapters/*.py")
-        if chapter.parent.resolve() in (out.resolve(), (out / "chapters").resolve()):
-            raise UnsafeWriteError(f"--out {out} is the folder of the chapters, so the hand-out would "
-                                   "replace their executed .ipynb copies; choose another --out, e.g. build/student")
+    files: dict[Path, tuple[Path, bytes | None]] = {}
     figures = set()
     for chapter in chapters:
         notebook = student_notebook(chapter)
@@ -102,17 +100,44 @@ def write_handout(chapters: list[Path], out: Path, with_solutions: bool = False,
             notebook = nbgrader_source(notebook, solutions_path(chapter))
             target = out / "source" / chapter.stem / chapter.with_suffix(".ipynb").name
         text = jupytext.writes(notebook, fmt="ipynb")
-        atomic_write_text(target, text if text.endswith("\n") else text + "\n")
+        files[target] = (chapter, (text if text.endswith("\n") else text + "\n").encode("utf-8"))
         figures |= {chapter.parent.parent / "figures" / name for name in linked_figures(notebook)}
-        say(f"{chapter} -> {target}")
         solutions = solutions_path(chapter)
         if with_solutions and solutions.is_file() and not for_nbgrader:
-            atomic_write_text(out / "chapters" / "solutions" / solutions.name, solutions.read_text())
-            say(f"{solutions} -> {out / 'chapters' / 'solutions' / solutions.name}")
+            files[out / "chapters" / "solutions" / solutions.name] = (solutions, solutions.read_bytes())
     for figure in sorted(figures):
         if not figure.is_file():
             raise MissingFileError(f"{figure} is linked by a chapter but missing; run `make book` to draw it")
-        figure_folder = out / ("source/figures" if for_nbgrader else "figures")
-        figure_folder.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(figure, figure_folder / figure.name)
-    return len(figures)
+        files[out / ("source/figures" if for_nbgrader else "figures") / figure.name] = (figure, None)
+    return files
+
+
+def write_handout(chapters: list[Path], out: Path, with_solutions: bool = False, for_nbgrader: bool = False,
+                  say=print, overwrite: bool = False, writes: Writes | None = None) -> int:
+    """Write the hand-out folder `out` for `chapters` (see the module's docstring); returns the figures copied.
+
+    The write rule (albert_mini.safe_files, checked before anything is written, as `writes` declares it): a file
+    already in `out` is replaced only when this command wrote it there and nobody changed it since (the folder's
+    record of its outputs), or with `overwrite`; so a learner's edited notebook is never lost to a rerun.
+    """
+    check = writes.check if writes is not None else functools.partial(check_writes, "exercises")
+    check(folders=[("--out", out)])  # before any notebook is built
+    for chapter in chapters:
+        if not chapter.is_file():
+            raise MissingFileError(f"chapter {chapter} is not a file; pass chapter sources such as chapters/*.py")
+        if chapter.parent.resolve() in (out.resolve(), (out / "chapters").resolve()):
+            raise UnsafeWriteError(f"--out {out} is the folder of the chapters, so the hand-out would "
+                                   "replace their executed .ipynb copies; choose another --out, e.g. build/student")
+    files = handout_files(chapters, out, with_solutions, for_nbgrader)
+    record = OutputRecord(out, "exercises")
+    check(files=[("--out", target) for target in files], folders=[("--out", out)],
+          inputs=[source for source, _ in files.values()], overwrite=overwrite, own=record.own())
+    try:
+        for target, (source, data) in files.items():
+            atomic_write_bytes(target, source.read_bytes() if data is None else data)
+            record.add(target)
+            if data is not None:
+                say(f"{source} -> {target}")
+    finally:
+        record.save()
+    return sum(data is None for _, data in files.values())
