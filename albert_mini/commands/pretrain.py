@@ -36,6 +36,8 @@ your own text, in two steps (UTF-8 files; a folder means its *.txt files; quote 
   The model's vocab_size is the tokenizer's (whatever the preset says). 5% of the documents (those whose text
   has the smallest sha256) are held out for evaluation unless --validation or --holdout-fraction says otherwise.
   run.json records the sha256 of every file: resuming on changed text is refused, naming the files.
+  The first run on a text prepares it into the token cache ($ALBERT_MINI_CACHE, else cache/tokens), on all
+  cores; later runs, resumes and DDP ranks map it from disk (albert-mini prepare does it ahead of time).
 
 run directory (--out): a run writes only into a directory that is absent, empty, or holds a run of its own
   (run.json, config.json, metrics.jsonl, checkpoints/step-*). A directory holding anything else (your files,
