@@ -37,5 +37,13 @@ def read_utf8(path: str | Path, error: type[Exception], allow_bom: bool = False)
     return text
 
 
+def universal_newlines(text: str) -> str:
+    """`text` with CRLF (Windows) and lone CR (old Mac) line ends read as LF, as Python's text mode reads them.
+
+    The corpus reader applies it before looking for blank lines (text.corpus.paragraphs_of_text), so a CRLF file
+    gives the documents and paragraphs its LF twin gives."""
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
 def _line_at(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..paths import DATA_ROOT, MANIFEST, recorded_path, sha256_bytes, sha256_file, verified_path
-from ..textfile import read_utf8
+from ..textfile import read_utf8, universal_newlines
 
 SPLITS = ("train", "validation", "test")
 TEXT_MODES = ("file", "blank_line")  # how load_text_files cuts files into documents
@@ -203,8 +203,9 @@ def paragraphs_of_text(text: str, mode: str):
 
     The one reading rule behind `load_text_files` and the token cache (albert_mini.text.token_cache), which
     applies it to pieces of a file cut at blank lines: in mode "blank_line" a piece gives the same documents
-    as the whole file, because a separator can only lie inside a run of blank lines."""
-    blocks = BLANK_LINE.split(text)
+    as the whole file, because a separator can only lie inside a run of blank lines. CRLF and lone CR line ends
+    are read as LF first (textfile.universal_newlines)."""
+    blocks = BLANK_LINE.split(universal_newlines(text))
     if mode == "file":
         paragraphs = [normalize_paragraph(b) for b in blocks if b.strip()]
         if paragraphs:

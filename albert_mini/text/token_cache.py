@@ -29,11 +29,13 @@ boundaries, and its datasets cache their sample indices as `.npy` files beside t
 from __future__ import annotations
 
 import hashlib
+import io
 import itertools
 import json
 import os
 import re
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -46,14 +48,20 @@ import numpy as np
 from filelock import FileLock
 
 from ..paths import CACHE_ROOT, sha256_file
-from .corpus import BLANK_LINE, TEXT_MODES, CorpusError, paragraphs_of_text, split_sentences
+from ..safe_files import atomic_write_bytes
+from .corpus import TEXT_MODES, CorpusError, paragraphs_of_text, split_sentences
 from .instances import ROW_FIELDS, TokenDocuments
 
-PREPARE_VERSION = 1  # bump when the reading, splitting or encoding rules change: old folders stop matching
+# Bump when the reading, splitting or encoding rules change: old folders stop matching and are prepared again.
+# 2: CRLF and lone CR line ends are read as LF (textfile.universal_newlines), so a CRLF file's blank lines cut it
+# into the documents and paragraphs of its LF twin (version 1 missed those blank lines, merging documents).
+PREPARE_VERSION = 2
 CACHE_ENV = "ALBERT_MINI_CACHE"
 PIECE_BYTES = 8 << 20  # text per work item: small enough to spread 2 cores, large enough to amortise a call
 WINDOW_BYTES = 1 << 20  # how far a cut looks for a blank line at a time
-BLANK_LINE_BYTES = re.compile(BLANK_LINE.pattern.encode())
+# A blank line in the bytes, LF or CRLF (a lone CR file is not cut: one piece). A match ends after an LF, so a
+# cut never falls between the CR and the LF of a line end, and every piece reads as it does inside the whole file.
+BLANK_LINE_BYTES = re.compile(rb"\r?\n[ \t]*\r?\n")
 MANIFEST_NAME = "manifest.json"
 # A pass with at least this many instances is kept on disk (building it takes a second or more); smaller ones are
 # rebuilt in memory, so a long run over a small text does not fill the disk with one file per epoch.
@@ -147,6 +155,14 @@ _worker_processor = None  # the SentencePiece model of a worker process, loaded 
 
 
 def _start_worker(model: bytes) -> None:
+    """The initializer of a worker process."""
+    # Ctrl-C reaches every process of the terminal's group: the parent alone stops the work (cancelling the
+    # pieces not started, see _run_jobs) and says so in one line; a worker would print a traceback each.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _load_processor(model)
+
+
+def _load_processor(model: bytes) -> None:
     global _worker_processor
     import sentencepiece as spm
 
@@ -253,7 +269,7 @@ def _run_jobs(jobs, model: bytes, workers: int, total: int, progress: bool):
     bar = tqdm(total=total, unit="B", unit_scale=True, desc="prepare", disable=not progress, leave=False)
     try:
         if workers == 1:
-            _start_worker(model)
+            _load_processor(model)  # in this process, whose Ctrl-C must still stop it
             for job in jobs:
                 result = _prepare_piece(job)
                 bar.update(result["bytes"])
@@ -261,9 +277,13 @@ def _run_jobs(jobs, model: bytes, workers: int, total: int, progress: bool):
             return
         with ProcessPoolExecutor(workers, mp_context=worker_context(), initializer=_start_worker,
                                  initargs=(model,)) as pool:
-            for result in pool.map(_prepare_piece, jobs):
-                bar.update(result["bytes"])
-                yield result
+            try:
+                for result in pool.map(_prepare_piece, jobs):
+                    bar.update(result["bytes"])
+                    yield result
+            except BaseException:  # Ctrl-C or an error: the pieces not started are dropped, not prepared
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
     finally:
         bar.close()
 
@@ -463,13 +483,12 @@ class MappedDocuments(TokenDocuments):
         if len(rows) < DISK_PASS_ROWS:
             return super().store_rows(key, rows)
         path = self._pass_path(key)
-        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        buffer = io.BytesIO()
+        np.save(buffer, np.ascontiguousarray(rows))
         try:
-            with open(temp, "wb") as f:
-                np.save(f, np.ascontiguousarray(rows))
-            os.replace(temp, path)
+            atomic_write_bytes(path, buffer.getvalue())
             rows = np.load(path, mmap_mode="r")
         except OSError:
-            temp.unlink(missing_ok=True)  # a read-only cache still trains: the pass stays in memory
+            pass  # a read-only cache still trains: the pass stays in memory
         self._rows = {key: rows}  # one pass in memory (mapped); the others are on disk
         return rows

@@ -3,6 +3,7 @@ share: keyed by content, written whole or not at all, refused when damaged, reus
 
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -200,3 +201,35 @@ def test_the_cache_root_is_the_environment_variable_else_the_checkout(monkeypatc
     monkeypatch.delenv(token_cache.CACHE_ENV)
     assert token_cache.cache_root().parts[-2:] == ("cache", "tokens")
     assert os.fspath(token_cache.cache_root()).startswith(os.fspath(token_cache.CACHE_ROOT))
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r"], ids=["crlf", "lone-cr"])
+@pytest.mark.parametrize("mode", ["blank_line", "file"])
+def test_crlf_and_cr_text_gives_the_documents_of_its_lf_twin(texts, tokenizer, tmp_path, monkeypatch, newline, mode):
+    """Line ends are read as LF (issue 33, item 4): the same documents and paragraphs in memory and in the cache,
+    whose cuts (CRLF files are cut too; lone-CR files stay whole) never fall between a CR and its LF."""
+    monkeypatch.setattr(token_cache, "PIECE_BYTES", 5_000)
+    monkeypatch.setattr(token_cache, "WINDOW_BYTES", 64)
+    folder = tmp_path / "windows"
+    folder.mkdir()
+    for path in texts:
+        (folder / path.name).write_bytes(path.read_bytes().replace(b"\n", newline.encode()))
+    twins = sorted(folder.glob("*.txt"))
+    lf = load_text_files(texts, mode=mode)
+    assert [(d.id, d.paragraphs) for d in load_text_files(twins, mode=mode)] == [(d.id, d.paragraphs) for d in lf]
+    cache = prepare(twins, tokenizer, tmp_path, mode, workers=2)
+    assert_same_documents(cache.documents_view(), tokenize_documents(lf, tokenizer))
+    pieces = token_cache.cut_pieces(twins, mode)
+    if mode == "blank_line" and newline == "\r\n":
+        assert len(pieces) > 2 * len(twins)
+        for piece in pieces:
+            data = Path(piece.file).read_bytes()
+            assert piece.end == len(data) or data[piece.end - 2:piece.end] == b"\r\n"
+    else:
+        assert len(pieces) == len(twins)
+
+
+def test_the_cache_version_covers_the_newline_rule():
+    assert token_cache.PREPARE_VERSION >= 2
+    assert token_cache.BLANK_LINE_BYTES.search(b"a\r\n\r\nb").end() == 5
+    assert token_cache.BLANK_LINE_BYTES.search(b"a\r\rb") is None
