@@ -5,9 +5,10 @@
 
 Expected errors are the subclasses of errors.UserError (ConfigError, CorpusError, CheckpointError, RecordError,
 TokenizerError, UsageError, RunDirError, ...), argparse's own complaints, and every OSError (a path that cannot be
-read or written, a full disk), which is reported with the file and what to do. Anything else is a bug and keeps
-its traceback. The argparse types below check numbers at the boundary, once: `positive_float` and friends refuse
-NaN and infinity, which pass every `<= 0` test.
+read or written, a full disk), which is reported with the file and what to do. Ctrl-C is one line too, with exit
+status 130 (128 + SIGINT, as shells report it). Anything else is a bug and keeps its traceback. The argparse
+types below check numbers at the boundary, once: `positive_float` and friends refuse NaN and infinity, which
+pass every `<= 0` test.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import TypeVar
 from .errors import UsageError, UserError
 
 ERROR_STATUS = 2  # argparse's status for bad usage, used for every expected error
+INTERRUPTED_STATUS = 130  # 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C
 DEBUG_FLAG = "--debug"
 SEED_MAX = 2**32 - 1  # NumPy's seeds stop here
 PORT_MAX = 65535
@@ -45,10 +47,17 @@ def one_line(message: str) -> str:
 
 
 def run(command: Callable[[list[str]], Result], argv: list[str] | None = None) -> Result:
-    """`command(argv)`; an expected error becomes `error: <message>` on stderr and SystemExit(2)."""
+    """`command(argv)`; an expected error becomes `error: <message>` on stderr and SystemExit(2), Ctrl-C the line
+    `error: interrupted ...` and SystemExit(130)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return command(argv)
+    except KeyboardInterrupt:
+        if DEBUG_FLAG in argv:
+            raise
+        print("error: interrupted (Ctrl-C); the same command starts again, and a training run resumes from its "
+              "last checkpoint", file=sys.stderr, flush=True)
+        raise SystemExit(INTERRUPTED_STATUS) from None
     except (UserError, OSError) as error:
         if DEBUG_FLAG in argv:
             raise

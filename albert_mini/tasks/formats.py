@@ -93,13 +93,39 @@ def _check_unique_ids(examples: list, path: Path | str) -> None:
 
 
 def _read_json(path: Path):
-    """The parsed JSON of `path`, or a RecordError giving the position of the syntax error."""
+    """The parsed JSON of `path`, or a RecordError giving the position of the syntax error, or naming the string
+    that holds a lone UTF-16 surrogate (an escape such as \\ud800 without its pair: not text, and the tokenizer
+    cannot take it)."""
+    text = read_utf8(path, RecordError, allow_bom=True)
     try:
-        return json.loads(read_utf8(path, RecordError, allow_bom=True))
+        data = json.loads(text)
     except json.JSONDecodeError as error:
         where = f"line {error.lineno}, column {error.colno}"
         raise RecordError(f"{path}: not valid JSON ({error.msg} at {where}); fix the file or download it again") \
             from None
+    if "\\ud" in text or "\\uD" in text:  # UTF-8 bytes cannot hold a surrogate: only an escape gives one
+        _refuse_surrogates(data, path)
+    return data
+
+
+def _refuse_surrogates(data, path: Path) -> None:
+    """RecordError naming a string of the parsed JSON `data` (keys too) that holds a lone surrogate."""
+    stack = [(data, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, dict):
+            stack += [(key, f"a key of {where or 'the top level'}") for key in value]
+            stack += [(item, f"{where}[{key!r}]") for key, item in value.items()]
+        elif isinstance(value, list):
+            stack += [(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as err:
+                escape = f"\\u{ord(value[err.start]):04x}"
+                raise RecordError(f"{path}: {where or 'the top level'} holds a lone UTF-16 surrogate "
+                                  f"({escape} at character {err.start}), which is not text; remove that escape or "
+                                  "give it its pair, or download the file again") from None
 
 
 # --------------------------------------------------------------------------- GLUE TSV (SST-2, MNLI)

@@ -221,7 +221,7 @@ def expand_text_paths(paths_or_dir, pattern: str = "*.txt") -> list[Path]:
     """The files named by a file, a folder (its `pattern` files), a glob pattern, or a list of these.
 
     Files keep the order they are named in (a folder's or a pattern's files sorted by name); a file named twice
-    is read once. Anything that names no file is a CorpusError.
+    is read once. Anything that names no file is a CorpusError, and so is a file whose path is not UTF-8.
     """
     specs = [paths_or_dir] if isinstance(paths_or_dir, (str, Path)) else list(paths_or_dir)
     if not specs:
@@ -230,12 +230,26 @@ def expand_text_paths(paths_or_dir, pattern: str = "*.txt") -> list[Path]:
     for spec in specs:
         for path in _files_of(spec, pattern):
             paths.setdefault(path.resolve(), None)
+    for path in paths:
+        check_utf8_name(path)
     return list(paths)
+
+
+def check_utf8_name(path: Path) -> None:
+    """Refuse a path that is not UTF-8 (a Latin-1 byte in a file name): run records, messages and the cache's
+    manifest hold names as UTF-8 text, so it could be read but never recorded."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        shown = str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise CorpusError(f"the path {shown} is not UTF-8 (a byte such as Latin-1's \\xe9 in a name); rename it to "
+                          "a UTF-8 name, e.g. with `convmv -f latin1 -t utf-8 --notest FILE`") from None
 
 
 def _files_of(spec: str | Path, pattern: str) -> list[Path]:
     path = Path(spec)
     if path.is_dir():
+        # pathlib's "**" (in a pattern= of the library) never follows a symbolic link, so no loop can hold it.
         found = sorted(p for p in path.glob(pattern) if p.is_file())
         if not found:
             raise CorpusError(f"folder {path} has no files matching {pattern!r}; pass pattern= or a list of files")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,10 +62,7 @@ def load_documents(args: PretrainingSetup, tokenizer: Tokenizer, say=print) -> t
     mode = SPLIT_BY[args.split_by or "file"]
     paths = expand_text_paths(args.corpus)
     held_paths = expand_text_paths(args.validation) if args.validation else []
-    both = sorted(str(p) for p in set(paths) & set(held_paths))
-    if both:
-        raise UsageError(f"{', '.join(both)} is in both --corpus and --validation; held-out text must not be "
-                         "trained on")
+    check_disjoint(paths, held_paths)
     digests = {path: sha256_file(path) for path in paths + held_paths}  # read once: the key and the record
     cache = prepare(paths, tokenizer, mode, [digests[p] for p in paths], say=say, progress=say is print)
     fingerprint = fingerprint_files(paths + held_paths, digests)
@@ -76,6 +74,22 @@ def load_documents(args: PretrainingSetup, tokenizer: Tokenizer, say=print) -> t
     held = held_out_indices([cache.digest_hex(d) for d in range(len(cache))], fraction, args.split_by or "file")
     kept = np.setdiff1d(np.arange(len(cache)), held)
     return cache.documents_view(kept), cache.documents_view(held), fingerprint
+
+
+def check_disjoint(paths: list, held_paths: list) -> None:
+    """Refuse a file given both to --corpus and to --validation, by path or as the same file under another name:
+    files are matched by (st_dev, st_ino), so a hard link (or a bind mount) of a training file is caught too."""
+    trained = {_file_id(p): p for p in paths}
+    both = sorted(f"{p} (the same file as {trained[_file_id(p)]})" if str(p) != str(trained[_file_id(p)])
+                  else str(p) for p in held_paths if _file_id(p) in trained)
+    if both:
+        raise UsageError(f"{', '.join(both)} is in both --corpus and --validation; held-out text must not be "
+                         "trained on")
+
+
+def _file_id(path) -> tuple[int, int]:
+    status = os.stat(path)
+    return status.st_dev, status.st_ino
 
 
 def hold_out(documents: list[Document], fraction: float, split_by: str = "file") -> tuple[list, list]:
@@ -164,6 +178,8 @@ def check_batches(args: PretrainingSetup, splits: dict, world_size: int, length:
     train, held = per_process(length)
     if fits(train, held):
         return
+    if length != args.seq_len:  # the curriculum's short phase, which only trains (evals is 0)
+        raise UsageError(_short_phase_problem(args, length, batch, train, lambda n: per_process(n)[0]))
     problems = []
     if train < batch:
         problems.append(f"the training text gives {examples(train)} per process, fewer than one batch of "
@@ -188,6 +204,29 @@ def check_batches(args: PretrainingSetup, splits: dict, world_size: int, length:
             break
     remedy = f"values that work: {' or '.join(fixes)}" if fixes else "no nearby value works; give more text"
     raise UsageError(f"--seq-len {length} with --task {args.task}: {'; '.join(problems)}; {remedy}")
+
+
+def _short_phase_problem(args: PretrainingSetup, length: int, batch: int, train: int, train_at) -> str:
+    """Why the short phase (--short-seq-len) gets no full batch, and the flags that give it one: a smaller
+    --batch-size (the short batch is --batch-size x --seq-len / --short-seq-len), another --short-seq-len, or
+    none (the --seq-len phase was checked first, so one phase at --seq-len fits)."""
+    derived = args.short_batch_size is None
+    how = (f"--batch-size {args.batch_size} x --seq-len {args.seq_len} / --short-seq-len {length}" if derived
+           else "short_batch_size")
+    fixes = []
+    most = train * length // args.seq_len  # the largest --batch-size whose short batch the text fills
+    if derived and most >= 1:
+        fixes.append(f"--batch-size {most}")
+    candidates = sorted((n for n in SEQ_LEN_CANDIDATES if 8 <= n < args.seq_len and n != length
+                         and (args.seq_len % n == 0 or not derived)), key=lambda n: (abs(math.log(n / length)), n))
+    for n in candidates:
+        if train_at(n) >= (args.batch_size * args.seq_len // n if derived else batch):
+            fixes.append(f"--short-seq-len {n}")
+            break
+    fixes.append("no --short-seq-len (one phase at --seq-len)")
+    return (f"--short-seq-len {length} with --task {args.task}: the training text gives {examples(train)} of "
+            f"{length} tokens per process, fewer than one batch of the short phase ({batch} sequences: {how}); "
+            f"values that work: {' or '.join(fixes)}")
 
 
 def examples(count: int) -> str:

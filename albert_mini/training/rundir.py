@@ -214,7 +214,8 @@ def resumable(out: str | Path, record: dict, overwrite: bool, defaults: dict, fl
     if old is _DAMAGED:
         if overwrite:
             return False
-        raise RunDirError(f"{out / RUN_FILE} is damaged (not valid JSON), so the run's settings are unknown and "
+        raise RunDirError(f"{out / RUN_FILE} is damaged (not valid JSON) or holds parts runs do not write, so "
+                          "the run's settings are unknown and "
                           f"it is not resumed; choose a new {flag}, or pass --overwrite to delete this run's files "
                           "and start again")
     if old is None:
@@ -273,16 +274,29 @@ def _recorded_tokenizer(reference: dict) -> dict:
     return reference
 
 
-_DAMAGED = {}  # what _read_record returns for a run.json that does not parse
+_DAMAGED = {}  # what _read_record returns for a run.json that does not parse, or is not shaped as runs write it
 
 
 def _read_record(path: Path) -> dict | None:
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        record = json.loads(path.read_text(encoding="utf-8"))
     except ValueError:
         return _DAMAGED
+    return record if _well_formed(record) else _DAMAGED
+
+
+def _well_formed(record) -> bool:
+    """Whether a parsed run.json has the shape runs write: an object whose kind is a string, whose settings, model,
+    tokenizer and corpus are objects (or null) and whose notes are a list; a hand-edited one may be anything."""
+    if not isinstance(record, dict) or not isinstance(record.get("kind", ""), str):
+        return False
+    parts = [record.get(part) for part in ("settings", "model", "tokenizer", "corpus")]
+    if not all(part is None or isinstance(part, dict) for part in parts):
+        return False
+    return isinstance((record.get("corpus") or {}).get("files", {}), dict) and isinstance(record.get("notes", []),
+                                                                                         list)
 
 
 def recorded_notes(out: str | Path) -> list[str]:

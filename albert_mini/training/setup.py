@@ -32,6 +32,7 @@ DEFAULT_HOLDOUT = 0.05
 DECAYS = ("linear", "constant")
 MASKINGS = ("dynamic", "static")
 TRAIN_TOKENIZER = "albert-mini tokenizer train --text PATH... --vocab-size 8000 --out tok.model"
+FLOAT32_MAX = 3.4028234663852886e38  # the largest float32: the optimizer's numbers must fit in one
 
 # Settings that do not change what is computed: they may differ between a run and its resumption. The device is
 # one of them: a resumption on another device is said and noted in run.json (training/trainer.py), not refused.
@@ -389,6 +390,14 @@ def check(s: PretrainingSetup) -> None:
         if value is not None and (not math.isfinite(value) or value < 0 or (value == 0 and name != "--weight-decay")):
             raise UsageError(f"{name} must be a finite number {'>=' if name == '--weight-decay' else '>'} 0, "
                              f"got {value}")
+    for name, value in {"--lr": s.lr, "--clip-norm": s.clip_norm, "--weight-decay": s.weight_decay}.items():
+        if value > FLOAT32_MAX:  # torch turns it into a float32 inside the optimizer step: a RuntimeError there
+            raise UsageError(f"{name} {value:g} does not fit in float32, which the optimizer computes in (at most "
+                             f"{FLOAT32_MAX:.3g}); give a realistic value, e.g. {name} {_FLAG_DEFAULTS[name]:g}")
+    if s.optimizer == "adamw" and s.lr * s.weight_decay >= 1:
+        raise UsageError(f"--lr {s.lr:g} x --weight-decay {s.weight_decay:g} = {s.lr * s.weight_decay:g} >= 1: "
+                         "AdamW multiplies every weight by (1 - lr x weight-decay) at each step, which would zero or "
+                         "flip them all; lower --weight-decay (default 0.01) or --lr")
     if not 0 <= s.seed <= SEED_MAX:
         raise UsageError(f"--seed must be in [0, {SEED_MAX}], got {s.seed}")
     if s.warmup is not None and not 0 <= s.warmup <= s.steps:
@@ -412,6 +421,9 @@ def check(s: PretrainingSetup) -> None:
     if len(s.betas) != 2 or not all(0 <= b < 1 for b in s.betas):
         raise UsageError(f"betas must be two numbers in [0, 1), got {s.betas}")
     _check_corpus(s)
+
+
+_FLAG_DEFAULTS = {"--lr": 1.76e-3, "--clip-norm": 1.0, "--weight-decay": 0.01}  # the fields' defaults, for hints
 
 
 def _check_corpus(s: PretrainingSetup) -> None:
