@@ -19,8 +19,8 @@ FLOAT_RANGES = {
     "hidden_dropout_prob": (0.0, 1.0, True, "in [0, 1)"),
     "attention_probs_dropout_prob": (0.0, 1.0, True, "in [0, 1)"),
     "classifier_dropout_prob": (0.0, 1.0, True, "in [0, 1)"),
-    "layer_norm_eps": (0.0, 1.0, False, "in (0, 1), e.g. 1e-12"),
-    "initializer_range": (0.0, 1.0, False, "in (0, 1), e.g. 0.02"),
+    "layer_norm_eps": (0.0, 1.0, False, "in (0, 1)"),
+    "initializer_range": (0.0, 1.0, False, "in (0, 1)"),
 }
 
 

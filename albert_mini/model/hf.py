@@ -204,12 +204,15 @@ def _shards(path: Path, index: Path) -> list[Path]:
 
 
 def read_safetensors(file: Path, error: type[Exception] = HFModelError) -> dict[str, torch.Tensor]:
-    """The tensors of a safetensors file; `error` naming the file when it is truncated or not safetensors."""
+    """The tensors of a safetensors file; `error` naming the file when it is truncated or not safetensors.
+
+    Each tensor is copied out of the file: safetensors maps the file into memory, and a tensor still backed by it
+    would crash the process (SIGBUS) once the file is rewritten or truncated in place."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     try:
-        return load_file(file)
+        return {name: tensor.clone() for name, tensor in load_file(file).items()}
     except (SafetensorError, ValueError, RuntimeError, TypeError, OverflowError) as err:
         raise error(f"{file} is not a readable safetensors file ({_first_line(err)}): it is truncated or damaged, "
                     "or holds another format (such as a pickle) under a .safetensors name; copy or write it again "

@@ -41,7 +41,7 @@ def edit_config(folder, **fields):
 
 
 def edit_weights(folder, change):
-    weights = load_file(folder / "model.safetensors")
+    weights = {k: v.clone() for k, v in load_file(folder / "model.safetensors").items()}  # not backed by the file
     change(weights)
     save_file(weights, folder / "model.safetensors")
 
@@ -154,7 +154,7 @@ def test_sharded_weights_load_and_a_shard_outside_the_folder_is_refused(tmp_path
     """Shards as save_pretrained writes them for a large model: model-0000N-of-0000M.safetensors and an index."""
     folder, hf = hf_dir
     sharded = shutil.copytree(folder, tmp_path / "sharded")
-    weights = load_file(sharded / "model.safetensors")
+    weights = {k: v.clone() for k, v in load_file(sharded / "model.safetensors").items()}
     (sharded / "model.safetensors").unlink()
     names = sorted(weights)
     weight_map = {}
@@ -192,7 +192,7 @@ def test_a_checkpoint_missing_a_weight_names_it(tmp_path):
     from albert_mini.paths import sha256_file
 
     model = shutil.copytree(PRETRAINED_MODEL, tmp_path / "model")
-    weights = load_file(model / "model.safetensors")
+    weights = {k: v.clone() for k, v in load_file(model / "model.safetensors").items()}  # not backed by the file
     weights.pop("albert.pooler.bias")
     save_file(weights, model / "model.safetensors")
     manifest = json.loads((model / "manifest.json").read_text())
@@ -241,3 +241,17 @@ def test_the_rule_is_decided_without_reading_the_mask_on_the_host():
     bias = albert.extended_attention_mask(torch.zeros(2, 5, device="meta"), torch.float32)
     assert bias.shape == (2, 1, 1, 5) and bias.device.type == "meta"
     assert "additive" in AlbertModel.forward.__doc__
+
+
+def test_a_loaded_model_survives_its_file_being_rewritten(hf_dir):
+    """safetensors maps the file: the weights are copied out, so rewriting the folder in place (a second process
+    saving again) cannot crash this one with SIGBUS. In a subprocess, as a crash would end the test run."""
+    import subprocess
+    import sys
+
+    folder, _ = hf_dir
+    code = ("import sys, torch; from albert_mini.model.hf import from_hf; m = from_hf(sys.argv[1]); "
+            "open(sys.argv[1] + '/model.safetensors', 'wb').close(); "
+            "print(float(sum(p.double().sum() for p in m.parameters())))")
+    result = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
