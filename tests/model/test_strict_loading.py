@@ -255,3 +255,24 @@ def test_a_loaded_model_survives_its_file_being_rewritten(hf_dir):
             "print(float(sum(p.double().sum() for p in m.parameters())))")
     result = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_a_hub_name_downloads_only_config_safetensors_and_the_tokenizer(hf_dir, monkeypatch):
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+    folder, hf = hf_dir
+    asked = {}
+
+    def snapshot_download(name, allow_patterns):
+        asked.update(name=name, patterns=allow_patterns)
+        return str(folder)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    assert torch.equal(from_hf("albert/tiny").albert.pooler.weight, hf.albert.pooler.weight)
+    assert asked["name"] == "albert/tiny" and not any(p.endswith((".bin", ".pt")) for p in asked["patterns"])
+
+    def offline(name, allow_patterns):
+        raise OSError("no network\nsecond line")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
+    with pytest.raises(HFModelError, match="cannot download 'albert/tiny' from the Hugging Face hub \\(no network\\)"):
+        from_hf("albert/tiny")
