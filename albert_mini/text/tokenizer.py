@@ -152,9 +152,9 @@ class Tokenizer:
                                  f"--text YOUR_TEXT --out {path}` (the Austen model: "
                                  f"`{TRAIN_COMMAND}`)")
         processor = spm.SentencePieceProcessor()
-        try:
-            processor.load(str(path))
-        except (OSError, RuntimeError) as error:
+        try:  # read here, not by SentencePiece: its C++ side cannot take a file name that is not UTF-8
+            processor.load_from_serialized_proto(path.read_bytes())
+        except (RuntimeError, TypeError) as error:
             raise TokenizerError(f"{path} is not a SentencePiece model ({error}); pass a .model file") from None
         return cls(processor, str(path))
 

@@ -286,3 +286,15 @@ def test_a_full_disk_while_saving_keeps_the_old_model_whole(tmp_path, monkeypatc
         tok.save_model(model, out)
     assert out.read_bytes() == b"the previous model"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.model"]  # no temp file left behind
+
+
+def test_a_model_file_whose_name_is_not_utf8_loads(tmp_path):
+    import os
+    import shutil
+
+    from albert_mini.paths import DATA_ROOT
+
+    name = os.path.join(os.fsencode(tmp_path), b"tok\xe9.model")  # a Latin-1 name, as Linux allows
+    shutil.copy(DATA_ROOT / "austen" / "spiece.model", name)
+    loaded = Tokenizer.from_file(os.fsdecode(name))
+    assert loaded.encode("It is a truth.") == Tokenizer.default().encode("It is a truth.")
