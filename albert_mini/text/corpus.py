@@ -10,7 +10,9 @@ followed by its paragraphs, one per line; a blank line ends the document.
 
 from __future__ import annotations
 
+import fnmatch
 import glob
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -257,13 +259,96 @@ def _files_of(spec: str | Path, pattern: str) -> list[Path]:
     if path.is_file():
         return [path]
     if glob.has_magic(str(spec)):
-        found = sorted(Path(p) for p in glob.glob(str(spec), recursive=True) if Path(p).is_file())
+        found = sorted(set(Path(p) for p in _glob(str(spec)) if Path(p).is_file()))
         if not found:
             raise CorpusError(f"the pattern {str(spec)!r} matches no file")
         return found
     if path.exists():
         raise CorpusError(f"{path} is not a regular file (a device, a pipe or a socket); pass text files or a folder")
     raise CorpusError(f"text file {path} does not exist")
+
+
+def _glob(pattern: str):
+    """The paths `glob.glob(pattern, recursive=True)` gives, found by a walk that ends on any folder tree.
+
+    glob.glob follows symbolic links to folders, so "**" under a folder holding two links to one of its own
+    ancestors never ends (2 ** 40 paths before the system's link limit stops it). Here "**" (any number of
+    folders, hidden ones left out, as in glob) still follows links but enters a real folder (st_dev, st_ino)
+    at most once per "**" of the pattern: the files found are the same files, named by the first path (in
+    sorted order) that reaches them, and every folder is read a bounded number of times. Other components match
+    one name each, as in glob (fnmatch; a name starting with "." only when the pattern's does).
+    """
+    drive, rest = os.path.splitdrive(pattern)
+    parts = re.split(r"[\\/]+" if os.sep == "\\" else "/+", rest)
+    root = drive + (os.sep if parts[0] == "" else "")
+    if parts[-1] == "":  # a pattern ending in a separator matches folders only, never a file
+        return
+    parts = [part for part in parts if part]
+    first = next(i for i, part in enumerate(parts) if glob.has_magic(part))
+    base = os.path.join(root, *parts[:first]) if root or first else ""
+    visited: set[tuple[int, int, int]] = set()  # (index of the "**" in the pattern, st_dev, st_ino)
+    yield from _glob_from(base, parts, first, visited)
+
+
+def _glob_from(folder: str, parts: list[str], i: int, visited: set):
+    """Paths under `folder` (a path string, "" for the working directory) matching parts[i:]."""
+    if i == len(parts):
+        yield folder
+        return
+    part = parts[i]
+    if part == "**":
+        for sub in _folders_below(folder, i, visited):
+            yield from _glob_from(sub, parts, i + 1, visited)
+        return
+    if not glob.has_magic(part):
+        path = os.path.join(folder, part)
+        if os.path.lexists(path):
+            yield from _glob_from(path, parts, i + 1, visited)
+        return
+    for name in _names(folder):
+        if (not name.startswith(".") or part.startswith(".")) and fnmatch.fnmatchcase(name, part):
+            path = os.path.join(folder, name)
+            if i + 1 == len(parts) or os.path.isdir(path):
+                yield from _glob_from(path, parts, i + 1, visited)
+
+
+def _folders_below(folder: str, index: int, visited: set):
+    """`folder` and every folder below it (links followed, hidden names left out), each real folder once, in
+    sorted order; with "**" last in the pattern, the files below too (glob gives them; they are kept). A loop,
+    not a recursion, so that no depth of folders can exhaust Python's stack."""
+    if not os.path.isdir(folder or os.curdir):
+        return
+    stack = [(folder, True)]
+    while stack:
+        path, is_folder = stack.pop()
+        if not is_folder:
+            yield path  # a file (matched only when "**" ends the pattern: nothing lies below a file)
+            continue
+        try:
+            stat = os.stat(path or os.curdir)
+        except OSError:  # gone meanwhile, or a path too long for the system
+            continue
+        if (index, stat.st_dev, stat.st_ino) in visited:
+            continue
+        visited.add((index, stat.st_dev, stat.st_ino))
+        yield path
+        below = []
+        for name in _names(path):
+            child = os.path.join(path, name)
+            if name.startswith("."):
+                continue
+            if os.path.isdir(child):
+                below.append((child, True))
+            elif os.path.lexists(child):
+                below.append((child, False))
+        stack.extend(reversed(below))  # popped in sorted order
+
+
+def _names(folder: str) -> list[str]:
+    try:
+        return sorted(os.listdir(folder or os.curdir))
+    except OSError:  # unreadable, or gone meanwhile: glob skips it too
+        return []
 
 
 # --------------------------------------------------------------------------- fingerprints

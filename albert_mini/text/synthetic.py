@@ -8,6 +8,15 @@ import torch
 from ..specials import CLS_ID, FIRST_ORDINARY_ID, IGNORE_INDEX, MASK_ID, PAD_ID, SEP_ID
 from .batch_source import BatchSource
 
+# What `take` may keep in memory: 2**22 tokens (about 140 MB of batches, four int64 tensors a token). The stream
+# is endless, so this, not the data, bounds a request such as --eval-batches 100000000.
+MAX_HELD_TOKENS = 1 << 22
+
+
+def max_take(batch_size: int, seq_len: int) -> int:
+    """The most batches of batch_size x seq_len tokens that `SyntheticBatches.take` returns (at least 1)."""
+    return max(1, MAX_HELD_TOKENS // (batch_size * seq_len))
+
 
 class SyntheticBatches(BatchSource):
     """An endless stream of random `[CLS] a [SEP] b [SEP]` batches with MLM targets and (optionally) sentence labels.
@@ -35,6 +44,15 @@ class SyntheticBatches(BatchSource):
 
     def batches_in_epoch(self, epoch: int) -> float:
         return float("inf")  # one endless epoch
+
+    def take(self, n: int) -> list[dict]:
+        """The first n batches as a list (a re-iterable validation set); n is bounded by `max_take` up front,
+        since the list is kept in memory and the stream never runs out."""
+        most = max_take(self.batch_size, self.seq_len)
+        if n > most:
+            raise ValueError(f"take({n}) would keep {n:,} batches of {self.batch_size} x {self.seq_len} tokens in "
+                             f"memory; at most {most:,} ({MAX_HELD_TOKENS:,} tokens)")
+        return super().take(n)
 
     def batch(self, epoch: int, index: int) -> dict:
         """Micro-batch number `index` of this rank (there is only epoch 0)."""

@@ -24,7 +24,7 @@ from ..paths import DATA_ROOT, sha256_file
 from ..text.batches import DataSettings, count_examples, tokenize_documents
 from ..text.corpus import Document, expand_text_paths, fingerprint_files, load_corpus
 from ..text.instances import TokenDocuments, sentence_task
-from ..text.synthetic import SyntheticBatches
+from ..text.synthetic import MAX_HELD_TOKENS, SyntheticBatches, max_take
 from ..text.token_cache import prepare
 from ..text.tokenizer import Tokenizer
 from .build import training_batches, validation_batches
@@ -117,6 +117,7 @@ def held_out_indices(digests: list[str], fraction: float, split_by: str = "file"
 def build_inputs(setup: PretrainingSetup, vocab_size: int, tokenizer: Tokenizer | None, info: DistInfo) -> Inputs:
     """The training source and validation batches of this rank, after checking that both can be filled."""
     if setup.corpus == "synthetic":
+        check_synthetic_eval_batches(setup)
         sentence = sentence_task(setup.task).labelled
         train = SyntheticBatches(vocab_size, setup.batch_size, setup.seq_len, seed=setup.seed,
                                  sentence_labels=sentence).shard(info.rank, info.world_size)
@@ -136,6 +137,16 @@ def build_inputs(setup: PretrainingSetup, vocab_size: int, tokenizer: Tokenizer 
     train = training_batches(setup, splits["training"], tokenizer, **shard)
     val = validation_batches(setup, splits["validation"], tokenizer, **shard)
     return Inputs(train, val, splits["training"], fingerprint)
+
+
+def check_synthetic_eval_batches(setup: PretrainingSetup) -> None:
+    """Refuse more --eval-batches than the synthetic corpus keeps in memory (its stream never runs out, so the
+    evaluation set, kept as a list, is bounded by synthetic.max_take instead of by the data)."""
+    most = max_take(setup.batch_size, setup.seq_len)
+    if setup.eval_batches > most:
+        raise UsageError(f"--eval-batches {setup.eval_batches} x --batch-size {setup.batch_size} x --seq-len "
+                         f"{setup.seq_len} is more held-out tokens than --corpus synthetic keeps in memory "
+                         f"({MAX_HELD_TOKENS:,}); use --eval-batches {min(most, 8)} (at most {most:,})")
 
 
 def check_task_fits(tokens, task: str, split: str, split_by: str | None) -> None:
