@@ -20,8 +20,12 @@ directory that is absent, empty, or holds what this kind of writer writes, and n
 - run.json names the device the run computes on ("device") and keeps its "notes" across resumptions: a run resumed
   on another device than the one its checkpoint was computed on gets a note saying so (albert_mini.training.trainer).
 - metrics.jsonl is appended line by line. `read_metrics` drops a torn last line (a kill or a full disk during an
-  append); on resume `truncate_metrics` keeps only the lines up to the checkpoint resumed from (none when there
-  is no checkpoint yet), so an interrupted run's lines are never duplicated.
+  append); on resume `truncate_metrics` keeps only the lines the checkpoint resumed from had seen written (none
+  when there is no checkpoint yet), so an interrupted run's lines are never duplicated. An empty log, or one
+  whose only line is torn anywhere, is still the run's: a kill can leave either (a resume with no checkpoint
+  empties the log, and a second kill before the next line keeps it empty), and the next run resumes from it.
+- checkpoints/ is a folder of the run's own. A symbolic link there is refused in one line naming the fix: its
+  target may be shared with other runs, and --overwrite would have to delete another folder's contents.
 """
 
 from __future__ import annotations
@@ -98,6 +102,12 @@ def inspect(path: str | Path, layout: Layout, flag: str = "--out") -> Contents:
         raise RunDirError(f"{flag} {path} is a file, not a directory; give a directory path (it is created if absent)")
     own, foreign = [], []
     for entry in sorted(path.iterdir()):
+        if layout.checkpoints and entry.name == CHECKPOINTS and entry.is_symlink():
+            raise RunDirError(
+                f"{flag} {path}: {entry} is a symbolic link (to {os.readlink(entry)}); a run keeps its checkpoints "
+                f"in a folder of its own and deletes only what is inside {path}. Replace the link by a folder (move "
+                f"the checkpoints into it), or make {flag} itself the folder on the other disk"
+            )
         if layout.checkpoints and entry.name == CHECKPOINTS and entry.is_dir():
             stray = _foreign_checkpoint_entries(entry)
             if stray:
@@ -127,11 +137,12 @@ def _is_own_file(path: Path, layout: Layout) -> bool:
         return True
     try:
         if name == METRICS_FILE:
-            with open(path, encoding="utf-8") as f:
-                first = f.readline()
-            if not first.endswith("\n"):  # a torn first line: a run killed during its first append
-                return first.startswith('{"type": ')
-            return not first.strip() or {"type", "step"} <= set(json.loads(first))
+            with open(path, encoding="utf-8", errors="replace") as f:
+                first = f.readline(len(_LINE_START) * 1000)
+            start = first.strip("\x00 \t\r\n")  # zeros: what a crash leaves where data never reached the disk
+            if not first.endswith("\n"):  # empty, or a torn first line: a run killed before or in its first append
+                return _LINE_START.startswith(start) or start.startswith(_LINE_START)
+            return not start or parse_metrics_line(start) is not None
         text = path.read_text(encoding="utf-8")
     except (OSError, ValueError):
         return False
@@ -337,6 +348,16 @@ def clear(out: str | Path, layout: Layout) -> None:
         fsync_folder(out)
 
 
+def sweep_interrupted(out: str | Path) -> None:
+    """Delete what an interrupted save or deletion left in out/checkpoints/ (.tmp-*), as the next save does: for
+    a run that ends without another save (a finished run rerun), which would otherwise keep a checkpoint's worth
+    of bytes there. Only the run's one writer (RunLock) calls it."""
+    root = Path(out) / CHECKPOINTS
+    if root.is_dir() and not root.is_symlink():
+        for stale in sorted(root.glob(f"{TEMP_PREFIX}*")):
+            shutil.rmtree(stale, ignore_errors=True)
+
+
 # ---------------------------------------------------------------------- exports
 def check_export_dir(out: str | Path, overwrite: bool) -> None:
     """Refuse an export target that holds a run, foreign files, or (without `overwrite`) an exported model."""
@@ -440,38 +461,58 @@ def lock_holder(path: str | Path) -> int | None:
 
 
 # ---------------------------------------------------------------------- metrics.jsonl
+_LINE_START = '{"type": '  # how every line the trainer writes starts (json.dumps of a dict led by "type")
+
+
+def parse_metrics_line(line: str) -> dict | None:
+    """One line of a metrics log as its record, or None when it is not one (torn, damaged, or not a record)."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    if isinstance(record, dict) and "type" in record and isinstance(record.get("step"), int):
+        return record
+    return None
+
+
 def read_metrics(path: str | Path) -> tuple[list[dict], int]:
-    """The complete lines of a metrics log, and how many damaged lines were dropped (a torn tail, usually)."""
+    """The complete lines of a metrics log, and how many damaged lines were dropped (a torn tail, usually).
+
+    The one reader of metrics.jsonl in the training code (the run directory check reads its first line with
+    `parse_metrics_line` too).
+    """
     path = Path(path)
     if not path.is_file():
         return [], 0
     records, dropped = [], 0
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if not line.strip():
+        if not line.strip("\x00 \t\r"):  # blank, or the zeros a crash can leave where data never reached the disk
             continue
-        try:
-            record = json.loads(line)
-        except ValueError:
+        record = parse_metrics_line(line)
+        if record is None:
             dropped += 1
-            continue
-        if isinstance(record, dict) and isinstance(record.get("step"), int):
-            records.append(record)
         else:
-            dropped += 1
+            records.append(record)
     return records, dropped
 
 
-def truncate_metrics(path: str | Path, step: int) -> str | None:
-    """Keep the lines of `path` up to `step` (written atomically); a one-line note of what was dropped, or None."""
+def truncate_metrics(path: str | Path, step: int, lines: int | None = None) -> str | None:
+    """Keep the first `lines` complete lines of `path` (a checkpoint records how many were written before it),
+    or, without a count (a checkpoint older than the count), the lines up to `step`; written atomically. A
+    one-line note of what was dropped, or None when nothing was."""
     path = Path(path)
     if not path.exists():
         return None
+    raw = path.read_bytes()
     records, damaged = read_metrics(path)
-    kept = [r for r in records if r["step"] <= step]
+    kept = records[:lines] if lines is not None else [r for r in records if r["step"] <= step]
     later = len(records) - len(kept)
+    text = "".join(json.dumps(r) + "\n" for r in kept)
+    if raw == text.encode("utf-8"):
+        return None
+    atomic_write_text(path, text)  # also when only blank lines or a crash's zero bytes go: appends follow lines
     if not later and not damaged:
         return None
-    atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in kept))
     parts = [f"{later} line(s) logged after step {step} by the interrupted run"] if later else []
     parts += [f"{damaged} damaged line(s) (a write cut short)"] if damaged else []
     return f"{path}: dropped {' and '.join(parts)}, so the log reads as one run"

@@ -19,11 +19,20 @@ tensors on the CPU, whatever the device (MPS has no float64), and go to a GPU on
 checkpoint records the device that computed it: resuming on another one works (checkpoints load on the CPU first),
 and is said on stdout, in the resume line of metrics.jsonl and in run.json's notes, since the steps after it
 are not bit-identical to those the first device would have computed.
+
+Stopping and resuming. The run stops at max_steps, when the time budget (max_minutes) is spent, or when the data
+ends. The budget is checked between optimizer steps and, when a step has several micro-batches, between those
+too; a step cut short by it is undone (see `_advance`), never half applied. The stop is decided before the
+periodic checkpoint of a step, so the last step's checkpoint is written once, after the last metric lines: a
+finished run rerun with the same command finds it complete, trains nothing and appends nothing to metrics.jsonl.
+A checkpoint records how many lines metrics.jsonl held when it was written, and a resumed run keeps exactly
+those, so the log of a run killed (once or repeatedly) reads as that of one uninterrupted run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import json
 import os
@@ -50,7 +59,7 @@ from .checkpoint import (
 from .distributed import DistInfo, all_reduce_sum, assert_replicas_identical, broadcast_flag, gather_objects, wrap_model
 from .objectives import PretrainingObjective
 from .optim import WarmupPolyDecay, build_optimizer, clip_grad_global_norm
-from .rundir import METRICS_FILE, amend_record, truncate_metrics
+from .rundir import METRICS_FILE, amend_record, read_metrics, sweep_interrupted, truncate_metrics
 
 # Changing these between a run and its resumption would change the arithmetic, so resuming refuses it.
 RESUME_MUST_MATCH = ("accumulate", "clip_norm", "bf16")
@@ -194,17 +203,12 @@ class Trainer:
         self._last_eval_step: int | None = None
         self._bar = None
         self.out_dir = Path(config.out_dir) if config.out_dir else None
+        self._lines_written = 0  # complete lines in out_dir/metrics.jsonl (rank 0), recorded by each checkpoint
         if self.out_dir is not None and self.dist.is_main:
             self.out_dir.mkdir(parents=True, exist_ok=True)
+            self._lines_written = len(read_metrics(self.out_dir / METRICS_FILE)[0])
 
     # ------------------------------------------------------------------ one optimizer step
-    def _next_micro_batches(self) -> list[dict] | None:
-        try:
-            return [_to_device(next(self.batch_iter), self.device, self.objective)
-                    for _ in range(self.config.accumulate)]
-        except StopIteration:
-            return None
-
     def _global_counts(self, micro: list[dict] | None) -> tuple:
         """The objective's denominators over the effective batch, then whether any rank ran out of data.
 
@@ -221,11 +225,20 @@ class Trainer:
         *totals, exhausted = all_reduce_sum(counts.to(self.dist.reduce_device), self.dist).tolist()
         return (*totals, exhausted > 0)
 
-    def train_step(self, micro: list[dict], counts: tuple[float, float, bool] | None = None) -> float:
-        """Forward and backward over the micro-batches, clip, update; returns the gradient norm."""
+    def train_step(self, micro: list[dict], counts: tuple[float, float, bool] | None = None,
+                   stop=None) -> float | None:
+        """Forward and backward over the micro-batches, clip, update; returns the gradient norm.
+
+        `stop()`, when given, is asked before every micro-batch after the first; when it says True the step is
+        left undone (its gradients and metric sums dropped, nothing applied) and None is returned.
+        """
         *totals, _ = counts if counts is not None else self._global_counts(micro)
-        self._lr = self.schedule.apply(self.optimizer, self.step)
+        sums_before = self._sums.clone() if stop is not None else None
         for i, batch in enumerate(micro):
+            if i and stop is not None and stop():
+                self.optimizer.zero_grad(set_to_none=True)
+                self._sums = sums_before
+                return None
             last = i == len(micro) - 1
             # Only the last micro-batch all-reduces gradients; the others accumulate locally.
             sync = contextlib.nullcontext() if last or not self.dist.is_distributed else self.ddp_model.no_sync()
@@ -239,6 +252,9 @@ class Trainer:
         params = [p for p in self.model.parameters() if p.grad is not None]
         norm = (clip_grad_global_norm(params, self.config.clip_norm) if self.config.clip_norm
                 else clip_grad_global_norm(params, float("inf")))
+        # The rate is set once the step will surely be applied (only the update reads it), so a step undone by
+        # `stop` leaves the optimizer's groups, and the lr of the next train line, as they were.
+        self._lr = self.schedule.apply(self.optimizer, self.step)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
@@ -258,30 +274,22 @@ class Trainer:
         self.model.train()
         last_train = last_eval = None
         first_history = len(self.history)
-        stop_reason = None
+        stop_reason = self._stop_reason(run_start)
         while stop_reason is None:
-            self.elapsed = time.perf_counter() - run_start
-            if self.step >= cfg.max_steps:
-                stop_reason = "max_steps"
-                break
-            out_of_time = cfg.max_minutes is not None and self.elapsed >= 60 * cfg.max_minutes
-            if broadcast_flag(out_of_time, self.dist):
-                stop_reason = "max_minutes"
-                break
             step_start = time.perf_counter()
-            micro = self._next_micro_batches()
-            counts = self._global_counts(micro)
-            if counts[-1]:
-                stop_reason = "data exhausted"
+            stop_reason = self._advance(run_start)
+            if stop_reason is not None:
                 break
-            self.train_step(micro, counts)
             self._window_seconds += time.perf_counter() - step_start
             bar.update(1)
             if self.step % cfg.log_every == 0:
                 last_train = self._log_train(run_start)
             if cfg.eval_every and self.step % cfg.eval_every == 0 and self.val_batches is not None:
                 last_eval = self._log_eval(run_start)
-            if cfg.save_every and self.step % cfg.save_every == 0:
+            # Whether the run stops here is decided before this step's periodic checkpoint: a last step is saved
+            # below, after the lines the end logs, so the checkpoint of a finished run has them all.
+            stop_reason = self._stop_reason(run_start)
+            if stop_reason is None and cfg.save_every and self.step % cfg.save_every == 0:
                 self.save()
         self.elapsed = time.perf_counter() - run_start
         assert_replicas_identical(self.model, self.dist)  # cheap, and a silent divergence would waste the run
@@ -291,8 +299,68 @@ class Trainer:
             last_eval = self._log_eval(run_start)
         if self.out_dir is not None and self.last_saved_step != self.step:
             self.save()
+        elif self.out_dir is not None and self.dist.is_main:
+            sweep_interrupted(self.out_dir)  # what a killed save left, which no later save of this run will sweep
         bar.close()
         return TrainResult(self.step, stop_reason, last_train, last_eval, self.history[first_history:])
+
+    def _stop_reason(self, run_start: float) -> str | None:
+        """"max_steps" or "max_minutes" when the run ends before another step, else None (the same on every rank)."""
+        self.elapsed = time.perf_counter() - run_start
+        if self.step >= self.config.max_steps:
+            return "max_steps"
+        return "max_minutes" if self._out_of_time(run_start) else None
+
+    def _out_of_time(self, run_start: float) -> bool:
+        """Whether the time budget is spent (rank 0's clock decides, so every rank stops at the same point)."""
+        self.elapsed = time.perf_counter() - run_start
+        budget = self.config.max_minutes
+        return broadcast_flag(budget is not None and self.elapsed >= 60 * budget, self.dist)
+
+    def _finished(self) -> bool:
+        """Whether the run has nothing left to train: max_steps reached or the time budget spent."""
+        budget = self.config.max_minutes
+        return self.step >= self.config.max_steps or (budget is not None and self.elapsed >= 60 * budget)
+
+    def _advance(self, run_start: float) -> str | None:
+        """One optimizer step; None, or why the run stops instead ("data exhausted", "max_minutes").
+
+        With a time budget and several micro-batches per step, the budget is checked before every micro-batch
+        after the first (drawing them, then computing them), so that one long step cannot overrun it. A step
+        cut short there is undone, not finished: its micro-batches go back to the source (its position before
+        the step is restored), the RNG states and metric sums return to the step's start and its gradients are
+        dropped, so nothing of it is applied. The run then ends as after its last whole step (final lines,
+        checkpoint), and a resumption with more --minutes computes the step exactly as an uninterrupted run.
+        """
+        cfg = self.config
+        between = cfg.max_minutes is not None and cfg.accumulate > 1
+        if between:
+            position = copy.deepcopy(self.source.state_dict()) if hasattr(self.source, "state_dict") else None
+            start = (position, capture_rng_state())
+        micro, exhausted = [], False
+        for i in range(cfg.accumulate):
+            if i and between and self._out_of_time(run_start):  # every rank asks, even one out of data
+                return self._undo_step(*start)
+            if not exhausted:
+                try:
+                    micro.append(_to_device(next(self.batch_iter), self.device, self.objective))
+                except StopIteration:
+                    exhausted = True
+        counts = self._global_counts(None if exhausted else micro)
+        if counts[-1]:
+            return "data exhausted"
+        stop = (lambda: self._out_of_time(run_start)) if between else None
+        if self.train_step(micro, counts, stop=stop) is None:
+            return self._undo_step(*start)
+        return None
+
+    def _undo_step(self, position, rng) -> str:
+        """Put the source and the RNGs back where the step began (its gradients are already dropped)."""
+        self.optimizer.zero_grad(set_to_none=True)
+        if position is not None:
+            self.source.load_state_dict(position)
+        restore_rng_state(rng)
+        return "max_minutes"
 
     # ------------------------------------------------------------------ metrics
     def _log_train(self, run_start: float) -> dict:
@@ -330,6 +398,7 @@ class Trainer:
         if self.out_dir is not None:
             with open(self.out_dir / METRICS_FILE, "a") as f:
                 f.write(line + "\n")
+            self._lines_written += 1
         if self.config.echo and not _ci():
             shown = " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in metrics.items())
             if self._bar is not None and not self._bar.disable:
@@ -354,6 +423,7 @@ class Trainer:
             "elapsed_seconds": self.elapsed,
             "tokens_seen": self.tokens_seen,
             "last_eval_step": self._last_eval_step,
+            "metrics_lines": self._lines_written,  # what metrics.jsonl held: a resumption keeps just these lines
             "world_size": self.dist.world_size,
             "device": describe_device(self.device),  # what computed the steps so far (rank 0's)
         }
@@ -376,7 +446,7 @@ class Trainer:
             path = newest_intact_checkpoint(self.out_dir, set_aside=self.dist.is_main) if self.out_dir else None
             if path is None:
                 if self.out_dir is not None and self.dist.is_main:
-                    self._truncate_metrics(0)  # lines of a run killed before its first checkpoint
+                    self._truncate_metrics(0, 0)  # lines of a run killed before its first checkpoint
                 return 0
         state = load_checkpoint(path, self.model, self.optimizer)
         if state["world_size"] != self.dist.world_size:
@@ -399,12 +469,17 @@ class Trainer:
         self._window_seconds = window["seconds"]
         self.step, self.elapsed, self.tokens_seen = state["step"], state["elapsed_seconds"], state["tokens_seen"]
         self.last_saved_step, self._last_eval_step = self.step, state["last_eval_step"]
+        finished = self._finished()
+        ended = set()
         if self.out_dir is not None and self.dist.is_main:
-            self._truncate_metrics(self.step)
+            ended = self._truncate_metrics(self.step, state.get("metrics_lines"), finished)
+        if finished:
+            self._mark_logged(gather_objects(ended, self.dist)[0])
         device, before = describe_device(self.device), state.get("device")  # older checkpoints do not say
         moved = before is not None and before != device
-        self._record({"type": "resume", "step": self.step, "checkpoint": recorded_path(path), "device": device,
-                      **({"previous_device": before} if moved else {})})
+        if not finished:  # a finished run trains nothing more: its log gets no line
+            self._record({"type": "resume", "step": self.step, "checkpoint": recorded_path(path), "device": device,
+                          **({"previous_device": before} if moved else {})})
         if moved:
             self._note_device_change(before, device)
         return self.step
@@ -420,11 +495,40 @@ class Trainer:
         if self.out_dir is not None:
             amend_record(self.out_dir, note=note)
 
-    def _truncate_metrics(self, step: int) -> None:
-        """Drop metric lines logged after `step` by the run that was interrupted, so the log reads as one run."""
-        note = truncate_metrics(self.out_dir / METRICS_FILE, step)  # also drops a torn last line
+    def _truncate_metrics(self, step: int, lines: int | None, finished: bool = False) -> set[str]:
+        """Keep the metric lines the checkpoint of `step` had seen written (`lines`; older checkpoints: those up to
+        `step`), so the log reads as one run; returns the types of the lines kept that the end of the run wrote
+        after this checkpoint, which a finished run keeps ("train", "eval").
+
+        A run's last train line (steps since the last log line) and last evaluation can follow the checkpoint of
+        the step they are at: when the run stopped right after a periodic checkpoint (its time budget ran out
+        within the next step, or its data ended), or when an older version of this code saved the last step
+        before logging it. A finished run keeps them (it will not write them again); one that goes on drops
+        them, since an uninterrupted run would not have written them there.
+        """
+        path = self.out_dir / METRICS_FILE
+        records = read_metrics(path)[0]
+        kept = records[:lines] if lines is not None else [r for r in records if r["step"] <= step]
+        tail = records[len(kept):len(kept) + 2] if finished and lines is not None else []
+        for record in tail:
+            if record["step"] != step or record["type"] not in ("train", "eval"):
+                break
+            kept.append(record)
+        note = truncate_metrics(path, step, None if lines is None else len(kept))  # and a torn last line
         if note:
             print(note, file=sys.stderr, flush=True)
+        self._lines_written = len(kept)
+        ended = {r["type"] for r in kept if r["step"] == step and r["type"] in ("train", "eval")}
+        return ended if finished else set()
+
+    def _mark_logged(self, ended: set[str]) -> None:
+        """A finished run whose last lines are in the log (`ended`) does not write them again."""
+        if "train" in ended and self._norms:  # the steps since the last log line were logged after the checkpoint
+            self._sums.zero_()
+            self._norms.clear()
+            self._window_seconds = 0.0
+        if "eval" in ended:
+            self._last_eval_step = self.step
 
 
 def train(model, batches, config: TrainConfig, *, optimizer: str = "lamb", lr: float = 1e-3, warmup_steps: int = 0,

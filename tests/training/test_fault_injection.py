@@ -9,6 +9,12 @@ After each, every checkpoint left on disk verifies, the newest is the old one (o
 into place happened), and a resumed run ends with weights and optimizer state bit-identical to a run that was
 never interrupted. Two saves are attacked: the first of a run (it creates checkpoints/) and a later one that
 finds a temp directory left by an earlier crash and deletes the previous checkpoint (--keep 1).
+
+Two kills in a row: after the fault at step k, the run is resumed and the first save it makes is stopped at its
+own step k by the same kind of fault (it starts by sweeping what the first fault left). After both, the run
+directory is still a run's (nothing in it is foreign), every checkpoint verifies, nothing committed is lost,
+and resuming once more ends bit-identical to the uninterrupted run, with a metrics log that reads as its log.
+18 + 20 kill points x 3 kinds: 114 single faults and 114 double ones.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from albert_mini.training.checkpoint import (
     verify_checkpoint,
 )
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
+from albert_mini.training.rundir import RUN, inspect, read_metrics
 from albert_mini.training.trainer import TrainConfig, Trainer
 from cli_helpers import REPO
 
@@ -83,10 +90,13 @@ def make_trainer(out_dir, init_seed=0, trainer_class=Trainer):
     torch.manual_seed(init_seed)
     model = AlbertForPreTraining(CONFIG)
     optimizer = build_optimizer(model, "lamb", lr=2e-3)
-    config = TrainConfig(max_steps=STEPS, accumulate=1, log_every=1, eval_every=0, save_every=2,
+    # Train lines every 3 steps and evaluations every 4, checkpoints every 2: the checkpoints hold steps not yet
+    # logged, and the last lines of the run follow the last checkpoint's step.
+    config = TrainConfig(max_steps=STEPS, accumulate=1, log_every=3, eval_every=4, save_every=2,
                          keep_checkpoints=KEEP, out_dir=str(out_dir), progress=False)
     source = SyntheticBatches(CONFIG.vocab_size, B, T, seed=5)
-    return trainer_class(model, optimizer, WarmupPolyDecay(2e-3, STEPS, 1), source, config)
+    validation = SyntheticBatches(CONFIG.vocab_size, B, T, seed=6).take(1)
+    return trainer_class(model, optimizer, WarmupPolyDecay(2e-3, STEPS, 1), source, config, val_batches=validation)
 
 
 def final_state(trainer) -> dict:
@@ -97,12 +107,25 @@ def final_state(trainer) -> dict:
     return state
 
 
+def log_of(run_dir) -> list[dict]:
+    """The train and eval lines of a run's metrics.jsonl, without their timings (which differ between runs)."""
+    timing = {"elapsed_s", "tokens_per_s"}
+    return [{k: v for k, v in r.items() if k not in timing} for r in read_metrics(run_dir / "metrics.jsonl")[0]
+            if r["type"] != "resume"]
+
+
 @pytest.fixture(scope="module")
-def straight(tmp_path_factory):
-    """The final weights and optimizer state of a run that nothing interrupts."""
-    trainer = make_trainer(tmp_path_factory.mktemp("straight"))
+def straight_run(tmp_path_factory):
+    """The final weights and optimizer state, and the log, of a run that nothing interrupts."""
+    out = tmp_path_factory.mktemp("straight")
+    trainer = make_trainer(out)
     trainer.train()
-    return final_state(trainer)
+    return final_state(trainer), log_of(out)
+
+
+@pytest.fixture(scope="module")
+def straight(straight_run):
+    return straight_run[0]
 
 
 @pytest.fixture(scope="module", params=["first save", "later save"])
@@ -308,3 +331,129 @@ def test_the_cli_killed_inside_a_save_resumes_bit_exactly_with_the_same_command(
     for name in a:
         assert torch.equal(a[name], b[name]), name
     assert not list((run_dir / "checkpoints").glob(".tmp-*"))
+
+
+# ---------------------------------------------------------------------- two kills in a row
+KINDS = ("kill -9", "exception", "full disk")
+
+
+def fault_of(kind: str):
+    """What a fault of `kind` does at a step (kill -9 kills the process it runs in: use it in a child)."""
+    def fault(label):
+        if kind == "kill -9":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if kind == "exception":
+            raise InjectedFault(label)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), label)
+    return fault
+
+
+EXPECTED_ERROR = {"exception": InjectedFault, "full disk": CheckpointError}
+
+
+def in_a_child_killed(work) -> None:
+    """Fork; the child runs `work()`, which must kill it with SIGKILL; the parent checks it died so."""
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        status = 3
+        try:
+            work()
+        finally:
+            os._exit(status)
+    deadline = time.monotonic() + 120
+    while (result := os.waitpid(pid, os.WNOHANG)) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the child hung")
+        time.sleep(0.005)
+    assert os.WIFSIGNALED(result[1]) and os.WTERMSIG(result[1]) == signal.SIGKILL, f"status {result[1]}"
+
+
+def first_fault(kind, k, run_dir, step, model, state) -> None:
+    """The save of `step` stopped at its step k by a fault of `kind`."""
+    def save():
+        set_fault_hook(fault_at(k, fault_of(kind)))
+        save_checkpoint(run_dir, step, model, state, keep=KEEP)
+
+    if kind == "kill -9":
+        in_a_child_killed(save)
+        return
+    with pytest.raises(EXPECTED_ERROR[kind]):
+        save()
+    set_fault_hook(None)
+
+
+def second_fault(kind, k, run_dir, latest) -> None:
+    """The run resumed in `run_dir`, its first save stopped at its step k by a fault of `kind`."""
+    def resume_and_train():
+        hits = []
+
+        def hook(label):
+            hits.append(label)
+            if len(hits) == k + 1:
+                fault_of(kind)(label)
+        random.seed(98), np.random.seed(98), torch.manual_seed(98)
+        trainer = make_trainer(run_dir, init_seed=1 if latest else 0)
+        trainer.resume()
+        set_fault_hook(hook)
+        trainer.train()
+        pytest.fail(f"the save after resuming has no step {k}: {hits}")  # never reached: the fault stops it
+
+    if kind == "kill -9":
+        in_a_child_killed(resume_and_train)
+        return
+    with pytest.raises(EXPECTED_ERROR[kind]):
+        resume_and_train()
+    set_fault_hook(None)
+
+
+def assert_still_a_run(run_dir) -> str | None:
+    """Nothing in the directory is foreign to a run and every checkpoint verifies; the newest one's name."""
+    assert inspect(run_dir, RUN).foreign == []
+    for checkpoint in list_checkpoints(run_dir):
+        verify_checkpoint(checkpoint)
+    latest = latest_checkpoint(run_dir)
+    return latest.name if latest else None
+
+
+def double_fault_case(kind, k, scenario, straight_run, tmp_path) -> None:
+    template, stop_at, model, state, labels = scenario
+    run_dir = fresh_copy(template, tmp_path, k)
+    first_fault(kind, k, run_dir, stop_at, model, state)
+    after_first = assert_still_a_run(run_dir)
+    assert after_first == expected_latest(stop_at, labels, k)
+    second_fault(kind, k, run_dir, after_first)
+    after_second = assert_still_a_run(run_dir)
+    assert (after_second or "") >= (after_first or "")  # nothing committed is ever lost
+    random.seed(99), np.random.seed(99), torch.manual_seed(99)
+    resumed = make_trainer(run_dir, init_seed=1 if after_second else 0)
+    resumed.resume()
+    resumed.train()
+    state_after, log = final_state(resumed), log_of(run_dir)
+    for name, value in straight_run[0].items():
+        assert (torch.equal(value, state_after[name]) if torch.is_tensor(value) else value == state_after[name]), \
+            f"{kind} at {k} ({labels[k]}), twice: {name}"
+    assert log == straight_run[1], f"{kind} at {k} ({labels[k]}), twice: the log"
+    assert not list((run_dir / "checkpoints").glob(".tmp-*"))
+
+
+@pytest.mark.slow
+def test_two_kill_9s_in_a_row_at_every_step_of_a_save_lose_nothing_and_resume_bit_exactly(scenario, straight_run,
+                                                                                          tmp_path):
+    for k in range(len(scenario[4])):
+        double_fault_case("kill -9", k, scenario, straight_run, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["exception", "full disk"])
+def test_two_faults_in_a_row_at_every_step_of_a_save_lose_nothing_and_resume_bit_exactly(kind, scenario,
+                                                                                         straight_run, tmp_path):
+    for k in range(len(scenario[4])):
+        double_fault_case(kind, k, scenario, straight_run, tmp_path)
+
+
+def test_the_fault_cases_are_counted(scenario):
+    """The closing count of the docstring: kill points of the two saves x kinds, once and twice."""
+    points = {2: 18, 4: 20}[scenario[1]]
+    assert len(scenario[4]) == points

@@ -67,9 +67,9 @@ def test_a_run_whose_run_json_went_missing_is_refused_not_restarted(tmp_path, ca
     assert "holds checkpoints step-0000001, step-0000002 but no run.json" in error
     assert "put its run.json back to resume it" in error and "--overwrite" in error
     assert snapshot(out) == before
-    (out / "run.json").write_text(record)  # following the hint resumes the run where it was
+    (out / "run.json").write_text(record)  # following the hint resumes the run where it was: finished,
     assert pretrain(FLAGS + ["--steps", "2", "--out", str(out)]).step == 2
-    assert "resume" in [json.loads(line)["type"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert {k: v for k, v in snapshot(out).items() if k != "run.json"} == before  # so nothing is added
 
 
 def test_overwrite_replaces_a_run_without_run_json_by_deleting_only_its_files(tmp_path):
@@ -210,9 +210,10 @@ def test_finetune_out_resumes_the_same_command_and_refuses_anything_else(tmp_pat
     record = json.loads((out / "run.json").read_text())
     assert record["kind"] == "finetune" and record["settings"]["train_file"] == str(SST2.resolve())
     assert [p.name for p in list_checkpoints(out)] == ["step-0000002"]
+    log = (out / "metrics.jsonl").read_text()
     assert finetune(flags) == 0  # the same command: resumed at its end, the same model and score
     assert json.loads(capsys.readouterr().out)["accuracy"] == first["accuracy"]
-    assert "resume" in [json.loads(line)["type"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert (out / "metrics.jsonl").read_text() == log  # a finished run trains nothing and appends nothing
     assert "settings.lr: 0.0003 -> 0.001" in cli_error(finetune, flags + ["--lr", "1e-3"], capsys)
     error = cli_error(pretrain, FLAGS + ["--steps", "1", "--out", str(out)], capsys)
     assert "holds a fine-tuning run with different settings: kind: 'finetune' -> 'pretrain'" in error
