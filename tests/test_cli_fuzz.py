@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 from albert_mini.commands import COMMANDS
 from albert_mini.commands import main as albert_mini_main
 from albert_mini.paths import PRETRAINED_MODEL
-from cli_helpers import REPO
+from cli_helpers import REPO, run_command
 
 SST2 = REPO / "tests" / "tasks" / "fixtures" / "tasks" / "sst2.tsv"
 SQUAD = REPO / "tests" / "tasks" / "fixtures" / "tasks" / "squad.json"
@@ -265,3 +266,44 @@ def test_a_tokenizer_of_the_same_size_but_other_pieces_is_refused(tmp_path, caps
     code, _, err = run_case("finetune", ["--task", "austen-mc", "--init", model, "--steps", "1",
                                                "--batch-size", "2", "--max-train-examples", "2"], capsys)
     assert code == 2 and "is not the one the model" in err and "sha256" in err, err
+
+
+# ---------------------------------------------------------------------- run directories and bounds (issue 33)
+def test_a_symlinked_checkpoints_folder_is_one_error_line_and_nothing_is_deleted(tmp_path, capsys):
+    out, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "weights.bin").write_bytes(b"precious")
+    out.mkdir()
+    (out / "checkpoints").symlink_to(elsewhere, target_is_directory=True)
+    for extra in ([], ["--overwrite"]):
+        code, _, err = run_case("pretrain", NANO + ["--steps", "1", "--out", out, *extra], capsys)
+        assert code == 2 and err.count("\n") == 1 and err.startswith("error: ") and "Traceback" not in err, err
+        assert "is a symbolic link" in err and "Replace the link by a folder" in err
+    assert (elsewhere / "weights.bin").read_bytes() == b"precious" and (out / "checkpoints").is_symlink()
+
+
+def test_more_eval_batches_than_the_synthetic_corpus_keeps_is_one_error_line_before_any_work(tmp_path, capsys):
+    started = time.monotonic()
+    code, _, err = run_case("pretrain", NANO + ["--steps", "1", "--eval-batches", "100000000", "--out",
+                                                tmp_path / "run"], capsys)
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: ") and "Traceback" not in err, err
+    assert "--eval-batches 100000000" in err and "use --eval-batches 8 (at most 131,072)" in err
+    assert time.monotonic() - started < 30 and not (tmp_path / "run").exists()
+
+
+def test_a_glob_over_two_symlink_loops_is_one_error_line_not_a_hang(tmp_path):
+    texts = tmp_path / "texts"
+    (texts / "sub").mkdir(parents=True)
+    (texts / "loop1").symlink_to(texts, target_is_directory=True)
+    (texts / "sub" / "loop2").symlink_to(texts, target_is_directory=True)
+    done = run_command("pretrain", "--corpus", texts / "**" / "*.txt", "--tokenizer", TOKENIZER, "--steps", "1",
+                       "--out", tmp_path / "run", timeout=120)  # TimeoutExpired, not a hang, if it loops
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"the pattern {str(texts / '**' / '*.txt')!r} matches no file" in done.stderr
+
+
+def test_a_step_of_100000_micro_batches_keeps_a_time_budget(tmp_path):
+    done = run_command("pretrain", *NANO, "--steps", "3", "--accumulate", "100000", "--minutes", "0.02",
+                       "--eval-batches", "1", "--out", tmp_path / "run", timeout=240)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert [p.name for p in (tmp_path / "run" / "checkpoints").iterdir()] == ["step-0000000"]  # no step half done
