@@ -24,6 +24,7 @@ from ..text.batches import build_pretraining_dataset, collate
 from ..text.corpus import load_corpus
 from ..text.tokenizer import Tokenizer
 from ..training.objectives import metrics_from_sums, pretraining_objective
+from ..training.rundir import METRICS_FILE, read_metrics
 
 HELD_OUT_SPLITS = ("validation", "test")
 
@@ -134,8 +135,9 @@ def card_text(model_dir: Path, scores: dict, curve: list[dict], figure: str, mac
     """The model card (markdown): what the model is, how it was trained, how well it does, and its limits."""
     run = json.loads((model_dir / "run.json").read_text())
     s = run["settings"]
-    last = json.loads((model_dir / "metrics.jsonl").read_text().splitlines()[-1])
-    train_lines = [json.loads(x) for x in (model_dir / "metrics.jsonl").read_text().splitlines() if '"train"' in x]
+    records = read_metrics(model_dir / METRICS_FILE)[0]  # the one reader: a torn last line is left out
+    last = records[-1]
+    train_lines = [r for r in records if r.get("type") == "train"]
     tokens, hours = train_lines[-1]["tokens_seen"], train_lines[-1]["elapsed_s"] / 3600
     phase = ""
     if s.get("short_seq_len"):

@@ -23,7 +23,7 @@ from ..safe_files import atomic_write_bytes, atomic_write_text
 from ..study.experiments.provenance import cpu_model, git_revision
 from ..training.distributed import DistInfo
 from ..training.launch import build_run
-from ..training.rundir import METRICS_FILE, RUN_FILE
+from ..training.rundir import METRICS_FILE, RUN_FILE, read_metrics
 from ..training.setup import PretrainingSetup
 
 # The 15-minute run of data/results/pretrain_albert_mini_sop_15min, and the same with BERT's short-then-long curriculum.
@@ -101,8 +101,7 @@ def read_run(folder: Path) -> tuple[dict, list[dict]]:
                          "(or an exported model that kept its metrics)")
     settings = json.loads((folder / RUN_FILE).read_text()).get("settings", {}) if (folder / RUN_FILE).is_file() else {}
     curve, tokens = [], 0
-    for line in metrics.read_text().splitlines():
-        row = json.loads(line) if line.strip() else {}
+    for row in read_metrics(metrics)[0]:  # a torn last line (a killed run) is left out
         if row.get("type") == "train":
             tokens = row.get("tokens_seen", tokens)  # training tokens reached by the next evaluation
         elif row.get("type") == "eval":

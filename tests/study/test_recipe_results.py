@@ -117,7 +117,8 @@ def test_command_lines_fail_in_one_line(capsys, tmp_path):
     assert "optimizer must be one of" in cli_error(recipe_search_command.main, sgd, capsys)
     no_records = ["results", "--records", str(tmp_path / "no")]
     assert "not a folder" in cli_error(recipe_search_command.main, no_records, capsys)
-    no_runs = ["results", str(tmp_path), str(tmp_path)]
+    no_runs = ["results", str(tmp_path), str(tmp_path), "--out", str(tmp_path / "ttq.json"), "--figure",
+               str(tmp_path / "ttq.png")]
     assert "no metrics.jsonl" in cli_error(time_to_quality_command.main, no_runs, capsys)
     assert "--steps" in cli_error(lexical_sop_command.main, ["--steps", "0"], capsys)
 

@@ -38,6 +38,7 @@ from ...text.tokenizer import Tokenizer
 from ...training import build
 from ...training.checkpoint import checkpoint_dir, load_checkpoint, weights_bytes
 from ...training.recipe import train_sentence_head
+from ...training.rundir import METRICS_FILE, read_metrics
 from ...training.setup import Phase, PretrainingSetup, in_process
 from ...training.trainer import Trainer
 from ..probes import linear_probe, pair_features
@@ -237,7 +238,7 @@ def train_trunk(plan: TrunkPlan, folder: Path) -> dict:
                        **score_point(model, plan, "sop", TRUNK_SEED)})
         atomic_write_text(probes_path, json.dumps(probes))
         model.train()
-    history = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    history = read_metrics(folder / METRICS_FILE)[0]
     return {"params": sum(p.numel() for p in model.parameters()), "probes": probes, "curve": curve(history),
             "train_seconds": time.perf_counter() - start, "steps": trainer.step, "tokens": plan.tokens_until(plan.stop)}
 
