@@ -97,7 +97,6 @@ def test_task_batches_resume_exactly_and_cover_each_epoch():
         TaskBatches(data[:2], lambda rows: rows, batch_size=3)
 
 
-@pytest.mark.slow
 def test_resumed_finetuning_matches_an_uninterrupted_run(tmp_path):
     def run(steps, out_dir, resume=False):
         torch.manual_seed(0)
