@@ -430,7 +430,7 @@ print(
     "time ratio albert-mini / bert-mini: "
     f"{median['albert-mini'] / median['bert-mini']:.2f}"
 )
-from albert_mini.study.experiments.provenance import cpu_model
+from albert_mini.devices import cpu_model
 
 print(f"timed on {cpu_model()} with {torch.get_num_threads()} threads")
 

@@ -639,7 +639,7 @@ for name, seconds in fastest.items():
         f"{name:12s}: {seconds:.2f} s per step of 32 x 128 tokens "
         f"({32 * 128 / seconds:,.0f} tokens/s)"
     )
-from albert_mini.study.experiments.provenance import cpu_model
+from albert_mini.devices import cpu_model
 
 print(f"timed on {cpu_model()} with {torch.get_num_threads()} threads")
 

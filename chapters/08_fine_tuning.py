@@ -338,7 +338,7 @@ def pretrained_against_random(task, settings) -> dict:
 started = time.perf_counter()
 live_models = pretrained_against_random(polarity, live_settings) if polarity else {}
 print(f"both runs with evaluation: {time.perf_counter() - started:.0f} s")
-from albert_mini.study.experiments.provenance import cpu_model
+from albert_mini.devices import cpu_model
 
 print(f"timed on {cpu_model()} with {torch.get_num_threads()} threads")
 

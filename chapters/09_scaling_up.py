@@ -74,7 +74,7 @@ print(
     f"built {len(meta_models)} models on the meta device in "
     f"{time.perf_counter() - start:.1f} s"
 )
-from albert_mini.study.experiments.provenance import cpu_model
+from albert_mini.devices import cpu_model
 
 print(f"timed on {cpu_model()} with {torch.get_num_threads()} threads")
 

@@ -77,7 +77,7 @@ start = time.perf_counter()
 # the bytes of a .model file
 small_model = train_sentencepiece(sentences, vocab_size=1000, seed=0)
 print(f"trained on {len(sentences):,} sentences in {time.perf_counter() - start:.1f} s")
-from albert_mini.study.experiments.provenance import cpu_model
+from albert_mini.devices import cpu_model
 
 print(f"timed on {cpu_model()}")
 small = Tokenizer.from_bytes(small_model)
