@@ -538,7 +538,7 @@ for name, correct, total in rows:
     print(f"{name:34s} {correct / total:8.1%}   [{low:.1%}, {high:.1%}] {total:6,d}")
 
 # %%
-from albert_mini.research.time_to_quality import read_run
+from albert_mini.training.rundir import read_run
 
 fig, ax = plt.subplots(figsize=(6.8, 4.2), dpi=110)
 for label, folder in (

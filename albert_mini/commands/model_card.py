@@ -15,11 +15,10 @@ from ..cli import run as run_cli
 from ..errors import UsageError
 from ..paths import FIGURES_ROOT
 from ..research import model_card
-from ..research.time_to_quality import read_run
 from ..safe_files import Writes, atomic_write_text, shipped_folder
 from ..study.experiments.provenance import cpu_model
 from ..training.checkpoint import load_pretrained
-from ..training.rundir import MODEL_CARD_FILE, SCORES_FILE
+from ..training.rundir import MODEL_CARD_FILE, SCORES_FILE, read_run
 from . import command_parser
 
 WRITES = Writes("model-card", outputs="MODEL_DIR/README.md and MODEL_DIR/scores.json (not with --reuse-scores), "

@@ -23,7 +23,7 @@ from ..safe_files import atomic_write_bytes, atomic_write_text
 from ..study.experiments.provenance import cpu_model, git_revision
 from ..training.distributed import DistInfo
 from ..training.launch import build_run
-from ..training.rundir import METRICS_FILE, RUN_FILE, read_metrics
+from ..training.rundir import read_run
 from ..training.setup import PretrainingSetup
 
 # The 15-minute run of data/results/pretrain_albert_mini_sop_15min, and the same with BERT's short-then-long curriculum.
@@ -92,26 +92,6 @@ def compare(old: list[dict], new: list[dict]) -> dict | None:
 
 
 # ---------------------------------------------------------------------------------------------- from run directories
-def read_run(folder: Path) -> tuple[dict, list[dict]]:
-    """(run.json settings, eval curve with minutes) of a pretraining run directory or an exported model."""
-    folder = Path(folder)
-    metrics = folder / METRICS_FILE
-    if not metrics.is_file():
-        raise UsageError(f"{folder} has no {METRICS_FILE}; give a run directory of albert-mini pretrain "
-                         "(or an exported model that kept its metrics)")
-    settings = json.loads((folder / RUN_FILE).read_text()).get("settings", {}) if (folder / RUN_FILE).is_file() else {}
-    curve, tokens = [], 0
-    for row in read_metrics(metrics)[0]:  # a torn last line (a killed run) is left out
-        if row.get("type") == "train":
-            tokens = row.get("tokens_seen", tokens)  # training tokens reached by the next evaluation
-        elif row.get("type") == "eval":
-            curve.append({"step": row["step"], "minutes": row["elapsed_s"] / 60, "tokens": tokens,
-                          "mlm_acc": row["mlm_acc"], "sentence_acc": row.get("sentence_acc")})
-    if not curve:
-        raise UsageError(f"{metrics} has no evaluation lines; pretrain with --eval-every > 0")
-    return settings, curve
-
-
 def build_results(old_dir: Path, new_dir: Path, machine: str | None = None) -> dict:
     """Both runs' held-out curves against training minutes and their comparison at the old run's last evaluation."""
     runs = {name: read_run(folder) for name, folder in (("old", old_dir), ("new", new_dir))}

@@ -516,3 +516,24 @@ def truncate_metrics(path: str | Path, step: int, lines: int | None = None) -> s
     parts = [f"{later} line(s) logged after step {step} by the interrupted run"] if later else []
     parts += [f"{damaged} damaged line(s) (a write cut short)"] if damaged else []
     return f"{path}: dropped {' and '.join(parts)}, so the log reads as one run"
+
+
+def read_run(folder: Path) -> tuple[dict, list[dict]]:
+    """(run.json settings, eval curve with minutes and training tokens) of a pretraining run directory or an
+    exported model that kept its metrics: what learning curves are drawn from."""
+    folder = Path(folder)
+    metrics = folder / METRICS_FILE
+    if not metrics.is_file():
+        raise RunDirError(f"{folder} has no {METRICS_FILE}; give a run directory of albert-mini pretrain "
+                         "(or an exported model that kept its metrics)")
+    settings = json.loads((folder / RUN_FILE).read_text()).get("settings", {}) if (folder / RUN_FILE).is_file() else {}
+    curve, tokens = [], 0
+    for row in read_metrics(metrics)[0]:  # a torn last line (a killed run) is left out
+        if row.get("type") == "train":
+            tokens = row.get("tokens_seen", tokens)  # training tokens reached by the next evaluation
+        elif row.get("type") == "eval":
+            curve.append({"step": row["step"], "minutes": row["elapsed_s"] / 60, "tokens": tokens,
+                          "mlm_acc": row["mlm_acc"], "sentence_acc": row.get("sentence_acc")})
+    if not curve:
+        raise RunDirError(f"{metrics} has no evaluation lines; pretrain with --eval-every > 0")
+    return settings, curve

@@ -105,7 +105,7 @@ def research(module, name, function="figure"):
 
 def classroom_curve():
     from albert_mini.research.model_card import curve_plot
-    from albert_mini.research.time_to_quality import read_run
+    from albert_mini.training.rundir import read_run
 
     return curve_plot({"curriculum (64 then 128)": read_run(DATA_ROOT / "pretrained" / "albert-mini-austen")[1],
                        "previous model (seq 128 throughout)": read_run(RESULTS / "classroom-model-v1")[1]})

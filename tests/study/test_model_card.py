@@ -7,7 +7,8 @@ import json
 import pytest
 
 from albert_mini.research.model_card import sop_verdict, typed_command
-from albert_mini.research.time_to_quality import read_run, tokens_to_reach_old_final
+from albert_mini.research.time_to_quality import tokens_to_reach_old_final
+from albert_mini.training.rundir import read_run
 
 
 def test_recorded_command_lines_become_the_albert_mini_command_a_reader_types():

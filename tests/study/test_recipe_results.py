@@ -13,12 +13,12 @@ from albert_mini.commands import lexical_sop as lexical_sop_command
 from albert_mini.commands import recipe_search as recipe_search_command
 from albert_mini.commands import time_to_quality as time_to_quality_command
 from albert_mini.paths import repo_root
-from albert_mini.research import time_to_quality
 from albert_mini.research.recipe_results import build_results, leaders, rolling_mean, table
 from albert_mini.research.showcase import swapped
 from albert_mini.research.time_to_quality import build_results as ttq_results
 from albert_mini.research.time_to_quality import compare, minutes_to_reach
 from albert_mini.text.instances import Instance
+from albert_mini.training.rundir import read_run
 from cli_helpers import cli_error
 
 RECORDS = repo_root() / "data/results/recipe_search"
@@ -100,9 +100,9 @@ def test_time_to_quality_from_run_directories(tmp_path):
 
 def test_time_to_quality_reads_both_classroom_runs_and_the_committed_file_is_what_they_build():
     old, new = repo_root() / "data/results/classroom-model-v1", repo_root() / "data/results/classroom-model-v2"
-    settings, curve = time_to_quality.read_run(old)
+    settings, curve = read_run(old)
     assert settings["steps"] == 3200 and curve[-1]["step"] == 3200 and curve[-1]["minutes"] > 60
-    settings, curve = time_to_quality.read_run(new)
+    settings, curve = read_run(new)
     assert settings["steps"] == 5000 and settings["short_seq_len"] == 64 and curve[-1]["step"] == 5000
     committed = json.loads((repo_root() / "data/results/time_to_quality.json").read_text())
     rebuilt = json.loads(json.dumps(ttq_results(old.relative_to(repo_root()), new.relative_to(repo_root()),
