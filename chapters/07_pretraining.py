@@ -472,7 +472,7 @@ print("   ", *recipe.to_argv(), "--out runs/classroom")
 # %% tags=["nbval-check-output"]
 from albert_mini import load_pretrained
 from albert_mini.paths import PRETRAINED_MODEL
-from albert_mini.research.showcase import fill_mask, held_out_clozes
+from albert_mini.study.showcase import fill_mask, held_out_clozes
 
 classroom = load_pretrained(PRETRAINED_MODEL)
 for cloze in held_out_clozes(tokenizer, count=5, seed=0):
@@ -502,7 +502,7 @@ for cloze in held_out_clozes(tokenizer, count=5, seed=0):
 # Not checked by nbval: every probability is within a hair of 0.5, so the last bits
 # of the arithmetic (thread
 # count, CPU) can flip a prediction and move the accuracy by a pair.
-from albert_mini.research.showcase import (
+from albert_mini.study.showcase import (
     held_out_pairs,
     p_in_order,
     pair_text,

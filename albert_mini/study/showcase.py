@@ -5,6 +5,7 @@ Chapter 7 shows the shipped classroom model with these; they work for any Albert
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass
 
@@ -13,11 +14,18 @@ import torch
 
 from ..model.albert import AlbertForPreTraining
 from ..specials import MASK_ID
-from ..study.stats import wilson_interval
+from ..text.batches import tokenize_documents
+from ..text.corpus import load_corpus
 from ..text.instances import Instance, build_instances
 from ..text.padding import pad_batch
-from ..text.tokenizer import WORD_BOUNDARY
-from .recipe_space import documents
+from ..text.tokenizer import WORD_BOUNDARY, Tokenizer
+from .stats import wilson_interval
+
+
+@functools.cache
+def documents(split: str):
+    """An Austen split tokenized with the committed tokenizer, once per process."""
+    return tokenize_documents(load_corpus("austen", split), Tokenizer.default())
 
 
 @dataclass
