@@ -307,3 +307,11 @@ def test_a_step_of_100000_micro_batches_keeps_a_time_budget(tmp_path):
                        "--eval-batches", "1", "--out", tmp_path / "run", timeout=240)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert [p.name for p in (tmp_path / "run" / "checkpoints").iterdir()] == ["step-0000000"]  # no step half done
+
+
+def test_a_step_too_large_to_hold_in_memory_is_refused_before_any_work(tmp_path, capsys):
+    code, _, err = run_case("pretrain", NANO + ["--steps", "1", "--accumulate", "10000000", "--out",
+                                                str(tmp_path / "run")], capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "--accumulate 10000000 x 32 tokens per micro-batch" in err and "use --accumulate 2097152 or less" in err
+    assert not (tmp_path / "run").exists()

@@ -420,9 +420,18 @@ def check(s: PretrainingSetup) -> None:
                          f"{s.ngram}, {s.max_predictions}")
     if len(s.betas) != 2 or not all(0 <= b < 1 for b in s.betas):
         raise UsageError(f"betas must be two numbers in [0, 1), got {s.betas}")
+    # The trainer draws a step's micro-batches before computing them (so a time budget can undo a step cut short):
+    # their token ids are in memory together, 24 bytes a token (three int64 tensors), before any activation.
+    per_micro_batch = max(p.batch_size * p.seq_len for p in s.phases())
+    if per_micro_batch * s.accumulate > STEP_TOKENS_MAX:
+        raise UsageError(f"--accumulate {s.accumulate} x {per_micro_batch:,} tokens per micro-batch = "
+                         f"{per_micro_batch * s.accumulate:,} tokens held at once for one step, more than "
+                         f"{STEP_TOKENS_MAX:,} ({STEP_TOKENS_MAX * 24 / 2**30:.1f} GiB of ids); use --accumulate "
+                         f"{max(1, STEP_TOKENS_MAX // per_micro_batch)} or less, or more processes (torchrun)")
     _check_corpus(s)
 
 
+STEP_TOKENS_MAX = 2**26  # tokens of one step in one process: 64M, 1.5 GiB of ids (the paper's step: 4096 x 512 = 2M)
 _FLAG_DEFAULTS = {"--lr": 1.76e-3, "--clip-norm": 1.0, "--weight-decay": 0.01}  # the fields' defaults, for hints
 
 
