@@ -180,24 +180,11 @@ def fault_at(k: int, fault):
 
 def save_in_a_child_killed_at(k: int, run_dir, step, model, state) -> None:
     """Fork; the child saves and SIGKILLs itself at step k; the parent checks it died of that signal."""
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        status = 3
-        try:
-            set_fault_hook(fault_at(k, lambda label: os.kill(os.getpid(), signal.SIGKILL)))
-            save_checkpoint(run_dir, step, model, state, keep=KEEP)
-            status = 0
-        finally:
-            os._exit(status)
-    deadline = time.monotonic() + 120
-    while (result := os.waitpid(pid, os.WNOHANG)) == (0, 0):
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            pytest.fail(f"the child saving with a kill at step {k} hung")
-        time.sleep(0.005)
-    status = result[1]
-    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, f"step {k}: status {status}"
+    def work():
+        set_fault_hook(fault_at(k, lambda label: os.kill(os.getpid(), signal.SIGKILL)))
+        save_checkpoint(run_dir, step, model, state, keep=KEEP)
+
+    in_a_child_killed(work, f"the child saving with a kill at step {k}")
 
 
 def expected_latest(stop_at: int, labels: list[str], k: int) -> str | None:
@@ -351,8 +338,9 @@ def fault_of(kind: str):
 EXPECTED_ERROR = {"exception": InjectedFault, "full disk": CheckpointError}
 
 
-def in_a_child_killed(work) -> None:
-    """Fork; the child runs `work()`, which must kill it with SIGKILL; the parent checks it died so."""
+def in_a_child_killed(work, what: str = "the child") -> None:
+    """Fork; the child runs `work()`, which must kill it with SIGKILL; the parent checks it died so (`what` names
+    the child in a failure)."""
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         status = 3
@@ -365,9 +353,9 @@ def in_a_child_killed(work) -> None:
         if time.monotonic() > deadline:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-            pytest.fail("the child hung")
+            pytest.fail(f"{what} hung")
         time.sleep(0.005)
-    assert os.WIFSIGNALED(result[1]) and os.WTERMSIG(result[1]) == signal.SIGKILL, f"status {result[1]}"
+    assert os.WIFSIGNALED(result[1]) and os.WTERMSIG(result[1]) == signal.SIGKILL, f"{what}: status {result[1]}"
 
 
 def first_fault(kind, k, run_dir, step, model, state) -> None:
