@@ -49,6 +49,7 @@ from filelock import FileLock
 
 from ..paths import CACHE_ROOT, sha256_file
 from ..safe_files import atomic_write_bytes
+from ..textfile import read_utf8
 from .corpus import TEXT_MODES, CorpusError, paragraphs_of_text, split_sentences
 from .instances import ROW_FIELDS, TokenDocuments
 
@@ -134,21 +135,7 @@ def _cut_after(f, position: int, size: int) -> int:
 
 def read_piece(piece: Piece) -> str:
     """The text of a piece; a byte that is not UTF-8 (or a NUL) is a CorpusError naming the file and offset."""
-    with open(piece.file, "rb") as f:
-        f.seek(piece.start)
-        data = f.read(piece.end - piece.start)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        offset = piece.start + err.start
-        raise CorpusError(f"{piece.file} is not UTF-8 text: byte 0x{data[err.start]:02x} at byte offset {offset} "
-                          "cannot be decoded; convert it, e.g. with `iconv -f latin1 -t utf-8`, or leave it out"
-                          ) from None
-    nul = data.find(b"\0")
-    if nul >= 0:
-        raise CorpusError(f"{piece.file} holds a NUL byte at byte offset {piece.start + nul}: it is a binary file "
-                          "or UTF-16 text; convert it to UTF-8 or leave it out")
-    return text
+    return read_utf8(piece.file, CorpusError, start=piece.start, end=piece.end)
 
 
 _worker_processor = None  # the SentencePiece model of a worker process, loaded once by `_start_worker`
