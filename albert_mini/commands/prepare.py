@@ -10,7 +10,6 @@ import argparse
 
 from ..cli import positive_int
 from ..cli import run as run_cli
-from ..paths import sha256_file
 from ..safe_files import Writes
 from ..text.corpus import expand_text_paths
 from ..text.token_cache import CACHE_ENV, cache_root, default_workers, prepare
@@ -56,7 +55,7 @@ def _main(argv: list[str]) -> None:
     tokenizer = Tokenizer.from_file(args.tokenizer)
     say = (lambda *a, **k: None) if args.quiet else print
     for flag, paths in texts.items():
-        cache = prepare(paths, tokenizer, SPLIT_BY[args.split_by], [sha256_file(p) for p in paths],
+        cache = prepare(paths, tokenizer, SPLIT_BY[args.split_by],
                         workers=args.workers, progress=not args.quiet, say=say)
         m = cache.manifest
         print(f"{flag}: {m['documents']:,} documents, {m['sentences']:,} sentences, {m['tokens']:,} tokens from "

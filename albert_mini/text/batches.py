@@ -134,9 +134,9 @@ class PretrainingDataset(Dataset):
                              "every epoch, so leave dupe_factor=1")
         # Static mode: the rows of its dupe_factor passes, one after another; example i of pass k is masked from
         # (seed, k, i) whenever it is read, so the masks are fixed without keeping every masked example in memory.
-        self.static_rows = None if s.dynamic else np.concatenate([self._pass_rows(k) for k in range(s.dupe_factor)])
-        self.static_starts = None if s.dynamic else np.cumsum(
-            [0] + [len(self._pass_rows(k)) for k in range(s.dupe_factor)])
+        passes = [] if s.dynamic else [self._pass_rows(k) for k in range(s.dupe_factor)]
+        self.static_rows = np.concatenate(passes) if passes else None
+        self.static_starts = np.cumsum([0] + [len(rows) for rows in passes]) if passes else None
         self.epoch = None
         self.set_epoch(epoch)
 
