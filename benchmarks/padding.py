@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
+from albert_mini.harness.experiments.provenance import cpu_model
 from albert_mini.settings import pick
-from albert_mini.study.experiments.provenance import cpu_model
 from albert_mini.text.batches import PretrainingBatches, build_pretraining_dataset
 from albert_mini.text.corpus import load_corpus
 from albert_mini.text.tokenizer import Tokenizer

@@ -18,7 +18,7 @@ import statistics
 
 import torch
 
-from albert_mini.study.experiments.provenance import cpu_model
+from albert_mini.harness.experiments.provenance import cpu_model
 from albert_mini.study.throughput import relative_throughput
 
 

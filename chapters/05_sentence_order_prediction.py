@@ -605,5 +605,5 @@ plt.show()
 # - `albert_mini/text/instances.py`: the module docstring lists every departure from the reference builder;
 #   `albert_mini/study/leak_probe.py` for the surface probe; `chapters/REFERENCE_NOTES.md`, section 1, for the reference
 #   algorithm and albert#234.
-# - `albert_mini/study/experiments/sentence_task.py` for the Table 5 analog at mini scale.
+# - `albert_mini/harness/experiments/sentence_task.py` for the Table 5 analog at mini scale.
 # - Next: Chapter 6, n-gram masking, the other half of the pretraining data.

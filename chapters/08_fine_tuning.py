@@ -66,8 +66,8 @@ tokenizer = Tokenizer.default()
 # pretraining `Trainer` with a task objective (`albert_mini.tasks.finetune`), sized for albert-mini:
 
 # %% tags=["nbval-check-output"]
-from albert_mini.study.experiments.budget import FULL, SEEDS
-from albert_mini.study.experiments.finetune import finetune_settings
+from albert_mini.harness.experiments.budget import FULL, SEEDS
+from albert_mini.harness.experiments.finetune import finetune_settings
 from albert_mini.tasks.finetune import FinetuneSettings
 from albert_mini.tasks.registry import TASKS
 
@@ -302,8 +302,8 @@ for feature in classification_features(tokenizer, mine, max_length=128):
 import math
 import time
 
-from albert_mini.study.experiments.finetune import answers, correctness
-from albert_mini.study.experiments.measure import constant_head
+from albert_mini.harness.experiments.finetune import answers, correctness
+from albert_mini.harness.experiments.measure import constant_head
 from albert_mini.study.stats import compare_paired
 from albert_mini.tasks.finetune import run_task
 

@@ -252,7 +252,7 @@ plt.show()
 # A flat SOP curve has two possible readings: the task is too hard for this model at this scale, or something
 # between the labels and the loss is broken (a label that never reaches the loss, an `ignore_index` in the
 # wrong place, a pooler that does not train). A **positive control** separates them: give the same network a
-# task it certainly can do, and check that it does. `albert_mini.research.recipe_search.run_control` trains the
+# task it certainly can do, and check that it does. `albert_mini.harness.research.recipe_search.run_control` trains the
 # sentence loss alone (no MLM) through the embeddings, encoder, pooler and head. The first control revisits a
 # fixed set of 128 real SOP pairs: a working path must *memorise* them, even if it cannot generalise. Here on
 # albert-nano (2 layers, H = 64), AdamW at 1e-3, 80 updates, seed 0, so that it runs live in a few seconds:
@@ -260,7 +260,7 @@ plt.show()
 # %%
 # Not checked by nbval: training arithmetic differs in the last bits between
 # thread counts and CPUs.
-from albert_mini.research.recipe_search import nano_recipe, run_control
+from albert_mini.harness.research.recipe_search import nano_recipe, run_control
 
 nano_fit = run_control(
     "fit",
@@ -568,7 +568,7 @@ plt.show()
 # decaying rate does not bring them back from. Forty warm-up steps let the model leave the plateau. The lesson for
 # short runs: count the warm-up in steps (our long runs use 50 to 125), not as a fraction of a run that is itself
 # short. `make experiments` then warmed up for a quarter of its 160 steps; it now trains 512 steps with 51
-# warm-up steps (`albert_mini/study/experiments/budget.py`).
+# warm-up steps (`albert_mini/harness/experiments/budget.py`).
 
 
 # %% [markdown]
@@ -581,7 +581,7 @@ plt.show()
 # axis: the new run shared its cores with other work, so its minutes are slower than the old run's.
 
 # %% tags=["nbval-check-output"]
-from albert_mini.research import time_to_quality
+from albert_mini.harness.research import time_to_quality
 
 ttq = json.loads((repo_root() / "data/results/time_to_quality.json").read_text())
 for name, r in ttq["runs"].items():
@@ -658,7 +658,7 @@ print(time_to_quality.report(race))
 # Four optimizer settings, the same data:
 
 # %% tags=["nbval-check-output"]
-from albert_mini.research.recipe_results import collapse_figure
+from albert_mini.harness.research.recipe_results import collapse_figure
 
 search = json.loads((repo_root() / "data/results/recipe_search.json").read_text())
 print(

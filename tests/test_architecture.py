@@ -16,7 +16,7 @@ from import_graph import _package_exports, closure, import_graph, imported_modul
 PACKAGE = Path(albert_mini.__file__).resolve().parent
 # Bottom to top. "base" is the package's own top-level modules (specials, paths, settings). "commands" is the
 # `albert-mini` command line, above everything: `python -m albert_mini` (__main__.py) runs it, nothing imports it.
-LAYERS = ("base", "model", "text", "training", "tasks", "study", "research", "book", "commands")
+LAYERS = ("base", "model", "text", "training", "tasks", "study", "book", "harness", "commands")
 
 
 def layer_of(module: str) -> str:
@@ -121,7 +121,7 @@ def test_the_experiments_closure_holds_what_they_run_and_nothing_they_do_not():
     needed = closure("albert_mini.commands.experiments")
     assert {"albert_mini.training.trainer", "albert_mini.model.albert", "albert_mini.tasks.finetuning",
             "albert_mini.text.masking", "albert_mini.study.stats", "albert_mini", "albert_mini.study"} <= needed
-    assert not {"albert_mini.research.model_card", "albert_mini.research.time_to_quality",
+    assert not {"albert_mini.harness.research.model_card", "albert_mini.harness.research.time_to_quality",
                 "albert_mini.book.build"} & needed
     # A module's closure holds its packages (albert_mini's __init__ runs first) and what they import.
     assert closure("albert_mini.specials") == closure("albert_mini") | {"albert_mini.specials"}

@@ -23,14 +23,14 @@ from ..cli import run as run_cli
 from ..cli import seed
 from ..devices import DEVICE_CHOICES
 from ..errors import UsageError
+from ..harness.experiments import EXPERIMENTS, OPT_IN, checked_tables, command_line, results_dir, run
+from ..harness.experiments.budget import FULL, SEEDS, current_budget
+from ..harness.experiments.estimate import describe, estimate
+from ..harness.experiments.provenance import use_device
+from ..harness.experiments.runs import RunCache, Runner, cache_dir
 from ..paths import CACHE_ROOT, DATA_ROOT, FIGURES_ROOT
 from ..safe_files import Writes
 from ..settings import fast_mode
-from ..study.experiments import EXPERIMENTS, OPT_IN, checked_tables, command_line, results_dir, run
-from ..study.experiments.budget import FULL, SEEDS, current_budget
-from ..study.experiments.estimate import describe, estimate
-from ..study.experiments.provenance import use_device
-from ..study.experiments.runs import RunCache, Runner, cache_dir
 from ..tasks.austen_tasks import TASKS_DIR
 from . import command_parser
 

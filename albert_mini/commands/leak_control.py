@@ -2,7 +2,7 @@
 
     albert-mini leak-control --steps 600 --out data/results/leak_control.json --overwrite   # the shipped record
 
-The control is albert_mini.research.leak_control's (`run_leak_control`).
+The control is albert_mini.harness.research.leak_control's (`run_leak_control`).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 
 from ..cli import run as run_cli
+from ..harness.research import leak_control
+from ..harness.research.recipe_space import Recipe, nano_recipe
 from ..paths import DATA_ROOT
-from ..research import leak_control
-from ..research.recipe_space import Recipe, nano_recipe
 from ..safe_files import Writes, atomic_write_text
 from . import command_parser
 

@@ -2,7 +2,7 @@
 
     albert-mini lexical-sop --overwrite   # rewrites the shipped data/results/lexical_sop.json
 
-The baselines are albert_mini.research.lexical_sop's (`lexical_baselines`).
+The baselines are albert_mini.harness.research.lexical_sop's (`lexical_baselines`).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import json
 
 from ..cli import run as run_cli
 from ..errors import UsageError
+from ..harness.research import lexical_sop
 from ..paths import DATA_ROOT
-from ..research import lexical_sop
 from ..safe_files import Writes, atomic_write_text
 from . import command_parser
 

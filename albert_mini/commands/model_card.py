@@ -1,6 +1,6 @@
 """`albert-mini model-card MODEL_DIR [--compare LABEL=RUN_DIR ...]`: score an exported model and write its card.
 
-The scoring, the curve and the card's text are albert_mini.research.model_card's.
+The scoring, the curve and the card's text are albert_mini.harness.research.model_card's.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import torch
 
 from ..cli import run as run_cli
 from ..errors import UsageError
+from ..harness.experiments.provenance import cpu_model
+from ..harness.research import model_card
 from ..paths import FIGURES_ROOT
-from ..research import model_card
 from ..safe_files import Writes, atomic_write_text, shipped_folder
-from ..study.experiments.provenance import cpu_model
 from ..training.checkpoint import load_pretrained
 from ..training.rundir import MODEL_CARD_FILE, SCORES_FILE, read_run
 from . import command_parser

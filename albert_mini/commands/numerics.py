@@ -1,4 +1,4 @@
-"""`albert-mini numerics [--write]`: the run cache's guard values (albert_mini.study.experiments.numerics).
+"""`albert-mini numerics [--write]`: the run cache's guard values (albert_mini.harness.experiments.numerics).
 
 Without --write it prints the values a few seeded steps of every kind of cached run give now; with --write it
 records them in tests/study/numerics_guard.json, after a change that alters what a kind computes and a bump of that
@@ -11,8 +11,8 @@ import argparse
 import json
 
 from ..cli import run as run_cli
+from ..harness.experiments import numerics
 from ..safe_files import Writes
-from ..study.experiments import numerics
 from . import command_parser
 
 WRITES = Writes("numerics", outputs="with --write: tests/study/numerics_guard.json", inputs="nothing on disk",

@@ -1,11 +1,11 @@
-"""`albert-mini recipe-search probe|control|results`: the pretraining-recipe search (albert_mini.research).
+"""`albert-mini recipe-search probe|control|results`: the pretraining-recipe search (albert_mini.harness.research).
 
     albert-mini recipe-search probe base --tokens 1.6e6 --threads 2 --out cache/recipe
     albert-mini recipe-search control ctl-lamb --set seq_len=64 warmup=50 --steps 400
     albert-mini recipe-search results --records data/results/recipe_search
 
-Probes and controls are albert_mini.research.recipe_search's (`run_probe`, `run_control`), the results
-albert_mini.research.recipe_results's (`write_results`).
+Probes and controls are albert_mini.harness.research.recipe_search's (`run_probe`, `run_control`), the results
+albert_mini.harness.research.recipe_results's (`write_results`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import torch
 from ..cli import Parser
 from ..cli import run as run_cli
 from ..errors import UsageError
+from ..harness.research import recipe_search
+from ..harness.research.collapse import RULES
+from ..harness.research.recipe_results import write_results
+from ..harness.research.recipe_space import Recipe, parse_settings
 from ..paths import DATA_ROOT, FIGURES_ROOT
-from ..research import recipe_search
-from ..research.collapse import RULES
-from ..research.recipe_results import write_results
-from ..research.recipe_space import Recipe, parse_settings
 from ..safe_files import Writes
 from . import command_parser
 

@@ -1,6 +1,6 @@
 """`albert-mini time-to-quality results OLD_RUN_DIR NEW_RUN_DIR`: held-out accuracy against minutes and tokens.
 
-The reading of the two runs is albert_mini.research.time_to_quality's (`write_results`); the race itself is
+The reading of the two runs is albert_mini.harness.research.time_to_quality's (`write_results`); the race itself is
 `python benchmarks/time_to_quality.py`.
 """
 
@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 from ..cli import run as run_cli
+from ..harness.research import time_to_quality
 from ..paths import DATA_ROOT, FIGURES_ROOT
-from ..research import time_to_quality
 from ..safe_files import Writes
 from . import command_parser
 

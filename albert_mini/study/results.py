@@ -55,7 +55,7 @@ def setting(result: dict) -> str:
 
 def variant_table(name: str, folder: Path | None = None) -> list[dict]:
     """Rows of the Table 3 (embedding_size) or Table 4 (sharing) analog, each with the paper row beside it."""
-    from .experiments import EXPERIMENTS
+    from ..harness.experiments import EXPERIMENTS
 
     result = load(name, folder)
     paper_row = EXPERIMENTS[name].paper_row
@@ -230,14 +230,14 @@ def table5_reading(section: dict) -> list[str]:
 
 def table5_decisions(result: dict) -> list[str]:
     """The go/no-go steps of sentence_task.json as they happened (the experiment's own reader)."""
-    from .experiments.sentence_task import decision_lines
+    from ..harness.experiments.sentence_task import decision_lines
 
     return decision_lines(result)
 
 
 def table5_glance(result: dict) -> str:
     """The models the pre-registered Table 5 trained, in one markdown table (the experiment's own reader)."""
-    from .experiments.sentence_task import glance
+    from ..harness.experiments.sentence_task import glance
 
     return glance(result)
 
@@ -257,7 +257,7 @@ def contrast_lines(result: dict) -> list[str]:
 def mlm_against(result: dict, baseline: str = "none") -> dict[str, dict]:
     """Per sentence-task model, its held-out MLM accuracy minus the `baseline` model's, seed by seed (mean, t
     interval over the seeds): what training a sentence task beside MLM costs or gains the masked-token task."""
-    from .experiments.tables import paired_mlm
+    from ..harness.experiments.tables import paired_mlm
 
     rows = result["rows"]
     return {task: paired_mlm(row["per_seed"], rows[baseline]["per_seed"])

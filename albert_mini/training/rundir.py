@@ -48,7 +48,8 @@ from ..safe_files import atomic_write_text, check_out_folder, fsync_folder
 from ..text.corpus import fingerprint_changes
 
 RUN_FILE, CONFIG_FILE, METRICS_FILE = "run.json", "config.json", "metrics.jsonl"
-MODEL_CARD_FILE, SCORES_FILE = "README.md", "scores.json"  # written beside an exported model by research.model_card
+# Written beside an exported model by harness.research.model_card.
+MODEL_CARD_FILE, SCORES_FILE = "README.md", "scores.json"
 MODEL_FILE, MANIFEST_FILE, STATE_FILE = "model.safetensors", "manifest.json", "trainer_state.pt"
 CHECKPOINTS = "checkpoints"
 CHECKPOINT_FILES = frozenset({MODEL_FILE, STATE_FILE, CONFIG_FILE, MANIFEST_FILE})

@@ -65,7 +65,7 @@ def diagram(name, *args):
 
 def experiment(name):
     def build():
-        from albert_mini.study.experiments import EXPERIMENTS
+        from albert_mini.harness.experiments import EXPERIMENTS
 
         return EXPERIMENTS[name].figure(result(name))
     return build
@@ -99,12 +99,12 @@ def research(module, name, function="figure"):
     def build():
         import importlib
 
-        return getattr(importlib.import_module(f"albert_mini.research.{module}"), function)(result(name))
+        return getattr(importlib.import_module(f"albert_mini.harness.research.{module}"), function)(result(name))
     return build
 
 
 def classroom_curve():
-    from albert_mini.research.model_card import curve_plot
+    from albert_mini.harness.research.model_card import curve_plot
     from albert_mini.training.rundir import read_run
 
     return curve_plot({"curriculum (64 then 128)": read_run(DATA_ROOT / "pretrained" / "albert-mini-austen")[1],

@@ -8,11 +8,11 @@ import torch
 
 from albert_mini.devices import describe_device
 from albert_mini.errors import UsageError
+from albert_mini.harness.experiments import finetune, provenance, runs
+from albert_mini.harness.experiments.budget import FULL, SEEDS
+from albert_mini.harness.experiments.estimate import _pretrained_sha
+from albert_mini.harness.experiments.runs import RunCache, Runner, recorded_device, run_key, without_device
 from albert_mini.paths import DATA_ROOT
-from albert_mini.study.experiments import finetune, provenance, runs
-from albert_mini.study.experiments.budget import FULL, SEEDS
-from albert_mini.study.experiments.estimate import _pretrained_sha
-from albert_mini.study.experiments.runs import RunCache, Runner, recorded_device, run_key, without_device
 from albert_mini.tasks.finetuning import FinetuneSettings
 
 COMMITTED_RUNS = DATA_ROOT / "results" / "experiment-runs"

@@ -7,11 +7,11 @@ import subprocess
 import pytest
 
 from albert_mini import count_parameters
+from albert_mini.harness import experiments
+from albert_mini.harness.experiments.budget import FAST, SEEDS, TOKENS_PER_MODEL, Budget, mini, variant
+from albert_mini.harness.experiments.measure import Pretraining
+from albert_mini.harness.experiments.runs import RunCache, Runner
 from albert_mini.paths import REPO_ROOT
-from albert_mini.study import experiments
-from albert_mini.study.experiments.budget import FAST, SEEDS, TOKENS_PER_MODEL, Budget, mini, variant
-from albert_mini.study.experiments.measure import Pretraining
-from albert_mini.study.experiments.runs import RunCache, Runner
 
 TEST_SEEDS = (0, 1)  # two seeds: enough for a spread, half the time of the default three
 
@@ -26,7 +26,7 @@ def results(tmp_path_factory, polarity_data):  # the finetune experiment reads t
 
 def test_every_experiment_is_a_module_with_run_figure_and_table():
     for name, module in experiments.EXPERIMENTS.items():
-        assert module.__name__ == f"albert_mini.study.experiments.{name}"
+        assert module.__name__ == f"albert_mini.harness.experiments.{name}"
         assert all(callable(getattr(module, f)) for f in ("run", "figure", "table"))
 
 
@@ -50,8 +50,8 @@ def test_result_has_provenance_and_a_figure(results, name, tmp_path):
 
 @pytest.mark.slow
 def test_sentence_task_scores_every_row_on_the_same_examples(results):
-    from albert_mini.study.experiments.sentence_task import entry
-    from albert_mini.study.experiments.trunk import FAST_TRUNK, scored_pairs
+    from albert_mini.harness.experiments.sentence_task import entry
+    from albert_mini.harness.experiments.trunk import FAST_TRUNK, scored_pairs
 
     result = results["sentence_task"]
     rows = result["rows"]
@@ -93,7 +93,7 @@ def _score(correct: int, total: int = 1000) -> dict:
 
 def test_the_go_no_go_rules_follow_the_plan():
     """Branch point, pilot and extra seeds, on hand-made scores: each rule as pre-registered."""
-    from albert_mini.study.experiments import sentence_task as st
+    from albert_mini.harness.experiments import sentence_task as st
 
     def pilot(correct):
         return {"after_short": {"sentence_64": {"sop_unmasked": {"probe_pooled": _score(correct)}}}}
@@ -122,7 +122,7 @@ def test_the_go_no_go_rules_follow_the_plan():
 
 
 def test_a_constant_head_is_reported_not_tested():
-    from albert_mini.study.experiments.sentence_task import contrast
+    from albert_mini.harness.experiments.sentence_task import contrast
 
     def record(bits, answers):
         entry = {"accuracy": bits.count("1") / len(bits), "correct": bits, "answers": answers}

@@ -1,7 +1,7 @@
 """The fine-tuning result's assembly: a head that answers one label is found from its correctness and not tested."""
 
-from albert_mini.study.experiments.finetune import answers
-from albert_mini.study.experiments.measure import constant_head
+from albert_mini.harness.experiments.finetune import answers
+from albert_mini.harness.experiments.measure import constant_head
 from albert_mini.tasks.registry import get_task
 
 

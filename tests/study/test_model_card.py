@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from albert_mini.research.model_card import sop_verdict, typed_command
-from albert_mini.research.time_to_quality import tokens_to_reach_old_final
+from albert_mini.harness.research.model_card import sop_verdict, typed_command
+from albert_mini.harness.research.time_to_quality import tokens_to_reach_old_final
 from albert_mini.training.rundir import read_run
 
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from albert_mini.study.experiments.numerics import GUARD_FILE, guard_values
-from albert_mini.study.experiments.runs import NUMERICS_VERSION, RunCache, run_key
+from albert_mini.harness.experiments.numerics import GUARD_FILE, guard_values
+from albert_mini.harness.experiments.runs import NUMERICS_VERSION, RunCache, run_key
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,7 @@ def test_every_cached_kind_is_guarded(measured):
 def test_numbers_move_only_with_a_version_bump(measured, kind):
     recorded = json.loads(GUARD_FILE.read_text())[kind]
     hint = (f"runs of kind {kind!r} now compute other numbers: bump NUMERICS_VERSION[{kind!r}] in "
-            "albert_mini/study/experiments/runs.py and run `albert-mini numerics --write`")
+            "albert_mini/harness/experiments/runs.py and run `albert-mini numerics --write`")
     if recorded["version"] != NUMERICS_VERSION[kind]:
         pytest.fail(f"NUMERICS_VERSION[{kind!r}] is {NUMERICS_VERSION[kind]} but the guard records version "
                     f"{recorded['version']}: run `albert-mini numerics --write`")

@@ -10,8 +10,15 @@ import math
 import pytest
 import torch
 
-from albert_mini.research.collapse import relabel, segment_lengths
-from albert_mini.research.recipe_search import build_model, dataset, held_out, nano_recipe, run_control, run_probe
+from albert_mini.harness.research.collapse import relabel, segment_lengths
+from albert_mini.harness.research.recipe_search import (
+    build_model,
+    dataset,
+    held_out,
+    nano_recipe,
+    run_control,
+    run_probe,
+)
 from albert_mini.text.batches import PretrainingBatches
 from albert_mini.training.objectives import PretrainingObjective, sentence_metrics_warning
 from albert_mini.training.trainer import TrainConfig, evaluate, train
@@ -107,7 +114,7 @@ def test_probe_record_scores_both_lengths(tmp_path):
 
 
 def test_reference_style_pairs_batch_with_their_labels_and_lengths():
-    from albert_mini.research.leak_control import pair_batches, split_documents
+    from albert_mini.harness.research.leak_control import pair_batches, split_documents
     from albert_mini.study.leak_probe import reference_style_instances
 
     instances = reference_style_instances(split_documents(("train",), max_documents=3), 64, seed=0)
@@ -115,7 +122,7 @@ def test_reference_style_pairs_batch_with_their_labels_and_lengths():
     assert len(batches) == len(instances) // 8
     order = pair_batches(instances, batch_size=8, seed=0)
     assert all(torch.equal(a["input_ids"], b["input_ids"]) for a, b in zip(batches, order))  # seeded
-    from albert_mini.research.leak_control import held_out_order
+    from albert_mini.harness.research.leak_control import held_out_order
     labels = torch.cat([b["sentence_order_label"] for b in batches])  # the order the per-pair scores come in
     assert labels.tolist() == [instances[i].label for i in held_out_order(len(instances), 8)]
     by_tokens = {tuple(i.tokens.tolist()): i for i in instances}
@@ -128,7 +135,7 @@ def test_reference_style_pairs_batch_with_their_labels_and_lengths():
 
 
 def test_leak_control_scores_the_network_the_surface_probe_and_the_constant_answer_on_one_set():
-    from albert_mini.research.leak_control import run_leak_control
+    from albert_mini.harness.research.leak_control import run_leak_control
 
     record = run_leak_control(nano_recipe(seq_len=64, warmup=1), steps=2, every=1, max_documents=FEW, say=quiet)
     share = record["label_1_share"]

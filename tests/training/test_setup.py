@@ -11,9 +11,9 @@ import pytest
 import albert_mini
 from albert_mini.commands.pretrain import build_parser
 from albert_mini.errors import UsageError
-from albert_mini.research.recipe_space import Recipe, nano_recipe
-from albert_mini.study.experiments.budget import FAST, FULL, Budget
-from albert_mini.study.experiments.trunk import FAST_BRANCH, FAST_TRUNK, FULL_BRANCH, FULL_TRUNK
+from albert_mini.harness.experiments.budget import FAST, FULL, Budget
+from albert_mini.harness.experiments.trunk import FAST_BRANCH, FAST_TRUNK, FULL_BRANCH, FULL_TRUNK
+from albert_mini.harness.research.recipe_space import Recipe, nano_recipe
 from albert_mini.training.setup import Phase, PretrainingSetup, cli_fields, curriculum
 
 PACKAGE = Path(albert_mini.__file__).resolve().parent
@@ -149,9 +149,9 @@ def calls_of(name: str) -> set[str]:
 def test_schedule_model_and_loss_of_pretraining_are_built_in_one_place():
     # The curriculum's two-phase source, the pretraining model and the weighted loss each have one builder.
     assert calls_of("PhasedBatches") == {"training/build.py"}
-    assert calls_of("curriculum") == {"training/setup.py", "study/experiments/budget.py"}
+    assert calls_of("curriculum") == {"training/setup.py", "harness/experiments/budget.py"}
     assert calls_of("build_pretraining_model") == {"training/build.py"} | {
         "study/experiments/estimate.py"}  # the estimate times one step of an untrained model
-    assert calls_of("pretraining_objective") <= {"training/objectives.py", "research/model_card.py"}
+    assert calls_of("pretraining_objective") <= {"training/objectives.py", "harness/research/model_card.py"}
     assert calls_of("init_sinusoidal_positions") == {"training/recipe.py"}
 

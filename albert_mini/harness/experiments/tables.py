@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..stats import compare_paired, seed_summary
+from ...study.stats import compare_paired, seed_summary
 from .budget import Budget
 from .measure import constant_head, sentence_baselines
 
@@ -90,7 +90,7 @@ def plot_seed_cells(ax, cells: list[dict], scale: float = 100) -> None:
 def params_figure(result: dict, title: str, paper_row):
     """Three panels stacked over one x axis of model variants: held-out MLM loss and accuracy (mean ± std, seeds
     as dots) and the paper's Avg; stacked so that the book's column shows them at a readable size."""
-    from ..figure_style import book_figure, book_style
+    from ...study.figure_style import book_figure, book_style
 
     rows = result["rows"]
     labels = list(rows)

@@ -18,16 +18,21 @@ import time
 import numpy as np
 import torch
 
-from ..errors import UsageError
-from ..study.experiments.measure import bits
-from ..study.experiments.provenance import cpu_model, git_revision
-from ..study.leak_probe import fit_logistic_regression, reference_style_instances, sentence_end_pieces, surface_features
-from ..study.stats import compare_paired, wilson_interval
-from ..text.batches import tokenize_documents
-from ..text.corpus import load_corpus
-from ..text.padding import pad_batch
-from ..text.tokenizer import Tokenizer
-from ..training import build
+from ...errors import UsageError
+from ...study.leak_probe import (
+    fit_logistic_regression,
+    reference_style_instances,
+    sentence_end_pieces,
+    surface_features,
+)
+from ...study.stats import compare_paired, wilson_interval
+from ...text.batches import tokenize_documents
+from ...text.corpus import load_corpus
+from ...text.padding import pad_batch
+from ...text.tokenizer import Tokenizer
+from ...training import build
+from ..experiments.measure import bits
+from ..experiments.provenance import cpu_model, git_revision
 from .recipe_search import build_model, control_step, sentence_accuracy, sentence_logits
 from .recipe_space import Recipe
 

@@ -10,12 +10,12 @@ import numpy as np
 import torch
 
 from ...paths import PRETRAINED_MODEL, REPO_ROOT
+from ...study.stats import compare_paired, seed_summary
+from ...study.task_baselines import task_baselines
 from ...tasks.finetuning import FinetuneSettings, in_order, predict_logits, run_task
 from ...tasks.registry import get_task
 from ...text.tokenizer import Tokenizer
 from ...training.checkpoint import load_pretrained
-from ..stats import compare_paired, seed_summary
-from ..task_baselines import task_baselines
 from .budget import FAST, Budget
 from .measure import bits, constant_head
 from .tables import pm, seed_rows
@@ -150,7 +150,7 @@ def figure(result: dict):
     """One panel per task, stacked and zoomed to its scores: pretrained vs random encoder as rows (mean ± std,
     seeds as dots), chance and the no-network baseline as vertical lines; stacked so that the book's column shows
     them at a readable size."""
-    from ..figure_style import book_figure, book_style
+    from ...study.figure_style import book_figure, book_style
 
     rows = result["rows"]
     fig, axes = book_figure(len(rows), 1, height=1.9 * len(rows) + 1.6)

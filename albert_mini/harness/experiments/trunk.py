@@ -30,6 +30,7 @@ from ...model.albert import AlbertForPreTraining
 from ...model.config import AlbertConfig
 from ...safe_files import atomic_write_bytes, atomic_write_text
 from ...specials import IGNORE_INDEX
+from ...study.probes import linear_probe, pair_features
 from ...tasks.finetuning import run_task
 from ...text.batches import stream_rng
 from ...text.masking import Masker
@@ -41,7 +42,6 @@ from ...training.recipe import train_sentence_head
 from ...training.rundir import METRICS_FILE, read_metrics
 from ...training.setup import Phase, PretrainingSetup, in_process
 from ...training.trainer import Trainer
-from ..probes import linear_probe, pair_features
 from .data import HELD_OUT_SEED, pair_set, token_documents
 from .measure import bits, training_curve
 from .provenance import experiment_device

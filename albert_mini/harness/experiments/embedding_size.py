@@ -7,7 +7,7 @@ no counterpart at H = 256.
 
 from __future__ import annotations
 
-from ..paper import TABLE3
+from ...study.paper import TABLE3
 from .budget import Budget, mini, variant
 from .measure import Pretraining
 from .tables import params_figure, params_table, variant_rows

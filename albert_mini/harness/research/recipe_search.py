@@ -9,7 +9,7 @@ A probe is a `Recipe` (optimizer, rate, warmup, sequence length, masking rate, d
 ...) trained on the Austen training chapters for a fixed number of tokens. Every probe is scored the same way:
 held-out MLM and SOP accuracy with ALBERT's masking (15% n-grams, seed 1) at 64 and at 128 tokens, the
 training-split MLM accuracy on a fixed sample (a widening gap means the data, not the optimisation, limits the
-model), and the collapse diagnostics of albert_mini.research.collapse.
+model), and the collapse diagnostics of albert_mini.harness.research.collapse.
 
 A control trains the sentence loss alone (no MLM) on a label the network can certainly learn (segment A longer
 than B), or on a fixed small set of real SOP pairs: it separates "the sentence path cannot learn" from "SOP is
@@ -26,14 +26,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ..errors import UsageError
-from ..study.experiments.provenance import cpu_model, git_revision
-from ..text.batches import PretrainingBatches
-from ..text.tokenizer import Tokenizer
-from ..training import build
-from ..training.objectives import sentence_metrics_warning
-from ..training.optim import clip_grad_global_norm
-from ..training.trainer import evaluate
+from ...errors import UsageError
+from ...text.batches import PretrainingBatches
+from ...text.tokenizer import Tokenizer
+from ...training import build
+from ...training.objectives import sentence_metrics_warning
+from ...training.optim import clip_grad_global_norm
+from ...training.trainer import evaluate
+from ..experiments.provenance import cpu_model, git_revision
 from .collapse import RULES, diagnose, relabel
 from .recipe_results import build_results, write_results  # noqa: F401  (the results are built here too)
 from .recipe_space import (  # noqa: F401  (the harness's names, importable from here)

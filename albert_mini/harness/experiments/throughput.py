@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..paper import TABLE2_SPEEDUP
-from ..throughput import relative_throughput
+from ...study.paper import TABLE2_SPEEDUP
+from ...study.throughput import relative_throughput
 from .budget import FAST
 
 PAPER_MODELS = ["bert-base", "bert-large", "bert-xlarge", "albert-base", "albert-large", "albert-xlarge",
@@ -29,7 +29,7 @@ def figure(result: dict):
     model names read level, the legend below: the book's column shows it at a readable size)."""
     import matplotlib.pyplot as plt
 
-    from ..figure_style import book_figure, book_style
+    from ...study.figure_style import book_figure, book_style
 
     rows = result["rows"]
     names = list(rows)

@@ -16,15 +16,15 @@ from pathlib import Path
 
 import torch
 
-from ..paths import REPO_ROOT
-from ..safe_files import atomic_write_bytes
-from ..study.paper import TABLE5
-from ..study.stats import wilson_interval
-from ..text.batches import build_pretraining_dataset, collate
-from ..text.corpus import load_corpus
-from ..text.tokenizer import Tokenizer
-from ..training.objectives import metrics_from_sums, pretraining_objective
-from ..training.rundir import METRICS_FILE, read_metrics
+from ...paths import REPO_ROOT
+from ...safe_files import atomic_write_bytes
+from ...study.paper import TABLE5
+from ...study.stats import wilson_interval
+from ...text.batches import build_pretraining_dataset, collate
+from ...text.corpus import load_corpus
+from ...text.tokenizer import Tokenizer
+from ...training.objectives import metrics_from_sums, pretraining_objective
+from ...training.rundir import METRICS_FILE, read_metrics
 
 HELD_OUT_SPLITS = ("validation", "test")
 
@@ -54,7 +54,7 @@ def held_out_scores(model, splits=HELD_OUT_SPLITS, seq_len: int = 128, seed: int
 def curve_plot(curves: dict[str, list[dict]]):
     """Held-out MLM accuracy above SOP accuracy against training tokens, one line per run, chance as a dashed
     line, one legend below: stacked so that the book's column shows them at a readable size."""
-    from ..study.figure_style import book_figure, book_style
+    from ...study.figure_style import book_figure, book_style
 
     fig, (mlm, sop) = book_figure(2, 1, height=7.4, sharex=True)
     with book_style():

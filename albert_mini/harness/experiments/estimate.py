@@ -11,11 +11,11 @@ from __future__ import annotations
 import statistics
 
 from ...model.config import AlbertConfig
+from ...study.throughput import flops_per_token
 from ...tasks.registry import get_task
 from ...text.synthetic import SyntheticBatches
 from ...training.recipe import build_pretraining_model
 from ...training.trainer import TrainConfig, train
-from ..throughput import flops_per_token
 from .budget import FAST, Budget, mini
 from .measure import Pretraining
 from .provenance import cpu_model

@@ -45,7 +45,8 @@ def changed_settings(recipe: dict) -> dict:
 
 
 def revision(record: dict) -> dict:
-    return {"commit": record["git"], "harness": OLD_HARNESS.get(record["git"], "albert_mini/research/recipe_search.py")}
+    harness = OLD_HARNESS.get(record["git"], "albert_mini/harness/research/recipe_search.py")
+    return {"commit": record["git"], "harness": harness}
 
 
 def probe_summary(record: dict) -> dict:
@@ -168,7 +169,7 @@ def figure(results: dict):
     """Held-out MLM accuracy against training tokens, one line per probe (repeats left out), each on its own
     sequence length (a dashed line: a 64-token probe on the 128-token set); the legend below the axes, so the
     book's column shows it at a readable size."""
-    from ..study.figure_style import book_figure, book_style
+    from ...study.figure_style import book_figure, book_style
 
     probes = [p for p in results["probes"] if "repeat_of" not in p]
     fig, ax = book_figure(height=4.2 + 0.25 * (len(probes) + 1))
@@ -223,7 +224,7 @@ def rolling_mean(values: list[float], window: int) -> list[float]:
 def collapse_figure(results: dict, names: list[str] | None = None, window: int = 10):
     """The sentence-loss-only controls: training accuracy (rolling mean) above the spread of the attention logits,
     one update axis, the legend below: stacked so that the book's column shows them at a readable size."""
-    from ..study.figure_style import book_figure, book_style
+    from ...study.figure_style import book_figure, book_style
 
     controls = [c for c in results["controls"] if c["rule"] == "longer" and (names is None or c["name"] in names)]
     fig, (acc_ax, qk_ax) = book_figure(2, 1, height=8, sharex=True)

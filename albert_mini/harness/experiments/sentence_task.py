@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...settings import fast_mode
-from ..figure_style import book_figure, book_style
-from ..paper import TABLE5
-from ..stats import discordant, mcnemar_exact, seed_summary, wilson_interval
+from ...study.figure_style import book_figure, book_style
+from ...study.paper import TABLE5
+from ...study.stats import discordant, mcnemar_exact, seed_summary, wilson_interval
 from .budget import FAST
 from .finetune import CHANCE, finetune_settings
 from .measure import constant_head, pair_baselines

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 import torch
 
-from ..study.experiments.provenance import cpu_model, git_revision
-from ..study.stats import wilson_interval
-from ..text.instances import Instance, build_instances
+from ...study.stats import wilson_interval
+from ...text.instances import Instance, build_instances
+from ..experiments.provenance import cpu_model, git_revision
 from .recipe_space import documents
 
 EDGES = (1, 3, 0)  # k = first/last 1, first/last 3, whole segments

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import torch
 
-from ..errors import UsageError
-from ..safe_files import atomic_write_bytes, atomic_write_text
-from ..study.experiments.provenance import cpu_model, git_revision
-from ..training.distributed import DistInfo
-from ..training.launch import build_run
-from ..training.rundir import read_run
-from ..training.setup import PretrainingSetup
+from ...errors import UsageError
+from ...safe_files import atomic_write_bytes, atomic_write_text
+from ...training.distributed import DistInfo
+from ...training.launch import build_run
+from ...training.rundir import read_run
+from ...training.setup import PretrainingSetup
+from ..experiments.provenance import cpu_model, git_revision
 
 # The 15-minute run of data/results/pretrain_albert_mini_sop_15min, and the same with BERT's short-then-long curriculum.
 OLD = PretrainingSetup(preset="albert-mini", corpus="austen", task="sop", steps=1200, warmup=50, lr=5e-3,
@@ -119,7 +119,7 @@ def tokens_to_reach_old_final(old: list[dict], new: list[dict]) -> dict:
 def figure(results: dict):
     """Held-out MLM (left) and SOP accuracy (right) per run, against training tokens (top) and training minutes
     (bottom): the column's title names the measure, one legend below, so the book's column shows it readably."""
-    from ..study.figure_style import book_figure, book_style
+    from ...study.figure_style import book_figure, book_style
 
     fig, axes = book_figure(2, 2, height=7.4, sharey="col")
     with book_style():

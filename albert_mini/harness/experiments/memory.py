@@ -6,7 +6,7 @@ import torch
 
 from ...model.albert import AlbertForPreTraining
 from ...model.config import AlbertConfig
-from ..memory import measure_activation_bytes, training_memory
+from ...study.memory import measure_activation_bytes, training_memory
 from .data import held_out_batches
 
 MIB = 2**20
@@ -30,7 +30,7 @@ def run(runner) -> dict:
 def figure(result: dict):
     """Stacked bars per model: weights, gradients and optimizer states (what sharing cuts) under activations; the
     mini and the paper-sized models in two panels, one above the other, so the book's column shows them readably."""
-    from ..figure_style import book_figure, book_style
+    from ...study.figure_style import book_figure, book_style
 
     rows = result["rows"]
     mini_batch, paper_batch = result["batch"]["mini"], result["batch"]["paper_configs"]

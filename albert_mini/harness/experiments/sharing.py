@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..paper import TABLE4
+from ...study.paper import TABLE4
 from .budget import Budget, mini, variant
 from .measure import Pretraining
 from .tables import params_figure, params_table, variant_rows

@@ -49,7 +49,7 @@ def run(runner) -> dict:
 
 def figure(result: dict):
     """Every row on SOP and NSP (primary probe, 64 tokens), one dot per seed."""
-    from ..figure_style import book_figure, book_style
+    from ...study.figure_style import book_figure, book_style
 
     fig, ax = book_figure(1, 1, height=3.8)
     with book_style():

@@ -3,7 +3,7 @@
 A Recipe is a probe's view of the one pretraining setup (albert_mini.training.setup): `Recipe.setup` gives the
 PretrainingSetup a probe trains with, so the probes build their schedule, model, loss and optimizer with the same
 builders as the command line and the experiments (albert_mini.training.build). Used by the recipe search
-(albert_mini.research.recipe_search), its results builder and the controls.
+(albert_mini.harness.research.recipe_search), its results builder and the controls.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ import math
 import re
 from dataclasses import dataclass
 
-from ..errors import UsageError
-from ..model.albert import AlbertForPreTraining
-from ..model.config import PRESETS, AlbertConfig, ConfigError
-from ..study.experiments.data import HELD_OUT_SEED
-from ..text.batches import PretrainingBatches, build_pretraining_dataset, tokenize_documents
-from ..text.corpus import load_corpus
-from ..text.tokenizer import Tokenizer
-from ..training import build
-from ..training.setup import PretrainingSetup, in_process
+from ...errors import UsageError
+from ...model.albert import AlbertForPreTraining
+from ...model.config import PRESETS, AlbertConfig, ConfigError
+from ...text.batches import PretrainingBatches, build_pretraining_dataset, tokenize_documents
+from ...text.corpus import load_corpus
+from ...text.tokenizer import Tokenizer
+from ...training import build
+from ...training.setup import PretrainingSetup, in_process
+from ..experiments.data import HELD_OUT_SEED
 
 SAMPLE_SEED = 7  # the training sample: the same for every probe (held-out masks: the experiments' HELD_OUT_SEED)
 

@@ -13,10 +13,10 @@ import torch
 from ...model.albert import AlbertForPreTraining
 from ...model.config import AlbertConfig
 from ...model.counting import count_parameters
+from ...study.leak_probe import fit_stump
+from ...study.probes import linear_probe, pooled_outputs
+from ...study.smoothness import layer_smoothness
 from ...training import build
-from ..leak_probe import fit_stump
-from ..probes import linear_probe, pooled_outputs
-from ..smoothness import layer_smoothness
 from .budget import Budget
 from .data import (
     held_out_batches,

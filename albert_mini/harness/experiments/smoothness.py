@@ -48,8 +48,8 @@ def classroom_smoothness(budget: Budget) -> dict:
     import json
 
     from ...paths import PRETRAINED_MODEL
+    from ...study.smoothness import layer_smoothness
     from ...training.checkpoint import load_pretrained
-    from ..smoothness import layer_smoothness
     from .data import held_out_batches
 
     manifest = json.loads((PRETRAINED_MODEL / "manifest.json").read_text())
@@ -61,7 +61,7 @@ def classroom_smoothness(budget: Budget) -> dict:
 def figure(result: dict):
     """Figure 1's two panels, stacked: trained (solid, band = mean ± std over seeds) and at initialisation
     (dotted), one legend below them."""
-    from ..figure_style import book_figure, book_style
+    from ...study.figure_style import book_figure, book_style
 
     fig, axes = book_figure(2, 1, height=9.2, sharex=True)
     colours = dict(zip(result["models"], ("tab:blue", "tab:orange", "tab:grey")))

@@ -1,6 +1,6 @@
 """Where a training collapse shows: attention entropy, how alike the positions are, q.k logit spread, pooler state.
 
-Used by the recipe search (albert_mini.research.recipe_search) on every probe and control, and by chapter 7 to
+Used by the recipe search (albert_mini.harness.research.recipe_search) on every probe and control, and by chapter 7 to
 read the AdamW + clipping collapse of the sentence-loss control.
 """
 
@@ -11,7 +11,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..model.albert import AlbertForPreTraining
+from ...model.albert import AlbertForPreTraining
 
 RULES = ("longer",)
 

@@ -1,0 +1,562 @@
+"""albert-base on one GPU against Hugging Face's AlbertForPreTraining: parity, training-step speed, a real run.
+
+The engineer's path, item 6, as one prepared script for a lent GPU, run once:
+
+1. the machine: torch, CUDA device, nvidia-smi's name and driver, the CPU (lscpu);
+2. parity: our albert-base (fixed seed) converted with `to_hf`, both run on the same padded batch in eval mode,
+   fp32 and under bf16 autocast (max abs differences of the MLM and sentence logits, and of the fp32 loss);
+3. training-step throughput, ours beside HF with the same weights, batch and optimizer (fused AdamW on CUDA; LAMB
+   reads two norms on the host per tensor, a sync HF's side would not pay the same way): fp32, bf16 autocast and
+   bf16 autocast + torch.compile; a step = forward, MLM + sentence loss, backward, optimizer step. Compile and
+   warm-up time is reported apart; the timed blocks alternate ours/HF (ABBA), median of the repeats, tokens/s
+   and peak memory. albert-base first, then albert-large if the time budget allows;
+4. end to end: `python -m albert_mini pretrain --help`, then a short real pretraining run on the Austen corpus
+   with `--device cuda --bf16` into a temporary run directory (wall time, final loss from metrics.jsonl).
+
+Every measurement is tried on its own: an error is recorded (JSON: with its traceback) and the rest goes on.
+Results are rewritten after each measurement to OUT/gpu_step.json and OUT/gpu_step.md. Optional parts (HF's
+compile, albert-large) start only while the time budget (--budget-s) allows; a stuck part is stopped by an alarm.
+
+    PYTHONPATH=. python3 benchmarks/gpu_step.py --out $OUT                  # GPU: about 3-4 minutes on an H100
+    .venv/bin/python benchmarks/gpu_step.py --quick --out /tmp/gpu_quick    # tiny sizes; runs on the CPU too
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from albert_mini import AlbertConfig, AlbertForPreTraining
+from albert_mini.devices import cpu_model, describe_device
+from albert_mini.model.hf import to_hf
+from albert_mini.specials import IGNORE_INDEX, PAD_ID
+
+REPO = Path(__file__).resolve().parent.parent
+MASKED_FRACTION = 0.15
+GIB = 2**30
+MODES = (("fp32", False, False), ("bf16", True, False), ("bf16+compile", True, True))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Sizes and time limits of one run: the GPU plan or the --quick one."""
+
+    preset: str
+    overrides: dict
+    batch: tuple[int, int]  # (sequences, tokens) of a training step
+    parity_batch: tuple[int, int]
+    large_preset: str
+    large_overrides: dict
+    large_batch: tuple[int, int]
+    warmup: int  # untimed steps per model and mode after the first (the compile step)
+    steps: int  # steps in one timed block
+    repeats: int  # timed blocks per model and mode
+    budget_s: float  # optional parts start only while this much time since the start is not spent
+    compile_s: float  # a compile is started only with this much budget left
+    large_s: float  # albert-large is started only with this much budget left
+    e2e_flags: list[str] = field(default_factory=list)  # pretrain flags, --device and --out added
+    e2e_timeout_s: float = 90.0
+
+
+GPU_PLAN = Plan(
+    preset="albert-base", overrides={}, batch=(32, 512), parity_batch=(8, 512),
+    large_preset="albert-large", large_overrides={}, large_batch=(16, 512),
+    warmup=3, steps=10, repeats=3, budget_s=300, compile_s=90, large_s=60,
+    e2e_flags=["--preset", "albert-base", "--corpus", "austen", "--task", "sop", "--steps", "60", "--minutes", "1",
+               "--batch-size", "32", "--seq-len", "128", "--eval-every", "0", "--eval-batches", "4",
+               "--save-every", "0", "--log-every", "10", "--seed", "0"],
+    e2e_timeout_s=90,
+)
+QUICK_PLAN = Plan(
+    preset="albert-nano", overrides={}, batch=(4, 64), parity_batch=(2, 64),
+    large_preset="albert-nano", large_overrides=dict(hidden_size=128, num_hidden_layers=4, intermediate_size=512),
+    large_batch=(4, 64), warmup=1, steps=2, repeats=2, budget_s=170, compile_s=45, large_s=20,
+    e2e_flags=["--preset", "albert-nano", "--corpus", "austen", "--task", "sop", "--steps", "6", "--batch-size", "4",
+               "--seq-len", "64", "--eval-every", "0", "--eval-batches", "1", "--save-every", "0", "--log-every", "2",
+               "--seed", "0"],
+    e2e_timeout_s=60,
+)
+
+
+# ---------------------------------------------------------------------------------------------- bookkeeping
+def failure(error: BaseException) -> dict:
+    """An exception as a record: its one-line message and the end of its traceback."""
+    return {"error": f"{type(error).__name__}: {error}"[:1500], "traceback": traceback.format_exc()[-4000:]}
+
+
+@contextmanager
+def time_limit(seconds: float):
+    """Raise TimeoutError in the main thread after `seconds`, so one stuck part cannot use up the others' time."""
+    def expire(signum, frame):
+        raise TimeoutError(f"stopped after {seconds:.0f} s (the script's time budget)")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 1.0))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def free_memory() -> None:
+    """Collect garbage and hand cached CUDA blocks back, between parts."""
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+class Report:
+    """Results so far, rewritten to OUT/gpu_step.json and OUT/gpu_step.md after every measurement."""
+
+    def __init__(self, out: Path, plan: Plan, device: torch.device, quick: bool):
+        self.out, self.plan, self.device = out, plan, device
+        self.start = time.perf_counter()
+        self.data = {"script": "benchmarks/gpu_step.py", "started": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+                     "quick": quick, "device": str(device), "budget_s": plan.budget_s, "sections": {}}
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def left(self) -> float:
+        """Seconds of the budget not yet spent."""
+        return self.plan.budget_s - self.elapsed()
+
+    def section(self, name: str, fn, *args, limit_s: float | None = None) -> dict:
+        """Run fn(report, node, *args), which fills node; an exception or the alarm is recorded in node."""
+        node = self.data["sections"].setdefault(name, {})
+        limit = limit_s if limit_s is not None else max(30.0, self.left() + 45)
+        print(f"\n== {name} (at {self.elapsed():.0f} s, {self.left():.0f} s of budget left)", flush=True)
+        start = time.perf_counter()
+        try:
+            with time_limit(limit):
+                fn(self, node, *args)
+        except Exception as error:
+            node.update(failure(error))
+            print(f"   {name} failed: {node['error']}", flush=True)
+        node["section_s"] = round(time.perf_counter() - start, 1)
+        free_memory()
+        self.save()
+        return node
+
+    def save(self) -> None:
+        """Write both files (the JSON first: it holds everything)."""
+        self.data["elapsed_s"] = round(self.elapsed(), 1)
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "gpu_step.json").write_text(json.dumps(self.data, indent=2, default=str) + "\n")
+        (self.out / "gpu_step.md").write_text(markdown(self.data))
+
+
+# ---------------------------------------------------------------------------------------------- models and steps
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def build_pair(config: AlbertConfig, device: torch.device):
+    """Our pretraining model (seed 0) and HF's AlbertForPreTraining with the same weights, both on `device`."""
+    torch.manual_seed(0)
+    ours = AlbertForPreTraining(config)
+    hf = to_hf(ours)
+    return ours.to(device), hf.to(device)
+
+
+def make_batch(config: AlbertConfig, batch: int, seq: int, device: torch.device, padded: bool = False) -> dict:
+    """Random ids, two segments, 15% of the real tokens labelled; with padded, every other row is 3/4 long."""
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, config.vocab_size, (batch, seq), generator=g)
+    types = (torch.arange(seq) >= seq // 2).long().expand(batch, seq).clone()
+    mask = torch.ones(batch, seq, dtype=torch.long)
+    if padded:
+        mask[1::2, 3 * seq // 4:] = 0
+        ids[mask == 0], types[mask == 0] = PAD_ID, 0
+    chosen = (torch.rand(batch, seq, generator=g) < MASKED_FRACTION) & (mask == 1)
+    labels = torch.where(chosen, ids, torch.full_like(ids, IGNORE_INDEX))
+    sop = torch.randint(0, 2, (batch,), generator=g)
+    return {k: v.to(device) for k, v in dict(input_ids=ids, attention_mask=mask, token_type_ids=types,
+                                             labels=labels, sentence_order_label=sop).items()}
+
+
+def forward(model, batch: dict, hf: bool, with_labels: bool = True):
+    """(loss, MLM logits, sentence logits) of either implementation; without labels the logits cover all tokens."""
+    labels = dict(labels=batch["labels"], sentence_order_label=batch["sentence_order_label"]) if with_labels else {}
+    if hf:
+        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                    token_type_ids=batch["token_type_ids"], **labels)
+        return out.loss, out.prediction_logits, out.sop_logits
+    out = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"], **labels)
+    return out.loss, out.mlm_logits, out.sentence_logits
+
+
+def train_step(model, optimizer, batch: dict, hf: bool, bf16: bool, device: torch.device) -> None:
+    """Forward under autocast when bf16, MLM + sentence loss, backward, optimizer step."""
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+        loss = forward(model, batch, hf)[0]
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
+def timed_block(model, optimizer, batch, hf, bf16, device, steps) -> tuple[float, float | None, float | None]:
+    """Seconds per step over `steps` steps, with the peak and resident memory (GiB) on CUDA."""
+    sync(device)
+    resident = None
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+        resident = torch.cuda.memory_allocated(device) / GIB
+    start = time.perf_counter()
+    for _ in range(steps):
+        train_step(model, optimizer, batch, hf, bf16, device)
+    sync(device)
+    seconds = (time.perf_counter() - start) / steps
+    peak = torch.cuda.max_memory_allocated(device) / GIB if device.type == "cuda" else None
+    return seconds, peak, resident
+
+
+# ---------------------------------------------------------------------------------------------- the parts
+def machine(report: Report, node: dict, device: torch.device) -> None:
+    """Versions, devices and the CPU, as every benchmark here labels its numbers."""
+    node.update(python=platform.python_version(), torch=torch.__version__, torch_cuda=torch.version.cuda,
+                device=describe_device(device), cpu=cpu_model(), cpu_count=os.cpu_count(),
+                float32_matmul_precision=torch.get_float32_matmul_precision())
+    try:
+        import transformers
+        node["transformers"] = transformers.__version__
+    except ImportError as error:
+        node["transformers"] = f"missing: {error}"
+    for key, cmd in (("lscpu_model", ["lscpu"]), ("git_commit", ["git", "rev-parse", "HEAD"]),
+                     ("nvidia_smi", ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv"])):
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=20, cwd=REPO)
+            text = done.stdout.strip() or done.stderr.strip()
+            if key == "lscpu_model":
+                text = next((line.split(":", 1)[1].strip() for line in text.splitlines()
+                             if line.startswith("Model name")), text[:200])
+            node[key] = text
+        except (OSError, subprocess.SubprocessError) as error:
+            node[key] = f"unavailable: {error}"
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        node["gpu"] = dict(name=props.name, capability=f"{props.major}.{props.minor}",
+                           memory_gib=round(props.total_memory / GIB, 1), count=torch.cuda.device_count())
+    for key in ("device", "torch", "transformers", "nvidia_smi", "lscpu_model"):
+        print(f"   {key}: {node.get(key)}", flush=True)
+
+
+def differences(a: tuple, b: tuple) -> dict:
+    """Max and mean abs differences of the MLM and sentence logits of two forward results."""
+    mlm, sentence = (a[1].float() - b[1].float()).abs(), (a[2].float() - b[2].float()).abs()
+    return dict(mlm_logits_max_abs=mlm.max().item(), mlm_logits_mean_abs=mlm.mean().item(),
+                sentence_logits_max_abs=sentence.max().item())
+
+
+def parity(report: Report, node: dict, device: torch.device) -> None:
+    """Our model and its to_hf copy on the same padded batch: fp32, then both under bf16 autocast."""
+    plan = report.plan
+    config = AlbertConfig.from_preset(plan.preset, **plan.overrides)
+    ours, hf = build_pair(config, device)
+    ours.eval(), hf.eval()
+    batch = make_batch(config, *plan.parity_batch, device, padded=True)
+    node.update(preset=plan.preset, batch=list(plan.parity_batch), padded_rows="every other row, 3/4 long",
+                hf_attention=getattr(hf.config, "_attn_implementation", None))
+    with torch.no_grad():
+        reference = forward(ours, batch, hf=False, with_labels=False)
+        theirs = forward(hf, batch, hf=True, with_labels=False)
+        node["fp32"] = differences(reference, theirs)
+        node["fp32"]["mlm_logits_max_abs_value"] = reference[1].abs().max().item()
+        loss_ours, loss_hf = forward(ours, batch, hf=False)[0].item(), forward(hf, batch, hf=True)[0].item()
+        node["fp32"].update(loss_ours=loss_ours, loss_hf=loss_hf, loss_abs_diff=abs(loss_ours - loss_hf))
+        print(f"   fp32: MLM logits max |diff| {node['fp32']['mlm_logits_max_abs']:.2e}, sentence logits "
+              f"{node['fp32']['sentence_logits_max_abs']:.2e}, loss {loss_ours:.6f} vs {loss_hf:.6f}", flush=True)
+        report.save()
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            ours16 = forward(ours, batch, hf=False, with_labels=False)
+            hf16 = forward(hf, batch, hf=True, with_labels=False)
+        node["bf16_autocast"] = {"ours_vs_hf": differences(ours16, hf16), "ours_vs_fp32": differences(ours16, reference),
+                                 "hf_vs_fp32": differences(hf16, reference)}
+        b = node["bf16_autocast"]
+        print(f"   bf16: ours vs HF MLM max |diff| {b['ours_vs_hf']['mlm_logits_max_abs']:.2e}; against fp32: ours "
+              f"{b['ours_vs_fp32']['mlm_logits_max_abs']:.2e}, HF {b['hf_vs_fp32']['mlm_logits_max_abs']:.2e}",
+              flush=True)
+
+
+def throughput(report: Report, node: dict, device: torch.device, preset: str, overrides: dict,
+               shape: tuple[int, int], compile_allowed: bool) -> None:
+    """Ours and HF's training step side by side in each mode (see MODES); fills node["modes"] as it goes."""
+    plan = report.plan
+    torch._dynamo.reset()
+    config = AlbertConfig.from_preset(preset, **overrides)
+    ours, hf = build_pair(config, device)
+    ours.train(), hf.train()
+    models = {"ours": ours, "hf": hf}
+    fused = device.type == "cuda"
+    optimizers = {key: torch.optim.AdamW(m.parameters(), lr=1e-4, weight_decay=0.01, fused=fused)
+                  for key, m in models.items()}
+    batch = make_batch(config, *shape, device)
+    tokens = shape[0] * shape[1]
+    node.update(preset=preset, overrides=overrides, batch_size=shape[0], seq_len=shape[1], tokens_per_step=tokens,
+                parameters=sum(p.numel() for p in ours.parameters()), optimizer=f"AdamW (fused={fused})",
+                steps_per_block=plan.steps, blocks=plan.repeats, hf_attention=getattr(hf.config,
+                                                                                      "_attn_implementation", None),
+                modes={})
+    for mode, bf16, compiled in MODES:
+        entry = node["modes"].setdefault(mode, {})
+        if compiled and not compile_allowed:
+            entry["skipped"] = "--skip-compile"
+            continue
+        runners = {}
+        for key, model in models.items():
+            hf_side = key == "hf"
+            if compiled and report.left() < plan.compile_s:
+                entry[key] = {"skipped": f"time budget: {report.left():.0f} s left, a compile may take "
+                                         f"{plan.compile_s:.0f} s"}
+                continue
+            try:
+                runner = torch.compile(model) if compiled else model
+                sync(device)
+                start = time.perf_counter()
+                train_step(runner, optimizers[key], batch, hf_side, bf16, device)  # the compile, when compiled
+                sync(device)
+                first = time.perf_counter() - start
+                start = time.perf_counter()
+                for _ in range(plan.warmup):
+                    train_step(runner, optimizers[key], batch, hf_side, bf16, device)
+                sync(device)
+                entry[key] = {"first_step_s": round(first, 2), "warmup_s": round(time.perf_counter() - start, 2)}
+                if compiled:
+                    entry[key]["compile_s"] = round(first, 1)
+                runners[key] = runner
+            except Exception as error:
+                entry[key] = failure(error)
+                print(f"   {mode} {key}: warm-up failed: {entry[key]['error']}", flush=True)
+                free_memory()
+            report.save()
+        blocks = {key: [] for key in runners}
+        for r in range(plan.repeats):
+            for key in (list(runners) if r % 2 == 0 else list(runners)[::-1]):  # ABBA: drifts hit both sides
+                try:
+                    seconds, peak, resident = timed_block(runners[key], optimizers[key], batch, key == "hf", bf16,
+                                                          device, plan.steps)
+                except Exception as error:
+                    entry[key].update(failure(error))
+                    print(f"   {mode} {key}: timed steps failed: {entry[key]['error']}", flush=True)
+                    blocks.pop(key, None)
+                    free_memory()
+                    continue
+                blocks[key].append(seconds)
+                if peak is not None:
+                    entry[key]["peak_gib"] = round(max(peak, entry[key].get("peak_gib", 0.0)), 2)
+                    entry[key]["resident_gib"] = round(resident, 2)
+                    entry[key]["step_gib"] = round(entry[key]["peak_gib"] - resident, 2)
+            for key in list(runners):
+                if key not in blocks:
+                    runners.pop(key)
+        for key, times in blocks.items():
+            median = statistics.median(times)
+            entry[key].update(ms_per_step=round(1000 * median, 2), tokens_per_s=round(tokens / median),
+                              ms_per_step_blocks=[round(1000 * t, 2) for t in times])
+        if "ours" in blocks and "hf" in blocks:
+            entry["ours_over_hf"] = round(entry["ours"]["tokens_per_s"] / entry["hf"]["tokens_per_s"], 3)
+        line = ", ".join(f"{key} {entry[key]['tokens_per_s']:,} tok/s ({entry[key]['ms_per_step']} ms/step"
+                         + (f", peak {entry[key]['peak_gib']} GiB" if "peak_gib" in entry[key] else "")
+                         + (f", compile {entry[key]['compile_s']} s" if "compile_s" in entry[key] else "") + ")"
+                         for key in blocks)
+        ratio = f"; ours/HF {entry['ours_over_hf']}x" if "ours_over_hf" in entry else ""
+        print(f"   {preset} {mode}: {line or 'nothing measured'}{ratio}", flush=True)
+        report.save()
+
+
+def end_to_end(report: Report, node: dict, device: torch.device, workdir: Path) -> None:
+    """`pretrain --help`, then a short real pretraining run on Austen (bf16 on CUDA) as a subprocess."""
+    plan = report.plan
+    env = dict(os.environ, PYTHONUNBUFFERED="1", ALBERT_MINI_CACHE=str(workdir / "cache"),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    base = [sys.executable, "-m", "albert_mini", "pretrain"]
+    start = time.perf_counter()
+    shown = subprocess.run([*base, "--help"], capture_output=True, text=True, timeout=60, cwd=REPO, env=env)
+    node["help"] = {"rc": shown.returncode, "seconds": round(time.perf_counter() - start, 1),
+                    "flags_present": {f: f in shown.stdout for f in ("--device", "--bf16", "--compile", "--config")}}
+    print(f"   pretrain --help: rc {shown.returncode}, {node['help']['flags_present']}", flush=True)
+    run_dir = workdir / "run"
+    cmd = [*base, *plan.e2e_flags, "--device", device.type, *(["--bf16"] if device.type == "cuda" else []),
+           "--out", str(run_dir)]
+    node["command"] = shlex.join(["python3", *cmd[1:]])
+    timeout = min(plan.e2e_timeout_s, max(30.0, report.left() + 30))
+    node["timeout_s"] = round(timeout)
+    print(f"   {node['command']}", flush=True)
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env)
+        node["rc"], stdout, stderr = done.returncode, done.stdout, done.stderr
+    except subprocess.TimeoutExpired as error:
+        node["rc"], node["timed_out"] = None, True
+        stdout, stderr = (x.decode(errors="replace") if isinstance(x, bytes) else x or ""
+                          for x in (error.stdout, error.stderr))
+    node["wall_s"] = round(time.perf_counter() - start, 1)
+    node["stdout_tail"], node["stderr_tail"] = stdout.splitlines()[-12:], stderr.splitlines()[-12:]
+    metrics = run_dir / "metrics.jsonl"
+    rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()] if metrics.exists() else []
+    train = [row for row in rows if row.get("type") == "train"]
+    evals = [row for row in rows if row.get("type") == "eval"]
+    if train:
+        node["final_train"] = {k: train[-1].get(k) for k in ("step", "loss", "mlm_loss", "sentence_loss",
+                                                              "tokens_per_s", "elapsed_s")}
+        node["first_train_loss"] = train[0].get("loss")
+    if evals:
+        node["final_eval"] = {k: evals[-1].get(k) for k in ("step", "loss", "mlm_loss", "mlm_acc", "sentence_acc")}
+    run_json = run_dir / "run.json"
+    if run_json.exists():
+        node["run_json_device"] = json.loads(run_json.read_text()).get("device")
+    node["finished"] = node["rc"] == 0 and bool(train)
+    final = node.get("final_train", {})
+    print(f"   rc {node['rc']}, {node['wall_s']} s, finished {node['finished']}, last train step {final.get('step')} "
+          f"loss {final.get('loss')}, {final.get('tokens_per_s')} tok/s; eval loss "
+          f"{node.get('final_eval', {}).get('loss')}", flush=True)
+    if node["rc"] != 0:
+        print("   " + "\n   ".join(node["stderr_tail"][-5:]), flush=True)
+
+
+# ---------------------------------------------------------------------------------------------- the readable table
+def fmt(value, spec: str = "") -> str:
+    if value is None:
+        return "-"
+    return format(value, spec) if spec else str(value)
+
+
+def errors_in(node, path: str = ""):
+    """(where, message) for every recorded error, depth first."""
+    if isinstance(node, dict):
+        if "error" in node:
+            yield path or "script", node["error"]
+        for key, value in node.items():
+            if key != "error":
+                yield from errors_in(value, f"{path}/{key}" if path else key)
+
+
+def markdown(data: dict) -> str:
+    """The results as a short report: machine, parity, throughput, the end-to-end run, errors."""
+    s = data["sections"]
+    m = s.get("machine", {})
+    lines = [f"# gpu_step: albert_mini against HF AlbertForPreTraining on {m.get('device', data['device'])}", "",
+             f"Started {data['started']}, {data.get('elapsed_s')} s so far; quick mode: {data['quick']}; "
+             f"time budget {data['budget_s']} s.", "", "## Machine", "", "| | |", "|---|---|"]
+    for key in ("device", "gpu", "nvidia_smi", "torch", "torch_cuda", "transformers", "python", "cpu",
+                "lscpu_model", "cpu_count", "float32_matmul_precision", "git_commit"):
+        if key in m:
+            lines.append(f"| {key} | {str(m[key]).replace(chr(10), '; ')} |")
+    p = s.get("parity", {})
+    if "fp32" in p:
+        lines += ["", f"## Parity ({p.get('preset')}, batch {p.get('batch')}, {p.get('padded_rows')}, eval mode; "
+                      f"HF attention: {p.get('hf_attention')})", "",
+                  "| comparison | MLM logits max abs diff | MLM logits mean abs diff | sentence logits max abs diff |",
+                  "|---|---|---|---|"]
+        rows = [("fp32: ours vs HF", p["fp32"])]
+        rows += [(f"bf16 autocast: {k.replace('_', ' ')}", v) for k, v in p.get("bf16_autocast", {}).items()]
+        for label, d in rows:
+            lines.append(f"| {label} | {fmt(d.get('mlm_logits_max_abs'), '.3e')} | "
+                         f"{fmt(d.get('mlm_logits_mean_abs'), '.3e')} | {fmt(d.get('sentence_logits_max_abs'), '.3e')} |")
+        f = p["fp32"]
+        lines += ["", f"fp32 loss (MLM + SOP): ours {fmt(f.get('loss_ours'), '.6f')}, HF {fmt(f.get('loss_hf'), '.6f')}"
+                      f" (abs diff {fmt(f.get('loss_abs_diff'), '.2e')}); largest |MLM logit| "
+                      f"{fmt(f.get('mlm_logits_max_abs_value'), '.2f')}."]
+    runs = [(name, s[name]) for name in s if name.startswith("throughput") and "modes" in s[name]]
+    if runs:
+        lines += ["", "## Training step (forward, MLM + sentence loss, backward, optimizer step)", "",
+                  "Median of the timed blocks (ours and HF alternate, ABBA). Peak: max_memory_allocated during the "
+                  "model's steps, everything resident included (both models' weights and optimizer states: the "
+                  "resident column); step = peak - resident. First step: the compile, for compiled modes.", "",
+                  "| model | batch | mode | impl | tokens/s | ms/step | ours/HF | peak GiB | step GiB | resident GiB "
+                  "| first step s | warm-up s |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for _, t in runs:
+            for mode, entry in t["modes"].items():
+                if "skipped" in entry:
+                    lines.append(f"| {t['preset']} | {t['batch_size']}x{t['seq_len']} | {mode} | both | skipped: "
+                                 f"{entry['skipped']} | | | | | | | |")
+                    continue
+                for key in ("ours", "hf"):
+                    e = entry.get(key, {})
+                    speed = fmt(e.get("tokens_per_s"), ",") if "tokens_per_s" in e else (
+                        "skipped" if "skipped" in e else "error" if "error" in e else "-")
+                    ratio = fmt(entry.get("ours_over_hf")) if key == "ours" else ""
+                    lines.append(f"| {t['preset']} | {t['batch_size']}x{t['seq_len']} | {mode} | {key} | {speed} | "
+                                 f"{fmt(e.get('ms_per_step'))} | {ratio} | {fmt(e.get('peak_gib'))} | "
+                                 f"{fmt(e.get('step_gib'))} | {fmt(e.get('resident_gib'))} | "
+                                 f"{fmt(e.get('first_step_s'))} | {fmt(e.get('warmup_s'))} |")
+        t = runs[0][1]
+        lines += ["", f"Optimizer {t.get('optimizer')}; {t.get('steps_per_block')} steps per block, "
+                      f"{t.get('blocks')} blocks; HF attention: {t.get('hf_attention')}. Ours computes MLM logits at "
+                      "the masked positions only, HF at every position."]
+    e = s.get("end_to_end", {})
+    if e:
+        final, last_eval = e.get("final_train", {}), e.get("final_eval", {})
+        lines += ["", "## End to end: albert-mini pretrain", "", f"`{e.get('command', '-')}`", "",
+                  f"- `pretrain --help`: rc {e.get('help', {}).get('rc')}, flags {e.get('help', {}).get('flags_present')}",
+                  f"- rc {e.get('rc')}{' (timed out)' if e.get('timed_out') else ''}, wall {e.get('wall_s')} s "
+                  f"(timeout {e.get('timeout_s')} s), finished: {e.get('finished')}, run.json device: "
+                  f"{e.get('run_json_device')}",
+                  f"- train loss {fmt(e.get('first_train_loss'), '.3f')} at the first log, "
+                  f"{fmt(final.get('loss'), '.3f')} at step {final.get('step')} ({fmt(final.get('tokens_per_s'), ',.0f')}"
+                  f" tokens/s); held-out loss {fmt(last_eval.get('loss'), '.3f')}, MLM accuracy "
+                  f"{fmt(last_eval.get('mlm_acc'), '.3f')}"]
+    errors = list(errors_in(s))
+    lines += ["", "## Errors", ""] + ([f"- {where}: {message.splitlines()[0]}" for where, message in errors]
+                                      if errors else ["none"])
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------- main
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True, type=Path, help="folder for gpu_step.json and gpu_step.md")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes and few steps (runs on the CPU too)")
+    parser.add_argument("--skip-compile", action="store_true", help="leave out the torch.compile mode")
+    parser.add_argument("--budget-s", type=float, help="time budget for the optional parts (default 300, quick 170)")
+    args = parser.parse_args()
+    plan = QUICK_PLAN if args.quick else GPU_PLAN
+    if args.budget_s is not None:
+        plan = Plan(**{**plan.__dict__, "budget_s": args.budget_s})
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.type != "cuda":
+        print(f"no CUDA here: running on the CPU ({cpu_model()}, {torch.get_num_threads()} threads)", flush=True)
+    report = Report(args.out, plan, device, args.quick)
+    report.data["skip_compile"] = args.skip_compile
+    report.save()
+    compile_allowed = not args.skip_compile
+    with tempfile.TemporaryDirectory(prefix="gpu_step_") as tmp:
+        report.section("machine", machine, device, limit_s=60)
+        report.section("parity", parity, device, limit_s=120)
+        report.section("throughput", throughput, device, plan.preset, plan.overrides, plan.batch, compile_allowed)
+        report.section("end_to_end", end_to_end, device, Path(tmp), limit_s=plan.e2e_timeout_s + 90)
+        if report.left() >= plan.large_s:
+            report.section("throughput_large", throughput, device, plan.large_preset, plan.large_overrides,
+                           plan.large_batch, compile_allowed)
+        else:
+            report.data["sections"]["throughput_large"] = {
+                "skipped": f"time budget: {report.left():.0f} s left, albert-large needs {plan.large_s:.0f} s"}
+            print(f"\n== throughput_large skipped: {report.left():.0f} s of budget left", flush=True)
+    report.save()
+    errors = list(errors_in(report.data["sections"]))
+    print(f"\ndone in {report.elapsed():.0f} s; {len(errors)} error(s) recorded; wrote {args.out / 'gpu_step.json'} "
+          f"and {args.out / 'gpu_step.md'}", flush=True)
+    for where, message in errors:
+        print(f"   {where}: {message.splitlines()[0]}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
