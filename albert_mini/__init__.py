@@ -1,17 +1,20 @@
 """albert_mini: ALBERT (Lan et al., ICLR 2020) built to be read, run and pretrained on a laptop CPU.
 
-The package is a house of layers, each importing only those below it:
+The package has three wings (albert_mini/README.md), each a house of layers importing only those below it:
 
-    commands/ the `albert-mini` command line (`albert-mini --help`): one module per subcommand, its flags only
-    book/    building the chapters, checking their exercises, reading them in JupyterLab and as HTML
-    research/ the harness behind the recipe search and the classroom model (recipe probes, controls, card)
-    study/   the paper's numbers and claims, measured (smoothness, memory, throughput, probes, experiments)
-    tasks/   fine-tuning: file formats, model inputs, metrics, task kinds and registry, the loop
-    training/ the one pretraining setup and its builders, optimizers, the trainer, checkpoints, DDP
-    text/    corpora, the tokenizer, pretraining instances, masking, batches
-    model/   config, the ALBERT modules, fine-tuning heads, HF interop, parameter counts
-    specials.py, paths.py, settings.py: special ids, where files live, the fast-mode switch
-    errors.py, cli.py, textfile.py: user errors, what every command line shares, reading users' text files
+    the commands: commands/, the `albert-mini` command line, one thin module per subcommand
+    the harness:  harness/, the project's own experiments, research probes and data builders
+    the library, what a learner reads and an engineer builds on:
+      book/      building the chapters, checking their exercises, reading them in JupyterLab and as HTML
+      study/     the paper's numbers and claims, measured (smoothness, memory, throughput, probes, results)
+      tasks/     fine-tuning: file formats, model inputs, metrics, task kinds and registry, the loop
+      training/  the one pretraining setup, the pretraining model, optimizers, the trainer, checkpoints, DDP
+      text/      corpora, the tokenizer, the token cache, pretraining instances, masking, batches
+      model/     config, the ALBERT modules, fine-tuning heads, HF interop, parameter counts
+      specials.py, paths.py, settings.py, devices.py: special ids, where files live, fast mode, devices
+      errors.py, cli.py, textfile.py, safe_files.py: user errors, shared flags, reading and writing files
+
+The library never imports the harness or the commands.
 
 `import albert_mini` imports the modules behind the public names below (never the command line: `albert-mini
 COMMAND` and `python -m albert_mini COMMAND` import a command's module when it runs).

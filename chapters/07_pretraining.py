@@ -270,7 +270,7 @@ from albert_mini.text.batches import (
 )
 from albert_mini.text.corpus import load_corpus
 from albert_mini.text.tokenizer import Tokenizer
-from albert_mini.training.recipe import build_pretraining_model
+from albert_mini.training.pretraining_model import build_pretraining_model
 
 tokenizer = Tokenizer.default()
 train_set = build_pretraining_dataset(

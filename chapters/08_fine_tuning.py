@@ -63,12 +63,12 @@ tokenizer = Tokenizer.default()
 # RACE has four options, so guessing scores 25; no row is for an encoder that was never pretrained. The
 # reference code fine-tunes with AdamW at 1e-5 to 5e-5 for thousands of steps (its recipes are
 # in [appendix part B](10_appendix.ipynb#part-b-fine-tuning-machinery-in-detail)). This book uses the
-# pretraining `Trainer` with a task objective (`albert_mini.tasks.finetune`), sized for albert-mini:
+# pretraining `Trainer` with a task objective (`albert_mini.tasks.finetuning`), sized for albert-mini:
 
 # %% tags=["nbval-check-output"]
 from albert_mini.harness.experiments.budget import FULL, SEEDS
 from albert_mini.harness.experiments.finetune import finetune_settings
-from albert_mini.tasks.finetune import FinetuneSettings
+from albert_mini.tasks.finetuning import FinetuneSettings
 from albert_mini.tasks.registry import TASKS
 
 defaults = FinetuneSettings(steps=1, batch_size=1)
@@ -182,7 +182,7 @@ for name, model in heads.items():
 # pretrained and a random model differ in their encoder and nowhere else:
 
 # %% tags=["nbval-check-output"]
-from albert_mini.tasks.finetune import build_task_model
+from albert_mini.tasks.finetuning import build_task_model
 
 for kind in ("classification", "multiple_choice", "span"):
     from_pretraining = build_task_model(kind, PRETRAINED_MODEL, seed=0)
@@ -305,7 +305,7 @@ import time
 from albert_mini.harness.experiments.finetune import answers, correctness
 from albert_mini.harness.experiments.measure import constant_head
 from albert_mini.study.stats import compare_paired
-from albert_mini.tasks.finetune import run_task
+from albert_mini.tasks.finetuning import run_task
 
 live_settings = pick(
     fast=FinetuneSettings(
@@ -378,7 +378,7 @@ if live_models:
 # the source before any run, three positive and three negative, in the corpus's lower-cased style:
 
 # %% tags=["nbval-ignore-output"]
-from albert_mini.tasks.finetune import in_order, predict_logits
+from albert_mini.tasks.finetuning import in_order, predict_logits
 
 written = [
     (1, "a moving , beautifully acted story ."),

@@ -442,6 +442,10 @@ plt.show()
 # format of a downloaded checkpoint. `from_hf` reads the directory, translates the config, copies every tensor
 # (their names already agree, see `albert_mini/model/albert.py`), and re-ties the decoder to the word embeddings. The
 # two models must then produce the same logits.
+#
+# > **Differs from Hugging Face.** HF's pretraining output calls the logits `prediction_logits` and
+# > `sop_logits`; ours are `mlm_logits` and `sentence_logits`, since our two-way head also trains NSP or
+# > nothing (chapter 5). The cell compares them name against name.
 
 # %%
 import tempfile

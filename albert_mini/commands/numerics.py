@@ -2,7 +2,7 @@
 
 Without --write it prints the values a few seeded steps of every kind of cached run give now; with --write it
 records them in tests/study/numerics_guard.json, after a change that alters what a kind computes and a bump of that
-kind's NUMERICS_VERSION (study/experiments/runs.py).
+kind's NUMERICS_VERSION (harness/experiments/runs.py).
 """
 
 from __future__ import annotations

@@ -316,6 +316,11 @@ class PreTrainingOutput:
     albert_mini.training.objectives). With `labels` given, `mlm_logits` holds only the masked positions, (N, V)
     in row-major order of the batch, as the original gathers them; without labels it covers every position,
     (B, T, V).
+
+    Differs from HF: `AlbertForPreTrainingOutput` calls these `prediction_logits` and `sop_logits`. We say
+    `mlm_logits` because the HF name hides which task the logits are for, and `sentence_logits` because the same
+    two-way head serves SOP, NSP (BERT's task, for the Table 5 comparison) or nothing (MLM only). The tensors are
+    the same: tests/model/test_hf_parity.py compares them name against name.
     """
 
     loss: torch.Tensor | None

@@ -4,11 +4,11 @@ The loop is `albert_mini.training.trainer.Trainer` (accumulation, clipping, sche
 resume) with `TaskObjective` in place of the pretraining objective. A model starts from a pretrained albert_mini
 checkpoint, from Hugging Face weights, or from random initialisation (the control every result is compared to).
 What depends on the head comes from the task's kind (albert_mini.tasks.kinds); tasks come from
-albert_mini.tasks.registry. The command line is albert_mini.tasks.finetune, which also re-exports these names.
+albert_mini.tasks.registry. The command line is `albert-mini finetune` (albert_mini/commands/finetune.py).
 
-`import albert_mini` imports this module, so the registry and the tokenizer are imported inside `run_task`, the one
-function that uses them: each is or imports a `python -m` command (albert_mini.text.tokenizer, and through the
-registry tasks.austen_tasks and tasks.polarity), and runpy warns when a command's module is already imported.
+The registry and the tokenizer are imported inside `run_task`, the one function that uses them. The registry's
+shipped tasks are read by tasks.austen_tasks and tasks.polarity, which only read files; the code that builds or
+downloads those files is the harness's (albert_mini/harness/data/), which the library never imports.
 """
 
 from __future__ import annotations
@@ -319,7 +319,7 @@ def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None,
     there is one); the head is drawn on the CPU first, so its start is the same on every device. The result and
     out_dir's run.json, when there is one, name the device used.
     """
-    from ..text.tokenizer import Tokenizer  # commands: see the module's docstring
+    from ..text.tokenizer import Tokenizer  # see the module's docstring
     from .registry import get_task
 
     device = resolve_device(settings.device if device is None else device)  # a device that is not here: at once

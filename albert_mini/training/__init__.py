@@ -1,1 +1,1 @@
-"""Training: optimizers, the trainer and its objective, checkpoints, DDP, the pretraining recipe and its runs."""
+"""Training: optimizers, the trainer and its objective, checkpoints, DDP, the pretraining setup, model and runs."""

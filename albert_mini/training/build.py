@@ -13,7 +13,7 @@ from ..text.batch_source import BatchSource, PhasedBatches
 from ..text.batches import PretrainingBatches, build_pretraining_dataset
 from .objectives import PretrainingObjective
 from .optim import WarmupPolyDecay, build_optimizer
-from .recipe import build_pretraining_model
+from .pretraining_model import build_pretraining_model
 from .setup import Phase, PretrainingSetup
 from .trainer import TrainConfig, Trainer
 

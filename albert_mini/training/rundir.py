@@ -199,7 +199,7 @@ def check_run_dir(out: str | Path, flag: str = "--out") -> Contents:
         raise RunDirError(
             f"{flag} {out} holds an exported model ({MODEL_FILE}, {MANIFEST_FILE}, {CONFIG_FILE}); a run never "
             f"writes into one, since its config and metrics would replace the model's. Choose a new {flag}; to "
-            f"fine-tune from this model pass it to `python -m albert_mini.tasks.finetune --init {out}`"
+            f"fine-tune from this model pass it to `albert-mini finetune --task TASK --init {out}`"
         )
     contents = inspect(out, RUN, flag)
     if contents.foreign:

@@ -24,7 +24,7 @@ from ..errors import UsageError
 from ..model.config import PRESETS, AlbertConfig, ConfigError
 from ..text.instances import SENTENCE_TASKS
 from .optim import OPTIMIZERS
-from .recipe import OUTPUT_BIASES, POSITION_INITS
+from .pretraining_model import OUTPUT_BIASES, POSITION_INITS
 
 NAMED_CORPORA = ("austen", "synthetic")
 SPLIT_BY = {"file": "file", "blank-line": "blank_line"}  # --split-by value -> load_text_files mode

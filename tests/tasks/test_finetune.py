@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from albert_mini import AlbertConfig, AlbertForPreTraining, TrainConfig
-from albert_mini.tasks.finetune import TaskBatches, TaskObjective, build_task_model, in_order, predict_logits
+from albert_mini.tasks.finetuning import TaskBatches, TaskObjective, build_task_model, in_order, predict_logits
 from albert_mini.tasks.kinds import accuracy
 from albert_mini.training.checkpoint import CheckpointError, export_pretrained, load_pretrained, save_checkpoint
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
@@ -153,7 +153,7 @@ FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures" / "tasks"
 
 @pytest.mark.parametrize("task", ["austen-mc", "austen-span"])
 def test_built_in_tasks_run_end_to_end(task):
-    from albert_mini.tasks.finetune import FinetuneSettings, evaluate_task, run_task
+    from albert_mini.tasks.finetuning import FinetuneSettings, evaluate_task, run_task
     from albert_mini.tasks.registry import get_task
     from albert_mini.text.tokenizer import Tokenizer
 
@@ -194,7 +194,7 @@ def test_cli_refuses_ambiguous_task_choice():
 
 def test_span_predictions_over_batches_of_different_lengths():
     """Evaluation batches are padded to their own longest window; the logits still line up row by row."""
-    from albert_mini.tasks.finetune import evaluate_task
+    from albert_mini.tasks.finetuning import evaluate_task
     from albert_mini.tasks.registry import get_task
     from albert_mini.text.tokenizer import Tokenizer
 

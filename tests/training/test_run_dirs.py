@@ -88,7 +88,7 @@ def test_an_exported_model_is_never_pretrained_into(tmp_path, capsys):
     for extra in ([], ["--overwrite"]):
         error = cli_error(pretrain, FLAGS + ["--steps", "1", "--out", str(exported), *extra], capsys)
         assert f"--out {exported} holds an exported model" in error
-        assert f"python -m albert_mini.tasks.finetune --init {exported}" in error
+        assert f"albert-mini finetune --task TASK --init {exported}" in error
     assert snapshot(exported) == before
     load_pretrained(exported)  # still loads
 

@@ -151,7 +151,7 @@ def test_schedule_model_and_loss_of_pretraining_are_built_in_one_place():
     assert calls_of("PhasedBatches") == {"training/build.py"}
     assert calls_of("curriculum") == {"training/setup.py", "harness/experiments/budget.py"}
     assert calls_of("build_pretraining_model") == {"training/build.py"} | {
-        "study/experiments/estimate.py"}  # the estimate times one step of an untrained model
+        "harness/experiments/estimate.py"}  # the estimate times one step of an untrained model
     assert calls_of("pretraining_objective") <= {"training/objectives.py", "harness/research/model_card.py"}
-    assert calls_of("init_sinusoidal_positions") == {"training/recipe.py"}
+    assert calls_of("init_sinusoidal_positions") == {"training/pretraining_model.py"}
 

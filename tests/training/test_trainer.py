@@ -292,10 +292,10 @@ def test_every_cli_flag_is_explained():
     assert "x world size x --accumulate" in parser.format_help()
 
 
-# ---------------------------------------------------------------------- the pretraining-model recipe
-def test_recipe_starts_the_output_bias_at_the_unigram_prior_and_freezes_unused_heads():
+# ---------------------------------------------------------------------- the pretraining model
+def test_the_pretraining_model_starts_the_output_bias_at_the_unigram_prior_and_freezes_unused_heads():
     from albert_mini.text.batches import unigram_log_prior
-    from albert_mini.training.recipe import build_pretraining_model
+    from albert_mini.training.pretraining_model import build_pretraining_model
 
     documents = [[[5, 6, 6], [7]], [[6, 8]]]
     model = build_pretraining_model(CONFIG, "sop", documents, seed=3)

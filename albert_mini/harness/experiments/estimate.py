@@ -14,7 +14,7 @@ from ...model.config import AlbertConfig
 from ...study.throughput import flops_per_token
 from ...tasks.registry import get_task
 from ...text.synthetic import SyntheticBatches
-from ...training.recipe import build_pretraining_model
+from ...training.pretraining_model import build_pretraining_model
 from ...training.trainer import TrainConfig, train
 from .budget import FAST, Budget, mini
 from .measure import Pretraining

@@ -38,7 +38,7 @@ from ...text.padding import pad_batch
 from ...text.tokenizer import Tokenizer
 from ...training import build
 from ...training.checkpoint import checkpoint_dir, load_checkpoint, weights_bytes
-from ...training.recipe import train_sentence_head
+from ...training.pretraining_model import train_sentence_head
 from ...training.rundir import METRICS_FILE, read_metrics
 from ...training.setup import Phase, PretrainingSetup, in_process
 from ...training.trainer import Trainer

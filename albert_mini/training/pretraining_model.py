@@ -1,4 +1,4 @@
-"""The pretraining-model recipe, in one place for the CLI, the experiments and the chapters.
+"""The pretraining model, built in one place for the CLI, the experiments and the chapters.
 
 Two choices beyond the paper's architecture, both on by default:
 - the MLM output bias starts at the log unigram frequencies of the training text, which skips the hundreds of
