@@ -16,6 +16,7 @@ The engineer's path, item 6, as one prepared script for a lent GPU, run once:
 Every measurement is tried on its own: an error is recorded (JSON: with its traceback) and the rest goes on.
 Results are rewritten after each measurement to OUT/gpu_step.json and OUT/gpu_step.md. Optional parts (HF's
 compile, albert-large) start only while the time budget (--budget-s) allows; a stuck part is stopped by an alarm.
+Without CUDA it runs on the CPU with the --quick sizes and says so.
 
     PYTHONPATH=. python3 benchmarks/gpu_step.py --out $OUT                  # GPU: about 3-4 minutes on an H100
     .venv/bin/python benchmarks/gpu_step.py --quick --out /tmp/gpu_quick    # tiny sizes; runs on the CPU too
@@ -24,6 +25,7 @@ compile, albert-large) start only while the time budget (--budget-s) allows; a s
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import os
@@ -42,10 +44,33 @@ from pathlib import Path
 
 import torch
 
-from albert_mini import AlbertConfig, AlbertForPreTraining
-from albert_mini.devices import cpu_model, describe_device
-from albert_mini.model.hf import to_hf
-from albert_mini.specials import IGNORE_INDEX, PAD_ID
+# albert_mini's run lock imports filelock.lock_descriptor (filelock 3.30+). On an older filelock, as a GPU image may
+# carry, this stand-in (an flock, what filelock does on Linux) lets the package import and the pretrain run go on.
+LOCK_SHIM = """
+import fcntl, filelock
+if not hasattr(filelock, "lock_descriptor"):
+    def lock_descriptor(fd, *, blocking=True, poll_interval=0.05):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            return False
+        return True
+    filelock.lock_descriptor = lock_descriptor
+"""
+try:
+    import filelock
+    NEEDS_LOCK_SHIM = not hasattr(filelock, "lock_descriptor")
+except ImportError:
+    NEEDS_LOCK_SHIM = False
+if NEEDS_LOCK_SHIM:
+    exec(LOCK_SHIM)
+try:  # a package that does not import is recorded; the machine record is written all the same
+    from albert_mini import AlbertConfig, AlbertForPreTraining
+    from albert_mini.model.hf import to_hf
+    from albert_mini.specials import IGNORE_INDEX, PAD_ID
+    IMPORT_ERROR = None
+except Exception as import_error:
+    IMPORT_ERROR = f"{type(import_error).__name__}: {import_error}"
 
 REPO = Path(__file__).resolve().parent.parent
 MASKED_FRACTION = 0.15
@@ -77,7 +102,7 @@ class Plan:
 GPU_PLAN = Plan(
     preset="albert-base", overrides={}, batch=(32, 512), parity_batch=(8, 512),
     large_preset="albert-large", large_overrides={}, large_batch=(16, 512),
-    warmup=3, steps=10, repeats=3, budget_s=300, compile_s=90, large_s=60,
+    warmup=2, steps=8, repeats=3, budget_s=300, compile_s=90, large_s=60,
     e2e_flags=["--preset", "albert-base", "--corpus", "austen", "--task", "sop", "--steps", "60", "--minutes", "1",
                "--batch-size", "32", "--seq-len", "128", "--eval-every", "0", "--eval-batches", "4",
                "--save-every", "0", "--log-every", "10", "--seed", "0"],
@@ -213,6 +238,12 @@ def train_step(model, optimizer, batch: dict, hf: bool, bf16: bool, device: torc
     optimizer.zero_grad(set_to_none=True)
 
 
+def dynamo_counts() -> dict:
+    """Graph breaks and compiled graphs so far (torch._dynamo's counters; subtract two readings for one compile)."""
+    counters = torch._dynamo.utils.counters
+    return {"graph_breaks": sum(counters["graph_break"].values()), "graphs": counters["stats"]["unique_graphs"]}
+
+
 def timed_block(model, optimizer, batch, hf, bf16, device, steps) -> tuple[float, float | None, float | None]:
     """Seconds per step over `steps` steps, with the peak and resident memory (GiB) on CUDA."""
     sync(device)
@@ -230,11 +261,27 @@ def timed_block(model, optimizer, batch, hf, bf16, device, steps) -> tuple[float
 
 
 # ---------------------------------------------------------------------------------------------- the parts
+def cpu_name() -> str:
+    """The CPU's model name from /proc/cpuinfo (albert_mini.devices.cpu_model, without importing the package)."""
+    try:
+        return next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                    if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def device_name(device: torch.device) -> str:
+    """The device as run records name it, e.g. "cuda: NVIDIA H100 80GB HBM3" (albert_mini.devices' form)."""
+    return f"cuda: {torch.cuda.get_device_name(device)}" if device.type == "cuda" else f"cpu: {cpu_name()}"
+
+
 def machine(report: Report, node: dict, device: torch.device) -> None:
     """Versions, devices and the CPU, as every benchmark here labels its numbers."""
     node.update(python=platform.python_version(), torch=torch.__version__, torch_cuda=torch.version.cuda,
-                device=describe_device(device), cpu=cpu_model(), cpu_count=os.cpu_count(),
-                float32_matmul_precision=torch.get_float32_matmul_precision())
+                device=device_name(device), cpu=cpu_name(), cpu_count=os.cpu_count(),
+                float32_matmul_precision=torch.get_float32_matmul_precision(),
+                filelock=getattr(sys.modules.get("filelock"), "__version__", None),
+                filelock_shim=NEEDS_LOCK_SHIM, albert_mini_import=IMPORT_ERROR or "ok")
     try:
         import transformers
         node["transformers"] = transformers.__version__
@@ -255,7 +302,7 @@ def machine(report: Report, node: dict, device: torch.device) -> None:
         props = torch.cuda.get_device_properties(device)
         node["gpu"] = dict(name=props.name, capability=f"{props.major}.{props.minor}",
                            memory_gib=round(props.total_memory / GIB, 1), count=torch.cuda.device_count())
-    for key in ("device", "torch", "transformers", "nvidia_smi", "lscpu_model"):
+    for key in ("device", "gpu", "torch", "transformers", "nvidia_smi", "lscpu_model", "filelock_shim"):
         print(f"   {key}: {node.get(key)}", flush=True)
 
 
@@ -271,7 +318,8 @@ def parity(report: Report, node: dict, device: torch.device) -> None:
     plan = report.plan
     config = AlbertConfig.from_preset(plan.preset, **plan.overrides)
     ours, hf = build_pair(config, device)
-    ours.eval(), hf.eval()
+    ours.eval()
+    hf.eval()
     batch = make_batch(config, *plan.parity_batch, device, padded=True)
     node.update(preset=plan.preset, batch=list(plan.parity_batch), padded_rows="every other row, 3/4 long",
                 hf_attention=getattr(hf.config, "_attn_implementation", None))
@@ -288,7 +336,8 @@ def parity(report: Report, node: dict, device: torch.device) -> None:
         with torch.autocast(device.type, dtype=torch.bfloat16):
             ours16 = forward(ours, batch, hf=False, with_labels=False)
             hf16 = forward(hf, batch, hf=True, with_labels=False)
-        node["bf16_autocast"] = {"ours_vs_hf": differences(ours16, hf16), "ours_vs_fp32": differences(ours16, reference),
+        node["bf16_autocast"] = {"ours_vs_hf": differences(ours16, hf16),
+                                 "ours_vs_fp32": differences(ours16, reference),
                                  "hf_vs_fp32": differences(hf16, reference)}
         b = node["bf16_autocast"]
         print(f"   bf16: ours vs HF MLM max |diff| {b['ours_vs_hf']['mlm_logits_max_abs']:.2e}; against fp32: ours "
@@ -297,13 +346,14 @@ def parity(report: Report, node: dict, device: torch.device) -> None:
 
 
 def throughput(report: Report, node: dict, device: torch.device, preset: str, overrides: dict,
-               shape: tuple[int, int], compile_allowed: bool) -> None:
+               shape: tuple[int, int], no_compile: str | None) -> None:
     """Ours and HF's training step side by side in each mode (see MODES); fills node["modes"] as it goes."""
     plan = report.plan
     torch._dynamo.reset()
     config = AlbertConfig.from_preset(preset, **overrides)
     ours, hf = build_pair(config, device)
-    ours.train(), hf.train()
+    ours.train()
+    hf.train()
     models = {"ours": ours, "hf": hf}
     fused = device.type == "cuda"
     optimizers = {key: torch.optim.AdamW(m.parameters(), lr=1e-4, weight_decay=0.01, fused=fused)
@@ -317,8 +367,8 @@ def throughput(report: Report, node: dict, device: torch.device, preset: str, ov
                 modes={})
     for mode, bf16, compiled in MODES:
         entry = node["modes"].setdefault(mode, {})
-        if compiled and not compile_allowed:
-            entry["skipped"] = "--skip-compile"
+        if compiled and no_compile:
+            entry["skipped"] = no_compile
             continue
         runners = {}
         for key, model in models.items():
@@ -328,6 +378,7 @@ def throughput(report: Report, node: dict, device: torch.device, preset: str, ov
                                          f"{plan.compile_s:.0f} s"}
                 continue
             try:
+                breaks = dynamo_counts()
                 runner = torch.compile(model) if compiled else model
                 sync(device)
                 start = time.perf_counter()
@@ -341,6 +392,7 @@ def throughput(report: Report, node: dict, device: torch.device, preset: str, ov
                 entry[key] = {"first_step_s": round(first, 2), "warmup_s": round(time.perf_counter() - start, 2)}
                 if compiled:
                     entry[key]["compile_s"] = round(first, 1)
+                    entry[key].update({k: after - breaks[k] for k, after in dynamo_counts().items()})
                 runners[key] = runner
             except Exception as error:
                 entry[key] = failure(error)
@@ -387,7 +439,11 @@ def end_to_end(report: Report, node: dict, device: torch.device, workdir: Path) 
     plan = report.plan
     env = dict(os.environ, PYTHONUNBUFFERED="1", ALBERT_MINI_CACHE=str(workdir / "cache"),
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    base = [sys.executable, "-m", "albert_mini", "pretrain"]
+    if NEEDS_LOCK_SHIM:  # the stand-in lock first, then the command as `python -m albert_mini` runs it
+        launcher = LOCK_SHIM + "import runpy\nrunpy.run_module('albert_mini', run_name='__main__', alter_sys=True)"
+        base = [sys.executable, "-c", launcher, "pretrain"]
+    else:
+        base = [sys.executable, "-m", "albert_mini", "pretrain"]
     start = time.perf_counter()
     shown = subprocess.run([*base, "--help"], capture_output=True, text=True, timeout=60, cwd=REPO, env=env)
     node["help"] = {"rc": shown.returncode, "seconds": round(time.perf_counter() - start, 1),
@@ -396,7 +452,10 @@ def end_to_end(report: Report, node: dict, device: torch.device, workdir: Path) 
     run_dir = workdir / "run"
     cmd = [*base, *plan.e2e_flags, "--device", device.type, *(["--bf16"] if device.type == "cuda" else []),
            "--out", str(run_dir)]
-    node["command"] = shlex.join(["python3", *cmd[1:]])
+    node["command"] = shlex.join(["python3", "-m", "albert_mini", *cmd[len(base) - 1:]])
+    if NEEDS_LOCK_SHIM:
+        node["launcher"] = "python3 -c: the filelock stand-in (LOCK_SHIM), then runpy of albert_mini"
+        node["command"] += "  # launched with the filelock stand-in"
     timeout = min(plan.e2e_timeout_s, max(30.0, report.left() + 30))
     node["timeout_s"] = round(timeout)
     print(f"   {node['command']}", flush=True)
@@ -457,7 +516,8 @@ def markdown(data: dict) -> str:
              f"Started {data['started']}, {data.get('elapsed_s')} s so far; quick mode: {data['quick']}; "
              f"time budget {data['budget_s']} s.", "", "## Machine", "", "| | |", "|---|---|"]
     for key in ("device", "gpu", "nvidia_smi", "torch", "torch_cuda", "transformers", "python", "cpu",
-                "lscpu_model", "cpu_count", "float32_matmul_precision", "git_commit"):
+                "lscpu_model", "cpu_count", "float32_matmul_precision", "filelock", "filelock_shim",
+                "albert_mini_import", "git_commit"):
         if key in m:
             lines.append(f"| {key} | {str(m[key]).replace(chr(10), '; ')} |")
     p = s.get("parity", {})
@@ -470,7 +530,8 @@ def markdown(data: dict) -> str:
         rows += [(f"bf16 autocast: {k.replace('_', ' ')}", v) for k, v in p.get("bf16_autocast", {}).items()]
         for label, d in rows:
             lines.append(f"| {label} | {fmt(d.get('mlm_logits_max_abs'), '.3e')} | "
-                         f"{fmt(d.get('mlm_logits_mean_abs'), '.3e')} | {fmt(d.get('sentence_logits_max_abs'), '.3e')} |")
+                         f"{fmt(d.get('mlm_logits_mean_abs'), '.3e')} | "
+                         f"{fmt(d.get('sentence_logits_max_abs'), '.3e')} |")
         f = p["fp32"]
         lines += ["", f"fp32 loss (MLM + SOP): ours {fmt(f.get('loss_ours'), '.6f')}, HF {fmt(f.get('loss_hf'), '.6f')}"
                       f" (abs diff {fmt(f.get('loss_abs_diff'), '.2e')}); largest |MLM logit| "
@@ -484,9 +545,11 @@ def markdown(data: dict) -> str:
                   "| model | batch | mode | impl | tokens/s | ms/step | ours/HF | peak GiB | step GiB | resident GiB "
                   "| first step s | warm-up s |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for _, t in runs:
+            label = t["preset"] + (f" ({', '.join(f'{k}={v}' for k, v in t['overrides'].items())})"
+                                   if t.get("overrides") else "")
             for mode, entry in t["modes"].items():
                 if "skipped" in entry:
-                    lines.append(f"| {t['preset']} | {t['batch_size']}x{t['seq_len']} | {mode} | both | skipped: "
+                    lines.append(f"| {label} | {t['batch_size']}x{t['seq_len']} | {mode} | both | skipped: "
                                  f"{entry['skipped']} | | | | | | | |")
                     continue
                 for key in ("ours", "hf"):
@@ -494,7 +557,7 @@ def markdown(data: dict) -> str:
                     speed = fmt(e.get("tokens_per_s"), ",") if "tokens_per_s" in e else (
                         "skipped" if "skipped" in e else "error" if "error" in e else "-")
                     ratio = fmt(entry.get("ours_over_hf")) if key == "ours" else ""
-                    lines.append(f"| {t['preset']} | {t['batch_size']}x{t['seq_len']} | {mode} | {key} | {speed} | "
+                    lines.append(f"| {label} | {t['batch_size']}x{t['seq_len']} | {mode} | {key} | {speed} | "
                                  f"{fmt(e.get('ms_per_step'))} | {ratio} | {fmt(e.get('peak_gib'))} | "
                                  f"{fmt(e.get('step_gib'))} | {fmt(e.get('resident_gib'))} | "
                                  f"{fmt(e.get('first_step_s'))} | {fmt(e.get('warmup_s'))} |")
@@ -502,18 +565,20 @@ def markdown(data: dict) -> str:
         lines += ["", f"Optimizer {t.get('optimizer')}; {t.get('steps_per_block')} steps per block, "
                       f"{t.get('blocks')} blocks; HF attention: {t.get('hf_attention')}. Ours computes MLM logits at "
                       "the masked positions only, HF at every position."]
+    skipped = [f"- {name} skipped: {node['skipped']}" for name, node in s.items() if "skipped" in node]
+    lines += ["", *skipped] if skipped else []
     e = s.get("end_to_end", {})
     if e:
-        final, last_eval = e.get("final_train", {}), e.get("final_eval", {})
+        final, last_eval, shown = e.get("final_train", {}), e.get("final_eval", {}), e.get("help", {})
         lines += ["", "## End to end: albert-mini pretrain", "", f"`{e.get('command', '-')}`", "",
-                  f"- `pretrain --help`: rc {e.get('help', {}).get('rc')}, flags {e.get('help', {}).get('flags_present')}",
+                  f"- `pretrain --help`: rc {shown.get('rc')}, flags {shown.get('flags_present')}",
                   f"- rc {e.get('rc')}{' (timed out)' if e.get('timed_out') else ''}, wall {e.get('wall_s')} s "
                   f"(timeout {e.get('timeout_s')} s), finished: {e.get('finished')}, run.json device: "
                   f"{e.get('run_json_device')}",
                   f"- train loss {fmt(e.get('first_train_loss'), '.3f')} at the first log, "
-                  f"{fmt(final.get('loss'), '.3f')} at step {final.get('step')} ({fmt(final.get('tokens_per_s'), ',.0f')}"
-                  f" tokens/s); held-out loss {fmt(last_eval.get('loss'), '.3f')}, MLM accuracy "
-                  f"{fmt(last_eval.get('mlm_acc'), '.3f')}"]
+                  f"{fmt(final.get('loss'), '.3f')} at step {final.get('step')} "
+                  f"({fmt(final.get('tokens_per_s'), ',.0f')} tokens/s); held-out loss "
+                  f"{fmt(last_eval.get('loss'), '.3f')}, MLM accuracy {fmt(last_eval.get('mlm_acc'), '.3f')}"]
     errors = list(errors_in(s))
     lines += ["", "## Errors", ""] + ([f"- {where}: {message.splitlines()[0]}" for where, message in errors]
                                       if errors else ["none"])
@@ -528,24 +593,34 @@ def main() -> None:
     parser.add_argument("--skip-compile", action="store_true", help="leave out the torch.compile mode")
     parser.add_argument("--budget-s", type=float, help="time budget for the optional parts (default 300, quick 170)")
     args = parser.parse_args()
-    plan = QUICK_PLAN if args.quick else GPU_PLAN
-    if args.budget_s is not None:
-        plan = Plan(**{**plan.__dict__, "budget_s": args.budget_s})
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    quick = args.quick or device.type != "cuda"
     if device.type != "cuda":
-        print(f"no CUDA here: running on the CPU ({cpu_model()}, {torch.get_num_threads()} threads)", flush=True)
-    report = Report(args.out, plan, device, args.quick)
-    report.data["skip_compile"] = args.skip_compile
+        print(f"no CUDA here: running on the CPU ({cpu_name()}, {torch.get_num_threads()} threads) with the --quick "
+              "sizes", flush=True)
+    plan = QUICK_PLAN if quick else GPU_PLAN
+    if args.budget_s is not None:
+        plan = dataclasses.replace(plan, budget_s=args.budget_s)
+    report = Report(args.out, plan, device, quick)
+    report.data.update(skip_compile=args.skip_compile, plan=dataclasses.asdict(plan))
     report.save()
-    compile_allowed = not args.skip_compile
+    no_compile = "--skip-compile" if args.skip_compile else None
     with tempfile.TemporaryDirectory(prefix="gpu_step_") as tmp:
         report.section("machine", machine, device, limit_s=60)
+        if IMPORT_ERROR:
+            report.data["sections"]["import"] = {"error": f"albert_mini does not import: {IMPORT_ERROR}"}
+            print(f"albert_mini does not import ({IMPORT_ERROR}); nothing else can run", flush=True)
+            report.save()
+            sys.exit(1)
         report.section("parity", parity, device, limit_s=120)
-        report.section("throughput", throughput, device, plan.preset, plan.overrides, plan.batch, compile_allowed)
-        report.section("end_to_end", end_to_end, device, Path(tmp), limit_s=plan.e2e_timeout_s + 90)
+        report.section("throughput", throughput, device, plan.preset, plan.overrides, plan.batch, no_compile)
+        report.section("end_to_end", end_to_end, device, Path(tmp), limit_s=plan.e2e_timeout_s + 60)
         if report.left() >= plan.large_s:
+            need = plan.large_s + 2 * plan.compile_s  # compile albert-large only when both sides fit
+            too_little = f"time budget: {report.left():.0f} s left, compiling both sides needs {need:.0f} s"
+            large_no_compile = no_compile or (too_little if report.left() < need else None)
             report.section("throughput_large", throughput, device, plan.large_preset, plan.large_overrides,
-                           plan.large_batch, compile_allowed)
+                           plan.large_batch, large_no_compile)
         else:
             report.data["sections"]["throughput_large"] = {
                 "skipped": f"time budget: {report.left():.0f} s left, albert-large needs {plan.large_s:.0f} s"}
