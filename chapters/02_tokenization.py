@@ -42,7 +42,7 @@
 # data (one string per line of text) with the Project Gutenberg header and licence already removed. The novels are
 # in the public domain; the R package is under the MIT licence. `albert-mini corpus` fetches the
 # package with `apt-get download` (or takes a copied `.deb`), reads the R data with a small standard-library
-# reader (`albert_mini/text/rdata.py`), and writes `data/austen/`. The build is deterministic: it reproduces the
+# reader (`albert_mini/harness/data/rdata.py`), and writes `data/austen/`. The build is deterministic: it reproduces the
 # committed files byte for byte, and a sha256 manifest (`data/austen/SHA256SUMS`) is checked every time a split
 # is read. Nothing is downloaded when you run this chapter.
 #
@@ -76,8 +76,11 @@ for split, counts in stats["splits"].items():
 import textwrap
 from collections import Counter
 
-from albert_mini.text.build_corpus import split_of  # the rule the corpus was built with
-from albert_mini.text.corpus import SPLITS, load_corpus
+from albert_mini.text.corpus import (
+    SPLITS,
+    load_corpus,
+    split_of,  # the rule the corpus was built with
+)
 
 corpus = {split: load_corpus("austen", split) for split in SPLITS}
 for split, documents in corpus.items():
@@ -453,8 +456,8 @@ print(f"their occurrences in the Austen corpus: {counts:,} of {total:,} tokens")
 #
 # - The paper, Section 4.1 (SentencePiece vocabulary of 30,000, as in XLNet); Kudo and Richardson (2018) for
 #   SentencePiece and Kudo (2018) for the unigram model.
-# - Code: `albert_mini/text/corpus.py`, `albert_mini/text/build_corpus.py`, `albert_mini/text/tokenizer.py`;
-#   `data/README.md` for the corpus's provenance, normalisation and counts.
+# - Code: `albert_mini/text/corpus.py`, `albert_mini/text/tokenizer.py`; the corpus's builder
+#   `albert_mini/harness/data/build_austen_corpus.py`; `data/README.md` for its provenance, normalisation and counts.
 # - Chapter 10 (appendix), part A: training a SentencePiece model, vocabulary size against pieces per word, and
 #   the comparison with Hugging Face's `AlbertTokenizer`.
 # - Next: Chapter 3 (`03_factorized_embeddings`), where these ids meet ALBERT's first idea, the factorized

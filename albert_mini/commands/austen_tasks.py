@@ -1,6 +1,7 @@
 """`albert-mini austen-tasks`: rebuild data/tasks/ (austen-mc, austen-span) byte for byte from the Austen corpus.
 
-The tasks, their seeded build and their README are albert_mini.tasks.austen_tasks's (`build_all`).
+The tasks, their seeded build and their README are the harness's albert_mini.harness.data.build_austen_tasks
+(`build_all`); the library reads them back with albert_mini.tasks.austen_tasks.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from pathlib import Path
 
 from ..cli import run as run_cli
 from ..cli import seed as seed_type
+from ..harness.data.build_austen_tasks import SEED, build_all, check_tasks_folder
 from ..paths import DATA_ROOT, MANIFEST
 from ..safe_files import Writes, manifest_owned
-from ..tasks.austen_tasks import SEED, SOURCE_SPLITS, TASKS_DIR, build_all, check_tasks_folder
+from ..tasks.austen_tasks import SOURCE_SPLITS, TASKS_DIR
 from . import command_parser
 
 WRITES = Writes("austen-tasks", outputs="--out DIR: austen_mc/ and austen_span/ {train,test}.json, README.md, "

@@ -1,6 +1,7 @@
 """`albert-mini corpus [SOURCE]`: rebuild data/austen/ from the Debian package r-cran-janeaustenr.
 
-The work, and the normalisation and split rules, are albert_mini.text.build_corpus's (`build`).
+The work and the normalisation rules are the harness's albert_mini.harness.data.build_austen_corpus (`build`);
+the split rule is the corpus reader's (albert_mini.text.corpus.split_of).
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ import time
 from pathlib import Path
 
 from ..cli import run as run_cli
+from ..harness.data import build_austen_corpus
 from ..paths import DATA_ROOT, MANIFEST
 from ..safe_files import Writes, manifest_owned
-from ..text import build_corpus
 from ..text.corpus import SPLITS
 from . import command_parser
 
@@ -29,8 +30,8 @@ def main(argv: list[str] | None = None) -> None:
 
 def _main(argv: list[str]) -> None:
     parser = command_parser("corpus")
-    parser.add_argument("source", nargs="?", type=Path, help=f"{build_corpus.PACKAGE} .deb, its extracted folder or "
-                        "Rdata.rdx (default: apt-get download into cache/)")
+    parser.add_argument("source", nargs="?", type=Path, help=f"{build_austen_corpus.PACKAGE} .deb, its extracted "
+                        "folder or Rdata.rdx (default: apt-get download into cache/)")
     parser.add_argument("--out", type=Path, default=DATA_ROOT / "austen", help="output folder (default: data/austen)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace corpus files in another --out that this command did not write")
@@ -41,6 +42,6 @@ def _main(argv: list[str]) -> None:
     WRITES.check(files=[("--out", args.out / name) for name in [*names, MANIFEST]], folders=[("--out", args.out)],
                  inputs=[args.source], overwrite=args.overwrite or regenerating, regenerates=[SHIPPED], own=own)
     start = time.perf_counter()
-    stats = build_corpus.build(args.source, args.out)
+    stats = build_austen_corpus.build(args.source, args.out)
     print(json.dumps(stats, indent=2))
     print(f"built {args.out} in {time.perf_counter() - start:.2f} s")

@@ -1,7 +1,7 @@
 """`albert-mini polarity`: download Pang & Lee's 4,000 polarity sentences into cache/ (what `make polarity` runs).
 
-The download, its checks and the splits are albert_mini.tasks.polarity's; the sentences are for personal use
-only and never committed.
+The download and its checks are the harness's albert_mini.harness.data.fetch_polarity, the reading and the splits
+albert_mini.tasks.polarity's; the sentences are for personal use only and never committed.
 """
 
 from __future__ import annotations
@@ -10,17 +10,10 @@ import time
 from pathlib import Path
 
 from ..cli import run as run_cli
+from ..harness.data.fetch_polarity import PROVENANCE_FILE, fetch_polarity
 from ..paths import sha256_bytes
 from ..safe_files import Writes
-from ..tasks.polarity import (
-    CACHE_DIR,
-    MEMBER_SHA256,
-    PROVENANCE_FILE,
-    SENTENCES_FILE,
-    SPLIT_SIZES,
-    fetch_polarity,
-    load_polarity,
-)
+from ..tasks.polarity import CACHE_DIR, MEMBER_SHA256, SENTENCES_FILE, SPLIT_SIZES, load_polarity
 from . import command_parser
 
 WRITES = Writes("polarity", outputs=f"--cache-dir DIR: {SENTENCES_FILE} and {PROVENANCE_FILE} (--force to replace "

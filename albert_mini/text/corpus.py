@@ -2,7 +2,8 @@
 
 Every document is a list of paragraphs; sentences come from a small regex splitter (see `split_sentences`).
 The committed corpus lives in `data/<name>/{train,validation,test}.txt` and is checked against the sha256
-manifest `data/<name>/SHA256SUMS` every time it is read.
+manifest `data/<name>/SHA256SUMS` every time it is read. The Austen novels are split by chapter (`split_of`);
+their builder is the harness's (`albert_mini/harness/data/build_austen_corpus.py`, run by `albert-mini corpus`).
 
 File format of a split: each document starts with a header line `<doc id=emma-07 title="Emma" chapter=7>`,
 followed by its paragraphs, one per line; a blank line ends the document.
@@ -158,6 +159,19 @@ def parse_documents(text: str, source: str = "<text>") -> list[Document]:
 
 
 # --------------------------------------------------------------------------- loaders
+def split_of(chapter: int) -> str:
+    """The split of chapter `chapter` (1-based, within its novel): every 10th to validation, the next to test.
+
+    The rule the committed Austen corpus was cut with (`albert-mini corpus` builds it); every chapter of a
+    split file satisfies it.
+    """
+    if chapter % 10 == 0:
+        return "validation"
+    if chapter % 10 == 1 and chapter > 1:
+        return "test"
+    return "train"
+
+
 def load_corpus(name: str = "austen", split: str = "train", data_dir: str | Path | None = None) -> list[Document]:
     """The documents of one split ("train", "validation" or "test") of a committed corpus, sha256-checked."""
     if split not in SPLITS:

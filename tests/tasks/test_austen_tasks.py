@@ -9,17 +9,15 @@ from functools import cache
 import pytest
 
 from albert_mini import load_corpus
-from albert_mini.tasks.austen_tasks import (
+from albert_mini.harness.data.build_austen_tasks import (
     BLANK,
     MC_QUESTION,
-    TASKS_DIR,
     build_all,
     build_austen_mc,
     build_austen_span,
     character_names,
-    load_austen_mc,
-    load_austen_span,
 )
+from albert_mini.tasks.austen_tasks import TASKS_DIR, load_austen_mc, load_austen_span
 from albert_mini.tasks.formats import load_race_json, load_squad_json
 from albert_mini.text.corpus import CorpusError
 

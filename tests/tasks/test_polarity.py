@@ -7,15 +7,13 @@ from collections import Counter
 
 import pytest
 
-from albert_mini.tasks import polarity
+from albert_mini.harness.data.fetch_polarity import MEMBER, extract_sentences
 from albert_mini.tasks.formats import RecordError
 from albert_mini.tasks.polarity import (
     CACHE_DIR,
-    MEMBER,
     SENTENCES_FILE,
     PolarityDataMissing,
     PolarityError,
-    extract_sentences,
     load_polarity,
     parse_polarity_csv,
     stratified_split,
@@ -69,9 +67,9 @@ def test_stratified_split_is_balanced_disjoint_and_seeded():
 
 def test_missing_cache_says_make_polarity_and_does_not_download(tmp_path, monkeypatch):
     def no_network(*args, **kwargs):
-        raise AssertionError("load_polarity downloaded without download=True")
+        raise AssertionError("load_polarity downloaded: the library only reads, the harness fetches")
 
-    monkeypatch.setattr(polarity, "fetch_polarity", no_network)
+    monkeypatch.setattr("urllib.request.urlopen", no_network)
     with pytest.raises(PolarityDataMissing, match="make polarity"):
         load_polarity("train", cache_dir=tmp_path)
     with pytest.raises(ValueError, match="unknown split 'dev'"):

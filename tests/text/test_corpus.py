@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from albert_mini.harness.data import build_austen_corpus, rdata
 from albert_mini.paths import DATA_ROOT, sha256_file
-from albert_mini.text import build_corpus, rdata
 from albert_mini.text.corpus import (
     SPLITS,
     CorpusError,
@@ -19,6 +19,7 @@ from albert_mini.text.corpus import (
     load_corpus,
     load_text_files,
     parse_documents,
+    split_of,
     split_sentences,
 )
 from archive_helpers import tar_gz
@@ -137,15 +138,16 @@ FAKE_NOVEL = [
 def test_build_from_a_deb(tmp_path):
     pkg = tmp_path / "pkg"
     pkg.mkdir()
-    novels = {key: FAKE_NOVEL for key in build_corpus.NOVELS}
+    novels = {key: FAKE_NOVEL for key in build_austen_corpus.NOVELS}
     write_lazyload_db(pkg, novels)
-    data = {f"./{build_corpus.RDATA_IN_DEB}Rdata.{ext}": (pkg / f"Rdata.{ext}").read_bytes() for ext in ("rdx", "rdb")}
-    data[f"./{build_corpus.DESCRIPTION_IN_DEB}"] = b"Package: janeaustenr\nVersion: 9.9.9\n"
+    data = {f"./{build_austen_corpus.RDATA_IN_DEB}Rdata.{ext}": (pkg / f"Rdata.{ext}").read_bytes()
+            for ext in ("rdx", "rdb")}
+    data[f"./{build_austen_corpus.DESCRIPTION_IN_DEB}"] = b"Package: janeaustenr\nVersion: 9.9.9\n"
     control = tar_gz({"./control": b"Package: r-cran-janeaustenr\nVersion: 9.9.9-1\nArchitecture: all\n"})
     deb = tmp_path / "r-cran-janeaustenr_9.9.9-1_all.deb"
     deb.write_bytes(ar_archive({"debian-binary": b"2.0\n", "control.tar.gz": control, "data.tar.gz": tar_gz(data)}))
 
-    stats = build_corpus.build(deb, tmp_path / "out")
+    stats = build_austen_corpus.build(deb, tmp_path / "out")
     assert stats["source"]["version"] == "9.9.9-1" and stats["source"]["r_package_version"] == "9.9.9"
     assert stats["source"]["deb_sha256"] == sha256_file(deb)
     train = load_corpus(split="train", data_dir=tmp_path / "out")
@@ -160,7 +162,7 @@ def test_build_fails_clearly_on_a_non_deb(tmp_path):
     bad = tmp_path / "x.deb"
     bad.write_bytes(b"not an archive")
     with pytest.raises(CorpusError, match="not a .deb"):
-        build_corpus.build(bad, tmp_path / "out")
+        build_austen_corpus.build(bad, tmp_path / "out")
 
 
 # --------------------------------------------------------------------------- the committed corpus and its split
@@ -177,7 +179,7 @@ def test_split_rule_is_by_chapter_disjoint_and_complete(austen):
         for doc in documents:
             assert doc.id not in seen, f"{doc.id} appears in {seen.get(doc.id)} and {split}"
             seen[doc.id] = split
-            assert build_corpus.split_of(doc.chapter) == split
+            assert split_of(doc.chapter) == split
             assert doc.paragraphs and all(p.strip() == p and "\n" not in p for p in doc.paragraphs)
     for title, n in stats["chapters_per_novel"].items():
         chapters = sorted(d.chapter for docs in austen.values() for d in docs if d.title == title)
@@ -187,9 +189,9 @@ def test_split_rule_is_by_chapter_disjoint_and_complete(austen):
 
 
 def test_split_function_is_deterministic():
-    assert [build_corpus.split_of(c) for c in range(1, 24)] == [build_corpus.split_of(c) for c in range(1, 24)]
-    assert [c for c in range(1, 62) if build_corpus.split_of(c) == "validation"] == [10, 20, 30, 40, 50, 60]
-    assert [c for c in range(1, 62) if build_corpus.split_of(c) == "test"] == [11, 21, 31, 41, 51, 61]
+    assert [split_of(c) for c in range(1, 24)] == [split_of(c) for c in range(1, 24)]
+    assert [c for c in range(1, 62) if split_of(c) == "validation"] == [10, 20, 30, 40, 50, 60]
+    assert [c for c in range(1, 62) if split_of(c) == "test"] == [11, 21, 31, 41, 51, 61]
 
 
 def test_corpus_text_is_clean(austen):

@@ -13,8 +13,9 @@ Normalisation (one chapter = one document):
 - strip `_italics_` underscores and footnote stars, drop `* * *` separators, the one footnote and the
   editors' "[... edition ...]" volume notes; curly quotes and dashes become ASCII (the source has none).
 
-Split rule (by chapter, per novel): chapter c goes to validation when c % 10 == 0, to test when c % 10 == 1
-and c > 1 (the chapter after a validation chapter), else to train.
+Split rule (by chapter, per novel): the corpus reader's `albert_mini.text.corpus.split_of`; chapter c goes to
+validation when c % 10 == 0, to test when c % 10 == 1 and c > 1 (the chapter after a validation chapter), else
+to train.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from ..paths import CACHE_ROOT, sha256_bytes
-from ..safe_files import update_manifest
-from .corpus import SPLITS, CorpusError, Document, format_documents, normalize_paragraph
+from ...paths import CACHE_ROOT, sha256_bytes
+from ...safe_files import update_manifest
+from ...text.corpus import SPLITS, CorpusError, Document, format_documents, normalize_paragraph, split_of
 from .rdata import read_lazyload_db
 
 PACKAGE = "r-cran-janeaustenr"
@@ -204,15 +205,6 @@ def novel_documents(key: str, lines: list[str]) -> list[Document]:
             raise CorpusError(f"{key} chapter {number} came out empty; the source format changed")
         documents.append(Document(f"{key}-{number:02d}", NOVELS[key], paragraphs, number))
     return documents
-
-
-def split_of(chapter: int) -> str:
-    """The split of chapter `chapter` (1-based, within its novel): every 10th to validation, the next to test."""
-    if chapter % 10 == 0:
-        return "validation"
-    if chapter % 10 == 1 and chapter > 1:
-        return "test"
-    return "train"
 
 
 def split_counts(documents: list[Document], file_bytes: int) -> dict:

@@ -15,7 +15,7 @@ import struct
 import zlib
 from pathlib import Path
 
-from ..errors import MissingFileError, UserError
+from ...errors import MissingFileError, UserError
 
 # SEXP type codes (R's Rinternals.h) and the pseudo-types of serialize.c.
 NILSXP, SYMSXP, LISTSXP, CHARSXP, LGLSXP, INTSXP, REALSXP, CPLXSXP, STRSXP = 0, 1, 2, 9, 10, 13, 14, 15, 16
