@@ -696,7 +696,7 @@ for batch_size, world, accumulate in ((32, 1, 1), (16, 2, 1), (16, 1, 2), (32, 2
 #
 # - The paper, Section 4.1 (experimental setup) and Table 5; You et al. (2019), *Large Batch Optimization for
 #   Deep Learning: Training BERT in 76 minutes*, for LAMB.
-# - Code: in `albert_mini/training/`, `optim.py`, `trainer.py` (exact resumption), `pretrain.py` (`--help`) and
+# - Code: in `albert_mini/training/`, `optim.py`, `trainer.py` (exact resumption), `launch.py` (a run) and
 #   `distributed.py` (the per-token mean over the effective batch); `albert_mini/study/memory.py`.
 # - Chapter 5 for SOP versus NSP, chapter 6 for the masks these runs train on; chapter 9 takes the same machinery
 #   to the paper's model sizes.

@@ -724,7 +724,7 @@ else:
 #   comparison: BERT-large ran 400k steps in 34 h and ALBERT-xxlarge 125k steps in 32 h, so a step of
 #   ALBERT-xxlarge took about 3 times as long as one of BERT-large, not the 7.5 times its FLOPs predict.
 # - `albert_mini/study/throughput.py` (FLOPs and measured throughput), `albert_mini/model/hf.py` (weight conversion),
-#   `albert_mini/training/distributed.py` and `albert_mini/training/pretrain.py` (the data-parallel pretraining
+#   `albert_mini/training/distributed.py` and `albert_mini/commands/pretrain.py` (the data-parallel pretraining
 #   command).
 # - PyTorch's documentation of the meta device, of `torchrun` and of `DistributedDataParallel`.
 # - Kaplan et al., "Scaling Laws for Neural Language Models" (2020), for the rule of thumb "training compute is

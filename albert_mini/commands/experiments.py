@@ -88,7 +88,7 @@ def _main(argv: list[str]) -> int:
     use_device(args.device)  # a device that is not here is refused now
     cache = None if args.no_cache else RunCache(cache_dir())
     report = estimate(names, EXPERIMENTS, budget, args.seeds, cache)
-    print(f"{', '.join(names)}: {budget.tokens:,} training tokens per model ({budget.steps} steps), "
+    print(f"{', '.join(names)}: {budget.tokens:,} training tokens per model ({budget.setup().steps} steps), "
           f"seeds {' '.join(map(str, args.seeds))}", flush=True)
     print(describe(report), flush=True)
     if args.estimate:

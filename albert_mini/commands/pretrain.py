@@ -5,8 +5,8 @@
     albert-mini pretrain --corpus my_texts/ --tokenizer runs/my.model --steps 600 --out runs/my
     torchrun --standalone --nproc_per_node 2 -m albert_mini pretrain ...   # DDP: training/distributed.py
 
-The flags are the fields of PretrainingSetup (training/setup.py), checked there once; training/pretrain.py runs
-it (training/launch.py builds the run and its directory: run.json, config.json, metrics.jsonl, checkpoints/).
+The flags are the fields of PretrainingSetup (training/setup.py), checked there once; training/launch.py builds
+the run and its directory (run.json, config.json, metrics.jsonl, checkpoints/) with training/build.py and trains it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ..text.corpus import expand_text_paths
 from ..text.tokenizer import DEFAULT_DIR as TOKENIZER_DIR
 from ..training import rundir
 from ..training.distributed import cleanup, init_distributed
-from ..training.pretrain import run
+from ..training.launch import run
 from ..training.setup import PretrainingSetup, add_flags
 from ..training.trainer import TrainResult
 from . import command_parser

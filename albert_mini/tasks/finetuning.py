@@ -144,7 +144,7 @@ def _encoder_source(init) -> nn.Module:
         path = Path(init)
         if not path.exists():
             raise MissingFileError(f"{path} does not exist; pass a pretraining run or checkpoint directory "
-                                   "(python -m albert_mini.training.pretrain), an HF save_pretrained directory, "
+                                   "(albert-mini pretrain), an HF save_pretrained directory, "
                                    "or 'random'")
         if _is_hf_folder(path):
             model = from_hf(path)

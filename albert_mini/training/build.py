@@ -1,6 +1,6 @@
 """From a PretrainingSetup to a run: batches, model, objective, optimizer with its schedule, and the trainer.
 
-These are the only builders of a pretraining run. The command line (training/pretrain.py) adds the user's text
+These are the only builders of a pretraining run. The command line (training/launch.py) adds the user's text
 and the run directory around them; the experiments (albert_mini.harness.experiments), the trunk and the recipe
 probes call them with their own setups. Nothing here checks a setting: the setup did (training/setup.py).
 """

@@ -1,5 +1,6 @@
 """A pretraining run of the command line, from its setup: the user's text read and checked, model, batches and
-trainer built (albert_mini.training.build), the run directory checked, locked and recorded, a killed run resumed.
+trainer built (albert_mini.training.build), the run directory checked, locked and recorded, a killed run resumed,
+and the run trained (`run`, what `albert-mini pretrain` calls; its command line is albert_mini/commands/pretrain.py).
 
 The run directory gets run.json (the setup's settings, --config included, the model config built from them, the
 tokenizer's path and sha256, the sha256 of every text file, the world size, the device the run computes on and
@@ -19,6 +20,7 @@ import numpy as np
 import torch
 
 from ..devices import describe_device
+from ..errors import Diverged
 from ..model.config import AlbertConfig
 from ..model.counting import count_parameters
 from ..paths import recorded_path
@@ -28,7 +30,26 @@ from .build import build_model, build_trainer
 from .distributed import DistInfo, barrier
 from .pretrain_inputs import Inputs, build_inputs, load_tokenizer
 from .setup import PretrainingSetup, defaults
-from .trainer import Trainer
+from .trainer import Trainer, TrainResult
+
+
+def run(setup: PretrainingSetup, info: DistInfo) -> TrainResult:
+    """Build the run (resuming it if --out allows), train it, and say where its files are."""
+    say = print if info.is_main and not setup.quiet else (lambda *a, **k: None)
+    trainer = build_run(setup, info, say)
+    try:
+        result = trainer.train()
+    except FloatingPointError as err:
+        raise Diverged(f"the loss diverged at step {trainer.step + 1} ({str(err).split(';')[0]}); lower --lr "
+                       f"(now {setup.lr:g}) or lengthen --warmup, and start again with --overwrite") from err
+    finally:
+        if trainer.run_lock is not None:
+            trainer.run_lock.release()
+    say(f"stopped at step {result.step} ({result.stop_reason}); metrics and checkpoints in {Path(setup.out)}")
+    if result.eval is not None:
+        say("held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in result.eval.items()
+                                     if isinstance(v, float) and k != "elapsed_s"))
+    return result
 
 
 def run_record(setup: PretrainingSetup, config: AlbertConfig, info: DistInfo, tokenizer, inputs: Inputs) -> dict:

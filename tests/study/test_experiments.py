@@ -42,7 +42,7 @@ def test_result_has_provenance_and_a_figure(results, name, tmp_path):
     if describe:  # an experiment with plans of its own records them, not the Tables 3-4 budget
         assert meta["budget"] == json.loads(json.dumps(describe(FAST)))
     else:
-        assert meta["budget"]["steps"] == FAST.steps and meta["budget"]["tokens"] == TOKENS_PER_MODEL["fast"]
+        assert meta["budget"]["steps"] == FAST.setup().steps and meta["budget"]["tokens"] == TOKENS_PER_MODEL["fast"]
     assert meta["seeds"][:2] == list(TEST_SEEDS) and meta["cpu"] and meta["wall_seconds"] >= 0
     fig = experiments.EXPERIMENTS[name].figure(results[name])
     assert fig.axes and fig.axes[0].has_data()
@@ -198,7 +198,7 @@ def test_other_settings_never_reuse_a_cached_run(tmp_path):
     run = Pretraining("x", mini(), "sop", 0)
     cache.save(run.spec(FAST), {"marker": 1})
     assert cache.load(run.spec(FAST)) == {"marker": 1}
-    other_budget = Budget(**{**dataclasses.asdict(FAST), "lr": FAST.lr / 2})
+    other_budget = dataclasses.replace(FAST, pretraining={**FAST.pretraining, "lr": FAST.setup().lr / 2})
     for spec in (run.spec(other_budget), Pretraining("x", mini(), "sop", 1).spec(FAST),
                  Pretraining("x", mini(), "nsp", 0).spec(FAST),
                  Pretraining("x", variant("none", 128), "sop", 0).spec(FAST)):
@@ -208,13 +208,15 @@ def test_other_settings_never_reuse_a_cached_run(tmp_path):
 def test_full_budget_is_three_seeds_with_the_curriculum():
     assert SEEDS == (0, 1, 2)
     full = experiments.FULL
-    assert full.tokens == TOKENS_PER_MODEL["full"] == full.steps * full.batch_size * full.seq_len
-    assert (full.short_seq_len, full.short_fraction) == (64, 0.5)  # half the steps at full length
-    assert full.short_batch_size * full.short_seq_len == full.batch_size * full.seq_len  # same tokens per step
+    setup = full.setup()
+    assert full.tokens == TOKENS_PER_MODEL["full"] == setup.steps * setup.batch_size * setup.seq_len
+    assert (setup.short_seq_len, setup.short_fraction) == (64, 0.5)  # half the steps at full length
+    short, long = setup.phases()
+    assert short.batch_size * short.seq_len == long.batch_size * long.seq_len  # same tokens per step
     assert full.tokens >= 2_000_000  # at 655,360 tokens every model sat on the unigram plateau
-    assert full.warmup >= 40  # fewer warm-up steps leave every 160-step model on the unigram plateau
+    assert setup.warmup >= 40  # fewer warm-up steps leave every 160-step model on the unigram plateau
     with pytest.raises(ValueError, match="less than one batch"):
-        Budget(tokens=10)
+        Budget(tokens=10, pretraining={})
 
 
 @pytest.mark.slow

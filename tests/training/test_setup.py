@@ -4,6 +4,7 @@ the experiments, the trunk and the recipe probes build their runs from it with t
 from __future__ import annotations
 
 import ast
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from albert_mini.errors import UsageError
 from albert_mini.harness.experiments.budget import FAST, FULL, Budget
 from albert_mini.harness.experiments.trunk import FAST_BRANCH, FAST_TRUNK, FULL_BRANCH, FULL_TRUNK
 from albert_mini.harness.research.recipe_space import Recipe, nano_recipe
-from albert_mini.training.setup import Phase, PretrainingSetup, cli_fields, curriculum
+from albert_mini.training.setup import Phase, PretrainingSetup, cli_fields, curriculum, in_process
 
 PACKAGE = Path(albert_mini.__file__).resolve().parent
 
@@ -92,25 +93,40 @@ def test_curriculum_keeps_the_tokens_per_step_and_rounds_the_short_steps():
     assert first.tokens / first.steps == then.tokens / then.steps
 
 
-@pytest.mark.parametrize("budget", [FULL, FAST, Budget(tokens=40 * 32 * 128, short_seq_len=None)])
+@pytest.mark.parametrize("budget", [FULL, FAST, Budget(tokens=40 * 32 * 128, pretraining={"lr": 5e-3})])
 def test_an_experiment_budget_is_an_override_of_the_setup(budget):
     setup = budget.setup("sop", seed=2)
-    assert setup.phases() == budget.phases()
-    assert sum(p.tokens for p in setup.phases()) == budget.steps * budget.batch_size * budget.seq_len
-    assert (setup.lr, setup.warmup_steps, setup.optimizer, setup.seed) == (budget.lr, budget.warmup,
-                                                                          budget.optimizer, 2)
+    assert setup == in_process(corpus="austen", task="sop", seed=2, steps=setup.steps, warmup=setup.warmup,
+                               log_every=setup.log_every, **budget.pretraining)  # the overrides, nothing else
+    assert sum(p.tokens for p in setup.phases()) == budget.tokens == setup.steps * setup.batch_size * setup.seq_len
+    assert setup.warmup == round(budget.warmup_fraction * setup.steps)
     assert setup.out is None and setup.quiet  # no run folder, no progress bar
-    # The cache key is the Budget's fields; the setup adds nothing a finished run would need.
-    assert budget.short_steps == (setup.phases()[0].steps if budget.short_seq_len else 0)
+    # The cache key is what the runs recorded: the overridden settings read from the setup itself.
+    recorded = budget.settings()
+    assert {k: recorded[k] for k in budget.pretraining} == budget.pretraining
+    assert budget.as_dict()["short_steps"] == (setup.phases()[0].steps if setup.short_seq_len else 0)
+
+
+def test_a_plan_overrides_only_what_its_cache_key_records():
+    with pytest.raises(ValueError, match="not weight_decay"):
+        Budget(tokens=40 * 32 * 128, pretraining={"weight_decay": 0.1})
+    with pytest.raises(ValueError, match="not clip_norm"):
+        dataclasses.replace(FULL_TRUNK, pretraining={**FULL_TRUNK.pretraining, "clip_norm": 0.5})
+    with pytest.raises(ValueError, match="less than one batch of 4 x 64"):
+        dataclasses.replace(FAST, tokens=10)
+    with pytest.raises(UsageError, match="--short-seq-len"):  # checked where every setup is
+        dataclasses.replace(FULL, pretraining={**FULL.pretraining, "short_seq_len": 48})
 
 
 @pytest.mark.parametrize("trunk, branch", [(FULL_TRUNK, FULL_BRANCH), (FAST_TRUNK, FAST_BRANCH)])
 def test_the_trunk_and_its_branches_are_setups_with_their_own_phases(trunk, branch):
-    short, long = trunk.setup(seed=0).phases()
-    assert (short.seq_len, long.seq_len) == (trunk.short_seq_len, trunk.seq_len)
-    assert short.steps == round(trunk.short_fraction * trunk.schedule_steps) and trunk.setup().task == "sop"
+    setup = trunk.setup(seed=0)
+    short, long = setup.phases()
+    assert (short.seq_len, long.seq_len) == (setup.short_seq_len, setup.seq_len) == (64, 128)
+    assert short.steps == round(setup.short_fraction * setup.steps) and setup.task == "sop"
+    assert {k: getattr(setup, k) for k in trunk.pretraining} == trunk.pretraining  # the overrides, as given
     none = trunk.setup("none", seed=1)  # MLM only on the same SOP-layout pairs, the sentence loss off
-    assert (none.task, none.sentence_weight, none.steps) == ("sop", 0.0, trunk.schedule_steps)
+    assert (none.task, none.sentence_weight, none.steps) == ("sop", 0.0, trunk.settings()["schedule_steps"])
     assert branch.phases(trunk) == (Phase(branch.short_steps, short.seq_len, short.batch_size),
                                     Phase(branch.long_steps, long.seq_len, long.batch_size))
     assert trunk.tokens_until(trunk.stop) == trunk.stop * short.tokens // short.steps  # the trunk stops short
@@ -149,7 +165,7 @@ def calls_of(name: str) -> set[str]:
 def test_schedule_model_and_loss_of_pretraining_are_built_in_one_place():
     # The curriculum's two-phase source, the pretraining model and the weighted loss each have one builder.
     assert calls_of("PhasedBatches") == {"training/build.py"}
-    assert calls_of("curriculum") == {"training/setup.py", "harness/experiments/budget.py"}
+    assert calls_of("curriculum") == {"training/setup.py"}
     assert calls_of("build_pretraining_model") == {"training/build.py"} | {
         "harness/experiments/estimate.py"}  # the estimate times one step of an untrained model
     assert calls_of("pretraining_objective") <= {"training/objectives.py", "harness/research/model_card.py"}

@@ -73,9 +73,9 @@ def test_the_recorded_command_names_the_script_inside_the_repository_relative_to
     from albert_mini.text.tokenizer import Tokenizer
     from albert_mini.training.launch import recorded_command
 
-    script = str(REPO_ROOT / "albert_mini" / "training" / "pretrain.py")
+    script = str(REPO_ROOT / "albert_mini" / "training" / "launch.py")
     assert recorded_command([script, "--out", "/elsewhere/run"]) == \
-        "albert_mini/training/pretrain.py --out /elsewhere/run"  # arguments as the user gave them
+        "albert_mini/training/launch.py --out /elsewhere/run"  # arguments as the user gave them
     assert recorded_command(["-c", "--steps", "2"]) == "-c --steps 2"
     assert Tokenizer.default().file_reference()["path"] == "data/austen/spiece.model"
 

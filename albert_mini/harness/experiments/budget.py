@@ -1,21 +1,21 @@
 """The experiments' budget: training tokens per model, seeds, the FULL and FAST settings, and the models compared.
 
-A Budget is an override of the one pretraining setup (albert_mini.training.setup): `Budget.setup` gives the
-PretrainingSetup every experiment run trains with, so the experiments, the command line and the recipe probes
-share one schedule, one model builder and one loss. Its fields are the run cache's key (runs.py): renaming or
+A Budget is a named set of overrides of the one pretraining setup (albert_mini.training.setup) and the sizes of
+what is measured on each model: `Budget.setup` gives the PretrainingSetup every experiment run trains with, so the
+experiments, the command line and the recipe probes share one schedule, one model builder and one loss.
+`Budget.settings` is the run cache's key (runs.py), under the names the finished runs recorded: renaming or
 removing one retires every finished run.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...model.config import AlbertConfig, embedding_variant
 from ...paths import REPO_ROOT
 from ...settings import fast_mode
-from ...training.setup import Phase, PretrainingSetup, curriculum, in_process
+from ...training.setup import PretrainingSetup, defaults, in_process
 
 # Training tokens per model, the one budget knob of each mode (`make experiments` is "full"; tests run "fast").
 # Full: 512 steps of 32 x 128 tokens (2,097,152), half of them at 64 tokens: at 655,360 tokens (the budget before)
@@ -24,77 +24,72 @@ TOKENS_PER_MODEL = {"full": 512 * 32 * 128, "fast": 2 * 4 * 64}
 SEEDS = (0, 1, 2)  # every model of every experiment is trained once per seed
 
 
+# The settings a budget may override: those its runs' specs record (Budget.settings), so that whatever decides a run
+# is in its cache key. Steps and warm-up follow from `tokens` and `warmup_fraction`.
+OVERRIDABLE = ("batch_size", "seq_len", "short_seq_len", "short_fraction", "lr", "optimizer", "eval_batches")
+
+
 @dataclass(frozen=True)
 class Budget:
-    """Everything that decides a pretraining run besides the model, the task and the seed."""
+    """Overrides of PretrainingSetup for every experiment run, and the sizes of what is measured on each model."""
 
-    tokens: int  # training tokens per model (steps = tokens / (batch_size x seq_len))
-    batch_size: int = 32
-    seq_len: int = 128
-    # BERT's curriculum, as `pretrain --short-seq-len 64 --short-fraction 0.9`: the first 90% of the steps on
-    # sequences of 64 tokens (twice as many per batch: the same tokens per step), the rest at seq_len.
-    short_seq_len: int | None = 64
-    short_fraction: float = 0.9
-    lr: float = 5e-3
-    # A quarter of the steps (40 of 160). The CLI's 2.5% (the paper's 3,125 of 125,000 steps) gives 4 steps here,
-    # and after 4 or 16 warm-up steps (even at peak 1e-2) LAMB left no model of 160 steps off the unigram
-    # plateau (held-out MLM 6.8% = the unigram answer, every seed); with 40 the same run reached 8.3% and rising.
+    tokens: int  # training tokens per model: the setup's steps are tokens / (batch_size x seq_len)
+    pretraining: dict = field(hash=False)  # PretrainingSetup fields (OVERRIDABLE) set otherwise than the CLI's
+    # Warm-up steps as a share of the steps: a quarter (40 of 160). The CLI's 2.5% (the paper's 3,125 of 125,000
+    # steps) gives 4 steps here, and after 4 or 16 warm-up steps (even at peak 1e-2) LAMB left no model of 160
+    # steps off the unigram plateau (held-out MLM 6.8% = the unigram answer, every seed); with 40 the same run
+    # reached 8.3% and rising.
     # Long runs warm up for 125 steps (5,000 x 2.5%): what counts is the number of steps, not the fraction.
     warmup_fraction: float = 0.25
-    optimizer: str = "lamb"
-    eval_batches: int = 16  # held-out batches of batch_size x seq_len for MLM accuracy and smoothness
     probe_train: int = 2048  # training-split instances a linear probe is fitted on
     probe_eval: int = 1024  # held-out instances a sentence task is scored on
     probe_steps: int = 300  # full-batch Adam steps of a linear probe
     max_documents: int | None = None  # use only the first chapters of each split (fast mode)
 
     def __post_init__(self):
-        if self.tokens < self.batch_size * self.seq_len:
-            raise ValueError(f"tokens={self.tokens} is less than one batch of {self.batch_size} x {self.seq_len}")
-        if self.short_seq_len is not None and (self.seq_len % self.short_seq_len or not 0 < self.short_fraction < 1):
-            raise ValueError(f"short_seq_len {self.short_seq_len} must divide seq_len {self.seq_len} and "
-                             f"short_fraction {self.short_fraction} must be in (0, 1)")
+        unrecorded = sorted(set(self.pretraining) - set(OVERRIDABLE))
+        if unrecorded:
+            raise ValueError(f"a budget overrides only {', '.join(OVERRIDABLE)} (what a run's spec records), "
+                             f"not {', '.join(unrecorded)}")
+        self.setup()  # checked as every setup is, at the size its runs train at
 
-    @property
-    def steps(self) -> int:
-        return self.tokens // (self.batch_size * self.seq_len)
+    def setup(self, task: str = "sop", seed: int = 0) -> PretrainingSetup:
+        """The pretraining setup of one experiment run: these overrides on the Austen chapters, no run folder."""
+        shape = {**defaults(), **self.pretraining}
+        steps = self.tokens // (shape["batch_size"] * shape["seq_len"])
+        if steps < 1:
+            raise ValueError(f"tokens={self.tokens} is less than one batch of {shape['batch_size']} x "
+                             f"{shape['seq_len']}")
+        return in_process(corpus="austen", task=task, seed=seed, steps=steps,
+                          warmup=round(self.warmup_fraction * steps), log_every=max(1, steps // 20),
+                          **self.pretraining)
 
-    @property
-    def warmup(self) -> int:
-        return round(self.warmup_fraction * self.steps)
-
-    def phases(self) -> tuple[Phase, ...]:
-        """The schedule: the one curriculum of albert_mini.training.setup (same tokens per step in both phases)."""
-        return curriculum(self.steps, self.seq_len, self.batch_size, self.short_seq_len, self.short_fraction)
-
-    @property
-    def short_steps(self) -> int:
-        """Steps trained at short_seq_len before the switch (0 without the curriculum)."""
-        phases = self.phases()
-        return phases[0].steps if len(phases) > 1 else 0
-
-    @property
-    def short_batch_size(self) -> int:
-        return self.phases()[0].batch_size
-
-    def setup(self, task: str, seed: int) -> PretrainingSetup:
-        """The pretraining setup of one experiment run: this budget on the Austen chapters, no run folder."""
-        return in_process(
-            corpus="austen", task=task, seed=seed, steps=self.steps, batch_size=self.batch_size,
-            seq_len=self.seq_len, short_seq_len=self.short_seq_len, short_fraction=self.short_fraction, lr=self.lr,
-            warmup=self.warmup, optimizer=self.optimizer, eval_batches=self.eval_batches,
-            log_every=max(1, self.steps // 20))
+    def settings(self) -> dict:
+        """What a run's spec records of its budget (the cache key): the names and order of the finished runs."""
+        s = self.setup()
+        return {"tokens": self.tokens, "batch_size": s.batch_size, "seq_len": s.seq_len,
+                "short_seq_len": s.short_seq_len, "short_fraction": s.short_fraction, "lr": s.lr,
+                "warmup_fraction": self.warmup_fraction, "optimizer": s.optimizer, "eval_batches": s.eval_batches,
+                "probe_train": self.probe_train, "probe_eval": self.probe_eval, "probe_steps": self.probe_steps,
+                "max_documents": self.max_documents}
 
     def as_dict(self) -> dict:
-        """The settings and what they imply (steps, warm-up), as recorded with every result."""
-        return {**dataclasses.asdict(self), "steps": self.steps, "warmup": self.warmup,
-                "short_steps": self.short_steps}
+        """The settings and what they imply (steps, warm-up, steps at the short length), as results record them."""
+        s = self.setup()
+        phases = s.phases()
+        return {**self.settings(), "steps": s.steps, "warmup": s.warmup,
+                "short_steps": phases[0].steps if len(phases) > 1 else 0}
 
 
-# 20 held-out batches: the validation chapters hold 21 batches of 32 x 128 tokens.
-FULL = Budget(tokens=TOKENS_PER_MODEL["full"], short_fraction=0.5, warmup_fraction=0.1, eval_batches=20)
-FAST = Budget(tokens=TOKENS_PER_MODEL["fast"], batch_size=4, seq_len=64, short_seq_len=32, short_fraction=0.5,
-              eval_batches=1, probe_train=32, probe_eval=32, probe_steps=5, max_documents=6)
+# BERT's curriculum, as `pretrain --short-seq-len 64 --short-fraction 0.5`: the first half of the steps on sequences
+# of 64 tokens (twice as many per batch: the same tokens per step), the rest at 32 x 128. 20 held-out batches: the
+# validation chapters hold 21 batches of 32 x 128 tokens.
+FULL = Budget(tokens=TOKENS_PER_MODEL["full"], warmup_fraction=0.1,
+              pretraining={"short_seq_len": 64, "short_fraction": 0.5, "lr": 5e-3, "eval_batches": 20})
+FAST = Budget(tokens=TOKENS_PER_MODEL["fast"],
+              pretraining={"batch_size": 4, "seq_len": 64, "short_seq_len": 32, "short_fraction": 0.5, "lr": 5e-3,
+                           "eval_batches": 1},
+              probe_train=32, probe_eval=32, probe_steps=5, max_documents=6)
 
 
 def current_budget() -> Budget:

@@ -55,7 +55,7 @@ def pair_set(task: str, splits: tuple[str, ...], seq_len: int, limit: int | None
 
 def sentence_set(task: str, split: str, budget: Budget, limit: int, seed: int):
     """Up to `limit` pairs of one split at the budget's length, drawn by `seed` (pair_set)."""
-    return pair_set(task, (split,), budget.seq_len, limit, seed, budget.max_documents)
+    return pair_set(task, (split,), budget.setup().seq_len, limit, seed, budget.max_documents)
 
 
 def held_out_sentences(task: str, budget: Budget):

@@ -36,8 +36,9 @@ def step_seconds(budget: Budget, batch_size: int, seq_len: int, steps: int = 3) 
     """Median seconds per pretraining step of albert-mini at this shape, the first (warm-up) step left out."""
     model = build_pretraining_model(mini(), "sop", seed=0, output_bias="zeros")
     source = SyntheticBatches(mini().vocab_size, batch_size, seq_len, seed=0)
+    setup = budget.setup()
     result = train(model, source, TrainConfig(max_steps=1 + steps, log_every=1, progress=False),
-                   optimizer=budget.optimizer, lr=budget.lr)
+                   optimizer=setup.optimizer, lr=setup.lr)
     lines = [h for h in result.history if h["type"] == "train"]
     # Each line covers one step: its tokens over its tokens per second is the step's time.
     seconds = [(b["tokens_seen"] - a["tokens_seen"]) / b["tokens_per_s"] for a, b in zip(lines, lines[1:])]
@@ -46,9 +47,8 @@ def step_seconds(budget: Budget, batch_size: int, seq_len: int, steps: int = 3) 
 
 def measured_speed(budget: Budget) -> dict[int, float]:
     """albert-mini training tokens per second at the budget's sequence lengths (and the fine-tuning length)."""
-    shapes = {budget.seq_len: budget.batch_size, FINETUNE_SEQ_LEN: budget.batch_size}
-    if budget.short_seq_len:
-        shapes[budget.short_seq_len] = budget.short_batch_size
+    setup = budget.setup()
+    shapes = {FINETUNE_SEQ_LEN: setup.batch_size, **{p.seq_len: p.batch_size for p in setup.phases()}}
     steps = 2 if budget == FAST else 3
     return {T: B * T / step_seconds(budget, B, T, steps) for T, B in sorted(shapes.items())}
 
@@ -58,14 +58,12 @@ def pretraining_seconds(run: Pretraining, budget: Budget, speed: dict[int, float
     def cost(tokens: float, T: int) -> float:
         return tokens / speed[T] * work(run.config, T) / work(mini(), T)
 
-    short = budget.short_steps * budget.short_batch_size * budget.short_seq_len if budget.short_seq_len else 0
-    seconds = cost(budget.steps * budget.batch_size * budget.seq_len - short, budget.seq_len)
-    if short:
-        seconds += cost(short, budget.short_seq_len)
+    setup = budget.setup()
+    seconds = sum(cost(phase.tokens, phase.seq_len) for phase in setup.phases())
     # Forward passes: MLM evaluation and smoothness twice (held-out batches), the SOP set, probes' training sets.
-    forward = 3 * budget.eval_batches * budget.batch_size + budget.probe_eval
+    forward = 3 * setup.eval_batches * setup.batch_size + budget.probe_eval
     forward += budget.probe_train * (run.task != "sop") + run.nsp * (budget.probe_eval + budget.probe_train)
-    return seconds + cost(forward * budget.seq_len, budget.seq_len) / 3
+    return seconds + cost(forward * setup.seq_len, setup.seq_len) / 3
 
 
 def speed_at(speed: dict[int, float], seq_len: int) -> float:

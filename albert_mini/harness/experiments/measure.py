@@ -69,7 +69,7 @@ class Pretraining:
     def spec(self, budget: Budget) -> dict:
         """What decides the run's numbers: the cache key (the label and the measurement set are not in it)."""
         return {"kind": "pretraining", "config": self.config.to_dict(), "task": self.task, "seed": self.seed,
-                "budget": dataclasses.asdict(budget)}
+                "budget": budget.settings()}
 
     def measured(self, record: dict) -> bool:
         """Whether a cached record holds everything this run asks for."""

@@ -14,17 +14,17 @@ MIB = 2**20
 
 def run(runner) -> dict:
     """Computed and measured once: memory does not depend on the seed."""
-    budget, rows = runner.budget, {}
-    batch = held_out_batches(budget, count=1)[0]  # real, padded
+    setup, rows = runner.budget.setup(), {}
+    batch = held_out_batches(runner.budget, count=1)[0]  # real, padded
     for name in ("albert-mini", "bert-mini"):
         config = AlbertConfig.from_preset(name)
-        report = training_memory(config, budget.batch_size, budget.seq_len)
+        report = training_memory(config, setup.batch_size, setup.seq_len)
         torch.manual_seed(0)
         measured = measure_activation_bytes(AlbertForPreTraining(config).train(), batch)
         rows[name] = {**report.as_dict(), "activations_measured_padded_batch": measured}
     for name in ("bert-large", "albert-large", "albert-xxlarge"):
         rows[name] = training_memory(AlbertConfig.from_preset(name), 8, 512).as_dict()
-    return {"rows": rows, "batch": {"mini": [budget.batch_size, budget.seq_len], "paper_configs": [8, 512]}}
+    return {"rows": rows, "batch": {"mini": [setup.batch_size, setup.seq_len], "paper_configs": [8, 512]}}
 
 
 def figure(result: dict):

@@ -12,7 +12,6 @@ Finished rows are kept with the other runs, so a capped run continues where it s
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 from .sentence_task import CONTRASTS, PlannedRun, branch_row, contrast, plans, row_values
@@ -22,7 +21,7 @@ from .trunk import ROWS, train_scratch, trunk_config
 
 def scratch_spec(trunk, row: str, seed: int) -> dict:
     return {"kind": "scratch", "config": trunk_config().to_dict(), "row": row, "seed": seed,
-            "plan": dataclasses.asdict(trunk)}
+            "plan": trunk.settings()}
 
 
 def plan(budget, seeds) -> list[PlannedRun]:
@@ -43,7 +42,7 @@ def run(runner) -> dict:
         records[spec["row"]][spec["seed"]] = {**record, "after_short": record, "start_step": 0}
     return {"seeds": seeds, "rows": {row: branch_row(row, records[row]) for row in ROWS},
             "contrasts": {name: contrast(records, a, b, on) for name, (a, b, on) in CONTRASTS.items()},
-            "plan": dataclasses.asdict(trunk), "values": {row: [row_values(r) for r in records[row].values()]
+            "plan": trunk.settings(), "values": {row: [row_values(r) for r in records[row].values()]
                                                           for row in ROWS}}
 
 

@@ -88,14 +88,14 @@ def plans(budget=None) -> tuple[TrunkPlan, BranchPlan]:
 def describe_budget(budget) -> dict:
     """What meta.budget records for this experiment: its own plans, not the Tables 3-4 budget."""
     trunk, branch = plans(budget)
-    return {"trunk": dataclasses.asdict(trunk), "branch": dataclasses.asdict(branch),
+    return {"trunk": trunk.settings(), "branch": dataclasses.asdict(branch),
             "trunk_tokens": trunk.tokens_until(trunk.stop)}
 
 
 # ---------------------------------------------------------------------------------------------- run specs
 def trunk_spec(trunk: TrunkPlan) -> dict:
     return {"kind": "trunk", "recipe": "classroom", "config": trunk_config().to_dict(), "seed": TRUNK_SEED,
-            "plan": dataclasses.asdict(trunk)}
+            "plan": trunk.settings()}
 
 
 def branch_spec(trunk_key: str, point: int, row: str, seed: int, branch: BranchPlan, budget) -> dict:
@@ -263,7 +263,7 @@ def run(runner) -> dict:
         decision = pilot_decision(pilot, branch_plan)
         decisions.append(pilot_evidence(pilot, branch_plan, decision))
     result = {"plan": PLAN, "decisions": decisions, "trunk": trunk_summary(trunk, point),
-              "plans": {"trunk": dataclasses.asdict(trunk_plan), "branch": dataclasses.asdict(branch_plan)},
+              "plans": {"trunk": trunk_plan.settings(), "branch": dataclasses.asdict(branch_plan)},
               "baselines": {task: baselines(task, trunk_plan) for task in ("sop", "nsp")}}
     if decision == "stop":
         continued = continued_trunk(runner.cache) if runner.cache and runner.budget != FAST else None

@@ -20,7 +20,7 @@ import dataclasses
 import functools
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -55,32 +55,47 @@ LENGTHS = (64, 128)  # every model is scored at both: the recipe's short length 
 ROWS = ("none", "nsp", "sop")  # one row per row of the paper's Table 5
 
 
+# The classroom recipe as overrides of PretrainingSetup: 5,000 LAMB steps at 5e-3 after 125 warm-up steps, 64 x 64
+# tokens then 32 x 128 (BERT's curriculum, 90% short); the trunk is scored on 20 held-out MLM batches of 32 sequences
+# at each length. Only settings a trunk's spec records (TrunkPlan.settings) may be set here: they are its cache key.
+CLASSROOM = {"steps": 5000, "lr": 5e-3, "warmup": 125, "short_seq_len": 64, "eval_batches": 20}
+TRUNK_OVERRIDABLE = ("steps", "lr", "warmup", "seq_len", "batch_size", "short_seq_len", "short_fraction",
+                     "eval_batches")
+
+
 @dataclass(frozen=True)
 class TrunkPlan:
-    """The classroom recipe, stopped at `stop` of its `schedule_steps`-step schedule (the checkpoint kept)."""
+    """The classroom recipe (`pretraining`), stopped at `stop` of its schedule (the checkpoint kept), and scored."""
 
-    schedule_steps: int = 5000
+    pretraining: dict = field(default_factory=lambda: dict(CLASSROOM), hash=False)  # PretrainingSetup overrides
     stop: int = 3000
     fallback_stop: int = 2500  # the branch point if the trunk's SOP has already left chance at `stop`
     probe_at: tuple[int, ...] = (1000, 2000, 2500, 3000)  # steps at which the trunk is scored
-    lr: float = 5e-3
-    warmup: int = 125
-    seq_len: int = 128
-    batch_size: int = 32
-    short_seq_len: int = 64
-    short_fraction: float = 0.9
-    eval_batches: int = 20  # held-out MLM batches of 32 sequences at each length
     probe_train: int = 4096  # training pairs a linear probe is fitted on
     probe_steps: int = 300
     held_out: int | None = None  # held-out pairs scored (None: every validation and test pair)
     max_documents: int | None = None  # only the first chapters of each split (fast mode)
 
+    def __post_init__(self):
+        unrecorded = sorted(set(self.pretraining) - set(TRUNK_OVERRIDABLE))
+        if unrecorded:
+            raise ValueError(f"a trunk plan overrides only {', '.join(TRUNK_OVERRIDABLE)} (what its spec records), "
+                             f"not {', '.join(unrecorded)}")
+
     def setup(self, row: str = "sop", seed: int = TRUNK_SEED) -> PretrainingSetup:
         """A row on this recipe: MLM + SOP or NSP, or MLM only on SOP-layout pairs with the sentence loss off."""
         return in_process(task="sop" if row == "none" else row, sentence_weight=0.0 if row == "none" else 1.0,
-                          seed=seed, steps=self.schedule_steps, seq_len=self.seq_len, batch_size=self.batch_size,
-                          short_seq_len=self.short_seq_len, short_fraction=self.short_fraction, lr=self.lr,
-                          warmup=self.warmup, log_every=max(1, self.schedule_steps // 100))
+                          seed=seed, log_every=max(1, self.pretraining["steps"] // 100), **self.pretraining)
+
+    def settings(self) -> dict:
+        """What a trunk's, branch's or scratch row's spec records of the plan (the cache key), under the names and
+        in the order of the finished runs."""
+        s = self.setup()
+        return {"schedule_steps": s.steps, "stop": self.stop, "fallback_stop": self.fallback_stop,
+                "probe_at": self.probe_at, "lr": s.lr, "warmup": s.warmup, "seq_len": s.seq_len,
+                "batch_size": s.batch_size, "short_seq_len": s.short_seq_len, "short_fraction": s.short_fraction,
+                "eval_batches": s.eval_batches, "probe_train": self.probe_train, "probe_steps": self.probe_steps,
+                "held_out": self.held_out, "max_documents": self.max_documents}
 
     def tokens_until(self, step: int) -> int:
         """Training tokens of the recipe's first `step` steps."""
@@ -106,8 +121,8 @@ class BranchPlan:
 
 
 FULL_TRUNK, FULL_BRANCH = TrunkPlan(), BranchPlan()
-FAST_TRUNK = TrunkPlan(schedule_steps=20, stop=6, fallback_stop=4, probe_at=(4, 6), warmup=1, batch_size=4,
-                       eval_batches=1, probe_train=32, probe_steps=5, held_out=48, max_documents=6)
+FAST_TRUNK = TrunkPlan({**CLASSROOM, "steps": 20, "warmup": 1, "batch_size": 4, "eval_batches": 1}, stop=6,
+                       fallback_stop=4, probe_at=(4, 6), probe_train=32, probe_steps=5, held_out=48, max_documents=6)
 FAST_BRANCH = BranchPlan(short_steps=2, long_steps=2, lengthened=3)
 
 
@@ -204,7 +219,7 @@ def score_point(model: AlbertForPreTraining, plan: TrunkPlan, trained_task: str 
     """Everything a row of Table 5 reads at one moment: MLM and both sentence tasks at each length."""
     out = {}
     for T in lengths:
-        out[f"mlm_{T}"] = mlm_scores(model, held_out_mlm(T, plan.eval_batches, plan.max_documents))
+        out[f"mlm_{T}"] = mlm_scores(model, held_out_mlm(T, plan.setup().eval_batches, plan.max_documents))
         out[f"sentence_{T}"] = sentence_scores(model, plan, trained_task, seed, T)
     return out
 
@@ -328,24 +343,18 @@ def save_weights(model: torch.nn.Module, path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- the classroom model
-@dataclass(frozen=True)
-class Continuation:
-    """Finishing the classroom model at full length: from its weights, MLM + SOP on 128-token sequences only."""
-
-    phase: Phase = Phase(2000, 128, 32)
-    lr: float = 2e-3
-    warmup: int = 100
-    seed: int = 0
+# Finishing the classroom model at full length: from its weights, MLM + SOP on 32 x 128-token batches only, 2,000
+# LAMB steps at 2e-3 after 100 warm-up steps.
+CONTINUATION = in_process(task="sop", steps=2000, lr=2e-3, warmup=100, log_every=50)
 
 
-def continue_classroom(source: Path, plan: Continuation, out: Path) -> dict:
-    """Train the exported model in `source` on with `plan`; write its weights, config and history to `out`."""
+def continue_classroom(source: Path, setup: PretrainingSetup, out: Path) -> dict:
+    """Train the exported model in `source` on with `setup` (one phase); write its weights, config and history to
+    `out`."""
     from ...training.checkpoint import load_pretrained
 
+    (phase,) = setup.phases()
     model = load_pretrained(source).to(experiment_device())
-    setup = in_process(task="sop", seed=plan.seed, steps=plan.phase.steps, seq_len=plan.phase.seq_len,
-                       batch_size=plan.phase.batch_size, lr=plan.lr, warmup=plan.warmup,
-                       log_every=max(1, plan.phase.steps // 40))
     source_batches = build.training_batches(setup, token_documents("train"), Tokenizer.default())
     trainer: Trainer = build.build_trainer(setup, model, source_batches)
     start = time.perf_counter()
@@ -355,7 +364,9 @@ def continue_classroom(source: Path, plan: Continuation, out: Path) -> dict:
     save_weights(model, out / "model.safetensors")
     atomic_write_text(out / "config.json", model.config.to_json())
     atomic_write_text(out / "metrics.jsonl", "".join(json.dumps(h) + "\n" for h in result.history))
-    record = {"source": str(source), "plan": dataclasses.asdict(plan), "steps": result.step,
-              "tokens": plan.phase.tokens, "train_seconds": seconds, "device": str(experiment_device())}
+    # "plan" as the classroom model's run.json recorded it (a dataclass of the phase, lr, warm-up and seed then).
+    plan = {"phase": dataclasses.asdict(phase), "lr": setup.lr, "warmup": setup.warmup, "seed": setup.seed}
+    record = {"source": str(source), "plan": plan, "steps": result.step, "tokens": phase.tokens,
+              "train_seconds": seconds, "device": str(experiment_device())}
     atomic_write_text(out / "continuation.json", json.dumps(record, indent=2) + "\n")
     return record
