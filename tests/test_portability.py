@@ -20,7 +20,7 @@ def test_the_package_imports_where_fcntl_does_not_exist(tmp_path):
             "sys.modules['fcntl'] = None\n"
             "import albert_mini\n"
             "from albert_mini.training import launch, rundir\n"
-            "from albert_mini.tasks import finetune\n"
+            "from albert_mini.tasks import finetuning\n"
             f"with rundir.RunLock({str(tmp_path / 'run')!r}):\n"
             "    pass\n"
             "assert 'fcntl' not in sys.modules or sys.modules['fcntl'] is None\n"
