@@ -16,7 +16,8 @@ import json
 from pathlib import Path
 
 from albert_mini.cli import Parser, run
-from albert_mini.harness.research.time_to_quality import race, report
+from albert_mini.harness.research.time_to_quality import race
+from albert_mini.study.time_to_quality import report
 
 
 def _main(argv: list[str]) -> dict:

@@ -66,8 +66,7 @@ tokenizer = Tokenizer.default()
 # pretraining `Trainer` with a task objective (`albert_mini.tasks.finetuning`), sized for albert-mini:
 
 # %% tags=["nbval-check-output"]
-from albert_mini.harness.experiments.budget import FULL, SEEDS
-from albert_mini.harness.experiments.finetune import finetune_settings
+from albert_mini.study.results import finetune_plan
 from albert_mini.tasks.finetuning import FinetuneSettings
 from albert_mini.tasks.registry import TASKS
 
@@ -90,10 +89,11 @@ for name, task in TASKS.items():
     if task.kind in extra:
         print(f"{'':12s} {extra[task.kind]}")
 print("\nthe committed comparison (albert-mini experiments finetune):")
-for name, settings in finetune_settings(FULL, seed=0).items():
+recorded = finetune_plan()  # as data/results/finetune.json records it
+for name, settings in recorded["settings"].items():
     print(
-        f"  {name:12s} {settings.steps} steps x batch {settings.batch_size}, seeds "
-        f"{', '.join(map(str, SEEDS))}"
+        f"  {name:12s} {settings['steps']} steps x batch {settings['batch_size']}, "
+        f"seeds {', '.join(map(str, recorded['seeds']))}"
     )
 
 # %% [markdown]
@@ -302,10 +302,9 @@ for feature in classification_features(tokenizer, mine, max_length=128):
 import math
 import time
 
-from albert_mini.harness.experiments.finetune import answers, correctness
-from albert_mini.harness.experiments.measure import constant_head
 from albert_mini.study.stats import compare_paired
 from albert_mini.tasks.finetuning import run_task
+from albert_mini.tasks.scoring import answers, constant_head, correctness
 
 live_settings = pick(
     fast=FinetuneSettings(

@@ -252,28 +252,46 @@ plt.show()
 # A flat SOP curve has two possible readings: the task is too hard for this model at this scale, or something
 # between the labels and the loss is broken (a label that never reaches the loss, an `ignore_index` in the
 # wrong place, a pooler that does not train). A **positive control** separates them: give the same network a
-# task it certainly can do, and check that it does. `albert_mini.harness.research.recipe_search.run_control` trains the
-# sentence loss alone (no MLM) through the embeddings, encoder, pooler and head. The first control revisits a
-# fixed set of 128 real SOP pairs: a working path must *memorise* them, even if it cannot generalise. Here on
-# albert-nano (2 layers, H = 64), AdamW at 1e-3, 80 updates, seed 0, so that it runs live in a few seconds:
+# task it certainly can do, and check that it does. `albert_mini.study.controls.train_sentence_path` trains the
+# sentence loss alone (no MLM) through the embeddings, encoder, pooler and head; the recipe search's controls
+# train with the same loop. The first control revisits a fixed set of 128 real SOP pairs: a working path must
+# *memorise* them, even if it cannot generalise. Here on albert-nano (2 layers, H = 64), AdamW at 1e-3, 80
+# updates, seed 0, on the first 10 chapters of each split, so that it runs live in a few seconds:
 
 # %%
 # Not checked by nbval: training arithmetic differs in the last bits between
 # thread counts and CPUs.
-from albert_mini.harness.research.recipe_search import nano_recipe, run_control
+from albert_mini.study.controls import train_sentence_path
+from albert_mini.training import build
+from albert_mini.training.setup import in_process
 
-nano_fit = run_control(
-    "fit",
-    nano_recipe(seq_len=64, warmup=10, optimizer="adamw", lr=1e-3, betas=(0.9, 0.98)),
+nano = in_process(
+    preset="albert-nano",
     steps=80,
-    rule="sop",
-    every=40,
-    train_pairs=128,
-    max_documents=10,
-    held_out_batches=4,
-    say=lambda line: None,
+    seq_len=64,
+    warmup=10,
+    optimizer="adamw",
+    lr=1e-3,
+    betas=(0.9, 0.98),
+    masking="static",  # pairs masked once: the same 128 pairs every epoch
 )
-for row in nano_fit["log"]:
+nano_model = build.build_model(nano.replace(output_bias="zeros"))  # MLM head unused
+first_chapters = {
+    split: tokenize_documents(load_corpus("austen", split)[:10], tokenizer)
+    for split in ("train", "validation")
+}
+# 4 batches of 32: the 128 training pairs.
+nano_pairs = build.phase_batches(
+    nano, first_chapters["train"], tokenizer, 64, 32
+).take(4)
+# 128 held-out pairs, masked with seed 1 as the recipe search's held-out pairs are.
+nano_held_out = build.validation_batches(
+    nano, first_chapters["validation"], tokenizer, seed=1, count=4
+)
+nano_fit = train_sentence_path(
+    nano_model, nano, nano_held_out, fixed=nano_pairs, every=40
+)
+for row in nano_fit:
     if "fit_acc" in row:
         print(
             f"update {row['step']:3d}: accuracy on its 128 training pairs "
@@ -581,7 +599,7 @@ plt.show()
 # axis: the new run shared its cores with other work, so its minutes are slower than the old run's.
 
 # %% tags=["nbval-check-output"]
-from albert_mini.harness.research import time_to_quality
+from albert_mini.study import time_to_quality
 
 ttq = json.loads((repo_root() / "data/results/time_to_quality.json").read_text())
 for name, r in ttq["runs"].items():
@@ -658,7 +676,7 @@ print(time_to_quality.report(race))
 # Four optimizer settings, the same data:
 
 # %% tags=["nbval-check-output"]
-from albert_mini.harness.research.recipe_results import collapse_figure
+from albert_mini.study.collapse import collapse_figure
 
 search = json.loads((repo_root() / "data/results/recipe_search.json").read_text())
 print(

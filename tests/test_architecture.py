@@ -162,3 +162,23 @@ def test_public_name(name):
     if name != "__version__":
         assert getattr(value, "__module__", "").startswith("albert_mini.") or isinstance(value, dict)
 
+
+
+def test_no_chapter_imports_the_harness():
+    """The chapters teach with the library alone: a committed result is read through its readers (study/), never
+    through the harness that made it. Checked on every import of chapters/*.py and their solutions, lazy or not."""
+    chapters = PACKAGE.parent / "chapters"
+    paths = sorted(chapters.glob("*.py")) + sorted(chapters.glob("solutions/*.py"))
+    assert any(p.name.startswith("11_") for p in paths)
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:  # also `from albert_mini import harness`
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            if any(name == "albert_mini.harness" or name.startswith("albert_mini.harness.") for name in names):
+                found.append(f"{path.relative_to(chapters)}:{node.lineno}")
+    assert found == []

@@ -19,11 +19,11 @@ from ..cli import Parser
 from ..cli import run as run_cli
 from ..errors import UsageError
 from ..harness.research import recipe_search
-from ..harness.research.collapse import RULES
 from ..harness.research.recipe_results import write_results
 from ..harness.research.recipe_space import Recipe, parse_settings
 from ..paths import DATA_ROOT, FIGURES_ROOT
 from ..safe_files import Writes
+from ..study.collapse import RULES
 from . import command_parser
 
 WRITES = Writes("recipe-search", outputs="probe/control: --out DIR/NAME.json (control-NAME.json); results: --out "

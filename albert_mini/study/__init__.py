@@ -1,1 +1,1 @@
-"""The paper's claims, measured: its numbers, smoothness, memory, throughput, probes and the experiments."""
+"""The paper's claims, measured: its numbers, smoothness, memory, throughput, probes, and readers of the results."""

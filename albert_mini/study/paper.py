@@ -77,3 +77,20 @@ def paper_parameter_table(configs: Mapping[str, AlbertConfig] | Iterable[str], p
     rows = parameter_table(configs, pooler=pooler, heads=heads)  # checks the argument
     named = configs if isinstance(configs, Mapping) else {name: AlbertConfig.from_preset(name) for name in configs}
     return [{**row, "paper_convention": paper_convention_count(named[row["name"]])} for row in rows]
+
+
+# Our Tables 3-4 rows beside the paper's (ALBERT-base, H = 768): our E = 64 and E = 128 next to the paper's rows with
+# the same E, our E = H = 256 (albert-mini's H, no E -> H projection) next to the paper's E = H = 768.
+def paper_e(E: int) -> int:
+    """The paper's E that our E stands next to: the same E, or E = H = 768 for albert-mini's E = H."""
+    return 768 if E == AlbertConfig.from_preset("albert-mini").hidden_size else E
+
+
+def table3_row(row: dict) -> tuple[int, float] | None:
+    """The Table 3 (params, Avg) beside a row of our embedding_size result, by its sharing and E; None if none."""
+    return TABLE3.get((row["sharing"], paper_e(row["E"])))
+
+
+def table4_row(row: dict) -> tuple[int, float] | None:
+    """The Table 4 (params, Avg) beside a row of our sharing result, by its E and sharing; None if none."""
+    return TABLE4.get((paper_e(row["E"]), row["sharing"]))

@@ -11,9 +11,12 @@ from pathlib import Path
 
 from ..paths import DATA_ROOT
 from .glance import Difference
-from .stats import seed_summary, wilson_interval
+from .paper import table3_row, table4_row
+from .stats import paired_by_seed, seed_summary, wilson_interval
 
 RESULTS = DATA_ROOT / "results"
+# The paper row beside each row of a Table 3 or Table 4 analog.
+PAPER_ROWS = {"embedding_size": table3_row, "sharing": table4_row}
 
 
 def load(name: str, folder: Path | None = None) -> dict:
@@ -55,10 +58,8 @@ def setting(result: dict) -> str:
 
 def variant_table(name: str, folder: Path | None = None) -> list[dict]:
     """Rows of the Table 3 (embedding_size) or Table 4 (sharing) analog, each with the paper row beside it."""
-    from ..harness.experiments import EXPERIMENTS
-
     result = load(name, folder)
-    paper_row = EXPERIMENTS[name].paper_row
+    paper_row = PAPER_ROWS[name]
     rows = []
     for label, row in result["rows"].items():
         paper = paper_row(row)
@@ -229,17 +230,51 @@ def table5_reading(section: dict) -> list[str]:
 
 
 def table5_decisions(result: dict) -> list[str]:
-    """The go/no-go steps of sentence_task.json as they happened (the experiment's own reader)."""
-    from ..harness.experiments.sentence_task import decision_lines
-
-    return decision_lines(result)
+    """The pre-registered go/no-go steps of sentence_task.json as they happened, each with its evidence."""
+    lines = []
+    for d in result["decisions"]:
+        if d["step"] == "branch point":
+            lines.append(f"Branch point: at step {d['checked_at']}, SOP head "
+                         f"{100 * d['sop_head']:.1f}% [{100 * d['sop_head_wilson'][0]:.1f}, "
+                         f"{100 * d['sop_head_wilson'][1]:.1f}], SOP probe {100 * d['sop_probe']:.1f}% "
+                         f"[{100 * d['sop_probe_wilson'][0]:.1f}, {100 * d['sop_probe_wilson'][1]:.1f}]: "
+                         f"{d['decision']}.")
+        elif "threshold" in d:
+            low, high = d["sop_wilson"]
+            lines.append(f"{d['step'][0].upper() + d['step'][1:]}: SOP probe {100 * d['sop']:.1f}% "
+                         f"[{100 * low:.1f}, {100 * high:.1f}] against a threshold of {100 * d['threshold']:.0f}%: "
+                         f"{d['decision']}.")
+        else:
+            lines.append(f"{d['step']}: {d['decision']}.")
+    return lines
 
 
 def table5_glance(result: dict) -> str:
-    """The models the pre-registered Table 5 trained, in one markdown table (the experiment's own reader)."""
-    from ..harness.experiments.sentence_task import glance
+    """One markdown table of the models the pre-registered analysis trained: the trunk at its branch point, the
+    seed-0 SOP branch(es) and, where run, the trunk continued on its own; held-out, 64 tokens, 95% Wilson."""
+    def interval(score: float, bounds: list[float]) -> str:
+        return f"{100 * score:.1f} [{100 * bounds[0]:.1f}, {100 * bounds[1]:.1f}]"
 
-    return glance(result)
+    trunk = result["trunk"]
+    point = next(p for p in trunk["points"] if p["step"] == trunk["branch_point"])
+    models = [(f"trunk at step {point['step']}", point, point["sop_head_wilson"], point["sop_wilson"])]
+    pilot = result.get("pilot")
+    if pilot:
+        models.append((f"SOP branch, seed 0, to step {pilot['steps']}", pilot, None, None))
+    if result.get("continued_trunk"):
+        last = result["continued_trunk"]["points"][-1]
+        models.append((f"trunk continued to step {last['step']}", last, last["sop_head_wilson"], last["sop_wilson"]))
+    out = ["| model | MLM acc | SOP, own head | SOP, probe | NSP, probe |", "|---|---|---|---|---|"]
+    for name, m, head_ci, probe_ci in models:
+        head = interval(m["sop_head"], head_ci) if head_ci else f"{100 * m['sop_head']:.1f}"
+        probe = interval(m["sop"], probe_ci) if probe_ci else f"{100 * m['sop']:.1f}"
+        out.append(f"| {name} | {100 * m['mlm_acc']:.1f} | {head} | {probe} | {100 * m['nsp']:.1f} |")
+    base = result.get("baselines")
+    if base:  # the better of the majority label and the word-overlap stump, on the same pairs
+        best = {t: 100 * max(base[t]["majority"], base[t]["overlap_stump"]) for t in ("sop", "nsp")}
+        out.append(f"| no network (majority or word overlap) | - | {best['sop']:.1f} | {best['sop']:.1f} | "
+                   f"{best['nsp']:.1f} |")
+    return "\n".join(out)
 
 
 def contrast_lines(result: dict) -> list[str]:
@@ -257,10 +292,8 @@ def contrast_lines(result: dict) -> list[str]:
 def mlm_against(result: dict, baseline: str = "none") -> dict[str, dict]:
     """Per sentence-task model, its held-out MLM accuracy minus the `baseline` model's, seed by seed (mean, t
     interval over the seeds): what training a sentence task beside MLM costs or gains the masked-token task."""
-    from ..harness.experiments.tables import paired_mlm
-
     rows = result["rows"]
-    return {task: paired_mlm(row["per_seed"], rows[baseline]["per_seed"])
+    return {task: paired_by_seed(row["per_seed"], rows[baseline]["per_seed"], "mlm_acc")
             for task, row in rows.items() if task != baseline and "per_seed" in row}
 
 
@@ -315,6 +348,14 @@ def verdict(interval: list[float] | None, ahead: str, behind: str) -> str:
         return "one seed: no interval"
     low, high = interval
     return ahead if low > 0 else behind if high < 0 else "no clear difference"
+
+
+def finetune_plan(folder: Path | None = None) -> dict:
+    """How chapter 8's comparison was run, as finetune.json records it: the seeds, and per task the fine-tuning
+    settings both encoders shared (steps, batch size, learning rate, ...; the seed apart)."""
+    result = load("finetune", folder)
+    return {"seeds": result["meta"]["seeds"],
+            "settings": {task: pair["pretrained"]["settings"] for task, pair in result["rows"].items()}}
 
 
 def finetune_rows(folder: Path | None = None) -> list[dict]:

@@ -41,6 +41,13 @@ def seed_summary(values: Sequence[float]) -> dict:
     return {"mean": mean, "std": std, "n": len(x), "ci95": [mean - half, mean + half], "values": x}
 
 
+def paired_by_seed(records_a: dict, records_b: dict, key: str) -> dict:
+    """A measure (`key`, e.g. held-out MLM accuracy) of A minus B, paired by seed: records_a and records_b map each
+    seed to a run's record, trained on the same data order, masks and held-out batches. The seeds are the unit,
+    so the interval is a t interval over the per-seed differences."""
+    return seed_summary([records_a[s][key] - records_b[s][key] for s in sorted(records_a)])
+
+
 def wilson_interval(correct: int, total: int, z: float = Z975) -> tuple[float, float]:
     """Wilson's score interval for an accuracy of `correct` out of `total` (95% by default)."""
     if total < 1 or not 0 <= correct <= total:

@@ -103,6 +103,15 @@ def research(module, name, function="figure"):
     return build
 
 
+def reader(module, name, function="figure"):
+    """A figure the library draws from a committed result file (albert_mini.study.<module>)."""
+    def build():
+        import importlib
+
+        return getattr(importlib.import_module(f"albert_mini.study.{module}"), function)(result(name))
+    return build
+
+
 def classroom_curve():
     from albert_mini.harness.research.model_card import curve_plot
     from albert_mini.training.rundir import read_run
@@ -139,8 +148,8 @@ FIGURES = {
     "experiment memory": experiment("memory"),
     "experiment throughput": experiment("throughput"),
     "recipe_results": research("recipe_results", "recipe_search"),
-    "time_to_quality": research("time_to_quality", "time_to_quality"),
-    "collapse_figure": research("recipe_results", "recipe_search", "collapse_figure"),
+    "time_to_quality": reader("time_to_quality", "time_to_quality"),
+    "collapse_figure": reader("collapse", "recipe_search", "collapse_figure"),
     "classroom model curve": classroom_curve,
 }
 OTHERS = {}

@@ -1,8 +1,7 @@
 """The fine-tuning result's assembly: a head that answers one label is found from its correctness and not tested."""
 
-from albert_mini.harness.experiments.finetune import answers
-from albert_mini.harness.experiments.measure import constant_head
 from albert_mini.tasks.registry import get_task
+from albert_mini.tasks.scoring import answers, constant_head
 
 
 def test_answers_recover_the_labels_a_binary_classifier_gave(polarity_data):

@@ -10,7 +10,6 @@ import math
 import pytest
 import torch
 
-from albert_mini.harness.research.collapse import relabel, segment_lengths
 from albert_mini.harness.research.recipe_search import (
     build_model,
     dataset,
@@ -19,6 +18,7 @@ from albert_mini.harness.research.recipe_search import (
     run_control,
     run_probe,
 )
+from albert_mini.study.collapse import relabel, segment_lengths
 from albert_mini.text.batches import PretrainingBatches
 from albert_mini.training.objectives import PretrainingObjective, sentence_metrics_warning
 from albert_mini.training.trainer import TrainConfig, evaluate, train

@@ -12,10 +12,11 @@ import pytest
 from albert_mini.commands import lexical_sop as lexical_sop_command
 from albert_mini.commands import recipe_search as recipe_search_command
 from albert_mini.commands import time_to_quality as time_to_quality_command
-from albert_mini.harness.research.recipe_results import build_results, leaders, rolling_mean, table
+from albert_mini.harness.research.recipe_results import build_results, leaders, table
 from albert_mini.harness.research.time_to_quality import build_results as ttq_results
 from albert_mini.harness.research.time_to_quality import compare, minutes_to_reach
 from albert_mini.paths import repo_root
+from albert_mini.study.collapse import rolling_mean
 from albert_mini.study.showcase import swapped
 from albert_mini.text.instances import Instance
 from albert_mini.training.rundir import read_run

@@ -7,19 +7,14 @@ no counterpart at H = 256.
 
 from __future__ import annotations
 
-from ...study.paper import TABLE3
-from .budget import Budget, mini, variant
+from ...study.paper import table3_row
+from .budget import Budget, variant
 from .measure import Pretraining
 from .tables import params_figure, params_table, variant_rows
 
 TITLE = "Embedding size E (Table 3 analog)"
 SIZES = (64, 128, 256)
 SHARING = ("none", "all")
-
-
-def paper_e(E: int) -> int:
-    """The paper's E that our E stands next to: the same E, or E = H for E = H."""
-    return 768 if E == mini().hidden_size else E
 
 
 def label(strategy: str, E: int) -> str:
@@ -37,13 +32,9 @@ def run(runner) -> dict:
     return variant_rows(records, keys, runner.budget)
 
 
-def paper_row(row: dict):
-    return TABLE3.get((row["sharing"], paper_e(row["E"])))
-
-
 def figure(result: dict):
-    return params_figure(result, TITLE, paper_row)
+    return params_figure(result, TITLE, table3_row)
 
 
 def table(result: dict) -> str:
-    return params_table(result, TITLE, paper_row)
+    return params_table(result, TITLE, table3_row)

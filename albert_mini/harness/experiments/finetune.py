@@ -7,17 +7,14 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from ...paths import PRETRAINED_MODEL, REPO_ROOT
 from ...study.stats import compare_paired, seed_summary
 from ...study.task_baselines import task_baselines
-from ...tasks.finetuning import FinetuneSettings, in_order, predict_logits, run_task
-from ...tasks.registry import get_task
-from ...text.tokenizer import Tokenizer
+from ...tasks.finetuning import FinetuneSettings, run_task
+from ...tasks.scoring import answers, constant_head, correctness
 from ...training.checkpoint import load_pretrained
 from .budget import FAST, Budget
-from .measure import bits, constant_head
 from .tables import pm, seed_rows
 
 CHANCE = {"polarity": 50, "austen-mc": 25}  # % a constant answer scores
@@ -52,36 +49,6 @@ class Finetuning:
 def plan(budget: Budget, seeds) -> list[Finetuning]:
     return [Finetuning(task, init, seed, settings) for seed in seeds
             for task, settings in finetune_settings(budget, seed).items() for init in ("pretrained", "random")]
-
-
-def test_predictions(model, task_name: str, settings: FinetuneSettings) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """(predicted, true) labels of a label task's test examples (None for spans, scored by EM/F1)."""
-    task = get_task(task_name)
-    if task.kind == "span":
-        return None
-    examples = task.load(task.splits[-1])[:settings.max_eval_examples]
-    features = task.features(Tokenizer.default(), examples)
-    logits = predict_logits(model, in_order(features, task.collate, 32))
-    return logits.argmax(-1), torch.tensor([f.label for f in features])
-
-
-def correctness(model, task_name: str, settings: FinetuneSettings) -> str | None:
-    """Per-test-example correctness of a label task (None for spans, scored by EM/F1): for paired tests."""
-    predicted = test_predictions(model, task_name, settings)
-    return None if predicted is None else bits(predicted[0] == predicted[1])
-
-
-def answers(task_name: str, correct: str | None, max_examples: int | None) -> list[int] | None:
-    """The distinct labels a two-label classifier predicted on the test examples, recovered from its per-example
-    correctness (a wrong answer is the other label); None where correctness cannot tell (spans, multiple choice)."""
-    task = get_task(task_name)
-    if correct is None or task.kind != "classification":
-        return None
-    labels = [e.label for e in task.load(task.splits[-1])[:max_examples]]
-    if len(set(labels)) != 2 or len(labels) != len(correct):
-        return None
-    low, high = sorted(set(labels))
-    return sorted({y if bit == "1" else low + high - y for y, bit in zip(labels, correct)})
 
 
 def finetune_one(run: Finetuning, pretrained) -> dict:

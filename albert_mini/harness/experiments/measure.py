@@ -16,6 +16,7 @@ from ...model.counting import count_parameters
 from ...study.leak_probe import fit_stump
 from ...study.probes import linear_probe, pooled_outputs
 from ...study.smoothness import layer_smoothness
+from ...tasks.scoring import bits
 from ...training import build
 from .budget import Budget
 from .data import (
@@ -97,11 +98,6 @@ def measure(run: Pretraining, budget: Budget) -> dict:
     return result
 
 
-def bits(correct: torch.Tensor) -> str:
-    """Per-example correctness as a string of 0/1, the form results store for paired tests."""
-    return "".join("1" if c else "0" for c in correct.tolist())
-
-
 def sentence_accuracy(model: AlbertForPreTraining, task: str, trained_task: str, budget: Budget, seed: int) -> dict:
     """Held-out accuracy on SOP or NSP: the model's own head if it was trained on `task`, else a linear probe."""
     test_inputs, test_y, test_instances = held_out_sentences(task, budget)
@@ -147,10 +143,5 @@ def pair_baselines(train, train_y: torch.Tensor, test, test_y: torch.Tensor) -> 
     majority = max(float(test_y.float().mean()), 1 - float(test_y.float().mean()))
     return {"majority": majority, "overlap_stump": float((predict(overlap(test)) == test_y.numpy()).mean()),
             "examples": len(test_y)}
-
-
-def constant_head(score: dict) -> bool:
-    """Whether a sentence score came from a head or probe that gave one answer to every pair."""
-    return len(score.get("answers", [0, 1])) == 1
 
 

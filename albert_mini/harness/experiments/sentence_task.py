@@ -18,10 +18,12 @@ from pathlib import Path
 from ...settings import fast_mode
 from ...study.figure_style import book_figure, book_style
 from ...study.paper import TABLE5
+from ...study.results import table5_decisions, table5_glance
 from ...study.stats import discordant, mcnemar_exact, seed_summary, wilson_interval
+from ...tasks.scoring import constant_head
 from .budget import FAST
 from .finetune import CHANCE, finetune_settings
-from .measure import constant_head, pair_baselines
+from .measure import pair_baselines
 from .runs import run_key, workers
 from .trunk import (
     DOWNSTREAM,
@@ -455,54 +457,6 @@ def trunk_summary(trunk: dict, point: int) -> dict:
             "train_seconds": trunk["train_seconds"], "curve": trunk["curve"]}
 
 
-def decision_lines(result: dict) -> list[str]:
-    """The pre-registered go/no-go steps of sentence_task.json as they happened, each with its evidence."""
-    lines = []
-    for d in result["decisions"]:
-        if d["step"] == "branch point":
-            lines.append(f"Branch point: at step {d['checked_at']}, SOP head "
-                         f"{100 * d['sop_head']:.1f}% [{100 * d['sop_head_wilson'][0]:.1f}, "
-                         f"{100 * d['sop_head_wilson'][1]:.1f}], SOP probe {100 * d['sop_probe']:.1f}% "
-                         f"[{100 * d['sop_probe_wilson'][0]:.1f}, {100 * d['sop_probe_wilson'][1]:.1f}]: "
-                         f"{d['decision']}.")
-        elif "threshold" in d:
-            low, high = d["sop_wilson"]
-            lines.append(f"{d['step'][0].upper() + d['step'][1:]}: SOP probe {100 * d['sop']:.1f}% "
-                         f"[{100 * low:.1f}, {100 * high:.1f}] against a threshold of {100 * d['threshold']:.0f}%: "
-                         f"{d['decision']}.")
-        else:
-            lines.append(f"{d['step']}: {d['decision']}.")
-    return lines
-
-
-def glance(result: dict) -> str:
-    """One markdown table of the models the pre-registered analysis trained: the trunk at its branch point, the
-    seed-0 SOP branch(es) and, where run, the trunk continued on its own; held-out, 64 tokens, 95% Wilson."""
-    def interval(score: float, bounds: list[float]) -> str:
-        return f"{100 * score:.1f} [{100 * bounds[0]:.1f}, {100 * bounds[1]:.1f}]"
-
-    trunk = result["trunk"]
-    point = next(p for p in trunk["points"] if p["step"] == trunk["branch_point"])
-    models = [(f"trunk at step {point['step']}", point, point["sop_head_wilson"], point["sop_wilson"])]
-    pilot = result.get("pilot")
-    if pilot:
-        models.append((f"SOP branch, seed 0, to step {pilot['steps']}", pilot, None, None))
-    if result.get("continued_trunk"):
-        last = result["continued_trunk"]["points"][-1]
-        models.append((f"trunk continued to step {last['step']}", last, last["sop_head_wilson"], last["sop_wilson"]))
-    out = ["| model | MLM acc | SOP, own head | SOP, probe | NSP, probe |", "|---|---|---|---|---|"]
-    for name, m, head_ci, probe_ci in models:
-        head = interval(m["sop_head"], head_ci) if head_ci else f"{100 * m['sop_head']:.1f}"
-        probe = interval(m["sop"], probe_ci) if probe_ci else f"{100 * m['sop']:.1f}"
-        out.append(f"| {name} | {100 * m['mlm_acc']:.1f} | {head} | {probe} | {100 * m['nsp']:.1f} |")
-    base = result.get("baselines")
-    if base:  # the better of the majority label and the word-overlap stump, on the same pairs
-        best = {t: 100 * max(base[t]["majority"], base[t]["overlap_stump"]) for t in ("sop", "nsp")}
-        out.append(f"| no network (majority or word overlap) | - | {best['sop']:.1f} | {best['sop']:.1f} | "
-                   f"{best['nsp']:.1f} |")
-    return "\n".join(out)
-
-
 # ---------------------------------------------------------------------------------------------- figure and table
 def figure(result: dict):
     """Left: SOP along the trunk (and its continuation); right: every row on SOP and NSP, one dot per seed."""
@@ -552,8 +506,8 @@ def table(result: dict) -> str:
 
     title = "### Sentence task (Table 5 analog: a trunk at the edge of SOP's escape and its branches)"
     if "rows" not in result:
-        return "\n".join([title, "", *[f"- {line}" for line in decision_lines(result)], "",
-                          glance(result), "", f"Stopped: {result['stopped']}."])
+        return "\n".join([title, "", *[f"- {line}" for line in table5_decisions(result)], "",
+                          table5_glance(result), "", f"Stopped: {result['stopped']}."])
     out = [title, "", "| row | MLM acc (64) | SOP probe | NSP probe | SOP head | NSP head | paper: MLM / NSP / SOP |",
            "|---|---|---|---|---|---|---|"]
     for name, row in result["rows"].items():

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ...study.paper import TABLE4
-from .budget import Budget, mini, variant
+from ...study.paper import table4_row
+from .budget import Budget, variant
 from .measure import Pretraining
 from .tables import params_figure, params_table, variant_rows
 
@@ -30,14 +30,9 @@ def run(runner) -> dict:
     return variant_rows(records, keys, runner.budget)
 
 
-def paper_row(row: dict):
-    """Our E = 128 rows stand next to the paper's E = 128 rows, our E = H = 256 next to its E = H = 768."""
-    return TABLE4.get((row["E"] if row["E"] != mini().hidden_size else 768, row["sharing"]))
-
-
 def figure(result: dict):
-    return params_figure(result, TITLE, paper_row)
+    return params_figure(result, TITLE, table4_row)
 
 
 def table(result: dict) -> str:
-    return params_table(result, TITLE, paper_row)
+    return params_table(result, TITLE, table4_row)

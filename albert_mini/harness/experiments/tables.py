@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...study.stats import compare_paired, seed_summary
+from ...study.stats import compare_paired, paired_by_seed, seed_summary
+from ...tasks.scoring import constant_head
 from .budget import Budget
-from .measure import constant_head, sentence_baselines
+from .measure import sentence_baselines
 
 
 def setting(result: dict) -> str:
@@ -49,12 +50,6 @@ def correct_rows(records: dict[int, dict], task: str) -> list[str]:
     return [records[s][task]["correct"] for s in sorted(records)]
 
 
-def paired_mlm(records_a: dict[int, dict], records_b: dict[int, dict], key: str = "mlm_acc") -> dict:
-    """A held-out MLM measure of A minus B, paired by seed (same data order, masks and held-out batches): the
-    seeds are the unit, so the interval is a t interval over the per-seed differences."""
-    return seed_summary([records_a[s][key] - records_b[s][key] for s in sorted(records_a)])
-
-
 def variant_rows(records: dict[str, dict[int, dict]], keys: dict[str, dict], budget: Budget) -> dict:
     """Rows of a Table 3/4 analog: parameters, held-out MLM loss (the primary measure) and accuracy over seeds,
     each paired seed by seed with its baseline row; SOP only with the count of seeds whose head answered one
@@ -68,7 +63,7 @@ def variant_rows(records: dict[str, dict[int, dict]], keys: dict[str, dict], bud
                        "correct_sop": correct_rows(recs, "sop"),
                        "train_seconds": [recs[s]["train_seconds"] for s in sorted(recs)]}
         if label != info["baseline"]:
-            versus = {"mlm_loss": paired_mlm(recs, base, "mlm_loss"), "mlm_acc": paired_mlm(recs, base)}
+            versus = {key: paired_by_seed(recs, base, key) for key in ("mlm_loss", "mlm_acc")}
             if not any(constant_head(r[s]["sop"]) for r in (recs, base) for s in r):
                 versus["sop"] = compare_paired(correct_rows(recs, "sop"), correct_rows(base, "sop"))
             rows[label]["vs_baseline"] = versus

@@ -306,7 +306,8 @@ DOWNSTREAM = ("austen-mc", "polarity")  # several sentences, one sentence
 
 def downstream(model: AlbertForPreTraining, seed: int, budget) -> dict:
     """Each downstream task fine-tuned from the model's encoder (the fine-tuning experiment's budget and seed)."""
-    from .finetune import finetune_settings, test_predictions
+    from ...tasks.scoring import test_predictions
+    from .finetune import finetune_settings
 
     out = {}
     for task in DOWNSTREAM:

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from ...errors import UsageError
+from ...study.controls import control_step, sentence_accuracy, sentence_logits
 from ...study.leak_probe import (
     fit_logistic_regression,
     reference_style_instances,
@@ -26,15 +27,14 @@ from ...study.leak_probe import (
     surface_features,
 )
 from ...study.stats import compare_paired, wilson_interval
+from ...tasks.scoring import bits
 from ...text.batches import tokenize_documents
 from ...text.corpus import load_corpus
 from ...text.padding import pad_batch
 from ...text.tokenizer import Tokenizer
 from ...training import build
-from ..experiments.measure import bits
 from ..experiments.provenance import cpu_model, git_revision
-from .recipe_search import build_model, control_step, sentence_accuracy, sentence_logits
-from .recipe_space import Recipe
+from .recipe_space import Recipe, build_model
 
 HELD_OUT_SPLITS = ("validation", "test")
 

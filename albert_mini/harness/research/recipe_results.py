@@ -199,7 +199,7 @@ def write_results(folder: Path, out: Path, figure_out: Path, with_entropy: bool 
     """Build the results from `folder`, write them to `out` and the figure to `figure_out`."""
     entropy = None
     if with_entropy:
-        from .collapse import uniform_entropy
+        from ...study.collapse import uniform_entropy
         from .recipe_space import held_out
 
         entropy = {str(n): round(uniform_entropy(held_out(Recipe(), seq_len=n)), 4) for n in (64, 128)}
@@ -211,40 +211,3 @@ def write_results(folder: Path, out: Path, figure_out: Path, with_entropy: bool 
     fig.savefig(figure_out, dpi=120)
     return out
 
-
-def rolling_mean(values: list[float], window: int) -> list[float]:
-    """Mean of the last `window` values at each position (fewer at the start)."""
-    out, total = [], 0.0
-    for i, v in enumerate(values):
-        total += v - (values[i - window] if i >= window else 0.0)
-        out.append(total / min(i + 1, window))
-    return out
-
-
-def collapse_figure(results: dict, names: list[str] | None = None, window: int = 10):
-    """The sentence-loss-only controls: training accuracy (rolling mean) above the spread of the attention logits,
-    one update axis, the legend below: stacked so that the book's column shows them at a readable size."""
-    from ...study.figure_style import book_figure, book_style
-
-    controls = [c for c in results["controls"] if c["rule"] == "longer" and (names is None or c["name"] in names)]
-    fig, (acc_ax, qk_ax) = book_figure(2, 1, height=8, sharex=True)
-    with book_style():
-        for c in controls:
-            s = c["settings"]
-            clip = "no clipping" if s["clip_norm"] > 1e6 else f"clip {s['clip_norm']:g}"
-            label = f"{s['optimizer']} {s['lr']:g}, {s['decay']}, {clip}"
-            line, = acc_ax.plot(range(1, len(c["train_acc"]) + 1),
-                                [100 * a for a in rolling_mean(c["train_acc"], window)], label=label)
-            qk_ax.plot([k["step"] for k in c["checks"]], [k["qk_logit_std"] for k in c["checks"]],
-                       color=line.get_color(), label=label)
-        acc_ax.axhline(50, color="grey", ls=":", lw=1)
-        acc_ax.set(ylabel=f"training accuracy\n(%, {window}-step mean)", ylim=(30, 102))
-        acc_ax.set_title("Label 'A longer than B', sentence loss only", loc="left")
-        qk_ax.set(xlabel="update", ylabel="std of q.k / sqrt(d)\nlast layer", yscale="log")
-        qk_ax.set_title("Attention logits: near 0 = uniform attention", loc="left")
-        for ax in (acc_ax, qk_ax):
-            ax.grid(alpha=0.3)
-        fig.legend(*acc_ax.get_legend_handles_labels(), loc="lower center", ncol=2, bbox_to_anchor=(0.5, 0.0))
-        rows = math.ceil(len(controls) / 2)
-        fig.tight_layout(rect=(0, (0.25 * rows + 0.1) / fig.get_figheight(), 1, 1))
-    return fig

@@ -9,7 +9,7 @@ A probe is a `Recipe` (optimizer, rate, warmup, sequence length, masking rate, d
 ...) trained on the Austen training chapters for a fixed number of tokens. Every probe is scored the same way:
 held-out MLM and SOP accuracy with ALBERT's masking (15% n-grams, seed 1) at 64 and at 128 tokens, the
 training-split MLM accuracy on a fixed sample (a widening gap means the data, not the optimisation, limits the
-model), and the collapse diagnostics of albert_mini.harness.research.collapse.
+model), and the collapse diagnostics of albert_mini.study.collapse.
 
 A control trains the sentence loss alone (no MLM) on a label the network can certainly learn (segment A longer
 than B), or on a fixed small set of real SOP pairs: it separates "the sentence path cannot learn" from "SOP is
@@ -24,17 +24,16 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from ...errors import UsageError
+from ...study.collapse import RULES, diagnose
+from ...study.controls import train_sentence_path
 from ...text.batches import PretrainingBatches
 from ...text.tokenizer import Tokenizer
 from ...training import build
 from ...training.objectives import sentence_metrics_warning
-from ...training.optim import clip_grad_global_norm
 from ...training.trainer import evaluate
 from ..experiments.provenance import cpu_model, git_revision
-from .collapse import RULES, diagnose, relabel
 from .recipe_results import build_results, write_results  # noqa: F401  (the results are built here too)
 from .recipe_space import (  # noqa: F401  (the harness's names, importable from here)
     Recipe,
@@ -104,43 +103,12 @@ def run_probe(name: str, recipe: Recipe, tokens: float, out_dir: Path | None = N
 
 
 # ---------------------------------------------------------------------------------------------- controls
-def control_step(model, optimizer, batch: dict, clip_norm: float) -> tuple[float, float, float]:
-    """One update on the sentence loss alone; (loss, training accuracy of the batch, gradient norm before clipping)."""
-    logits = sentence_logits(model, batch)  # (B, 2)
-    loss = F.cross_entropy(logits, batch["sentence_order_label"])
-    loss.backward()
-    norm = clip_grad_global_norm([p for p in model.parameters() if p.grad is not None], clip_norm)
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    acc = float((logits.argmax(-1) == batch["sentence_order_label"]).float().mean())
-    return float(loss.detach()), acc, norm
-
-
-def sentence_logits(model, batch: dict) -> torch.Tensor:
-    """The sentence head's logits (B, 2), without the MLM head (which would score all B x T positions)."""
-    pooled = model.albert(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]).pooler_output
-    return model.sop_classifier(pooled)
-
-
-@torch.no_grad()
-def sentence_accuracy(model, batches: list[dict]) -> tuple[float, float]:
-    """(mean sentence loss, accuracy) of the sentence head on `batches`, in eval mode."""
-    was = model.training
-    model.eval()
-    loss = correct = count = 0.0
-    for b in batches:
-        logits = sentence_logits(model, b)  # (B, 2)
-        loss += float(F.cross_entropy(logits, b["sentence_order_label"], reduction="sum"))
-        correct += float((logits.argmax(-1) == b["sentence_order_label"]).sum())
-        count += len(logits)
-    model.train(was)
-    return loss / count, correct / count
-
-
+# The loop is the library's (albert_mini.study.controls); a control here builds the recipe's model and pairs.
 def run_control(name: str, recipe: Recipe, steps: int, out_dir: Path | None = None, rule: str = "longer",
                 every: int = 10, train_pairs: int | None = None, max_documents: int | None = None,
                 held_out_batches: int | None = 8, say=print) -> dict:
-    """Train the sentence path alone (no MLM loss); log loss, accuracy and the collapse diagnostics.
+    """Train the recipe's sentence path alone (no MLM loss) with albert_mini.study.controls.train_sentence_path;
+    log loss, accuracy and the collapse diagnostics.
 
     rule 'longer': label = segment A longer than B, on fresh SOP pairs every step. rule 'sop': the real SOP
     label; with `train_pairs`, the same fixed pairs are revisited every epoch (can the path fit what it has
@@ -155,29 +123,9 @@ def run_control(name: str, recipe: Recipe, steps: int, out_dir: Path | None = No
     source = PretrainingBatches(ds, recipe.batch_size)
     fixed = source.take(train_pairs // recipe.batch_size) if train_pairs else None
     val = held_out(recipe, batches=held_out_batches, max_documents=max_documents)
-    if rule != "sop":
-        val = [relabel(b, rule) for b in val]
-        fixed = [relabel(b, rule) for b in fixed] if fixed else None
-    optimizer, schedule = build.build_optimization(recipe.setup(steps), model)
-    log, start = [], time.perf_counter()
-    model.train()
-    for step in range(steps):
-        batch = fixed[step % len(fixed)] if fixed else next(source)
-        if rule != "sop" and not fixed:
-            batch = relabel(batch, rule)
-        lr = schedule.apply(optimizer, step)
-        loss, acc, norm = control_step(model, optimizer, batch, recipe.clip_norm)
-        row = {"step": step + 1, "lr": lr, "loss": loss, "acc": acc, "grad_norm": norm}
-        if (step + 1) % every == 0 or step == 0 or step + 1 == steps:
-            row["diag"] = diagnose(model, val[0])
-            row["held_out_loss"], row["held_out_acc"] = sentence_accuracy(model, val)
-            if fixed:
-                row["fit_loss"], row["fit_acc"] = sentence_accuracy(model, fixed)
-            say(json.dumps({"control": name, "step": step + 1, "loss": round(loss, 4), "acc": round(acc, 3),
-                            "held_out": round(row["held_out_acc"], 3),
-                            "cos": round(row["diag"]["position_cosine"][-1], 3),
-                            "qk_std": round(row["diag"]["qk_logit_std"], 3)}))
-        log.append(row)
+    start = time.perf_counter()
+    log = train_sentence_path(model, recipe.setup(steps), val, batches=None if fixed else source, fixed=fixed,
+                              rule=rule, every=every, say=say, name=name)
     record = {"name": name, "rule": rule, "recipe": dataclasses.asdict(recipe), "steps": steps,
               "train_pairs": train_pairs, "seconds": time.perf_counter() - start, "cpu": cpu_model(),
               "threads": torch.get_num_threads(), "git": git_revision(), "log": log}

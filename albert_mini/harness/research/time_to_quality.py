@@ -3,7 +3,8 @@
 `race` trains both recipes in one process, alternating slices of a few minutes, so both see the same machine
 and the same background load; each is evaluated on the same held-out batches at the end of every slice.
 `build_results` turns two run directories' metrics.jsonl (any two runs of the pretraining CLI, e.g. the
-shipped classroom model and a new one) into data/results/time_to_quality.json and its figure.
+shipped classroom model and a new one) into data/results/time_to_quality.json and its figure. The figure and the
+race's report are the library's readers of these files (albert_mini.study.time_to_quality).
 
     python benchmarks/time_to_quality.py --minutes 15 --out runs/ttq
     albert-mini time-to-quality results OLD_RUN_DIR NEW_RUN_DIR --overwrite   # rewrites the shipped results
@@ -20,6 +21,7 @@ import torch
 
 from ...errors import UsageError
 from ...safe_files import atomic_write_bytes, atomic_write_text
+from ...study.time_to_quality import figure
 from ...training.distributed import DistInfo
 from ...training.launch import build_run
 from ...training.rundir import read_run
@@ -116,36 +118,6 @@ def tokens_to_reach_old_final(old: list[dict], new: list[dict]) -> dict:
             "ratio": old[-1]["tokens"] / new_tokens if new_tokens else None}
 
 
-def figure(results: dict):
-    """Held-out MLM (left) and SOP accuracy (right) per run, against training tokens (top) and training minutes
-    (bottom): the column's title names the measure, one legend below, so the book's column shows it readably."""
-    from ...study.figure_style import book_figure, book_style
-
-    fig, axes = book_figure(2, 2, height=7.4, sharey="col")
-    with book_style():
-        for row, (axis, label, scale) in enumerate((("tokens", "training tokens (millions)", 1e6),
-                                                    ("minutes", f"minutes ({results['machine']})", 1))):
-            mlm, sop = axes[row]
-            for name, run in results["runs"].items():
-                points = [p for p in run["curve"] if p.get(axis) is not None]
-                x = [p[axis] / scale for p in points]
-                mlm.plot(x, [100 * p["mlm_acc"] for p in points], marker="o", ms=3,
-                         label=f"{name}: {Path(run['dir']).name}")
-                sop.plot(x, [100 * p["sentence_acc"] for p in points], marker="o", ms=3)
-            sop.axhline(50, color="grey", ls=":", label="chance")
-            for ax in (mlm, sop):
-                ax.set_xlabel(label)
-                ax.grid(alpha=0.3)
-        axes[0, 0].set_title("held-out MLM accuracy (%)")
-        axes[0, 1].set_title("held-out SOP accuracy (%)")
-        handles, names = axes[0, 0].get_legend_handles_labels()
-        more_handles, more_names = axes[0, 1].get_legend_handles_labels()
-        fig.legend(handles + more_handles, names + more_names, loc="lower center", ncol=2,
-                   bbox_to_anchor=(0.5, 0.0))
-        fig.tight_layout(rect=(0, 0.6 / fig.get_figheight(), 1, 1))
-    return fig
-
-
 def write_results(old_dir: Path, new_dir: Path, out: Path, figure_out: Path) -> dict:
     """Build the results of the two runs, write them to `out` and their figure to `figure_out` (each atomically;
     whether they may be written is the write rule's, checked by the command first)."""
@@ -156,21 +128,4 @@ def write_results(old_dir: Path, new_dir: Path, out: Path, figure_out: Path) -> 
     atomic_write_text(out, json.dumps(results, indent=1) + "\n")
     atomic_write_bytes(figure_out, png.getvalue())
     return results
-
-
-def report(result: dict) -> str:
-    """The race's summary in a few lines."""
-    s = result["summary"]
-    if s is None:
-        return "no evaluation finished"
-    lines = [f"machine: {result['machine']}, {result['threads']} threads; each recipe trained "
-             f"{s['old_minutes']:.2f} (old) and {s['new_minutes']:.2f} (new) minutes",
-             f"held-out MLM: old {s['old_mlm']:.4f}, new {s['new_mlm']:.4f} (ratio new/old {s['mlm_ratio']:.2f})",
-             f"held-out SOP: old {s['old_sop']:.4f}, new {s['new_sop']:.4f}"]
-    if s["speedup"]:
-        lines.append(f"new reaches old's final MLM after {s['new_minutes_to_old_final_mlm']:.2f} min: "
-                     f"time-to-quality ratio {s['speedup']:.2f}x")
-    else:
-        lines.append("new did not reach old's final MLM within the budget")
-    return "\n".join(lines)
 

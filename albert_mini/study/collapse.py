@@ -1,7 +1,8 @@
 """Where a training collapse shows: attention entropy, how alike the positions are, q.k logit spread, pooler state.
 
-Used by the recipe search (albert_mini.harness.research.recipe_search) on every probe and control, and by chapter 7 to
-read the AdamW + clipping collapse of the sentence-loss control.
+`diagnose` is taken on every probe and control of the recipe search (albert_mini.harness.research.recipe_search) and
+of chapter 11's live control (albert_mini.study.controls); `collapse_figure` draws the AdamW + clipping collapse of
+the sentence-loss controls from data/results/recipe_search.json for chapter 11.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ...model.albert import AlbertForPreTraining
+from ..model.albert import AlbertForPreTraining
 
 RULES = ("longer",)
 
@@ -79,3 +80,41 @@ def uniform_entropy(batches) -> float:
     """Entropy of attention spread evenly over the keys, ln(unpadded length), averaged over queries as in diagnose."""
     n = torch.cat([b["attention_mask"].sum(1).double() for b in batches])  # (rows,) unpadded lengths
     return float((n * n.log()).sum() / n.sum())  # each row has n queries, each with entropy ln n
+
+
+def rolling_mean(values: list[float], window: int) -> list[float]:
+    """Mean of the last `window` values at each position (fewer at the start)."""
+    out, total = [], 0.0
+    for i, v in enumerate(values):
+        total += v - (values[i - window] if i >= window else 0.0)
+        out.append(total / min(i + 1, window))
+    return out
+
+
+def collapse_figure(results: dict, names: list[str] | None = None, window: int = 10):
+    """The sentence-loss-only controls: training accuracy (rolling mean) above the spread of the attention logits,
+    one update axis, the legend below: stacked so that the book's column shows them at a readable size."""
+    from .figure_style import book_figure, book_style
+
+    controls = [c for c in results["controls"] if c["rule"] == "longer" and (names is None or c["name"] in names)]
+    fig, (acc_ax, qk_ax) = book_figure(2, 1, height=8, sharex=True)
+    with book_style():
+        for c in controls:
+            s = c["settings"]
+            clip = "no clipping" if s["clip_norm"] > 1e6 else f"clip {s['clip_norm']:g}"
+            label = f"{s['optimizer']} {s['lr']:g}, {s['decay']}, {clip}"
+            line, = acc_ax.plot(range(1, len(c["train_acc"]) + 1),
+                                [100 * a for a in rolling_mean(c["train_acc"], window)], label=label)
+            qk_ax.plot([k["step"] for k in c["checks"]], [k["qk_logit_std"] for k in c["checks"]],
+                       color=line.get_color(), label=label)
+        acc_ax.axhline(50, color="grey", ls=":", lw=1)
+        acc_ax.set(ylabel=f"training accuracy\n(%, {window}-step mean)", ylim=(30, 102))
+        acc_ax.set_title("Label 'A longer than B', sentence loss only", loc="left")
+        qk_ax.set(xlabel="update", ylabel="std of q.k / sqrt(d)\nlast layer", yscale="log")
+        qk_ax.set_title("Attention logits: near 0 = uniform attention", loc="left")
+        for ax in (acc_ax, qk_ax):
+            ax.grid(alpha=0.3)
+        fig.legend(*acc_ax.get_legend_handles_labels(), loc="lower center", ncol=2, bbox_to_anchor=(0.5, 0.0))
+        rows = math.ceil(len(controls) / 2)
+        fig.tight_layout(rect=(0, (0.25 * rows + 0.1) / fig.get_figheight(), 1, 1))
+    return fig
