@@ -20,6 +20,9 @@ import torch
 
 from .errors import UsageError
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["cpu_model"]
+
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
 
 

@@ -19,6 +19,9 @@ from pathlib import Path
 
 from .settings import fast_mode
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["DATA_ROOT", "PRETRAINED_MODEL", "repo_root", "save_figure"]
+
 ROOT_ENV = "ALBERT_MINI_ROOT"
 MANIFEST = "SHA256SUMS"
 

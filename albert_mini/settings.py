@@ -2,6 +2,9 @@
 
 import os
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["fast_mode", "pick", "static_output"]
+
 FAST_ENV = "ALBERT_MINI_FAST"
 STATIC_ENV = "ALBERT_MINI_STATIC"  # set by `make book`: the committed notebooks and the HTML book hold no widgets
 

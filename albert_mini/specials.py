@@ -4,6 +4,9 @@ Ids 0-4 are the layout of the official `30k-clean.model` (and of every tokenizer
 model, the data pipeline and the trainer agree on them without asking a tokenizer.
 """
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["CLS_ID", "IGNORE_INDEX", "SEP_ID"]
+
 PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4
 SPECIAL_PIECES = {"<pad>": PAD_ID, "<unk>": UNK_ID, "[CLS]": CLS_ID, "[SEP]": SEP_ID, "[MASK]": MASK_ID}
 SPECIAL_IDS = frozenset(SPECIAL_PIECES.values())

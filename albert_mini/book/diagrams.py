@@ -19,6 +19,10 @@ from ..model.config import AlbertConfig
 from ..model.counting import count_parameters
 from ..study.figure_style import CHARS, FONT_PT, TITLE_PT, WIDTH_IN, book_style
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["albert_diagram", "embedding_diagram", "layer_norm_placement_diagram", "masking_diagram", "pieces_diagram",
+           "race_packing_diagram", "sentence_pair_diagram", "sharing_diagram", "squad_windows_diagram"]
+
 BLUE, ORANGE, GREEN, GREY, RED = "#4c78a8", "#f58518", "#54a24b", "#bab0ac", "#e45756"
 LINE_IN = 0.22  # one line of FONT_PT text, with its leading, in inches
 PAGE_IN = WIDTH_IN - 0.2  # what savefig's 0.1-inch pad on each side leaves of the column

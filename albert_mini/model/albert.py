@@ -16,6 +16,9 @@ from torch import nn
 from ..specials import IGNORE_INDEX
 from .config import AlbertConfig
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["AlbertLayer", "AlbertTransformer"]
+
 
 def activation_fn(name: str):
     """The FFN non-linearity; ALBERT's "gelu" is the tanh approximation, HF calls it gelu_new."""

@@ -12,6 +12,9 @@ from ..errors import UserError
 from ..specials import PAD_ID
 from .sharing import STRATEGIES, SharingStrategy
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["embedding_variant"]
+
 ACTIVATIONS = ("gelu_new", "gelu", "relu")
 # The float fields and their ranges: (low, high, low allowed, the rule as error messages state it). A float
 # field of the config that is missing here is a bug: test_config checks that the table covers them all.

@@ -8,6 +8,9 @@ from torch import nn
 
 from .config import AlbertConfig
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["closed_form_breakdown", "format_parameter_table"]
+
 COMPONENTS = ("embeddings", "projection", "attention", "ffn", "pooler", "mlm_head", "sentence_head")
 
 

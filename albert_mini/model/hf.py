@@ -24,6 +24,9 @@ from .config import AlbertConfig, ConfigError
 from .heads import AlbertForMultipleChoice, AlbertForQuestionAnswering, AlbertForSequenceClassification
 from .sharing import STRATEGIES, whole_layer_sharing
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["config_to_hf", "from_hf", "to_hf"]
+
 # HF class name -> albert_mini class (the HF class of the same name has the same parameter names).
 HF_TO_OURS: dict[str, type[nn.Module]] = {
     "AlbertModel": AlbertModel,

@@ -14,6 +14,9 @@ import torch.nn.functional as F
 
 from ..model.albert import AlbertForPreTraining
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["collapse_figure"]
+
 RULES = ("longer",)
 
 

@@ -20,6 +20,9 @@ from ..training.optim import clip_grad_global_norm
 from ..training.setup import PretrainingSetup
 from .collapse import RULES, diagnose, relabel
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["train_sentence_path"]
+
 
 def sentence_logits(model, batch: dict) -> torch.Tensor:
     """The sentence head's logits (B, 2), without the MLM head (which would score all B x T positions)."""

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 from .stats import seed_summary
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["accuracy_table", "paired_verdict", "seed_table", "verdict"]
+
 
 @dataclass(frozen=True)
 class Difference:

@@ -16,6 +16,10 @@ import numpy as np
 
 from ..text.instances import SPECIALS_PER_PAIR, Instance, as_token_documents, pair_tokens
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["FEATURE_NAMES", "fit_logistic_regression", "probe_order_leak", "reference_style_instances",
+           "sentence_end_pieces", "surface_features"]
+
 SENTENCE_FINAL = ".!?"
 CLOSERS = "\"')]\u2019\u201d"  # may follow the final punctuation: ." or ?' or .)
 FEATURE_NAMES = ("len_a", "len_b", "len_a_minus_len_b", "a_ends_sentence", "b_ends_sentence")

@@ -14,6 +14,9 @@ from ..model.config import AlbertConfig
 from ..model.counting import count_parameters
 from ..text.masking import prediction_budget
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["measure_activation_bytes", "parameter_bytes", "training_memory"]
+
 OPTIMIZER_STATES = {"sgd": 0, "momentum": 1, "adamw": 2, "lamb": 2}  # fp32 values kept per parameter
 
 

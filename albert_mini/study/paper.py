@@ -11,6 +11,10 @@ from collections.abc import Iterable, Mapping
 from ..model.config import AlbertConfig, embedding_variant
 from ..model.counting import closed_form_breakdown, parameter_table
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["KNOWN_DISAGREEMENTS", "TABLE1", "TABLE2_SPEEDUP", "TABLE3", "TABLE4", "TABLE5", "albert_base_variant",
+           "paper_convention_count", "paper_parameter_table"]
+
 # Table 1: the model configurations and their printed parameter counts (millions).
 TABLE1 = {
     "bert-base": 108, "bert-large": 334, "bert-xlarge": 1270,

@@ -9,6 +9,9 @@ from ..model.config import AlbertConfig, as_config, embedding_variant
 from ..model.counting import count_parameters
 from .paper import TABLE3
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["plot_parameters_vs_embedding"]
+
 DEFAULT_SIZES = (16, 32, 64, 128, 256, 512, 768, 1024, 2048, 4096)
 CURVES = {"none": ("not shared", "tab:orange"), "all": ("all shared", "tab:blue")}  # sharing -> (name, colour)
 _SHAPE_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",

@@ -14,6 +14,11 @@ from .glance import Difference
 from .paper import table3_row, table4_row
 from .stats import paired_by_seed, seed_summary, wilson_interval
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["contrast", "contrast_lines", "finetune_differences", "finetune_plan", "finetune_rows", "load", "setting",
+           "smoothness_curves", "smoothness_reading", "speedup_table", "table5_decisions", "table5_glance",
+           "table5_reading", "variant_differences", "variant_markdown", "variant_table"]
+
 RESULTS = DATA_ROOT / "results"
 # The paper row beside each row of a Table 3 or Table 4 analog.
 PAPER_ROWS = {"embedding_size": table3_row, "sharing": table4_row}

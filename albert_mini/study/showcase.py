@@ -21,6 +21,9 @@ from ..text.padding import pad_batch
 from ..text.tokenizer import WORD_BOUNDARY, Tokenizer
 from .stats import wilson_interval
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["fill_mask", "held_out_clozes", "held_out_pairs", "p_in_order", "pair_text", "sop_accuracy", "swapped"]
+
 
 @functools.cache
 def documents(split: str):

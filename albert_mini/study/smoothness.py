@@ -9,6 +9,9 @@ import torch
 
 from ..model.albert import AlbertModel
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["layer_distances", "layer_smoothness", "plot_smoothness"]
+
 
 @dataclass
 class Smoothness:

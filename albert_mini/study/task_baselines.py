@@ -17,6 +17,9 @@ import numpy as np
 from ..tasks.registry import get_task
 from ..tasks.squad_metrics import squad_scores
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["copy_matcher", "naive_bayes_predictions", "overlap_predictions"]
+
 
 def naive_bayes_predictions(train, test) -> list[int]:
     """Multinomial naive Bayes with add-one smoothing on lower-cased words: a label per test example."""

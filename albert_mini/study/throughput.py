@@ -11,6 +11,9 @@ import torch
 from ..model.config import AlbertConfig
 from ..specials import FIRST_ORDINARY_ID
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["flops_per_token"]
+
 
 def flops_per_token(config: AlbertConfig, seq_len: int) -> float:
     """Forward FLOPs per token of the encoder: every layer application counts, shared or not, plus attention."""

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["figure", "report"]
+
 
 def figure(results: dict):
     """Held-out MLM (left) and SOP accuracy (right) per run, against training tokens (top) and training minutes

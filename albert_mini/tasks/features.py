@@ -28,6 +28,10 @@ from ..specials import CLS_ID, SEP_ID
 from ..text.padding import pad_batch
 from .formats import ClassificationExample, MultipleChoiceExample, RecordError, SpanExample
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["answer_token_span", "classification_features", "decode_spans", "race_features", "race_pack",
+           "race_qa_text", "squad_features", "window_starts"]
+
 if TYPE_CHECKING:  # annotations only: text.tokenizer is also a command, which the package must not import early
     from ..text.tokenizer import Tokenizer
 

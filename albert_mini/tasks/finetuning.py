@@ -36,6 +36,9 @@ from ..training.optim import WarmupPolyDecay, build_optimizer
 from ..training.trainer import TrainConfig, Trainer
 from .kinds import task_kind
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["FinetuneSettings", "build_task_model", "in_order", "predict_logits", "run_task"]
+
 if TYPE_CHECKING:
     from .registry import Task
 

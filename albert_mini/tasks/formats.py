@@ -16,6 +16,9 @@ from ..errors import MissingFileError, UserError
 from ..safe_files import atomic_write_text
 from ..textfile import read_utf8
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["ClassificationExample"]
+
 
 class RecordError(UserError, ValueError):
     """A task record that cannot be used (wrong option count, answer not in its context, empty question, ...)."""

@@ -16,6 +16,9 @@ from .formats import GLUE_FORMATS, load_glue_tsv, load_race_json, load_squad_jso
 from .kinds import TaskKind, task_kind
 from .polarity import load_polarity
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["TASKS", "get_task"]
+
 
 @dataclass(frozen=True)
 class Task:

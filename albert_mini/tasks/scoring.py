@@ -15,6 +15,9 @@ from ..text.tokenizer import Tokenizer
 from .finetuning import FinetuneSettings, in_order, predict_logits
 from .registry import get_task
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["answers", "constant_head", "correctness"]
+
 
 def bits(correct: torch.Tensor) -> str:
     """Per-example correctness as a string of 0/1, the form results store for paired tests."""

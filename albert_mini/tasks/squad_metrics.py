@@ -14,6 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from .formats import SpanExample
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["exact_match", "f1", "normalize_answer", "squad_scores"]
+
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 

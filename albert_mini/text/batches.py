@@ -35,6 +35,9 @@ from .instances import (
 from .masking import Masker
 from .padding import pad_batch
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["PretrainingBatches", "build_pretraining_dataset", "tokenize_documents", "unigram_log_prior"]
+
 # Separate random streams, so that e.g. drawing masks never shifts which instances are built.
 INSTANCE_STREAM, MASK_STREAM, ORDER_STREAM, GROUP_STREAM = 0, 1, 2, 3
 DEFAULT_GROUP_WINDOW = 32  # batches sorted together; on Austen at 128 tokens 32 leave ~1% padding, 1 leave ~16%

@@ -22,6 +22,9 @@ from ..errors import UserError
 from ..paths import DATA_ROOT, MANIFEST, recorded_path, sha256_bytes, sha256_file, verified_path
 from ..textfile import read_utf8, universal_newlines
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["SPLITS", "load_corpus", "split_of"]
+
 SPLITS = ("train", "validation", "test")
 TEXT_MODES = ("file", "blank_line")  # how load_text_files cuts files into documents
 REBUILD_COMMAND = "albert-mini corpus"

@@ -36,6 +36,9 @@ import numpy as np
 
 from ..specials import CLS_ID, IGNORE_INDEX, SEP_ID
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["build_instances"]
+
 SPECIALS_PER_PAIR = 3  # [CLS] A [SEP] B [SEP]
 SPECIALS_PER_SINGLE = 2  # [CLS] A [SEP]
 # An instance as a row of 7 integers, where its segments lie in the token streams; its tokens are copied out

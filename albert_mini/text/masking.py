@@ -28,6 +28,9 @@ import numpy as np
 
 from ..specials import IGNORE_INDEX, MASK_ID
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["Masker", "replace_80_10_10"]
+
 
 def prediction_budget(n_tokens: int, masked_lm_prob: float = 0.15, max_predictions: int = 20) -> int:
     """The reference's number of tokens to predict: round(masked_lm_prob * n_tokens), at least 1, at most the cap."""

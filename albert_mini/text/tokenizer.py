@@ -37,6 +37,10 @@ from ..specials import CLS_ID, MASK_ID, PAD_ID, SEP_ID, SPECIAL_PIECES, UNK_ID
 from .corpus import load_corpus, load_text_files
 from .padding import pad_batch
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["DEFAULT_DIR", "Tokenizer", "WORD_BOUNDARY", "is_word_start", "preprocess_text", "train_sentencepiece",
+           "training_texts", "truncate_pair"]
+
 WORD_BOUNDARY = "\u2581"  # SentencePiece's "▁": the piece starts after a space
 DEFAULT_DIR = DATA_ROOT / "austen"
 TRAIN_COMMAND = "albert-mini tokenizer train --vocab-size 8000 --out data/austen/spiece.model --overwrite"

@@ -17,6 +17,9 @@ from .pretraining_model import build_pretraining_model
 from .setup import Phase, PretrainingSetup
 from .trainer import TrainConfig, Trainer
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["build_model", "phase_batches", "validation_batches"]
+
 # A "constant" learning rate is the poly decay with a vanishing power: 1 until the last step.
 DECAY_POWER = {"linear": 1.0, "constant": 1e-9}
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 from .objectives import MODEL_INPUTS
 from .optim import clip_grad_global_norm
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["pretraining_loop"]
+
 
 def pretraining_loop(model, batches, optimizer, schedule, steps: int, clip_norm: float | None = 1.0) -> list[float]:
     """Train `model` for `steps` updates on `batches` (an iterator of batch dicts); returns the loss of each step.

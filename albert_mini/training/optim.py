@@ -13,6 +13,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["WarmupPolyDecay", "build_optimizer", "clip_grad_global_norm", "param_groups"]
+
 # Any parameter whose name contains one of these gets neither weight decay nor the trust ratio.
 NO_DECAY_PATTERNS = ("LayerNorm", "layer_norm", "bias")
 OPTIMIZERS = ("lamb", "adamw")

@@ -19,6 +19,9 @@ from ..model.config import AlbertConfig
 from ..text.batches import unigram_log_prior
 from ..text.instances import sentence_task
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["build_pretraining_model"]
+
 OUTPUT_BIASES = ("unigram", "zeros")
 POSITION_INITS = ("normal", "sinusoidal")
 

@@ -47,6 +47,9 @@ from ..paths import recorded_path
 from ..safe_files import atomic_write_text, check_out_folder, fsync_folder
 from ..text.corpus import fingerprint_changes
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["read_run"]
+
 RUN_FILE, CONFIG_FILE, METRICS_FILE = "run.json", "config.json", "metrics.jsonl"
 # Written beside an exported model by harness.research.model_card.
 MODEL_CARD_FILE, SCORES_FILE = "README.md", "scores.json"

@@ -26,6 +26,9 @@ from ..text.instances import SENTENCE_TASKS
 from .optim import OPTIMIZERS
 from .pretraining_model import OUTPUT_BIASES, POSITION_INITS
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["PretrainingSetup", "in_process"]
+
 NAMED_CORPORA = ("austen", "synthetic")
 SPLIT_BY = {"file": "file", "blank-line": "blank_line"}  # --split-by value -> load_text_files mode
 DEFAULT_HOLDOUT = 0.05

@@ -13,7 +13,14 @@ from collections.abc import Callable
 
 from .checking import NOT_ATTEMPTED, ExerciseFailed, check_against_reference
 
-__all__ = ["NOT_ATTEMPTED", "ExerciseFailed", "check_against_reference", "chapter_exercises", "chapters_with_exercises"]
+__all__ = ["ExerciseFailed", "NOT_ATTEMPTED", "chapter_exercises", "chapters_with_exercises",
+           "check_against_reference", "check_albert_preprocess", "check_answer_token_span", "check_apply_80_10_10",
+           "check_break_even_embedding_size", "check_factorized_embedding_params", "check_lamb_update",
+           "check_layer_schedule", "check_mlm_head_flops_per_token", "check_mlm_head_params",
+           "check_ngram_probabilities", "check_nsp_label_from_sources", "check_overlap_feature", "check_pair_layout",
+           "check_post_ln_block", "check_prediction_budget", "check_race_pack", "check_sample_span_length",
+           "check_sharing_plan", "check_sop_pair", "check_squad_f1", "check_training_memory_bytes",
+           "check_truncate_longest_first", "check_trust_ratio", "check_warmup_poly_lr"]
 
 _CHAPTER_MODULE = re.compile(r"ch(\d\d)")
 

@@ -9,6 +9,9 @@ import numpy as np
 from ...text.tokenizer import Tokenizer, preprocess_text
 from .checking import check_against_reference
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["truncate_longest_first"]
+
 # Strings that tell the steps apart: accents, ligatures and fractions (NFKD, not NFD or NFKC), combining marks,
 # upper case outside ASCII, every kind of whitespace, TeX-style quotes, and characters that must survive.
 TRICKY_TEXTS = [

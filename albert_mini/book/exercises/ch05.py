@@ -6,6 +6,9 @@ import numpy as np
 
 from .checking import check_against_reference
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["overlap_feature"]
+
 
 # ------------------------------------------------------------------------------------------- references
 def sop_pair(segment_a, segment_b, swap: bool):

@@ -8,6 +8,9 @@ from ...model.config import PRESETS, AlbertConfig
 from ...study.memory import OPTIMIZER_STATES, parameter_bytes
 from .checking import check_against_reference
 
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["mlm_head_flops_per_token"]
+
 
 def _reference_memory(n_params: int, optimizer: str = "adamw") -> int:
     return parameter_bytes(n_params, optimizer)
