@@ -291,6 +291,7 @@ def test_more_eval_batches_than_the_synthetic_corpus_keeps_is_one_error_line_bef
     assert time.monotonic() - started < 30 and not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow  # a subprocess or a retrain: make test runs it, test-fast does not
 def test_a_glob_over_two_symlink_loops_is_one_error_line_not_a_hang(tmp_path):
     texts = tmp_path / "texts"
     (texts / "sub").mkdir(parents=True)
@@ -302,6 +303,7 @@ def test_a_glob_over_two_symlink_loops_is_one_error_line_not_a_hang(tmp_path):
     assert f"the pattern {str(texts / '**' / '*.txt')!r} matches no file" in done.stderr
 
 
+@pytest.mark.slow  # a subprocess or a retrain: make test runs it, test-fast does not
 def test_a_step_of_100000_micro_batches_keeps_a_time_budget(tmp_path):
     done = run_command("pretrain", *NANO, "--steps", "3", "--accumulate", "100000", "--minutes", "0.02",
                        "--eval-batches", "1", "--out", tmp_path / "run", timeout=240)

@@ -15,6 +15,7 @@ def test_the_root_is_the_checkout_that_holds_the_package():
     assert paths.DATA_ROOT == paths.REPO_ROOT / "data" and (paths.DATA_ROOT / "austen" / paths.MANIFEST).is_file()
 
 
+@pytest.mark.slow  # a subprocess or a retrain: make test runs it, test-fast does not
 def test_albert_mini_root_overrides_the_root_for_every_default_path(tmp_path):
     code = ("from albert_mini import paths\n"
             "from albert_mini.text import corpus, tokenizer\n"

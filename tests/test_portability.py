@@ -13,6 +13,7 @@ from albert_mini.paths import REPO_ROOT
 from albert_mini.training import rundir
 
 
+@pytest.mark.slow  # a subprocess or a retrain: make test runs it, test-fast does not
 def test_the_package_imports_where_fcntl_does_not_exist(tmp_path):
     # Windows has no fcntl: importing albert_mini (and the run lock's module) must not need it, and a run lock
     # still works (here unlocked, as on a file system without locks).

@@ -45,6 +45,7 @@ def outputs_of(notebook: dict) -> list:
     return [cell.get("outputs") for cell in notebook["cells"]]
 
 
+@pytest.mark.slow  # a subprocess or a retrain: make test runs it, test-fast does not
 def test_a_rebuild_keeps_ids_and_records_no_timestamps(tmp_path):
     source = tmp_path / "01_chapter.py"
     source.write_text(CHAPTER)

@@ -142,6 +142,7 @@ def test_an_unreadable_notebook_and_a_stray_file_get_their_rows_without_a_kernel
     assert "shopping list.ipynb: not a chapter notebook" in rows[3].message
 
 
+@pytest.mark.slow  # a subprocess or a retrain: make test runs it, test-fast does not
 def test_a_graded_kernel_reaches_no_network_but_this_machine(tmp_path):
     """The preamble every graded notebook runs first: names and addresses beyond the machine are refused."""
     import subprocess

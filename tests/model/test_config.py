@@ -97,6 +97,7 @@ def test_layer_to_group_gives_each_layer_its_own_module_when_only_one_block_is_s
         c.layer_to_group(4)
 
 
+@pytest.mark.slow  # a subprocess or a retrain: make test runs it, test-fast does not
 def test_package_imports_without_transformers():
     code = (
         "import sys, importlib.abc\n"

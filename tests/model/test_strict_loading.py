@@ -243,6 +243,7 @@ def test_the_rule_is_decided_without_reading_the_mask_on_the_host():
     assert "additive" in AlbertModel.forward.__doc__
 
 
+@pytest.mark.slow  # a subprocess or a retrain: make test runs it, test-fast does not
 def test_a_loaded_model_survives_its_file_being_rewritten(hf_dir):
     """safetensors maps the file: the weights are copied out, so rewriting the folder in place (a second process
     saving again) cannot crash this one with SIGBUS. In a subprocess, as a crash would end the test run."""

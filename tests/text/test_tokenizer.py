@@ -239,6 +239,7 @@ def test_training_errors():
         train_sentencepiece(["tiny text"], vocab_size=5000)
 
 
+@pytest.mark.slow  # a subprocess or a retrain: make test runs it, test-fast does not
 def test_retraining_reproduces_the_committed_model():
     # Byte-exact only with the sentencepiece the model was trained with: the version constraints.txt pins.
     pinned = next(line.split("==")[1].strip() for line in (REPO_ROOT / "constraints.txt").read_text().splitlines()

@@ -298,6 +298,7 @@ main(sys.argv[1:])
 """
 
 
+@pytest.mark.slow  # a subprocess or a retrain: make test runs it, test-fast does not
 def test_the_cli_killed_inside_a_save_resumes_bit_exactly_with_the_same_command(tmp_path):
     from albert_mini.commands.pretrain import main
 

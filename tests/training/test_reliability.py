@@ -29,6 +29,7 @@ def train_steps(run) -> list[int]:
 
 
 # ---------------------------------------------------------------------- one writer
+@pytest.mark.slow  # a subprocess or a retrain: make test runs it, test-fast does not
 def test_a_second_run_is_refused_at_once_naming_the_first_and_a_killed_run_leaves_no_lock(tmp_path, capsys):
     out = tmp_path / "run"
     long = ["--preset", "albert-nano", "--corpus", "synthetic", "--seq-len", "16", "--batch-size", "2",

@@ -229,6 +229,7 @@ def test_the_clock_is_read_between_micro_batches_only_with_a_budget(tmp_path):
     assert trainer.looks == STEPS  # before the first step and after each but the last: between steps only
 
 
+@pytest.mark.slow  # a subprocess or a retrain: make test runs it, test-fast does not
 def test_a_cli_step_of_100000_micro_batches_stops_within_the_minutes(tmp_path):
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "albert_mini", "pretrain", *FLAGS, "--steps", "3", "--accumulate",
