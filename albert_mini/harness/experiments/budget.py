@@ -29,6 +29,14 @@ SEEDS = (0, 1, 2)  # every model of every experiment is trained once per seed
 OVERRIDABLE = ("batch_size", "seq_len", "short_seq_len", "short_fraction", "lr", "optimizer", "eval_batches")
 
 
+def check_recorded(plan: str, overrides: dict, recorded: tuple[str, ...]) -> None:
+    """Refuse an override of a setting the plan's runs do not record: it would change a run but not its key."""
+    unrecorded = sorted(set(overrides) - set(recorded))
+    if unrecorded:
+        raise ValueError(f"{plan} overrides only {', '.join(recorded)} (what its runs' specs record), "
+                         f"not {', '.join(unrecorded)}")
+
+
 @dataclass(frozen=True)
 class Budget:
     """Overrides of PretrainingSetup for every experiment run, and the sizes of what is measured on each model."""
@@ -47,10 +55,7 @@ class Budget:
     max_documents: int | None = None  # use only the first chapters of each split (fast mode)
 
     def __post_init__(self):
-        unrecorded = sorted(set(self.pretraining) - set(OVERRIDABLE))
-        if unrecorded:
-            raise ValueError(f"a budget overrides only {', '.join(OVERRIDABLE)} (what a run's spec records), "
-                             f"not {', '.join(unrecorded)}")
+        check_recorded("a budget", self.pretraining, OVERRIDABLE)
         self.setup()  # checked as every setup is, at the size its runs train at
 
     def setup(self, task: str = "sop", seed: int = 0) -> PretrainingSetup:

@@ -42,6 +42,7 @@ from ...training.pretraining_model import train_sentence_head
 from ...training.rundir import METRICS_FILE, read_metrics
 from ...training.setup import Phase, PretrainingSetup, in_process
 from ...training.trainer import Trainer
+from .budget import check_recorded
 from .data import HELD_OUT_SEED, pair_set, token_documents
 from .measure import bits, training_curve
 from .provenance import experiment_device
@@ -77,10 +78,7 @@ class TrunkPlan:
     max_documents: int | None = None  # only the first chapters of each split (fast mode)
 
     def __post_init__(self):
-        unrecorded = sorted(set(self.pretraining) - set(TRUNK_OVERRIDABLE))
-        if unrecorded:
-            raise ValueError(f"a trunk plan overrides only {', '.join(TRUNK_OVERRIDABLE)} (what its spec records), "
-                             f"not {', '.join(unrecorded)}")
+        check_recorded("a trunk plan", self.pretraining, TRUNK_OVERRIDABLE)
 
     def setup(self, row: str = "sop", seed: int = TRUNK_SEED) -> PretrainingSetup:
         """A row on this recipe: MLM + SOP or NSP, or MLM only on SOP-layout pairs with the sentence loss off."""
