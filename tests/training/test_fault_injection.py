@@ -365,12 +365,7 @@ def first_fault(kind, k, run_dir, step, model, state) -> None:
         set_fault_hook(fault_at(k, fault_of(kind)))
         save_checkpoint(run_dir, step, model, state, keep=KEEP)
 
-    if kind == "kill -9":
-        in_a_child_killed(save)
-        return
-    with pytest.raises(EXPECTED_ERROR[kind]):
-        save()
-    set_fault_hook(None)
+    stopped_by(kind, save)
 
 
 def second_fault(kind, k, run_dir, latest) -> None:
@@ -389,11 +384,16 @@ def second_fault(kind, k, run_dir, latest) -> None:
         trainer.train()
         pytest.fail(f"the save after resuming has no step {k}: {hits}")  # never reached: the fault stops it
 
+    stopped_by(kind, resume_and_train)
+
+
+def stopped_by(kind, action) -> None:
+    """Run `action` until the fault of `kind` stops it: in a child killed by it (kill -9), or raising it here."""
     if kind == "kill -9":
-        in_a_child_killed(resume_and_train)
+        in_a_child_killed(action)
         return
     with pytest.raises(EXPECTED_ERROR[kind]):
-        resume_and_train()
+        action()
     set_fault_hook(None)
 
 
