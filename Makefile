@@ -13,7 +13,7 @@ export MALLOC_TRIM_THRESHOLD_ := 4294967296
 export MALLOC_TOP_PAD_ := 1073741824
 
 .PHONY: help venv test test-fast book lab html browser-deps data polarity experiments experiments-pretraining \
-	experiments-speed experiments-finetune exercises grade benchmark clean
+	experiments-speed experiments-finetune exercises grade sandbox-deps benchmark clean
 
 help:
 	@echo "make test        run the test suite and every chapter in fast mode (what CI runs)"
@@ -28,7 +28,8 @@ help:
 	@echo "make experiments-pretraining | experiments-speed | experiments-finetune  its three parts"
 	@echo "make experiment-NAME  one of them, e.g. make experiment-sharing (names: albert_mini/harness/experiments/)"
 	@echo "make exercises   a hand-out for a class: the chapters without outputs, and their figures, in build/student/"
-	@echo "make grade SUBMISSIONS=dir  run every student's notebooks, write dir/gradebook.csv (one row per exercise)"
+	@echo "make grade SUBMISSIONS=dir  grade every student's notebooks in a sandbox, write dir/gradebook.csv (CHAPTERS=\"03 05\" JOBS=2)"
+	@echo "make sandbox-deps install Debian's bubblewrap, the sandbox make grade runs student notebooks in (as root)"
 	@echo "make benchmark   speed benchmarks (prints ratios measured side by side)"
 
 venv: $(STAMP)
@@ -38,7 +39,7 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[test]'
-	$(CLI) lab --install-settings
+	$(CLI) lab --install-settings  # JupyterLab's settings and the chapters' kernel, albert-mini, into .venv
 	touch $@
 
 test: $(STAMP) polarity
@@ -120,12 +121,27 @@ exercises: $(STAMP)
 	$(CLI) exercises $(CHAPTERS) --out build/student
 
 # SUBMISSIONS: one folder per student holding their chapter notebooks. Writes SUBMISSIONS/gradebook.csv (or
-# GRADEBOOK=file; an existing file is replaced only with OVERWRITE=1), each notebook given at most TIME_LIMIT
-# seconds, offline.
+# GRADEBOOK=file; a rerun replaces the gradebook it wrote and continues an interrupted run from its journal; any
+# other existing file is replaced only with OVERWRITE=1). CHAPTERS="03 05" grades only those chapters (students
+# without one get "missing" rows); each notebook runs in a bubblewrap sandbox (make sandbox-deps installs it;
+# NO_SANDBOX=1 grades without one), offline, with TIME_LIMIT seconds and MEMORY_LIMIT GB, JOBS at a time.
 TIME_LIMIT ?= 600
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "error: make grade needs the class folder: make grade SUBMISSIONS=path/to/class (one sub-folder of notebooks per student)" >&2; exit 2; }
-	$(CLI) grade "$(SUBMISSIONS)" --time-limit $(TIME_LIMIT) $(if $(GRADEBOOK),--out "$(GRADEBOOK)") $(if $(OVERWRITE),--overwrite)
+	$(CLI) grade "$(SUBMISSIONS)" --time-limit $(TIME_LIMIT) $(if $(GRADEBOOK),--out "$(GRADEBOOK)") \
+		$(if $(OVERWRITE),--overwrite) $(if $(CHAPTERS),--chapters $(CHAPTERS)) $(if $(JOBS),--jobs $(JOBS)) \
+		$(if $(MEMORY_LIMIT),--memory-limit $(MEMORY_LIMIT)) $(if $(NO_SANDBOX),--no-sandbox)
+
+# bubblewrap from Debian: the sandbox `make grade` runs every student notebook in (and its tests need).
+sandbox-deps:
+	@if command -v bwrap >/dev/null 2>&1; then \
+		echo "sandbox-deps: $$(command -v bwrap) is installed"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap; \
+	else \
+		echo "sandbox-deps: install the package bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap)" >&2; \
+		exit 1; \
+	fi
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/train_step.py

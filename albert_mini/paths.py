@@ -12,9 +12,12 @@ update_manifest, which keeps every other line).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
+import sys
+import tempfile
 from pathlib import Path
 
 from .settings import fast_mode
@@ -54,9 +57,35 @@ def recorded_path(path: str | Path) -> str:
 
 
 # --------------------------------------------------------------------------- figures
+NBGRADER_ENV = "NBGRADER_EXECUTION"  # set by nbgrader's autograde and validate in the kernel's environment
+
+
+def outside_the_book() -> bool:
+    """True when a chapter runs somewhere other than the checkout's chapters/: under nbgrader, or in a Jupyter
+    kernel whose working folder (the notebook's) is elsewhere (a hand-out, a submission, a grading copy)."""
+    if os.environ.get(NBGRADER_ENV, "").strip():
+        return True
+    kernel = sys.modules.get("ipykernel.kernelapp")
+    if kernel is None or not kernel.IPKernelApp.initialized():
+        return False  # a command line (`albert-mini experiments`): it draws the book's own figures
+    return Path.cwd().resolve() != (REPO_ROOT / "chapters").resolve()
+
+
+@functools.cache
+def scratch_figures() -> Path:
+    """A private temporary folder for the figures of a chapter run outside the book (one per process)."""
+    return Path(tempfile.mkdtemp(prefix="albert-mini-figures-"))
+
+
 def figure_path(name: str) -> Path:
-    """Where figure `name` is saved: figures/ in full mode, a git-ignored cache folder in fast mode."""
-    folder = CACHE_ROOT / "figures-fast" if fast_mode() else FIGURES_ROOT
+    """Where figure `name` is saved: figures/ in full mode, a git-ignored cache folder in fast mode; and a temporary
+    folder whenever the chapter runs outside the book (`outside_the_book`), so it writes nothing into the checkout."""
+    if outside_the_book():
+        folder = scratch_figures()
+    elif fast_mode():
+        folder = CACHE_ROOT / "figures-fast"
+    else:
+        folder = FIGURES_ROOT
     folder.mkdir(parents=True, exist_ok=True)
     return folder / name
 

@@ -6,9 +6,9 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python (albert-mini)
 #     language: python
-#     name: python3
+#     name: albert-mini
 # ---
 
 # %% [markdown]
@@ -77,8 +77,8 @@ print("fast mode:", fast_mode(), "-> training steps:", steps)
 #
 # ## A first model
 #
-# Everything in the package starts from a config. Named presets cover the paper's models and two small ones for
-# CPUs; `albert-mini` is the classroom model used throughout the book.
+# Everything in the package starts from a config. Named presets cover the paper's models and three small ones for
+# CPUs (`albert-nano`, `albert-mini` and `bert-mini`); `albert-mini` is the classroom model used throughout the book.
 
 # %% tags=["nbval-check-output"]
 from albert_mini import PRESETS, AlbertConfig, count_parameters

@@ -6,9 +6,9 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python (albert-mini)
 #     language: python
-#     name: python3
+#     name: albert-mini
 # ---
 
 # %% [markdown]
@@ -288,11 +288,9 @@ for name, note in KNOWN_DISAGREEMENTS.items():
 # ## The layer both models share: post-LN
 #
 # ALBERT changes how many distinct layers there are, not what a layer computes. It keeps BERT's transformer
-# layer, including the position of the LayerNorms: **after** each residual addition ("post-LN"). For an input
-# $h$ of shape (B, T, H):
-#
-# $$a = \mathrm{LN}_1\big(h + \mathrm{Attention}(h)\big), \qquad
-#   h' = \mathrm{LN}_2\big(a + W_2\, \mathrm{gelu}(W_1 a + b_1) + b_2\big).$$
+# layer, including the position of the LayerNorms: **after** each residual addition ("post-LN"). The layer has
+# two sub-layers, multi-head attention and then a feed-forward network (FFN), and each one is wrapped the same
+# way: a residual connection around it, and a LayerNorm on the result.
 #
 # Many later models (GPT-2 and most large language models) normalize *before* each sub-layer instead and add the
 # raw sub-layer output to an un-normalized residual stream; that is "pre-LN". The two side by side
@@ -316,12 +314,15 @@ plt.show()
 # The difference between post-LN and pre-LN is only the order in which the same pieces are applied. Write
 # `post_ln_block(h, attention, ffn, norm_1, norm_2)`, where each argument after `h` is a function from a tensor to
 # a tensor of the same shape (`attention` and `ffn` are the sub-layers without residual or normalization), and
-# return the output of a post-LN layer, following the two equations above.
+# return the output of a post-LN layer, in the order described above (the left half of the figure), leaving `h`
+# itself unchanged.
 
 # %% nbgrader={"grade": false, "grade_id": "post_ln_block", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def post_ln_block(h, attention, ffn, norm_1, norm_2):
     """One post-LN layer built from its parts."""
+    ### BEGIN SOLUTION
     raise NotImplementedError("write your solution here")
+    ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "check_post_ln_block", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -330,6 +331,11 @@ from albert_mini.book.exercises import check_post_ln_block
 check_post_ln_block(post_ln_block);
 
 # %% [markdown]
+# Written out for an input $h$ of shape (B, T, H), the post-LN layer is
+#
+# $$a = \mathrm{LN}_1\big(h + \mathrm{Attention}(h)\big), \qquad
+#   h' = \mathrm{LN}_2\big(a + W_2\, \mathrm{gelu}(W_1 a + b_1) + b_2\big).$$
+#
 # Here is the whole post-LN layer in a dozen lines, with q, k and v computed by one fused matrix:
 
 # %%
@@ -487,7 +493,9 @@ else:
 #   *worse* than BERT-large, so growing BERT had stopped paying off.
 # - ALBERT's three ideas: a factorized $V \times E + E \times H$ embedding, one set of layer weights shared by all
 #   layers, and sentence-order prediction; plus n-gram masking. ALBERT-base has 11.7M parameters against
-#   BERT-base's 108M, but sharing does not reduce computation (ALBERT-xxlarge trains at 0.3x BERT-large's speed).
+#   BERT-base's 109.1M, both exact counts from the architecture (the paper's Table 1 rounds them to 12M and
+#   108M, the latter by its own counting convention), but sharing does not reduce computation (ALBERT-xxlarge
+#   trains at 0.3x BERT-large's speed).
 # - The layer is BERT's post-LN layer unchanged; `albert_mini` uses the tanh GELU and applies dropout after the FFN,
 #   as the original TensorFlow code does.
 #

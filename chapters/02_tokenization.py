@@ -6,9 +6,9 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python (albert-mini)
 #     language: python
-#     name: python3
+#     name: albert-mini
 # ---
 
 # %% [markdown]
@@ -155,7 +155,7 @@ plt.show()
 # ## ALBERT's preprocessing
 #
 # Before SentencePiece sees a line, ALBERT normalises it. The English ALBERT models are *uncased*, and they do not
-# keep accents. The steps, in `albert_mini.text.tokenizer.preprocess_text`:
+# keep accents. The steps, in order:
 #
 # 1. TeX-style quotes ` `` ` and `''` become `"`;
 # 2. Unicode **NFKD** normalisation: every character is decomposed into its base character plus combining marks
@@ -178,7 +178,9 @@ import unicodedata  # noqa: F401 (your solution uses it)
 
 def albert_preprocess(text):
     """ALBERT's normalisation: quotes, NFKD, no accents, lower case, single spaces."""
+    ### BEGIN SOLUTION
     raise NotImplementedError("write your solution here")
+    ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "check_albert_preprocess", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -255,19 +257,14 @@ print("special_ids:", sorted(tokenizer.special_ids))
 # ```
 #
 # Token types tell the model which segment a token is in; they index a 2-row embedding table (Chapter 3). The
-# first `[SEP]` belongs to A, the last one to B. `encode_pair` builds the layout from text or from ids:
-
-# %% tags=["nbval-check-output"]
-pair = tokenizer.encode_pair("She was gone.", "He smiled.")
-print("pieces:", [tokenizer.id_to_piece(i) for i in pair["input_ids"]])
-for key, values in pair.items():
-    print(f"{key:15s} {values}")
+# first `[SEP]` belongs to A, the last one to B.
 
 # %% [markdown]
 # ### Exercise 2: the pair layout
 #
 # Write `pair_layout(ids_a, ids_b=None)` returning `(input_ids, token_type_ids)` as two lists: `[CLS] A [SEP]`
-# for a single segment, `[CLS] A [SEP] B [SEP]` for a pair, with the token types above. Use `CLS_ID` and `SEP_ID`.
+# for a single segment, `[CLS] A [SEP] B [SEP]` for a pair, with the token types above. Use `CLS_ID` and `SEP_ID`,
+# and leave the lists you are given unchanged.
 
 # %% nbgrader={"grade": false, "grade_id": "pair_layout", "locked": false, "schema_version": 3, "solution": true, "task": false}
 from albert_mini.specials import CLS_ID, SEP_ID  # noqa: F401 (your solution uses it)
@@ -275,13 +272,25 @@ from albert_mini.specials import CLS_ID, SEP_ID  # noqa: F401 (your solution use
 
 def pair_layout(ids_a, ids_b=None):
     """[CLS] A [SEP] (B [SEP]) and its token types."""
+    ### BEGIN SOLUTION
     raise NotImplementedError("write your solution here")
+    ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "check_pair_layout", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from albert_mini.book.exercises import check_pair_layout
 
 check_pair_layout(pair_layout);
+
+# %% [markdown]
+# The tokenizer's `encode_pair` builds the same layout, from text or from ids, and adds an attention mask (all
+# ones until a batch is padded, below):
+
+# %% tags=["nbval-check-output"]
+pair = tokenizer.encode_pair("She was gone.", "He smiled.")
+print("pieces:", [tokenizer.id_to_piece(i) for i in pair["input_ids"]])
+for key, values in pair.items():
+    print(f"{key:15s} {values}")
 
 # %% [markdown]
 # ### Truncation
@@ -295,12 +304,15 @@ check_pair_layout(pair_layout);
 # ### Exercise 3: longest-first truncation
 #
 # Write `truncate_longest_first(ids_a, ids_b, max_total)` returning `(a, b)`: while `len(a) + len(b) > max_total`,
-# remove the last token of the longer one (of B on a tie).
+# remove the last token of the longer one (of B on a tie). Return new lists and leave `ids_a` and `ids_b` as they
+# are: the caller may still need them.
 
 # %% nbgrader={"grade": false, "grade_id": "truncate_longest_first", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def truncate_longest_first(ids_a, ids_b, max_total):
     """Cut the longer segment (B on a tie) from its end until both fit in max_total."""
+    ### BEGIN SOLUTION
     raise NotImplementedError("write your solution here")
+    ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "check_truncate_longest_first", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -312,10 +324,11 @@ check_truncate_longest_first(truncate_longest_first);
 # `encode_pair(a, b, max_length=...)` truncates too, but it follows Hugging Face's `truncation="longest_first"`
 # (`albert_mini.text.tokenizer.truncate_pair`), so that our inputs equal HF's. The two rules keep the same total and
 # almost always the same lengths; they disagree only on which segment keeps the odd token when both have to be
-# cut. With the package's version of Exercise 3 as ALBERT's rule:
+# cut. With the package's version of Exercise 3 (`albert_mini.text.tokenizer.truncate_longest_first`) as ALBERT's
+# rule:
 
 # %% tags=["nbval-check-output"]
-from albert_mini.book.exercises.ch02 import truncate_longest_first as albert_rule
+from albert_mini.text.tokenizer import truncate_longest_first as albert_rule
 from albert_mini.text.tokenizer import truncate_pair
 
 for len_a, len_b, budget in [(10, 3, 8), (3, 10, 8), (6, 5, 7), (5, 5, 7), (5, 6, 7)]:

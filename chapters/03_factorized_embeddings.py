@@ -6,9 +6,9 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python (albert-mini)
 #     language: python
-#     name: python3
+#     name: albert-mini
 # ---
 
 # %% [markdown]
@@ -155,7 +155,9 @@ print(
 # %% nbgrader={"grade": false, "grade_id": "factorized_embedding_params", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def factorized_embedding_params(V, E, H):
     """Parameters of a V x E word table followed by an E -> H projection with bias."""
+    ### BEGIN SOLUTION
     raise NotImplementedError("write your solution here")
+    ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "check_factorized_embedding_params", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -301,7 +303,9 @@ plt.show()
 # %% nbgrader={"grade": false, "grade_id": "break_even_embedding_size", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def break_even_embedding_size(V, H):
     """Smallest E at which V*E + E*H + H >= V*H."""
+    ### BEGIN SOLUTION
     raise NotImplementedError("write your solution here")
+    ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "check_break_even_embedding_size", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -398,7 +402,9 @@ display(Markdown(format_parameter_table(paper_parameter_table(table3_configs))))
 # %% nbgrader={"grade": false, "grade_id": "mlm_head_params", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def mlm_head_params(V, E, H):
     """Parameters of ALBERT's MLM head, its decoder tied to the word embeddings."""
+    ### BEGIN SOLUTION
     raise NotImplementedError("write your solution here")
+    ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "check_mlm_head_params", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}

@@ -6,9 +6,9 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python (albert-mini)
 #     language: python
-#     name: python3
+#     name: albert-mini
 # ---
 
 # %% [markdown]
@@ -51,9 +51,8 @@ from albert_mini.settings import pick
 # L for the encoder.
 #
 # In `albert_mini` the encoder keeps its distinct layers in `albert_layer_groups` and, when it is built, asks the
-# config which one each of the L steps runs (`AlbertConfig.layer_to_group`); `layer_plan()` returns that plan.
-# The whole loop is a few lines; Exercise 1 asks for the schedule it follows, and the chapter's solutions
-# print the package's code.
+# config which one each of the L steps runs; `layer_plan()` returns that plan. The whole loop is a few lines;
+# Exercise 1 asks for the schedule it follows, and the chapter's solutions print the package's code.
 
 # %% [markdown]
 # For the classroom model `albert-mini` (L = 6) there is one group, so the plan runs group 0 six times:
@@ -133,8 +132,8 @@ for sharing in ("all", "attention", "ffn", "none"):
 #
 # The official code generalises "one shared layer" with two numbers:
 #
-# - `num_hidden_groups` = G distinct **groups**; layer application $i$ (counting from 0) runs group
-#   $\lfloor iG/L \rfloor$, so consecutive applications share a group: with L = 6 and G = 3 the plan is
+# - `num_hidden_groups` = G distinct **groups**; the L layer applications are cut into G runs of equal length,
+#   one run per group in order, so consecutive applications share a group: with L = 6 and G = 3 the plan is
 #   0, 0, 1, 1, 2, 2.
 # - `inner_group_num` = K layers **inside** each group. Every time a group is called, all K of its layers run one
 #   after another.
@@ -182,10 +181,11 @@ save_figure(fig, "04_sharing_diagram.png")
 plt.show()
 
 # %% [markdown]
-# The TensorFlow code picks the group with the floating-point `int(i / L * G)`, which rounding can push into the
+# The TensorFlow code computes an application's group in floating point, and rounding can push it into the
 # previous group for unusual shapes (one group per layer with L = 22, for instance); no released model is
-# affected. `albert_mini` uses the integer form `i * G // L`, and its config refuses any G that does not divide
-# L. The appendix finds every case by brute force:
+# affected. `albert_mini` stays in the integers, and its config refuses any G that does not divide L. Exercise 1
+# at the end of the chapter asks for the whole schedule; the two formulas follow it, and the appendix finds
+# every shape where they disagree:
 # [the floating-point quirk](10_appendix.ipynb#part-d-cross-layer-sharing-in-detail).
 
 # %% [markdown]
@@ -663,7 +663,9 @@ print("MLM accuracy:", verdict(results.variant_differences(table4_rows, "mlm")))
 
 # %% nbgrader={"grade": false, "grade_id": "layer_schedule", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def layer_schedule(L: int, G: int, K: int) -> list[int]:
+    ### BEGIN SOLUTION
     raise NotImplementedError("write your solution here")
+    ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "check_layer_schedule", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -672,6 +674,9 @@ from albert_mini.book.exercises import check_layer_schedule
 check_layer_schedule(layer_schedule);
 
 # %% [markdown]
+# The group of application $i$ is $\lfloor iG/L \rfloor$. The TensorFlow code computes it as `int(i / L * G)`,
+# in floating point; `albert_mini` (`AlbertConfig.layer_to_group`) as `i * G // L`, which is exact.
+#
 # ### Exercise 2: the sharing plan
 #
 # Write `sharing_plan(strategy, L)` for the four strategies of Table 4 with one group (G = K = 1 for the sharing
@@ -683,7 +688,9 @@ check_layer_schedule(layer_schedule);
 
 # %% nbgrader={"grade": false, "grade_id": "sharing_plan", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def sharing_plan(strategy: str, L: int) -> list[tuple[int, int]]:
+    ### BEGIN SOLUTION
     raise NotImplementedError("write your solution here")
+    ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "check_sharing_plan", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}

@@ -6,9 +6,9 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python (albert-mini)
 #     language: python
-#     name: python3
+#     name: albert-mini
 # ---
 
 # %% [markdown]
@@ -176,7 +176,9 @@ show(f"B, from {val_novel[negative.source_b[0]]}", b)
 # %% nbgrader={"grade": false, "grade_id": "sop_pair", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def sop_pair(segment_a, segment_b, swap):
     """(first, second, label) for two consecutive segments; label 1 = swapped."""
+    ### BEGIN SOLUTION
     raise NotImplementedError("write your solution here")
+    ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "check_sop_pair", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -188,13 +190,15 @@ check_sop_pair(sop_pair);
 # ### Exercise 2: the NSP label from where the segments came from
 #
 # Write `nsp_label_from_sources(source_a, source_b)`, where each source is `(document, first token, end token)`
-# as stored in `Instance.source_a` and `Instance.source_b`. Return 0 when B is the true continuation of A and 1
-# otherwise. Careful: two segments of the same document are not automatically "next".
+# as stored in `Instance.source_a` and `Instance.source_b`. Return the int 0 when B is the true continuation of
+# A and the int 1 otherwise. Careful: two segments of the same document are not automatically "next".
 
 # %% nbgrader={"grade": false, "grade_id": "nsp_label_from_sources", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def nsp_label_from_sources(source_a, source_b):
     """0 when B starts exactly where A ends in the same document, else 1."""
+    ### BEGIN SOLUTION
     raise NotImplementedError("write your solution here")
+    ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "check_nsp_label_from_sources", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -223,8 +227,32 @@ check_nsp_label_from_sources(nsp_label_from_sources);
 # A logistic regression on these three numbers (the Newton-method fit of `albert_mini.study.leak_probe`) is fitted
 # on one pass of the 220 *training* chapters and scored on five passes (seeds 0-4) of the validation chapters.
 
+# %% [markdown]
+# ### Exercise 3: the overlap feature
+#
+# Write `overlap_feature(tokens_a, tokens_b)`: the fraction of B's *distinct* tokens (its word types) that also
+# occur in A, as a float, and 0.0 when B is empty. It is the first of the three features above. The segments
+# come as lists or NumPy arrays of token ids (`Instance.segments()` gives arrays); leave them unchanged.
+
+# %% nbgrader={"grade": false, "grade_id": "overlap_feature", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def overlap_feature(tokens_a, tokens_b):
+    """The fraction of B's distinct tokens that also occur in A."""
+    ### BEGIN SOLUTION
+    raise NotImplementedError("write your solution here")
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "check_overlap_feature", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+from albert_mini.book.exercises import check_overlap_feature
+
+check_overlap_feature(overlap_feature);
+
+# %% [markdown]
+# The three features of every instance, with the package's version of the overlap
+# (`albert_mini.study.leak_probe.type_overlap`):
+
 # %%
-from albert_mini.book.exercises.ch05 import overlap_feature as type_overlap
+from albert_mini.study.leak_probe import type_overlap
 
 train_chapters = load_corpus("austen", "train")
 train_docs = tokenize_documents(train_chapters, tokenizer)
@@ -254,7 +282,7 @@ def topic_features(instances):
     rows = []
     for inst in instances:
         a, b = inst.segments()
-        overlap = type_overlap(a, b)  # the package's answer to Exercise 3
+        overlap = type_overlap(a, b)  # Exercise 3's feature
         weighted_a, weighted_b = (
             np.bincount(a, minlength=V) * idf,
             np.bincount(b, minlength=V) * idf,
@@ -369,23 +397,6 @@ ax.legend(loc="upper right")
 fig.tight_layout()
 save_figure(fig, "05_topic_shortcut.png")
 plt.show()
-
-# %% [markdown]
-# ### Exercise 3: the overlap feature
-#
-# Write `overlap_feature(tokens_a, tokens_b)`: the fraction of B's *distinct* tokens (its word types) that also
-# occur in A, and 0.0 when B is empty. It is the first of the three features above.
-
-# %% nbgrader={"grade": false, "grade_id": "overlap_feature", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def overlap_feature(tokens_a, tokens_b):
-    """The fraction of B's distinct tokens that also occur in A."""
-    raise NotImplementedError("write your solution here")
-
-
-# %% nbgrader={"grade": true, "grade_id": "check_overlap_feature", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-from albert_mini.book.exercises import check_overlap_feature
-
-check_overlap_feature(overlap_feature);
 
 # %% [markdown]
 # ## What the paper measured: Table 5
@@ -603,7 +614,7 @@ plt.show()
 #
 # - The paper, Section 3 ("inter-sentence coherence loss") and Section 4.6 with Table 5.
 # - `albert_mini/text/instances.py`: the module docstring lists every departure from the reference builder;
-#   `albert_mini/study/leak_probe.py` for the surface probe; `chapters/REFERENCE_NOTES.md`, section 1, for the reference
+#   `albert_mini/study/leak_probe.py` for the surface probe; [REFERENCE_NOTES.md](REFERENCE_NOTES.md), section 1, for the reference
 #   algorithm and albert#234.
 # - `albert_mini/harness/experiments/sentence_task.py` for the Table 5 analog at mini scale.
 # - Next: Chapter 6, n-gram masking, the other half of the pretraining data.

@@ -6,9 +6,9 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python (albert-mini)
 #     language: python
-#     name: python3
+#     name: albert-mini
 # ---
 
 # %% [markdown]
@@ -23,8 +23,8 @@
 #
 # ## Learning goals
 #
-# - Compute the span-length law $p(n) \propto 1/n$ for $n \le 3$ (6/11, 3/11, 2/11) and see it in the spans the
-#   package's `Masker` chooses.
+# - Compute the span-length law $p(n) \propto 1/n$ for $n \le 3$ and see it in the spans the package's `Masker`
+#   chooses.
 # - Explain why spans are made of whole words, and read the word boundaries off `Tokenizer.word_start`.
 # - Compute the prediction budget $\min(20, \max(1, \mathrm{round}(0.15\,n)))$ and know why the reference masks
 #   3.9% of a 512-token sequence, not 15%.
@@ -142,13 +142,8 @@ print(
 # ## How long is an n-gram?
 #
 # Once the candidates are words, the masker picks **n-grams**: runs of n consecutive words. The paper draws
-# the length n from
-#
-# $$p(n) = \frac{1/n}{\sum_{k=1}^{N} 1/k}, \qquad N = 3,$$
-#
-# so a single word is the most likely choice and a trigram the least. The denominator is the harmonic number
-# $H_3 = 1 + \tfrac12 + \tfrac13 = \tfrac{11}{6}$, which makes the three probabilities $6/11$, $3/11$ and $2/11$.
-# The mean length is $\sum_n n\,p(n) = N / H_N = 18/11 \approx 1.64$ words.
+# the length n, up to $N = 3$, with a probability $p(n)$ proportional to $1/n$, so a single word is the most
+# likely choice and a trigram the least. Turning those weights into probabilities is Exercise 1.
 
 # %% [markdown]
 # ### Exercise 1: the span-length law
@@ -159,7 +154,9 @@ print(
 # %% nbgrader={"grade": false, "grade_id": "ngram_probabilities", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def ngram_probabilities(max_n):
     """p(n) for n = 1..max_n, proportional to 1/n."""
+    ### BEGIN SOLUTION
     raise NotImplementedError("write your solution here")
+    ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "check_ngram_probabilities", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -168,7 +165,9 @@ from albert_mini.book.exercises import check_ngram_probabilities
 check_ngram_probabilities(ngram_probabilities);
 
 # %% [markdown]
-# The same law in exact fractions, for N = 1 to 4, next to the masker's own probabilities:
+# The same law in exact fractions, for N = 1 to 4, next to the masker's own probabilities. The weights add up
+# to the harmonic number $H_N = \sum_{k \le N} 1/k$ ($H_3 = 11/6$), and the mean length is
+# $\sum_n n\,p(n) = N / H_N$, about 1.64 words for $N = 3$:
 
 # %% tags=["nbval-check-output"]
 from fractions import Fraction
@@ -195,7 +194,9 @@ print("the masker's p(n):", masker.ngram_probs.round(4))
 # %% nbgrader={"grade": false, "grade_id": "sample_span_length", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def sample_span_length(rng, max_n=3):
     """One n in 1..max_n with probability proportional to 1/n, drawn from `rng`."""
+    ### BEGIN SOLUTION
     raise NotImplementedError("write your solution here")
+    ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "check_sample_span_length", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -476,13 +477,15 @@ print(
 # %% [markdown]
 # ### Exercise 3: the budget
 #
-# Write `prediction_budget(n_tokens, max_predictions=20, masked_lm_prob=0.15)` by the formula above. Use
-# Python's `round`, as the reference does.
+# Write `prediction_budget(n_tokens, max_predictions=20, masked_lm_prob=0.15)` by the formula above, and return
+# a Python `int`. Use Python's `round`, as the reference does.
 
 # %% nbgrader={"grade": false, "grade_id": "prediction_budget", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def prediction_budget(n_tokens, max_predictions=20, masked_lm_prob=0.15):
     """How many tokens to predict in a sequence of n_tokens (specials included)."""
+    ### BEGIN SOLUTION
     raise NotImplementedError("write your solution here")
+    ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "check_prediction_budget", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -501,9 +504,8 @@ check_prediction_budget(prediction_budget);
 # token might be wrong, so the model must build a good representation of every token from its context.
 #
 # The choice is made **per token**, even inside an n-gram: a 3-word span can come out as
-# `[MASK] [MASK] ▁grateful`. The package draws one uniform number per chosen position (`replace_80_10_10` in
-# `albert_mini/text/masking.py`; Exercise 4 asks you to write it, and the chapter's solutions print the
-# package's code).
+# `[MASK] [MASK] ▁grateful`. Exercise 4 asks you to write this step; the chapter's solutions print the
+# package's own version.
 
 # %% [markdown]
 # Measured over all masked positions of one pass of the training split, and over the spans of two and three
@@ -560,7 +562,9 @@ for size in (2, 3):
 # %% nbgrader={"grade": false, "grade_id": "apply_80_10_10", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def apply_80_10_10(tokens, spans, rng, mask_id, replacement_ids):
     """Each span token becomes [MASK] (80%), a random id (10%) or itself (10%)."""
+    ### BEGIN SOLUTION
     raise NotImplementedError("write your solution here")
+    ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "check_apply_80_10_10", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -650,7 +654,7 @@ print("seed 7 vs seed 8, same labels:", np.array_equal(first.labels, other.label
 # masking (a new mask every epoch) is as reproducible as static masking.
 #
 # > **Differs from the reference code.** Our masker follows `create_masked_lm_predictions` of
-# > `create_pretraining_data.py` (`REFERENCE_NOTES.md`, section 1) with these deliberate changes:
+# > `create_pretraining_data.py` ([REFERENCE_NOTES.md](REFERENCE_NOTES.md), section 1) with these deliberate changes:
 # > - **Seeded randomness.** The reference draws n with `np.random.choice`, numpy's global generator, which it
 # >   never seeds, so its masks cannot be reproduced. Ours come from the generator passed in.
 # > - **Random replacements are ordinary tokens.** The reference draws them from the whole vocabulary, so a
@@ -669,8 +673,8 @@ print("seed 7 vs seed 8, same labels:", np.array_equal(first.labels, other.label
 # %% [markdown]
 # ## Summary
 #
-# - ALBERT masks **whole words**, grouped into **n-grams** of $n \le 3$ words with $p(n) \propto 1/n$: 6/11,
-#   3/11, 2/11, a mean of 1.64 words. On Austen, the drawn lengths match the law; the kept ones lean shorter
+# - ALBERT masks **whole words**, grouped into **n-grams** of $n \le 3$ words with $p(n) \propto 1/n$, a mean
+#   of 1.64 words. On Austen, the drawn lengths match the law; the kept ones lean shorter
 #   (0.60 / 0.26 / 0.14), because long spans are the ones shrunk or skipped.
 # - Word boundaries come from the pieces alone (`Tokenizer.word_start`): a piece starting with `▁`, a
 #   punctuation character or a piece containing a digit starts a word.

@@ -6,9 +6,9 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python (albert-mini)
 #     language: python
-#     name: python3
+#     name: albert-mini
 # ---
 
 # %% [markdown]
@@ -36,7 +36,7 @@
 # Adam gives every coordinate a step of about the learning rate, whatever the size of its weight. With large
 # batches the learning rate has to grow, and a step that suits one tensor is far too large for another. LAMB
 # (You et al., 2019) rescales Adam's step per tensor to a fixed fraction of the tensor's norm. For a weight tensor
-# $w$ with gradient $g$, the reference code (`lamb_optimizer.py`; `REFERENCE_NOTES.md`, section 2) does, with
+# $w$ with gradient $g$, the reference code (`lamb_optimizer.py`; [REFERENCE_NOTES.md](REFERENCE_NOTES.md), section 2) does, with
 # $\beta_1 = 0.9$, $\beta_2 = 0.999$,
 # $\epsilon = 10^{-6}$ and weight decay $\lambda = 0.01$:
 #
@@ -59,7 +59,9 @@
 # %% nbgrader={"grade": false, "grade_id": "trust_ratio", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def trust_ratio(w, u):
     """||w|| / ||u|| for one tensor, or 1.0 when either norm is 0."""
+    ### BEGIN SOLUTION
     raise NotImplementedError("write your solution here")
+    ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "check_trust_ratio", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -79,7 +81,9 @@ def lamb_update(
     w, g, m, v, lr, weight_decay=0.01, adapt=True, beta1=0.9, beta2=0.999, eps=1e-6
 ):
     """(new w, new m, new v) after one LAMB step of one tensor."""
+    ### BEGIN SOLUTION
     raise NotImplementedError("write your solution here")
+    ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "check_lamb_update", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -140,22 +144,45 @@ for label, group in (("excluded", excluded), ("adapted", decayed)):
 # %% [markdown]
 # > **Differs from BERT.** BERT was pretrained with Adam (with decoupled weight decay, no bias correction) at
 # > batch 256 for 1M steps. ALBERT uses LAMB at batch 4096 for 125k steps: 8 times fewer steps, on batches 16
-# > times larger, at a learning rate that large batches need and that only stays stable because every tensor's
-# > step is tied to its own norm.
+# > times larger, at a learning rate that stays stable only because every tensor's step is tied to its own
+# > norm.
 
 # %% [markdown]
 # ## The learning-rate schedule
 #
-# The reference (`optimization.py`) warms the rate up linearly from 0 over $W$ steps, then decays it linearly
-# (power 1) to 0 at the last step $T$:
+# The reference (`optimization.py`) warms the rate up linearly from 0 over the first $W$ steps, then decays it
+# polynomially (power 1: linearly) to 0 at the last step $T$. The decay is counted from step 0, not from the end
+# of the warmup, and the rate at step 0 is 0, so the first update only fills LAMB's moments.
+
+# %% [markdown]
+# ### Exercise 3: the schedule
+#
+# Write `warmup_poly_lr(step, peak_lr, total_steps, warmup_steps, power=1.0)`, the rate of update `step`.
+# Forgetting the warmup is the classic mistake; decaying over the steps after the warmup is another (it is not
+# what the reference does).
+
+# %% nbgrader={"grade": false, "grade_id": "warmup_poly_lr", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def warmup_poly_lr(step, peak_lr, total_steps, warmup_steps, power=1.0):
+    """The learning rate of optimizer update number `step` (from 0)."""
+    ### BEGIN SOLUTION
+    raise NotImplementedError("write your solution here")
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "check_warmup_poly_lr", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+from albert_mini.book.exercises import check_warmup_poly_lr
+
+check_warmup_poly_lr(warmup_poly_lr);
+
+# %% [markdown]
+# The package's `WarmupPolyDecay` is this schedule:
 #
 # $$\eta(t) = \begin{cases} \eta_{\text{peak}}\ t / W & t < W \\
 #   \eta_{\text{peak}}\,(1 - \min(t, T)/T)^{p} & t \ge W \end{cases}$$
 #
-# The decay is counted from step 0, not from the end of the warmup, so at $t = W$ the rate drops from
-# $\eta_{\text{peak}}(W-1)/W$ to $\eta_{\text{peak}}(1 - W/T)$: with the paper's setting ($T$ = 125,000,
-# $W$ = 3,125, $\eta_{\text{peak}}$ = 0.00176), 0.00176 to 0.001716, a 2.5% step we keep, as the reference does.
-# At step 0 the rate is 0, so the first update only fills LAMB's moments.
+# As the decay counts from step 0, at $t = W$ the rate drops from $\eta_{\text{peak}}(W-1)/W$ to
+# $\eta_{\text{peak}}(1 - W/T)$: with the paper's setting ($T$ = 125,000, $W$ = 3,125,
+# $\eta_{\text{peak}}$ = 0.00176), 0.00176 to 0.001716, a 2.5% step we keep, as the reference does.
 
 # %% tags=["nbval-check-output"]
 import matplotlib.pyplot as plt
@@ -207,24 +234,6 @@ plt.show()
 # leaves a short run almost nothing: with 4 or 16 warm-up steps every model we trained stayed at the unigram
 # answer; forty let it leave. Count a short run's warm-up in steps
 # ([chapter 11, the research log](11_research_log.ipynb) has the runs).
-
-# %% [markdown]
-# ### Exercise 3: the schedule
-#
-# Write `warmup_poly_lr(step, peak_lr, total_steps, warmup_steps, power=1.0)`. Forgetting the warmup is the
-# classic mistake; "fixing" the jump by decaying over the steps after the warmup is another (it is not what the
-# reference does).
-
-# %% nbgrader={"grade": false, "grade_id": "warmup_poly_lr", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def warmup_poly_lr(step, peak_lr, total_steps, warmup_steps, power=1.0):
-    """The learning rate of optimizer update number `step` (from 0)."""
-    raise NotImplementedError("write your solution here")
-
-
-# %% nbgrader={"grade": true, "grade_id": "check_warmup_poly_lr", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-from albert_mini.book.exercises import check_warmup_poly_lr
-
-check_warmup_poly_lr(warmup_poly_lr);
 
 # %% [markdown]
 # ## Global gradient clipping
@@ -395,12 +404,11 @@ print(
 )
 
 # %% [markdown]
-# `result.history` holds the lines the command line writes to `metrics.jsonl`. This run **learns nothing**, and
-# the numbers say so: the MLM loss hovers where the unigram prior starts it, the training MLM accuracy stays near
-# 6%, the held-out accuracy ends near the 6.8% of always answering the most frequent tokens, and SOP sits at
-# chance (50%). Sixty steps of 16 sequences are 123,000 tokens; the 15-minute run below left that plateau only
-# after about 150 steps of twice the batch, and chapter 11 shows how a short warm-up can keep a run on it. The
-# cell shows the API and the log, not learning; learning takes minutes, which the committed runs below supply.
+# `result.history` holds the lines the command line writes to `metrics.jsonl`. This run **learns nothing**: the
+# MLM loss hovers where the unigram prior starts it, the accuracy stays near the 6.8% of always answering the most
+# frequent tokens, and SOP sits at chance (50%). Sixty steps of 16 sequences are 123,000 tokens; the 15-minute
+# run below left that plateau only after about 150 steps of twice the batch. Learning takes minutes, which the
+# committed runs below supply.
 
 # %% [markdown]
 # ## Pretraining from the command line
@@ -441,10 +449,9 @@ print(
 
 # %% [markdown]
 # Every flag of the command line is a field of one frozen dataclass, `PretrainingSetup`
-# (`albert_mini/training/setup.py`). The command line parses its flags into one, checks it once (a bad value is
-# refused with the flag's name), and builds the run from it with `albert_mini/training/build.py`; the experiments
-# of chapters 3-5 and the recipe probes of chapter 11 are the same setup with other values, built by the same
-# code. The classroom model's run record holds its settings, so its schedule can be read back from them:
+# (`albert_mini/training/setup.py`), checked once (a bad value is refused with the flag's name) and built into a
+# run by `albert_mini/training/build.py`; the experiments of chapters 3-5 and 11 are the same setup with other
+# values. The classroom model's run record holds its settings, so its schedule can be read back from them:
 
 # %%
 import json
@@ -535,10 +542,9 @@ print(
 # %% [markdown]
 # Each probability stays close to 0.5, yet over more than a thousand held-out pairs the model is right about
 # 66% of the time, and the whole 95% interval lies above 50% (it is not a constant answer): weak evidence on one
-# pair, clear in aggregate. Chapter 5 sets this beside the no-network baselines. These pairs are unmasked, as a
-# reader would apply the head; scored on pairs with 15% of their tokens masked, as in training (the model's card,
-# `data/pretrained/albert-mini-austen/README.md`), the same model orders 62.5% of 1,332 pairs: every SOP figure
-# for it in this book names which of the two it is.
+# pair, clear in aggregate. These pairs are unmasked, as a reader would apply the head; scored on pairs with 15%
+# of their tokens masked, as in training (the model's card, `data/pretrained/albert-mini-austen/README.md`), the
+# same model orders 62.5% of 1,332 pairs: every SOP figure for it in this book names which of the two it is.
 
 # %% [markdown]
 # With the same data, AdamW at a constant rate collapsed where LAMB learned: the runs are in
@@ -644,15 +650,13 @@ from albert_mini.devices import cpu_model
 print(f"timed on {cpu_model()} with {torch.get_num_threads()} threads")
 
 # %% [markdown]
-# The two times per step come out close, as the arithmetic predicts; a difference of a few percent either way is
-# within what a shared machine varies from one timing to the next. Fewer than a third of the parameters did not buy a
-# faster step.
+# The two times per step come out close, as the arithmetic predicts (a few percent either way is timing noise on
+# a shared machine): fewer than a third of the parameters did not buy a faster step.
 #
 # ## Several processes
 #
-# On a machine with a GPU the same command trains there: `--device auto`, the default, takes a CUDA GPU, then a
-# Mac's, then the CPU. This book trains on the CPU, because every reader has one and the numbers it prints must
-# come out the same on every machine.
+# With `--device auto`, the default, the same command trains on a CUDA GPU, else a Mac's, else the CPU; this
+# book uses the CPU, which every reader has.
 #
 # The same command runs data-parallel under `torchrun` (DDP; gloo on CPUs, nccl on GPUs). Each process reads its
 # own shard, gradients are summed before the update, and rank 0 writes the files:
@@ -684,10 +688,9 @@ for batch_size, world, accumulate in ((32, 1, 1), (16, 2, 1), (16, 1, 2), (32, 2
 #   norm; LayerNorm and bias tensors get neither decay nor the ratio.
 # - **Schedule**: linear warmup from 0, then linear decay to 0 counted from step 0. **Clipping** to global norm 1.0.
 #   **Unigram prior** (our departure): the MLM loss starts near the corpus's unigram entropy.
-# - **At mini scale**, the classroom model (28.7M tokens: short sequences first, then finished at 128) predicts
-#   32% of held-out masked tokens at 128 and orders 65.9% of unmasked held-out SOP pairs (62.5% of pairs masked
-#   as in training; 67.3% masked at 64 tokens), the intervals clear of 50%: a small real signal, far from the
-#   paper's 86.5%.
+# - **At mini scale**, the classroom model (28.7M tokens) predicts 32% of held-out masked tokens and orders
+#   65.9% of unmasked held-out SOP pairs (62.5% masked as in training), the intervals clear of 50%: a small real
+#   signal, far from the paper's 86.5%.
 # - **ALBERT vs BERT**: sharing and factorization cut weights, gradients and LAMB state 3.5-fold, but not the
 #   activations or the arithmetic per step.
 # - Effective batch = batch x processes x accumulation; the same command resumes a run and runs under `torchrun`.

@@ -6,9 +6,9 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python (albert-mini)
 #     language: python
-#     name: python3
+#     name: albert-mini
 # ---
 
 # %% [markdown]
@@ -414,8 +414,7 @@ if live_models:
 # Read the last line, not one sentence. A model this close to a coin keeps its probabilities near 0.5. In full
 # mode on the book's machine it rated all six sentences positive (0.52 to 0.59), the negative ones no lower than
 # the positive ones: 3 of 6 right only because it leans to one side, which the 58% on the test set already
-# suggested. The demo shows what one short pass gives, not a working sentiment classifier. A fair test is a
-# held-out set scored in advance, as in the committed comparison, not a few sentences.
+# suggested. A fair test is a held-out set scored in advance, as in the committed comparison.
 
 # %% [markdown]
 # ## Multiple choice in RACE format: austen-mc
@@ -449,19 +448,43 @@ print({split: len(austen_mc.load(split)) for split in austen_mc.splits})
 #    otherwise the option follows the question after a space (`race_qa_text`).
 # 2. That text keeps its **last** `max_qa_length` tokens (128 in the reference). The option sits at the end, and
 #    it is the part being scored: cutting the end would make the four rows of a question alike.
-# 3. The passage keeps its **first** `max_length - 3 - len(qa)` tokens: it is cut at its end, and each option
-#    gets its own copy, so with a longer option the passage loses more.
+# 3. The passage keeps its **first** tokens, as many as the row still has room for: it is cut at its end, and
+#    each option gets its own copy, so with a longer option the passage loses more.
 # 4. The row is `[CLS] passage [SEP] qa [SEP]`, with types 0 up to the first `[SEP]` and 1 after it.
+#
+# ### Exercise A: pack one option
+#
+# Write `race_pack(passage_ids, qa_ids, max_length, max_qa_length)`: return `(input_ids, token_type_ids)`, two
+# lists, for `[CLS] passage [SEP] qa [SEP]` by the rule above. The ids of `[CLS]` and `[SEP]` are `CLS_ID` and
+# `SEP_ID` (2 and 3). The check uses passages and texts of many lengths, with passage ids counting up from 100
+# and question+option ids from 5000, so that its feedback shows which ids you kept.
+
+# %% nbgrader={"grade": false, "grade_id": "race_pack", "locked": false, "schema_version": 3, "solution": true, "task": false}
+from albert_mini.specials import CLS_ID, SEP_ID  # noqa: F401 (your solution uses it)
+
+
+def race_pack(passage_ids, qa_ids, max_length=512, max_qa_length=128):
+    """`[CLS] passage [SEP] qa [SEP]`: qa keeps its end, the passage its start."""
+    ### BEGIN SOLUTION
+    raise NotImplementedError("write your solution here")
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "check_race_pack", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+from albert_mini.book.exercises import check_race_pack
+
+check_race_pack(race_pack);
+
+# %% [markdown]
+# `race_features` packs every option this way:
 
 # %% tags=["nbval-check-output"]
-from albert_mini.tasks import features as task_inputs
+from albert_mini.tasks.features import race_features, race_qa_text
 
-print(task_inputs.race_qa_text("Emma was _ by the news.", "delighted"))
-first_option = task_inputs.race_qa_text(mc_example.question, mc_example.options[0])
+print(race_qa_text("Emma was _ by the news.", "delighted"))
+first_option = race_qa_text(mc_example.question, mc_example.options[0])
 print(textwrap.fill(first_option, 88))
-feature = task_inputs.race_features(
-    tokenizer, mc_example, max_length=128, max_qa_length=64
-)
+feature = race_features(tokenizer, mc_example, max_length=128, max_qa_length=64)
 print("row lengths at 128 tokens:", [len(row) for row in feature.input_ids])
 print(textwrap.fill(pieces(feature.input_ids[mc_example.answer]), 88))
 
@@ -472,12 +495,14 @@ print(textwrap.fill(pieces(feature.input_ids[mc_example.answer]), 88))
 # survives whole.
 
 # %% tags=["nbval-check-output"]
+from albert_mini.tasks.features import race_pack as package_race_pack
+
 passage_ids = tokenizer.encode(mc_example.passage)
 option_ids = tokenizer.encode(mc_example.options[mc_example.answer])
 qa_ids = tokenizer.encode(
-    task_inputs.race_qa_text(mc_example.question, mc_example.options[mc_example.answer])
+    race_qa_text(mc_example.question, mc_example.options[mc_example.answer])
 )
-input_ids, token_type_ids = task_inputs.race_pack(
+input_ids, token_type_ids = package_race_pack(
     passage_ids, qa_ids, max_length=64, max_qa_length=len(option_ids) + 2
 )
 print(
@@ -518,28 +543,6 @@ with torch.no_grad():
     )
 
 # %% [markdown]
-# ### Exercise A: pack one option
-#
-# Write `race_pack(passage_ids, qa_ids, max_length, max_qa_length)`: return `(input_ids, token_type_ids)`, two
-# lists, for `[CLS] passage [SEP] qa [SEP]` by the rule above. The ids of `[CLS]` and `[SEP]` are `CLS_ID` and
-# `SEP_ID` (2 and 3). The check uses passages and texts of many lengths, with passage ids counting up from 100
-# and question+option ids from 5000, so that its feedback shows which ids you kept.
-
-# %% nbgrader={"grade": false, "grade_id": "race_pack", "locked": false, "schema_version": 3, "solution": true, "task": false}
-from albert_mini.specials import CLS_ID, SEP_ID  # noqa: F401 (your solution uses it)
-
-
-def race_pack(passage_ids, qa_ids, max_length=512, max_qa_length=128):
-    """`[CLS] passage [SEP] qa [SEP]`: qa keeps its end, the passage its start."""
-    raise NotImplementedError("write your solution here")
-
-
-# %% nbgrader={"grade": true, "grade_id": "check_race_pack", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-from albert_mini.book.exercises import check_race_pack
-
-check_race_pack(race_pack);
-
-# %% [markdown]
 # ## Span extraction in SQuAD format: austen-span
 #
 # SQuAD gives a question and a context paragraph; the answer is a span of the context, stored as its text and
@@ -564,10 +567,48 @@ print({split: len(austen_span.load(split)) for split in austen_span.splits})
 # lower-cases, strips accents and collapses spaces before SentencePiece sees the text, so a token's position in
 # the original string is not obvious. `Tokenizer.encode_with_offsets` returns, with each id, the span
 # `(start, end)` of the **original** text that its piece covers (end exclusive, the space a `▁` stands for left
-# out). The answer's first token is the first one that ends after its first character; its last token is the
-# last one that starts before its end.
+# out). Two short texts:
 
 # %% tags=["nbval-check-output"]
+for text in ("Emma's father, Mr. Woodhouse", "she ☺ hurried home"):
+    print(f"{text!r}: piece, (start, end), the characters it covers")
+    for i, (start, end) in zip(*tokenizer.encode_with_offsets(text)):
+        piece = tokenizer.id_to_piece(i)
+        print(f"    {piece:12s} ({start:2d}, {end:2d}) {text[start:end]!r}")
+
+# %% [markdown]
+# Two details. The pieces are lower case, but their spans point at `Emma` and `Mr` with their capitals:
+# predicted answers are cut from the original context through these spans, never decoded from pieces. And a
+# piece's span can be empty: SentencePiece puts a lone `▁` before a character it has to spell on its own (the
+# unknown `☺` here), and that piece covers no character. It must never start or end an answer.
+#
+# ### Exercise B: characters to tokens
+#
+# Write `answer_token_span(offsets, char_start, char_end)`: given the `(start, end)` span of every token
+# (end exclusive) and an answer's characters `[char_start, char_end)`, return `(first token, last token)`, both
+# inclusive, or `None` when no token overlaps the answer. An answer may start or end in the middle of a
+# piece (the piece counts); skip pieces with an empty span. The check starts with the offsets printed above.
+
+# %% nbgrader={"grade": false, "grade_id": "answer_token_span", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def answer_token_span(offsets, char_start, char_end):
+    """(first, last) token covering characters [char_start, char_end), or None."""
+    ### BEGIN SOLUTION
+    raise NotImplementedError("write your solution here")
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "check_answer_token_span", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+from albert_mini.book.exercises import check_answer_token_span
+
+check_answer_token_span(answer_token_span);
+
+# %% [markdown]
+# The package's `answer_token_span` takes the first token that ends after the answer's first character and the
+# last one that starts before its end. Around the test example's answer:
+
+# %% tags=["nbval-check-output"]
+from albert_mini.tasks import features as task_inputs
+
 context_ids, offsets = tokenizer.encode_with_offsets(span_example.context)
 first, last = task_inputs.answer_token_span(offsets, answer.start, answer.end)
 for i in range(first - 3, last + 4):
@@ -578,31 +619,6 @@ for i in range(first - 3, last + 4):
         f"[{start:3d}, {end:3d}) "
         f"{span_example.context[start:end]!r}{mark}"
     )
-
-# %% [markdown]
-# Two details. The piece is lower case, but its span points at `Marianne` with its capital: predicted answers
-# are cut from the original context through these spans, never decoded from pieces. And a piece's span can be
-# empty: SentencePiece puts a lone `▁` before a character it has to spell on its own (an unknown one, say),
-# and that piece covers no character. It must never start or end an answer.
-#
-# ### Exercise B: characters to tokens
-#
-# Write `answer_token_span(offsets, char_start, char_end)`: given the `(start, end)` span of every token
-# (end exclusive) and an answer's characters `[char_start, char_end)`, return `(first token, last token)`, both
-# inclusive, or `None` when no token overlaps the answer. An answer may start or end in the middle of a
-# piece (the piece counts); skip pieces with an empty span. The check starts with the offsets of
-# `"Emma's father, Mr. Woodhouse"`, where the piece `'` starts exactly where `Emma` ends.
-
-# %% nbgrader={"grade": false, "grade_id": "answer_token_span", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def answer_token_span(offsets, char_start, char_end):
-    """(first, last) token covering characters [char_start, char_end), or None."""
-    raise NotImplementedError("write your solution here")
-
-
-# %% nbgrader={"grade": true, "grade_id": "check_answer_token_span", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-from albert_mini.book.exercises import check_answer_token_span
-
-check_answer_token_span(answer_token_span);
 
 # %% [markdown]
 # **Windows and the document stride.** A SQuAD context is often longer than the input. BERT's recipe, which
@@ -630,11 +646,35 @@ plt.show()
 # **normalise** an answer: lower case, remove ASCII punctuation, drop *a*, *an* and *the*, collapse whitespace.
 #
 # - **Exact match**: 1 if the normalised prediction equals a normalised gold answer.
-# - **F1**: the normalised answers as bags of words; with $s$ words shared (counted as often as they occur in
-#   both), precision $P = s/|\text{prediction}|$, recall $R = s/|\text{gold}|$ and $F_1 = 2PR/(P+R)$, or 0 when
-#   $s = 0$.
+# - **F1**: the normalised answers compared as bags of words. Precision is the share of the prediction's words
+#   that the gold answer has too, recall the share of the gold answer's words that the prediction has, and F1
+#   their harmonic mean.
 #
-# A span one word too long loses the exact match and keeps partial credit:
+# ### Exercise C: SQuAD's F1
+#
+# Write `squad_f1(prediction, golds)`: the token-level F1 above, with the standard normalisation, and the best
+# value over the list `golds`. Punctuation means the characters of `string.punctuation`. Mind the word counts
+# (`collections.Counter` helps) and a prediction that normalises to nothing.
+
+# %% nbgrader={"grade": false, "grade_id": "squad_f1", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import string  # noqa: F401 (your solution uses it)
+
+
+def squad_f1(prediction, golds):
+    """SQuAD v1.1 token F1 of a prediction against the best gold answer, in [0, 1]."""
+    ### BEGIN SOLUTION
+    raise NotImplementedError("write your solution here")
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "check_squad_f1", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+from albert_mini.book.exercises import check_squad_f1
+
+check_squad_f1(squad_f1);
+
+# %% [markdown]
+# `albert_mini.tasks.squad_metrics` scores this way; a span one word too long loses the exact match and keeps
+# partial credit:
 
 # %% tags=["nbval-check-output"]
 from albert_mini.tasks.squad_metrics import exact_match, f1, normalize_answer
@@ -655,27 +695,6 @@ print(
     "two gold answers, the better one counts:",
     f1("Mr. Knightley", ["Knightley", "Mr. Knightley"]),
 )
-
-# %% [markdown]
-# ### Exercise C: SQuAD's F1
-#
-# Write `squad_f1(prediction, golds)`: the token-level F1 above, with the standard normalisation, and the best
-# value over the list `golds`. Punctuation means the characters of `string.punctuation`. Mind the word counts
-# (`collections.Counter` helps) and a prediction that normalises to nothing.
-
-# %% nbgrader={"grade": false, "grade_id": "squad_f1", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import string  # noqa: F401 (your solution uses it)
-
-
-def squad_f1(prediction, golds):
-    """SQuAD v1.1 token F1 of a prediction against the best gold answer, in [0, 1]."""
-    raise NotImplementedError("write your solution here")
-
-
-# %% nbgrader={"grade": true, "grade_id": "check_squad_f1", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-from albert_mini.book.exercises import check_squad_f1
-
-check_squad_f1(squad_f1);
 
 # %% [markdown]
 # ## Does pretraining help? The committed comparison
@@ -828,7 +847,7 @@ plt.show()
 # ## Further reading / pointers
 #
 # - The paper, section 4.3 and Table 2 (downstream results), Appendix A.4 (their hyperparameters);
-#   `chapters/REFERENCE_NOTES.md`, section 3, for the reference code's heads and recipes; Rajpurkar et al. (2016) for
+#   [REFERENCE_NOTES.md](REFERENCE_NOTES.md), section 3, for the reference code's heads and recipes; Rajpurkar et al. (2016) for
 #   SQuAD and its metrics, Lai et al. (2017) for RACE, Pang and Lee (2005) for the polarity sentences.
 # - Chapter 10 (appendix), part B: recipes, heads, SQuAD windows and the no-network baselines.
 # - Commands: `albert-mini experiments finetune` rebuilds the comparison;

@@ -6,9 +6,9 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python (albert-mini)
 #     language: python
-#     name: python3
+#     name: albert-mini
 # ---
 
 # %% [markdown]
@@ -137,8 +137,29 @@ for name, note in KNOWN_DISAGREEMENTS.items():
 #
 # ### Training memory for weights, gradients and optimizer states
 #
-# Training with AdamW (or LAMB) in fp32 keeps four numbers per parameter: the weight, its gradient and the
-# optimizer's two moment estimates $m$ and $v$: 4 + 4 + 8 = 16 bytes per parameter.
+# Training keeps more than the weights: for every parameter also its gradient, and the optimizer's state, for
+# AdamW and LAMB two moment estimates $m$ and $v$. In fp32 each of these numbers takes 4 bytes.
+#
+# ### Exercise 1: training memory for any optimizer
+#
+# Write `training_memory_bytes(n_params, optimizer="adamw")`: the bytes of fp32 weights, gradients and optimizer
+# states for a model with `n_params` parameters. Plain `"sgd"` keeps no state, `"momentum"` (SGD with momentum)
+# keeps one tensor per parameter, `"adamw"` and `"lamb"` keep two.
+
+# %% nbgrader={"grade": false, "grade_id": "training_memory_bytes", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def training_memory_bytes(n_params: int, optimizer: str = "adamw") -> int:
+    ### BEGIN SOLUTION
+    raise NotImplementedError("write your solution here")
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "check_training_memory_bytes", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+from albert_mini.book.exercises import check_training_memory_bytes
+
+check_training_memory_bytes(training_memory_bytes);
+
+# %% [markdown]
+# For AdamW that is 4 + 4 + 8 = 16 bytes per parameter (`albert_mini.study.memory.parameter_bytes`):
 
 # %% tags=["nbval-check-output"]
 # fp32 weight, fp32 gradient, and the optimizer's states
@@ -310,19 +331,17 @@ for name in PAPER_MODELS:
 # at 3.8, close to its FLOP ratio of 3.85 (both models have hundreds of millions of parameters).
 #
 # So the speedups are real, but they come from parameters, not from arithmetic, and they shrink on a single
-# device where no gradients travel: Chapter 4 timed `albert-mini` against `bert-mini` (same L and H) on one CPU
-# and found about the same time per forward pass. `albert_mini.study.throughput.relative_throughput` times forward and
-# backward passes of any presets if you want to check this for the paper's shapes; run it on a quiet machine and
-# repeat it, because a single timing on a shared machine can be off by a factor of several.
+# device where no gradients travel: chapter 4 found `albert-mini` and `bert-mini` (same L and H) about equally
+# fast on one CPU.
 
 # %% [markdown]
 # ### The Speedup column measured on one CPU
 #
-# `make experiment-throughput` does exactly that for the seven configurations: forward and backward passes of
-# each, timed on one CPU process, and divided by BERT-large's speed. The result is committed in
-# `data/results/throughput.json`; `albert_mini.study.results.speedup_table` reads it, with what the file records
-# about the machine. The committed file was written before result files recorded the CPU model, so the cell can
-# only name its thread count and torch build; newer runs record the CPU as well.
+# `make experiment-throughput` times forward and backward passes of the seven configurations on one CPU process
+# (`albert_mini.study.throughput.relative_throughput`, best run on a quiet machine) and divides by BERT-large's
+# speed. `albert_mini.study.results.speedup_table` reads the committed `data/results/throughput.json` with what
+# it records about the machine: this file predates the CPU field, so its thread count and torch build (a new run
+# records the CPU too).
 
 # %% tags=["nbval-check-output"]
 from albert_mini.study import results
@@ -333,8 +352,8 @@ threads, version = speed_meta["threads"], speed_meta["torch"]
 print(
     f"measured on {speed_meta['cpu']}"
     if "cpu" in speed_meta
-    else f"measured with {threads} threads and torch {version}"
-    " (the file predates CPU records, so the CPU model is unknown)"
+    else f"measured with {threads} threads and torch {version} (a file from before "
+    "result files named their CPU)"
 )
 print(
     f"{'model':15s} {'tokens/s':>9s} {'measured':>9s} {'FLOP ratio':>10s} {'paper':>6s}"
@@ -357,7 +376,17 @@ print(
     f"{large['paper_speedup'] / large['flop_ratio']:.2f}"
 )
 
+# %%
+print(
+    "a new run of the experiment here would time "
+    f"{cpu_model()} with {torch.get_num_threads()} threads"
+)
+
 # %% [markdown]
+# This table's FLOP ratios (3.54 for BERT-base) are for the experiment's 64-token sequences, the earlier table's
+# (3.47) for the paper's 512: attention's work per token grows with the sequence length but only linearly with
+# the width, so it weighs more in a narrow model, and longer sequences bring the models' costs closer.
+#
 # On one CPU process the measured speed follows the FLOP ratio (the ratio of the two stays near 1 for every
 # model), while the paper's TPU speedups exceed it for the models with few parameters: what one process does not
 # pay (gradient exchange between devices, optimizer traffic over many parameters, here left out of the timing
@@ -539,26 +568,7 @@ print("two CPU processes, 32 each, no accumulation:", effective_batch(32, 2, 1))
 # paper's 4096 with 8 GPUs by summing the gradients of 8 micro-batches of 64 before each step.
 
 # %% [markdown]
-# ## Exercises
-#
-# ### Exercise 1: training memory for any optimizer
-#
-# Write `training_memory_bytes(n_params, optimizer="adamw")`: the bytes of fp32 weights, gradients and optimizer
-# states for a model with `n_params` parameters. Plain `"sgd"` keeps no state, `"momentum"` (SGD with momentum)
-# keeps one tensor per parameter, `"adamw"` and `"lamb"` keep two.
-
-# %% nbgrader={"grade": false, "grade_id": "training_memory_bytes", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def training_memory_bytes(n_params: int, optimizer: str = "adamw") -> int:
-    raise NotImplementedError("write your solution here")
-
-
-# %% nbgrader={"grade": true, "grade_id": "check_training_memory_bytes", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-from albert_mini.book.exercises import check_training_memory_bytes
-
-check_training_memory_bytes(training_memory_bytes);
-
-# %% [markdown]
-# ### Exercise 2: the compute of the MLM head
+# ## Exercise 2: the compute of the MLM head
 #
 # Write `mlm_head_flops_per_token(config)`: the forward FLOPs of the MLM head for one predicted position. The head
 # maps the H-wide hidden state to width E with a dense layer, then to V vocabulary logits through the decoder
@@ -568,7 +578,9 @@ check_training_memory_bytes(training_memory_bytes);
 
 # %% nbgrader={"grade": false, "grade_id": "mlm_head_flops_per_token", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def mlm_head_flops_per_token(config: AlbertConfig) -> int:
+    ### BEGIN SOLUTION
     raise NotImplementedError("write your solution here")
+    ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "check_mlm_head_flops_per_token", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -577,11 +589,12 @@ from albert_mini.book.exercises import check_mlm_head_flops_per_token
 check_mlm_head_flops_per_token(mlm_head_flops_per_token);
 
 # %% [markdown]
-# With the package's version of that function, the head's cost next to the encoder's, when the logits are computed at every position (as
-# the Hugging Face port does) and at 20 of 512 positions (as the original code does):
+# With the package's version of that function (`albert_mini.study.throughput`), the head's cost next to the
+# encoder's, when the logits are computed at every position (as the Hugging Face port does) and at 20 of 512
+# positions (as the original code does):
 
 # %% tags=["nbval-check-output"]
-from albert_mini.book.exercises.ch09 import mlm_head_flops_per_token as head_flops
+from albert_mini.study.throughput import mlm_head_flops_per_token as head_flops
 
 for name in ("albert-base", "bert-base"):
     config = AlbertConfig.from_preset(name)
@@ -672,9 +685,8 @@ print(breakdown_row(30000, 128, 768, 12, "none"))  # ALBERT-base without the sha
 
 # %% [markdown]
 # In JupyterLab the next cell shows sliders for the five numbers and updates the line as you move them (it needs
-# `ipywidgets`, installed with the book's dependencies). In the published book and under the tests it prints
-# only a note, because a widget keeps no output that a page or a test could show; the table above holds the same
-# numbers for the paper's models. Try it: how large can H get at L = 12 before an all-shared model has more
+# `ipywidgets`, installed with the book's dependencies). Elsewhere it prints only a note: a widget keeps no output
+# that a page or a test could show. Try it: how large can H get at L = 12 before an all-shared model has more
 # parameters than BERT-base? What does E buy at V = 30,000, and at V = 250,000 (a multilingual vocabulary)?
 
 # %%

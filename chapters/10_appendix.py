@@ -6,9 +6,9 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python (albert-mini)
 #     language: python
-#     name: python3
+#     name: albert-mini
 # ---
 
 # %% [markdown]
@@ -301,7 +301,7 @@ print("'10,000 pounds' ->", tokenizer.tokenize("10,000 pounds"))
 #
 # ### The reference code's recipes
 #
-# The recipes of the reference code (`run_glue.sh`, `run_race.py`, `run_squad_*.py`; `REFERENCE_NOTES.md`, section 3)
+# The recipes of the reference code (`run_glue.sh`, `run_race.py`, `run_squad_*.py`; [REFERENCE_NOTES.md](REFERENCE_NOTES.md), section 3)
 # all use AdamW with a linear warmup and decay:
 #
 # | task | input length | learning rate | batch | steps | warmup |

@@ -6,12 +6,10 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python (albert-mini)
 #     language: python
-#     name: python3
+#     name: albert-mini
 # ---
-
-# %%
 
 # %% [markdown]
 # # Chapter 11: The research log
@@ -71,7 +69,7 @@ val_set = build_pretraining_dataset(
 # ## A label leak in the reference recipe
 #
 # SOP removes the topic shortcut, but a sloppy data pipeline can open another one. The reference
-# `create_pretraining_data.py` (see `REFERENCE_NOTES.md` in this folder, section 1) adds sentences to a chunk until it
+# `create_pretraining_data.py` (see [REFERENCE_NOTES.md](REFERENCE_NOTES.md) in this folder, section 1) adds sentences to a chunk until it
 # reaches the target length, so the last sentence usually pushes the chunk *past* the target. It then splits
 # the chunk into A and B, decides the order, and only then truncates the pair to fit, trimming the longer side
 # from the front or the back at random. In text order the later segment carries the overshoot: it tends to be

@@ -59,7 +59,39 @@ def test_manifest_round_trip_and_the_three_ways_a_file_fails(tmp_path):
 
 
 def test_figures_go_to_figures_in_full_mode_and_to_the_cache_in_fast_mode(monkeypatch):
+    monkeypatch.delenv(paths.NBGRADER_ENV, raising=False)
     monkeypatch.setenv("ALBERT_MINI_FAST", "0")
     assert paths.figure_path("x.png") == paths.FIGURES_ROOT / "x.png"
     monkeypatch.setenv("ALBERT_MINI_FAST", "1")
     assert paths.figure_path("x.png") == paths.CACHE_ROOT / "figures-fast" / "x.png"
+
+
+@pytest.mark.parametrize("fast", ["0", "1"])
+def test_under_nbgrader_figures_go_to_a_temporary_folder_outside_the_checkout(monkeypatch, fast):
+    monkeypatch.setenv("ALBERT_MINI_FAST", fast)
+    monkeypatch.setenv(paths.NBGRADER_ENV, "autograde")
+    folder = paths.figure_path("x.png").parent
+    assert folder == paths.scratch_figures() and folder.is_dir()
+    assert not folder.resolve().is_relative_to(paths.REPO_ROOT.resolve())
+
+
+@pytest.mark.slow  # a subprocess or a retrain: make test runs it, test-fast does not
+def test_a_kernel_outside_chapters_writes_no_figure_into_the_checkout(tmp_path):
+    """A chapter run by Jupyter from the checkout's chapters/ (make book, make lab) saves into figures/; run from
+    any other folder (a hand-out, an nbgrader course, a grading copy) it saves into a temporary folder."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from albert_mini.book.lab import require_kernel
+
+    code = "from albert_mini.paths import figure_path\nprint(figure_path('x.png').parent)"
+    found = {}
+    for where in (paths.REPO_ROOT / "chapters", tmp_path):
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+        env = {k: v for k, v in os.environ.items() if k != paths.NBGRADER_ENV}
+        NotebookClient(notebook, kernel_name=require_kernel(), timeout=120,
+                       resources={"metadata": {"path": str(where)}}).execute(env={**env, "ALBERT_MINI_FAST": "0"})
+        found[where] = Path(notebook.cells[0].outputs[0]["text"].strip())
+    assert found[paths.REPO_ROOT / "chapters"] == paths.FIGURES_ROOT
+    assert not found[tmp_path].resolve().is_relative_to(paths.REPO_ROOT.resolve())
+    assert found[tmp_path].name.startswith("albert-mini-figures-")

@@ -13,10 +13,13 @@ import hashlib
 import time
 from pathlib import Path
 
+from .lab import KERNEL_DISPLAY_NAME, KERNEL_NAME
+
 CELL_TIMEOUT_SECONDS = 1800
-# The kernel a chapter names, spelled as ipykernel's installed spec spells it: JupyterLab copies the running kernel's
-# spec into the notebook, so any other display name marks a chapter "unsaved" the moment it opens.
-KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+# The kernel a chapter names, the environment's own (albert_mini.book.lab, installed by `make venv`), spelled as its
+# spec spells it: JupyterLab copies the running kernel's spec into the notebook, so any other display name marks a
+# chapter "unsaved" the moment it opens.
+KERNELSPEC = {"name": KERNEL_NAME, "display_name": KERNEL_DISPLAY_NAME, "language": "python"}
 
 
 def jupytext_metadata(source: Path) -> dict:
@@ -82,7 +85,7 @@ def build_chapter(source: Path, timeout: int = CELL_TIMEOUT_SECONDS) -> float:
     notebook.metadata["kernelspec"] = dict(KERNELSPEC)
     keep_cell_ids(notebook, jupytext.read(target) if target.exists() else None)
     start = time.perf_counter()
-    NotebookClient(notebook, timeout=timeout, kernel_name="python3", record_timing=False,
+    NotebookClient(notebook, timeout=timeout, kernel_name=KERNEL_NAME, record_timing=False,
                    resources={"metadata": {"path": str(source.parent)}}).execute()
     merge_adjacent_streams(notebook)
     jupytext.write(notebook, target)

@@ -1,70 +1,75 @@
-"""Grade a class: run every submitted chapter notebook and write one gradebook row per student, chapter, exercise.
+"""Grade a class: run every submitted chapter notebook in a sandbox and judge its exercises outside it.
 
     albert-mini grade SUBMISSIONS                       # what `make grade SUBMISSIONS=...` runs
-    albert-mini grade SUBMISSIONS --out marks.csv --time-limit 300 --overwrite
+    albert-mini grade SUBMISSIONS --chapters 03 05 --jobs 2 --time-limit 300
 
 SUBMISSIONS holds one folder per student with that student's notebooks (`05_sentence_order_prediction.ipynb`,
-...). Each notebook runs in a fresh kernel, in a scratch folder (the student's files are only read), with the
-network refused and at most --time-limit seconds for the whole notebook. Each exercise is graded where its
-check cell stands (its nbgrader `grade_id`, or the `check_<name>(...)` call), by the same check the chapter
-runs, on the function the student defined by then; a check cell the student deleted is run at the end.
+...). A hand-in is code that runs on the teacher's machine, so nothing the student's kernel says is a verdict:
 
-The gradebook (default SUBMISSIONS/gradebook.csv, never overwritten without --overwrite) has the columns
-student, chapter, exercise, passed (yes/no), message. A notebook that raises, crashes its kernel, runs out of
-time, was renamed, or is missing still gets its rows, with the reason, and the other notebooks are graded.
-Chapters run in fast mode (ALBERT_MINI_FAST=1) unless --full: the checks do not depend on it.
+- The grader draws each exercise's cases (the fixed traps and new ones from a fresh seed), computes the reference
+  answers in its own process and leaves only the inputs beside the notebook. Where an exercise's check cell
+  stands (its nbgrader `grade_id`, or its `check_<name>(...)` call; at the end if the student deleted it), the
+  kernel calls the student's function on those inputs and writes what it returns as plain data. The grader
+  reads that data back, validates its kind, and compares it with the reference. What the notebook prints, or
+  does to the checks, is never read as a mark.
+- On Linux each notebook runs in bubblewrap, in an empty root that holds only the system folders (read-only,
+  without /etc's secrets), the Python installation, the venv, a copy of the package without the exercises'
+  references, data/ (all read-only) and a scratch copy of the student's folder (the only writable folder and the
+  only hand-in it can see): not the checkout, the class folder, the gradebook, home folders or anything else; no
+  network (its own namespace), its own process namespace (everything it starts dies with it), no capabilities,
+  a memory limit. Without bubblewrap,
+  grading refuses unless --no-sandbox is given, and then every row says so.
+- Each notebook's rows go to a journal beside the gradebook as it ends; the gradebook is written (atomically)
+  once every notebook is graded. After a crash or Ctrl-C the same command continues from the journal.
+
+The gradebook (default SUBMISSIONS/gradebook.csv) has the columns student, chapter, exercise, passed (yes/no),
+message. A rerun replaces a gradebook this command wrote and nobody changed; another file is kept unless
+--overwrite. A notebook that raises, crashes its kernel, runs out of time or memory, was renamed, is a second one
+for a chapter, is hidden or a symbolic link still gets its rows, with the reason. "missing" rows are written only
+for the chapters named with --chapters. Chapters run in fast mode (ALBERT_MINI_FAST=1) unless --full: the
+checks do not depend on it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import hashlib
 import io
 import json
 import os
 import re
+import secrets
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
+import threading
 import time
-from contextlib import redirect_stdout
-from dataclasses import dataclass
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..cli import one_line
-from ..errors import MissingFileError
+from ..errors import MissingFileError, UserError
 from ..paths import repo_root
+from .answering import ANSWERS, REQUESTS
 
 COLUMNS = ("student", "chapter", "exercise", "passed", "message")
-RESULT_MARK = "albert-mini-grade:"  # the line a grading cell prints, followed by the verdict as JSON
 DEFAULT_TIME_LIMIT = 600.0
-
-# Run first in every graded kernel: refuse connections beyond this machine (DNS included), keep figures out of
-# the checkout's figures/, and draw without a display.
-PREAMBLE = '''\
-import socket as _socket
-
-_LOCAL = ("127.0.0.1", "::1", "localhost")
-
-
-def _offline_connect(self, address, _connect=_socket.socket.connect):
-    if self.family in (_socket.AF_INET, _socket.AF_INET6) and address[0] not in _LOCAL:
-        raise OSError(f"no network while grading (refused {address[0]})")
-    return _connect(self, address)
+DEFAULT_MEMORY_GB = 4.0
+KERNEL_TRIES = 3  # a kernel that fails to start is the machine's doing: try again before reporting it
+GRADER_VERSION = 2  # part of every journal key: a change to how notebooks are judged regrades them
+MAX_NOTEBOOK_BYTES = 50_000_000
+MAX_ANSWER_BYTES = 200_000_000
+NO_SANDBOX_NOTE = "graded without a sandbox (--no-sandbox)"
+INSIDE = Path("/tmp/albert-mini-grading")  # where the scratch folder appears inside the sandbox
+IO_ENV = "ALBERT_MINI_GRADING_IO"  # the folder of the grader's requests and the kernel's answers
+RUNNER = "import sys; from albert_mini.book.grade_runner import main; sys.exit(main(sys.argv[1:]))"
 
 
-def _offline_getaddrinfo(host, *args, _lookup=_socket.getaddrinfo, **kwargs):
-    if host not in (None, *_LOCAL):
-        raise OSError(f"no network while grading (refused {host})")
-    return _lookup(host, *args, **kwargs)
-
-
-_socket.socket.connect = _offline_connect
-_socket.getaddrinfo = _offline_getaddrinfo
-
-import albert_mini.paths as _paths
-
-_paths.FIGURES_ROOT = _paths.Path(FIGURE_FOLDER)
-'''
+class SandboxUnavailable(UserError):
+    """No sandbox for student code on this machine (and --no-sandbox was not given)."""
 
 
 @dataclass
@@ -83,38 +88,23 @@ class Row:
         return [self.student, self.chapter, self.exercise, "yes" if self.passed else "no", message]
 
 
-# --------------------------------------------------------------------------------------------- in the kernel
-def grade_in_kernel(namespace: dict, chapter: str, exercise: str) -> dict:
-    """Run exercise's check on the function `namespace` holds; print and return {"passed", "message"}."""
-    from .exercises import ExerciseFailed, chapter_exercises
+@dataclass
+class Task:
+    """One notebook to grade."""
 
-    check = chapter_exercises(chapter)[exercise]
-    function = namespace.get(exercise)
-    if not callable(function):
-        verdict = {"passed": False, "message": f"`{exercise}` is not defined as a function when its check runs "
-                                               "(its cell was deleted, renamed or did not run)"}
-    else:
-        printed = io.StringIO()
-        try:
-            with redirect_stdout(printed):
-                passed = check(function) is True
-            lines = printed.getvalue().strip().splitlines()
-            verdict = {"passed": passed, "message": lines[-1] if lines else ""}
-        except ExerciseFailed as failure:
-            verdict = {"passed": False, "message": str(failure)}
-        except Exception as error:  # the student's code broke the check itself (e.g. returned a generator)
-            verdict = {"passed": False, "message": f"the check stopped: {type(error).__name__}: {error}"}
-    print(RESULT_MARK + json.dumps(verdict))
-    return verdict
+    student: str
+    path: Path
+    shown: str  # its path inside the student's folder
+    chapter: str
+    note: str  # what the rows say about the file itself (renamed, one of two for a chapter)
+    digest: str  # sha256 of the notebook's bytes
+
+    def key(self, settings: dict) -> str:
+        text = json.dumps([GRADER_VERSION, self.student, self.shown, self.chapter, self.note, self.digest, settings])
+        return hashlib.sha256(text.encode()).hexdigest()
 
 
-def grading_source(chapter: str, exercise: str) -> str:
-    """The cell that stands in for an exercise's check cell in a graded run."""
-    return (f"from albert_mini.book.grade import grade_in_kernel as _grade_in_kernel\n"
-            f"_grade_in_kernel(globals(), {chapter!r}, {exercise!r});")
-
-
-# --------------------------------------------------------------------------------------------- a submission
+# --------------------------------------------------------------------------------------------- the class folder
 def chapter_files(root: Path | None = None) -> dict[str, str]:
     """Chapter number -> the notebook name a student hands in, for every chapter with exercises."""
     from .exercises import chapters_with_exercises
@@ -151,153 +141,498 @@ def identify_chapter(notebook, path: Path, exercises: dict[str, dict], files: di
     return number if number in exercises and re.match(r"\d\d_", path.name) else None
 
 
-def error_text(output) -> str:
-    return f"{output.get('ename', 'Error')}: {output.get('evalue', '')}".strip()
-
-
-def grade_notebook(path: Path, student: str, chapter: str, time_limit: float, fast: bool = True,
-                   note: str = "") -> list[Row]:
-    """Run one notebook with its check cells replaced by grading cells; one Row per exercise of its chapter."""
+def _read_notebook(path: Path):
     import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-    from .exercises import chapter_exercises
+    if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+        raise ValueError(f"larger than {MAX_NOTEBOOK_BYTES // 1_000_000} MB")
+    return nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
 
-    names = list(chapter_exercises(chapter))
-    prefix = f"{note}; " if note else ""
-    try:
-        notebook = nbformat.read(path, as_version=4)
-    except Exception as error:  # not JSON, not a notebook: the student's file, reported in its rows
-        return [Row(student, chapter, name, False, f"{prefix}{path.name} could not be read as a notebook "
-                                                    f"({type(error).__name__}: {error})") for name in names]
-    with tempfile.TemporaryDirectory(prefix="albert-mini-grade-") as scratch:
-        cells = [nbformat.v4.new_code_cell(PREAMBLE.replace("FIGURE_FOLDER", repr(str(Path(scratch) / "figures"))))]
-        origin = [None]  # the student's cell number (1-based) of each cell run
-        graded_at = {}
-        for number, cell in enumerate(notebook.cells, start=1):
-            if cell.cell_type != "code":
+
+def _walk_student(folder: Path):
+    """(path, problem) for every notebook and every link or hidden folder in a student's folder (no link followed)."""
+    for current, dirs, files in os.walk(folder, followlinks=False):
+        here = Path(current)
+        for name in sorted(dirs):
+            path = here / name
+            if path.is_symlink():
+                yield path, f"is a symbolic link (to {os.readlink(path)}); not graded: hand in files, not links"
+            elif name == ".ipynb_checkpoints":
+                continue  # JupyterLab's own autosaves
+            elif name.startswith("."):
+                yield path, "is a hidden folder; not graded (rename it without the leading dot to grade it)"
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (here / d).is_symlink())
+        for name in sorted(files):
+            path = here / name
+            if not name.endswith(".ipynb"):
                 continue
-            hit = check_cell_exercise(cell, {chapter: names})
-            if hit and hit[1] not in graded_at:
-                graded_at[hit[1]] = len(cells)
-                cells.append(nbformat.v4.new_code_cell(grading_source(chapter, hit[1])))
+            if path.is_symlink():
+                yield path, f"is a symbolic link (to {os.readlink(path)}); not graded: hand in the notebook itself"
+            elif name.startswith("."):
+                yield path, "is a hidden file; not graded"
             else:
-                cells.append(nbformat.v4.new_code_cell(cell.source))
-            origin.append(number)
-        for name in names:
-            if name not in graded_at:
-                graded_at[name] = len(cells)
-                cells.append(nbformat.v4.new_code_cell(grading_source(chapter, name)))
-                origin.append(None)
-        run = nbformat.v4.new_notebook(cells=cells, metadata=notebook.metadata)
-        (Path(scratch) / "figures").mkdir()
-        work = Path(scratch) / "work"
-        shutil.copytree(path.parent, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-        deadline = time.monotonic() + time_limit
-        client = NotebookClient(run, kernel_name="python3", allow_errors=True, interrupt_on_timeout=False,
-                                startup_timeout=int(time_limit) + 1,
-                                timeout_func=lambda cell: max(1, int(deadline - time.monotonic()) + 1),
-                                resources={"metadata": {"path": str(work)}})
-        env = {**os.environ, "ALBERT_MINI_FAST": "1" if fast else "0", "MPLBACKEND": "Agg",
-               "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
-        running = [0]  # the cell being run when the kernel stops
-
-        def started(cell, cell_index, **_):
-            running[0] = cell_index
-
-        client.on_cell_execute = started
-        stopped, stuck = "", None
-        try:  # the kernel's own log lines (and its dying words) stay out of the teacher's terminal
-            client.execute(env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        except CellTimeoutError:
-            stopped, stuck = f"timed out: the notebook ran past the time limit of {time_limit:g} s", running[0]
-        except DeadKernelError:
-            stopped, stuck = "crashed: the kernel died (the process exited or ran out of memory)", running[0]
-        except Exception as error:  # a kernel that would not start: report it on every row, grade the others
-            stopped = f"could not run: {type(error).__name__}: {one_line(str(error))}"
-    failed = [error_text(o) for o in cells[0].get("outputs", []) if o.get("output_type") == "error"]
-    if failed:  # the grader's own cell: a bug here, not the student's
-        raise RuntimeError(f"the grading preamble failed in the kernel: {failed[0]}")
-    if stuck is not None and origin[stuck] is not None:
-        stopped = stopped.replace(":", f" in cell {origin[stuck]}:", 1)
-    first_error = next(((origin[i], error_text(o)) for i, cell in enumerate(cells)
-                        if origin[i] is not None and i != stuck
-                        for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
-    raised = (f"; the notebook raised {first_error[1]} in cell {first_error[0]}" if first_error else "")
-    rows = []
-    for name in names:
-        cell = cells[graded_at[name]]
-        verdict = None
-        for output in cell.get("outputs", []):
-            for line in output.get("text", "").splitlines() if output.get("output_type") == "stream" else []:
-                if line.startswith(RESULT_MARK):
-                    verdict = json.loads(line[len(RESULT_MARK):])
-        if verdict is None:
-            reason = stopped or "its check did not run"
-            where = f" (cell {origin[graded_at[name]]})" if origin[graded_at[name]] else ""
-            if stuck != graded_at[name]:  # else the check itself ran out of time or crashed, with the student's code
-                reason += f"; this exercise's check{where} never ran"
-            rows.append(Row(student, chapter, name, False, f"{prefix}{reason}{raised}"))
-        else:
-            extra = raised if not verdict["passed"] else ""
-            rows.append(Row(student, chapter, name, verdict["passed"], prefix + verdict["message"] + extra))
-    return rows
+                yield path, None
 
 
-# --------------------------------------------------------------------------------------------- a class
-def grade_class(submissions: Path, time_limit: float = DEFAULT_TIME_LIMIT, fast: bool = True,
-                chapters: list[str] | None = None, progress=print) -> list[Row]:
-    """Every student's notebooks graded, and a row for every chapter a student did not hand in."""
-    import nbformat
-
+def plan_class(submissions: Path, chapters: list[str] | None = None) -> tuple[list[Task], list[Row]]:
+    """The notebooks to grade, and the rows that need no run (links, hidden folders, missing chapters)."""
     from .exercises import chapter_exercises, chapters_with_exercises
 
     exercises = {number: chapter_exercises(number) for number in chapters_with_exercises()}
     files = chapter_files()
-    students = sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith("."))
-    if not students:
+    tasks: list[Task] = []
+    rows: list[Row] = []
+    entries = sorted(submissions.iterdir())
+    if not any(p.is_dir() for p in entries):
         raise MissingFileError(f"{submissions} has no student folders; put each student's notebooks in a folder "
                                "of their own, e.g. SUBMISSIONS/ada/05_sentence_order_prediction.ipynb")
-    plan: dict[str, list[tuple[Path, str | None]]] = {}
-    for student in students:
-        plan[student.name] = []
-        for path in sorted(student.rglob("*.ipynb")):
-            if ".ipynb_checkpoints" in path.parts:
+    for entry in entries:
+        if entry.is_symlink() and entry.is_dir():
+            rows.append(Row(entry.name, "", "", False, f"the student folder is a symbolic link (to "
+                                                       f"{os.readlink(entry)}); not graded: copy the notebooks "
+                                                       "into a real folder"))
+            continue
+        if not entry.is_dir():
+            continue  # the gradebook, its journal, a teacher's notes
+        if entry.name.startswith("."):
+            rows.append(Row(entry.name, "", "", False, "a hidden folder; not graded (a student folder's name must "
+                                                       "not start with a dot)"))
+            continue
+        found: dict[str, list[tuple[Path, str]]] = {}
+        for path, problem in _walk_student(entry):
+            shown = path.relative_to(entry).as_posix()
+            if problem:
+                rows.append(Row(entry.name, "", "", False, f"{shown} {problem}"))
                 continue
             try:
-                notebook = nbformat.read(path, as_version=4)
-                chapter = identify_chapter(notebook, path, exercises, files)
-            except Exception:  # unreadable: graded by name below, where it gets its rows and the reason
+                chapter = identify_chapter(_read_notebook(path), path, exercises, files)
+            except Exception:  # unreadable: graded by name, where its rows say why
                 chapter = path.name[:2] if path.name[:2] in exercises else None
-            plan[student.name].append((path, chapter))
-    wanted = chapters or sorted({c for entries in plan.values() for _, c in entries if c})
-    rows = []
-    for student, entries in plan.items():
-        handed_in = set()
-        for path, chapter in entries:
-            shown = path.relative_to(submissions / student)
             if chapter is None:
-                rows.append(Row(student, "", "", False, f"{shown}: not a chapter notebook (no exercise of any "
-                                                        "chapter found in it); not graded"))
+                rows.append(Row(entry.name, "", "", False, f"{shown}: not a chapter notebook (no exercise of any "
+                                                           "chapter found in it); not graded"))
                 continue
             if chapters and chapter not in chapters:
                 continue
-            note = "" if path.name == files[chapter] else f"{shown} graded as {files[chapter]} (renamed)"
-            if chapter in handed_in:
-                note = f"{shown}: a second notebook for chapter {chapter}"
-            handed_in.add(chapter)
-            start = time.monotonic()
-            graded = grade_notebook(path, student, chapter, time_limit, fast, note)
-            progress(f"{student}/{shown}: {sum(r.passed for r in graded)} of {len(graded)} passed "
-                     f"({time.monotonic() - start:.0f} s)")
-            rows += graded
-        for chapter in wanted:
-            if chapter not in handed_in:
-                rows += [Row(student, chapter, name, False, f"missing: no notebook for chapter {chapter} "
-                                                            f"(expected {files[chapter]})")
+            found.setdefault(chapter, []).append((path, shown))
+        for chapter, notebooks in sorted(found.items()):
+            for path, shown in notebooks:
+                notes = []
+                if path.name != files[chapter]:
+                    notes.append(f"{shown} graded as {files[chapter]} (renamed)")
+                if len(notebooks) > 1:
+                    others = ", ".join(s for _, s in notebooks if s != shown)
+                    notes.append(f"{shown} is one of {len(notebooks)} notebooks for chapter {chapter} (also: "
+                                 f"{others}); each is graded")
+                digest = hashlib.sha256(path.read_bytes()).hexdigest()
+                tasks.append(Task(entry.name, path, shown, chapter, "; ".join(notes), digest))
+        for chapter in chapters or []:
+            if chapter not in found:
+                rows += [Row(entry.name, chapter, name, False, f"missing: no notebook for chapter {chapter} "
+                                                               f"(expected {files[chapter]})")
                          for name in exercises[chapter]]
-    return rows
+        if not found and not chapters:
+            rows.append(Row(entry.name, "", "", False, "missing: no chapter notebook handed in"))
+    return tasks, rows
+
+
+# --------------------------------------------------------------------------------------------- the sandbox
+def sandbox_problem() -> str | None:
+    """Why no bubblewrap sandbox can run here (None when one can)."""
+    if not sys.platform.startswith("linux"):
+        return f"the grading sandbox needs Linux (bubblewrap); this is {sys.platform}"
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed (Debian/Ubuntu: sudo apt-get install bubblewrap)"
+    probe = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all",
+                            "--die-with-parent", "true"], capture_output=True, text=True, timeout=60)
+    if probe.returncode != 0:
+        return f"bubblewrap cannot create a sandbox here ({probe.stderr.strip() or probe.returncode})"
+    return None
+
+
+def grading_package(target: Path) -> Path:
+    """A copy of albert_mini without the exercises' references and cases (what the sandbox mounts read-only)."""
+    source = Path(__file__).resolve().parents[1]
+    package = target / "albert_mini"
+    shutil.copytree(source, package, ignore=shutil.ignore_patterns("*.tmp"))
+    exercises = package / "book" / "exercises"
+    shutil.rmtree(exercises)
+    exercises.mkdir()
+    (exercises / "__init__.py").write_text(STUB_EXERCISES)
+    return package
+
+
+STUB_EXERCISES = '''"""Not available while grading: the exercises' checks and references belong to the grader."""
+
+NOT_ATTEMPTED = "not attempted yet"
+
+
+class ExerciseFailed(AssertionError):
+    """Kept so that a notebook naming it still runs."""
+
+
+def __getattr__(name):
+    if name.startswith("check_"):
+        def check(function):
+            print(f"{name[len('check_'):]}: checked by the grader, not in this kernel")
+            return False
+
+        return check
+    raise AttributeError(f"albert_mini.book.exercises.{name} is not available while grading")
+'''
+
+
+SYSTEM = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys"]  # what a kernel runs on
+SECRETS = ["/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
+           "/etc/ssh", "/etc/ssl/private", "/etc/security/opasswd"]  # unreadable for the sandbox, even as root
+
+
+def sandbox_command(scratch: Path, package: Path) -> list[str]:
+    """bubblewrap's arguments: an empty root holding only the system folders, the Python installation, the venv,
+    the package copy and data/ (all read-only) and the scratch folder (writable); nothing else of the machine."""
+    root = repo_root()
+    command = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
+    for folder in SYSTEM:
+        if os.path.islink(folder):  # merged /usr: /bin -> usr/bin
+            command += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            command += ["--ro-bind", folder, folder]
+    for secret in SECRETS:
+        if os.path.isdir(secret) and not os.path.islink(secret):
+            command += ["--tmpfs", secret]
+        elif os.path.lexists(secret):
+            command += ["--ro-bind", "/dev/null", secret]
+    command += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    base = Path(os.path.realpath(sys.base_prefix))  # the interpreter the venv links to (it may live under /root)
+    for keep in [base, Path(sys.prefix), root / "data", root / "cache" / "polarity"]:
+        if keep.is_dir() and not any(str(keep).startswith(s + "/") or str(keep) == s for s in SYSTEM):
+            command += ["--ro-bind", str(keep), str(keep)]
+    command += ["--ro-bind", str(package), str(root / "albert_mini"),
+                "--bind", str(scratch), str(INSIDE), "--chdir", str(INSIDE / "work"),
+                "--setenv", "HOME", str(INSIDE / "home"), "--setenv", "TMPDIR", str(INSIDE / "home")]
+    return command
+
+
+# --------------------------------------------------------------------------------------------- one notebook
+@dataclass
+class Settings:
+    time_limit: float = DEFAULT_TIME_LIMIT
+    fast: bool = True
+    sandbox: bool = True
+    memory_gb: float = DEFAULT_MEMORY_GB
+    threads: int = 1
+    keep_runs: Path | None = None  # where each executed notebook is copied (the teacher's to read), if anywhere
+
+    def journal_view(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if k not in ("threads", "keep_runs")}
+
+
+def grading_cell(exercise: str) -> str:
+    """The cell that stands in for an exercise's check cell: the kernel answers the grader's requests."""
+    return (f"__import__('albert_mini.book.answering', fromlist=['answer_requests']).answer_requests("
+            f"globals(), {exercise!r}, __import__('os').environ['{IO_ENV}']);")
+
+
+def _run_notebook(notebook, exercises: list[str]) -> tuple[object, list[int | None], dict[str, int]]:
+    """The notebook to run: check cells replaced by grading cells; the student's cell number of each cell."""
+    import nbformat
+
+    cells, origin, graded_at = [], [], {}
+    for number, cell in enumerate(notebook.cells, start=1):
+        if cell.cell_type != "code":
+            continue
+        hit = check_cell_exercise(cell, {"": exercises})
+        if hit and hit[1] not in graded_at:
+            graded_at[hit[1]] = len(cells)
+            cells.append(nbformat.v4.new_code_cell(grading_cell(hit[1])))
+        else:
+            cells.append(nbformat.v4.new_code_cell(cell.source))
+        origin.append(number)
+    for name in exercises:
+        if name not in graded_at:
+            graded_at[name] = len(cells)
+            cells.append(nbformat.v4.new_code_cell(grading_cell(name)))
+            origin.append(None)
+    return nbformat.v4.new_notebook(cells=cells), origin, graded_at
+
+
+def _copy_student_folder(source: Path, target: Path) -> None:
+    """The student's own folder, without links (they were reported) and without other students' anything."""
+    def ignore(folder, names):
+        return [n for n in names if os.path.islink(os.path.join(folder, n)) or n == ".ipynb_checkpoints"]
+
+    shutil.copytree(source, target, ignore=ignore, symlinks=True)
+
+
+class Grader:
+    """Grades notebooks one by one or side by side; kills every sandbox it started when told to stop."""
+
+    def __init__(self, settings: Settings, package: Path | None):
+        self.settings, self.package = settings, package
+        self.running: set[subprocess.Popen] = set()
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        with self.lock:
+            for process in list(self.running):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+
+    def grade(self, task: Task) -> tuple[list[Row], float]:
+        start = time.monotonic()
+        rows = self._grade(task)
+        if not self.settings.sandbox:
+            for row in rows:
+                row.message = f"{row.message} [{NO_SANDBOX_NOTE}]"
+        return rows, time.monotonic() - start
+
+    def _grade(self, task: Task) -> list[Row]:
+        from .exercises import chapter_exercises
+
+        exercises = chapter_exercises(task.chapter)
+        prefix = f"{task.note}; " if task.note else ""
+        try:
+            notebook = _read_notebook(task.path)
+        except Exception as error:  # not JSON, not a notebook: the student's file, reported in its rows
+            return [Row(task.student, task.chapter, name, False, f"{prefix}{task.shown} could not be read as a "
+                                                                  f"notebook ({type(error).__name__}: {error})")
+                    for name in exercises]
+        run, origin, graded_at = _run_notebook(notebook, list(exercises))
+        plans = {}
+        seed = secrets.randbits(63)  # drawn now: no table of known answers can cover the cases
+        for name, exercise in exercises.items():
+            cases = exercise.cases(seed)
+            requests, arrays = exercise.requests(cases)
+            plans[name] = (cases, requests, arrays, exercise.expected(requests, arrays))
+        for attempt in range(1, KERNEL_TRIES + 1):
+            with tempfile.TemporaryDirectory(prefix="albert-mini-grade-") as scratch:
+                report, answers = self._execute(Path(scratch), task, run, plans)
+            if report.get("status") != "kernel-start" or self.stopping.is_set():
+                break
+            time.sleep(2 * attempt)
+        return self._rows(task, exercises, plans, report, answers, origin, graded_at, prefix)
+
+    def _execute(self, scratch: Path, task: Task, run, plans: dict) -> tuple[dict, dict]:
+        """Run the notebook (in the sandbox); its report and the answers it wrote, read as plain data."""
+        import nbformat
+        import numpy as np
+
+        io_dir, home = scratch / "io", scratch / "home"
+        io_dir.mkdir()
+        home.mkdir()
+        _copy_student_folder(task.path.parent, scratch / "work")
+        nbformat.write(run, io_dir / "run.ipynb")
+        arrays: dict = {}
+        requests = {}
+        for name, exercise_plan in plans.items():
+            _, request_list, request_arrays, _ = exercise_plan
+            from .exercises import chapter_exercises
+
+            exercise = chapter_exercises(task.chapter)[name]
+            requests[name] = {"requests": request_list, "unavailable": list(exercise.unavailable),
+                              "keep_inputs": exercise.keep_inputs}
+            arrays.update(request_arrays)
+        (io_dir / REQUESTS).write_text(json.dumps(requests))
+        np.savez(io_dir / "requests.npz", **arrays)
+        inside = INSIDE if self.settings.sandbox else scratch
+        runner = [sys.executable, "-c", RUNNER, str(inside / "io"), str(inside / "work"),
+                  str(self.settings.time_limit), "1" if self.settings.fast else "0"]
+        if self.settings.sandbox:
+            command = sandbox_command(scratch, self.package) + runner
+        else:
+            command = runner
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "IPYTHON", "NBGRADER"))}
+        threads = str(self.settings.threads)
+        env.update({"ALBERT_MINI_FAST": "1" if self.settings.fast else "0", "MPLBACKEND": "Agg",
+                    "PYDEVD_DISABLE_FILE_VALIDATION": "1", "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
+                    "HOME": str(inside / "home"), "JUPYTER_RUNTIME_DIR": str(inside / "home" / "runtime"),
+                    "IPYTHONDIR": str(inside / "home" / "ipython"), "MPLCONFIGDIR": str(inside / "home" / "mpl"),
+                    IO_ENV: str(inside / "io"), "PYTHONDONTWRITEBYTECODE": "1"})
+        limit = int(self.settings.memory_gb * 2**30)
+
+        def limits():
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+        with self.lock:
+            if self.stopping.is_set():
+                return {"status": "stopped"}, {}
+            process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=limits)
+            self.running.add(process)
+        killed = False
+        try:
+            process.communicate(timeout=self.settings.time_limit + 90)
+        except subprocess.TimeoutExpired:
+            killed = True
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)  # whatever the notebook left behind (no sandbox: best effort)
+            with self.lock:
+                self.running.discard(process)
+        report = _read_json(io_dir / "report.json", 1_000_000)
+        if self.stopping.is_set():
+            report = {"status": "stopped"}
+        elif killed:
+            report = {"status": "timeout", "cell": report.get("cell")}
+        elif report.get("status") is None:  # the runner itself was killed: by the notebook, or for its memory
+            report = {"status": "crashed", "detail": f"(the sandbox ended with exit status {process.returncode})"}
+        executed = io_dir / "executed.ipynb"
+        if self.settings.keep_runs and executed.is_file() and not executed.is_symlink():
+            target = self.settings.keep_runs / task.student / task.shown
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(executed, target)
+        answers = {}
+        for name in plans:
+            data = _read_json(io_dir / ANSWERS / f"{name}.json", MAX_ANSWER_BYTES)
+            if data:
+                answers[name] = (data, _read_arrays(io_dir / ANSWERS / f"{name}.npz"))
+        return report, answers
+
+    def _rows(self, task: Task, exercises: dict, plans: dict, report: dict, answers: dict, origin: list,
+              graded_at: dict, prefix: str) -> list[Row]:
+        status, stuck = report.get("status"), report.get("cell")
+        where = f" in cell {origin[stuck]}" if isinstance(stuck, int) and 0 <= stuck < len(origin) and origin[stuck] \
+            else ""
+        stopped = {
+            "timeout": f"timed out{where}: the notebook ran past the time limit of {self.settings.time_limit:g} s",
+            "crashed": f"crashed{where}: the kernel died (it exited, or ran out of its "
+                       f"{self.settings.memory_gb:g} GB of memory) {report.get('detail', '')}".strip(),
+            "kernel-start": f"grading error: the kernel did not start in {KERNEL_TRIES} tries "
+                            f"({report.get('detail', '')}); not the student's doing: run the same command again",
+            "stopped": "grading error: grading was interrupted before this notebook finished",
+        }.get(status, "")
+        errors = report.get("errors") if isinstance(report.get("errors"), list) else []
+        first_error = next(((origin[i], str(text)[:300]) for i, text in errors  # the stuck cell's is told above
+                            if isinstance(i, int) and 0 <= i < len(origin) and origin[i] is not None and i != stuck),
+                           None)
+        raised = f"; the notebook raised {first_error[1]} in cell {first_error[0]}" if first_error else ""
+        rows = []
+        for name, exercise in exercises.items():
+            cases, requests, arrays, expected = plans[name]
+            if name in answers:
+                data, answer_arrays = answers[name]
+                try:
+                    verdict = exercise.judge(cases, requests, expected, data, {**arrays, **answer_arrays})
+                    passed, message = verdict.passed is True, verdict.message
+                except Exception as error:  # an answer the judge cannot read is a wrong answer
+                    passed, message = False, f"{name}: the answer could not be read ({type(error).__name__})"
+                rows.append(Row(task.student, task.chapter, name, passed,
+                                prefix + message + ("" if passed else raised)))
+                continue
+            reason = stopped or "its check did not run"
+            cell = origin[graded_at[name]] if graded_at[name] < len(origin) else None
+            if status in ("timeout", "crashed") and stuck == graded_at[name]:
+                pass  # the student's function itself ran out of time or crashed the kernel
+            elif status != "kernel-start":
+                reason += f"; this exercise's check{f' (cell {cell})' if cell else ''} never ran"
+            rows.append(Row(task.student, task.chapter, name, False, f"{prefix}{reason}{raised}"))
+        return rows
+
+
+def _read_json(path: Path, limit: int) -> dict:
+    """A JSON object the sandbox wrote ({} when absent, too large, a link or not an object)."""
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > limit:
+            return {}
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _read_arrays(path: Path) -> dict:
+    import numpy as np
+
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_ANSWER_BYTES:
+            return {}
+        with np.load(path, allow_pickle=False) as loaded:
+            return {key: loaded[key] for key in loaded.files}
+    except (OSError, ValueError, EOFError):
+        return {}
+
+
+# --------------------------------------------------------------------------------------------- a class
+class Journal:
+    """The rows of every notebook graded so far, one JSON line each, kept beside the gradebook."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.done: dict[str, list[Row]] = {}
+        self.lock = threading.Lock()
+        if path.is_file():
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                try:
+                    entry = json.loads(line)
+                    self.done[entry["key"]] = [Row(**row) for row in entry["rows"]]
+                except (ValueError, KeyError, TypeError):
+                    continue  # a line torn by a kill: that notebook is graded again
+
+    def add(self, key: str, rows: list[Row], seconds: float, shown: str) -> None:
+        line = json.dumps({"key": key, "notebook": shown, "seconds": round(seconds, 1),
+                           "rows": [asdict(row) for row in rows]})
+        with self.lock, open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        self.done[key] = rows
+
+
+def journal_path(gradebook: Path) -> Path:
+    return gradebook.with_name(f".{gradebook.name}.journal.jsonl")
+
+
+def grade_class(submissions: Path, settings: Settings, chapters: list[str] | None = None, jobs: int = 1,
+                journal: Journal | None = None, progress=print) -> list[Row]:
+    """Every notebook of the class graded (continuing from `journal`), in the class's order."""
+    tasks, rows = plan_class(submissions, chapters)
+    journal = journal or Journal(Path(tempfile.mkdtemp()) / "journal.jsonl")
+    view = settings.journal_view()
+    results: dict[int, list[Row]] = {}
+    todo = []
+    for index, task in enumerate(tasks):
+        kept = journal.done.get(task.key(view))
+        if kept is not None:
+            results[index] = kept
+        else:
+            todo.append(index)
+    if todo:
+        progress(f"grading {len(todo)} notebooks ({len(tasks) - len(todo)} already graded), {jobs} at a time")
+    with contextlib.ExitStack() as stack:
+        package = None
+        if settings.sandbox and todo:
+            package = grading_package(Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="albert-mini-"))))
+        grader = Grader(settings, package)
+        pool = stack.enter_context(ThreadPoolExecutor(max_workers=jobs))
+        pending = {pool.submit(grader.grade, tasks[index]): index for index in todo}
+        try:
+            while pending:
+                finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    index = pending.pop(future)
+                    task = tasks[index]
+                    graded, seconds = future.result()
+                    if grader.stopping.is_set():
+                        continue
+                    results[index] = graded
+                    if not any(r.message.startswith("grading error") for r in graded):
+                        journal.add(task.key(view), graded, seconds, f"{task.student}/{task.shown}")
+                    progress(f"{task.student}/{task.shown}: {sum(r.passed for r in graded)} of {len(graded)} "
+                             f"passed ({seconds:.0f} s)")
+        except BaseException:
+            grader.stop()
+            for future in pending:
+                future.cancel()
+            raise
+    ordered = [row for index in sorted(results) for row in results[index]]
+    return sorted(ordered + rows, key=lambda r: (r.student, r.chapter, r.exercise == ""))
 
 
 def gradebook_text(rows: list[Row]) -> str:
@@ -306,4 +641,3 @@ def gradebook_text(rows: list[Row]) -> str:
     writer.writerow(COLUMNS)
     writer.writerows(row.cells() for row in rows)
     return buffer.getvalue()
-

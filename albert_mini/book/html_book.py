@@ -29,6 +29,7 @@ from ..safe_files import OutputRecord, Writes, check_writes
 from .exercises.solutions import copy_with_solutions
 
 GUIDE = "TEACHER_GUIDE.md"
+NOTES = "REFERENCE_NOTES.md"  # the notes on the reference code that chapters link, as [REFERENCE_NOTES.md](...)
 TITLE = "albert-mini: ALBERT built step by step"
 # The parts of MathJax's es5 tree that the TeX-input, CommonHTML-output page needs, including what it may load
 # lazily (TeX extensions, fonts, the menu and its accessibility tools); the other combined builds stay behind.
@@ -164,6 +165,7 @@ def index_page(root: Path, notebooks: list[Path]) -> str:
         rows.append(f"| {number} | [{chapter_title(notebook)}](chapters/{notebook.stem}) | {topic} |")
     toctree = "\n".join(f"chapters/{notebook.stem}" for notebook in notebooks)
     guide = (root / "chapters" / GUIDE).exists()
+    notes = (root / "chapters" / NOTES).exists()
     return "\n".join([
         f"# {TITLE}",
         "",
@@ -180,6 +182,8 @@ def index_page(root: Path, notebooks: list[Path]) -> str:
         "",
         *([f"Teachers: the [teacher guide](chapters/{Path(GUIDE).stem}) gives each chapter's goals, timing,",
            "exercises and discussion questions with answers.", ""] if guide else []),
+        *([f"The [notes on the reference code](chapters/{Path(NOTES).stem}) say, file by file, what the chapters",
+           "rely on in google-research/albert and the Hugging Face port.", ""] if notes else []),
         "```{toctree}",
         ":hidden:",
         ":caption: Chapters",
@@ -189,6 +193,8 @@ def index_page(root: Path, notebooks: list[Path]) -> str:
         "",
         *(["```{toctree}", ":hidden:", ":caption: For teachers", "", f"chapters/{Path(GUIDE).stem}", "```", ""]
           if guide else []),
+        *(["```{toctree}", ":hidden:", ":caption: Reference", "", f"chapters/{Path(NOTES).stem}", "```", ""]
+          if notes else []),
     ])
 
 
@@ -200,8 +206,9 @@ def stage(root: Path, staging: Path) -> list[Path]:
     (staging / "chapters").mkdir(parents=True)
     for notebook in notebooks:
         copy_with_solutions(notebook, staging / "chapters" / notebook.name)  # each solution folded under its exercise
-    if (root / "chapters" / GUIDE).exists():
-        shutil.copy2(root / "chapters" / GUIDE, staging / "chapters" / GUIDE)
+    for page in (GUIDE, NOTES):  # markdown pages beside the chapters, which their text links
+        if (root / "chapters" / page).exists():
+            shutil.copy2(root / "chapters" / page, staging / "chapters" / page)
     shutil.copytree(root / "figures", staging / "figures")
     mathjax = mathjax_source()
     target = staging / "_static" / "mathjax"

@@ -8,6 +8,11 @@ free port, with a random token, and the tab lands in `chapters/`. Double-clickin
 it as a notebook: the default viewer for Python files is jupytext's notebook, a setting installed into this
 environment (`{sys.prefix}/share/jupyter/lab/settings/overrides.json`), never into your home. Fast mode is
 whatever the environment says: `ALBERT_MINI_FAST=1 make lab` runs every chapter with its small settings.
+
+Every chapter names the Jupyter kernel `albert-mini` ("Python (albert-mini)"): this environment's python, by its
+absolute path, so a Jupyter installed elsewhere (nbgrader's, a system JupyterLab) still runs the chapters with
+torch and albert_mini. `make venv` installs its spec into `{sys.prefix}/share/jupyter/kernels/albert-mini/`
+(`albert-mini lab --install-settings`, as the settings), and `albert-mini lab` refreshes both when it starts.
 """
 
 from __future__ import annotations
@@ -49,11 +54,74 @@ def install_settings(prefix: str | Path = sys.prefix) -> Path:
     return path
 
 
+KERNEL_NAME = "albert-mini"
+KERNEL_DISPLAY_NAME = "Python (albert-mini)"
+
+
+def kernel_dir(prefix: str | Path = sys.prefix) -> Path:
+    """The `albert-mini` kernel's spec folder in the environment at `prefix` (Jupyter's data path there)."""
+    return Path(prefix) / "share" / "jupyter" / "kernels" / KERNEL_NAME
+
+
+def kernel_spec(python: str | Path = sys.executable) -> dict:
+    """The kernel.json of the `albert-mini` kernel: ipykernel's own spec, run by `python` (an absolute path: the
+    venv's bin/python, not the interpreter it links to, whose site-packages lack torch)."""
+    from ipykernel.kernelspec import get_kernel_dict
+
+    spec = get_kernel_dict()
+    spec["argv"] = [str(python), *spec["argv"][1:]]
+    spec["display_name"] = KERNEL_DISPLAY_NAME
+    return spec
+
+
+def install_kernel(prefix: str | Path = sys.prefix, python: str | Path = sys.executable) -> Path:
+    """Write the `albert-mini` kernel's spec (and ipykernel's logos) under `prefix`; a file already as it should be is
+    left untouched, so a second install writes nothing. Returns the spec folder."""
+    from ipykernel.kernelspec import RESOURCES
+
+    folder = kernel_dir(prefix)
+    files = {"kernel.json": (json.dumps(kernel_spec(python), indent=1, sort_keys=True) + "\n").encode()}
+    for logo in sorted(Path(RESOURCES).glob("logo-*")):
+        files[logo.name] = logo.read_bytes()
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        path = folder / name
+        if not path.is_file() or path.read_bytes() != data:
+            path.write_bytes(data)
+    return folder
+
+
+def require_kernel() -> str:
+    """KERNEL_NAME once Jupyter finds its spec from this environment; else a UserError naming the install."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    from ..errors import UserError
+
+    try:
+        KernelSpecManager().get_kernel_spec(KERNEL_NAME)
+    except NoSuchKernel:
+        raise UserError(f"the Jupyter kernel {KERNEL_NAME!r} that the chapters name is not installed in {sys.prefix}; "
+                        "install it with `make venv` (or `albert-mini lab --install-settings`)") from None
+    return KERNEL_NAME
+
+
 def free_port(host: str = LOOPBACK) -> int:
     """A TCP port nobody listens on right now (the server is told not to try others, so a race fails loudly)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((host, 0))
         return probe.getsockname()[1]
+
+
+def port_in_use(port: int, host: str = LOOPBACK) -> bool:
+    """Whether a server already holds `port` on `host`: asked by binding it as the server will (SO_REUSEADDR, so
+    a port in TIME_WAIT after a server ended still counts as free, as it is for JupyterLab)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
 
 
 def lab_command(root: Path, port: int, open_browser: bool) -> list[str]:

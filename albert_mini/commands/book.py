@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from ..book import build
+from ..book.lab import require_kernel
 from ..cli import run as run_cli
 from ..paths import FIGURES_ROOT, REPO_ROOT
 from ..safe_files import Writes
@@ -37,6 +38,7 @@ def _main(argv: list[str]) -> int:
             parser.error(f"{source} is not a chapter source (.py)")
     WRITES.check(files=[("CHAPTER", source.with_suffix(".ipynb")) for source in args.chapters], inputs=args.chapters,
                  overwrite=True, regenerates=[REPO_ROOT / "chapters", FIGURES_ROOT])  # a chapter's own notebook
+    require_kernel()  # before the first chapter: its notebook names the environment's albert-mini kernel
     for source in args.chapters:
         seconds = build.build_chapter(source)
         print(f"{source}: executed in {seconds:.0f} s -> {source.with_suffix('.ipynb')}", flush=True)

@@ -13,8 +13,9 @@ from ..cli import run as run_cli
 from ..safe_files import Writes
 from . import command_parser
 
-WRITES = Writes("exercises", outputs="--out DIR: chapters/NN_name.ipynb (or source/), solutions, the figures they "
-                "link, and a record of them (a rerun replaces only unchanged files it wrote; --overwrite for others)",
+WRITES = Writes("exercises", outputs="--out DIR: chapters/NN_name.ipynb (or source/NN_name/), solutions, the "
+                "figures they link, and a record of them (a rerun replaces only unchanged files it wrote; "
+                "--overwrite for others)",
                 inputs="the CHAPTER.py sources, chapters/solutions/, figures/")
 
 
@@ -30,11 +31,15 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, default=Path("build/student"), help="the hand-out folder")
     parser.add_argument("--with-solutions", action="store_true", help="add chapters/solutions/ to the hand-out")
     parser.add_argument("--nbgrader-source", action="store_true",
-                        help="write nbgrader's source version (solutions between its markers) to OUT/source/")
+                        help="write nbgrader's source version (solutions between its markers, figures embedded) to "
+                        "OUT/source/")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace files in --out that this command did not write, or that were edited since")
     args = parser.parse_args(argv)
     figures = student.write_handout(args.chapters, args.out, args.with_solutions, args.nbgrader_source,
                                     overwrite=args.overwrite, writes=WRITES)
-    print(f"{args.out}: {len(args.chapters)} chapters and {figures} figures they link")
+    if args.nbgrader_source:
+        print(f"{args.out}: {len(args.chapters)} chapters in source/, the figures they link embedded in them")
+    else:
+        print(f"{args.out}: {len(args.chapters)} chapters and {figures} figures they link")
     return 0

@@ -14,12 +14,14 @@ from pathlib import Path
 from ..book import lab
 from ..cli import port as port_type
 from ..cli import run as run_cli
+from ..errors import UsageError
 from ..paths import repo_root
 from ..safe_files import UnsafeWriteError, Writes
 from . import command_parser
 
 WRITES = Writes("lab", outputs="the environment's JupyterLab settings, share/jupyter/lab/settings/overrides.json "
-                "(merged: every other setting kept)", inputs="that file, and the chapters it opens")
+                "(merged: every other setting kept), and the albert-mini kernel's spec, "
+                "share/jupyter/kernels/albert-mini/", inputs="that file, and the chapters it opens")
 
 
 def install_settings() -> Path:
@@ -27,6 +29,13 @@ def install_settings() -> Path:
     path = lab.settings_file(sys.prefix)
     WRITES.check(files=[("the JupyterLab settings file", path)], overwrite=True)  # merged into, never replaced
     return lab.install_settings(sys.prefix)
+
+
+def install_kernel() -> Path:
+    """The write rule for the `albert-mini` kernel's spec folder in this environment, then the install."""
+    folder = lab.kernel_dir(sys.prefix)
+    WRITES.check(files=[("the albert-mini kernel spec", folder / "kernel.json")], overwrite=True)  # ours alone
+    return lab.install_kernel(sys.prefix, sys.executable)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,10 +48,19 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser tab; print the address")
     parser.add_argument("--port", type=port_type, default=0, help="port on 127.0.0.1 (default: a free one)")
     parser.add_argument("--install-settings", action="store_true",
-                        help="only install the JupyterLab settings into this environment (what `make venv` does)")
+                        help="only install the JupyterLab settings and the albert-mini kernel into this environment "
+                        "(what `make venv` does)")
     args = parser.parse_args(argv)
+    # Before anything is written or started: on a busy port JupyterLab would print a page of server log and stop.
+    if not args.install_settings and args.port and lab.port_in_use(args.port):
+        raise UsageError(f"--port {args.port}: {lab.LOOPBACK}:{args.port} is already in use by another program (a "
+                         "JupyterLab started earlier?); choose another --port, or leave --port out for a free one")
     if args.install_settings:
+        WRITES.check(files=[("the JupyterLab settings file", lab.settings_file(sys.prefix)),
+                            ("the albert-mini kernel spec", lab.kernel_dir(sys.prefix) / "kernel.json")],
+                     overwrite=True)  # both checked before either is written
         print(f"albert-mini: JupyterLab settings in {install_settings()}")
+        print(f"albert-mini: the kernel {lab.KERNEL_NAME!r} ({lab.KERNEL_DISPLAY_NAME}) in {install_kernel()}")
         return 0
     root = repo_root()
     try:
@@ -50,6 +68,11 @@ def _main(argv: list[str]) -> int:
     except (OSError, UnsafeWriteError) as error:  # an environment we may not write to: JupyterLab still runs
         print(f"albert-mini: could not write {lab.settings_file(sys.prefix)} ({error}); double-click opens .py files "
               "in the editor (right-click, Open With, Notebook instead)", file=sys.stderr)
+    try:
+        install_kernel()
+    except (OSError, UnsafeWriteError) as error:
+        print(f"albert-mini: could not write {lab.kernel_dir(sys.prefix)} ({error}); JupyterLab will ask which kernel "
+              f"to run the chapters with: pick {lab.KERNEL_DISPLAY_NAME} if listed, else Python 3", file=sys.stderr)
     port = args.port or lab.free_port()
     token = secrets.token_hex(24)
     print(f"albert-mini: JupyterLab at {lab.lab_url(port, token)}", flush=True)

@@ -5,6 +5,7 @@ sentence (a piece ending in . ! or ?, closing quotes allowed after it). A logist
 single-feature threshold (a decision stump) are fitted on half the instances and scored on the other half:
 about 50% means the cues carry no label signal. `reference_style_instances` rebuilds SOP pairs the way the
 reference `create_pretraining_data.py` does (truncate after the swap), so the chapter can show the leak.
+`type_overlap` is the first of chapter 5's topic features (the NSP shortcut), which ignore order altogether.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ..text.instances import SPECIALS_PER_PAIR, Instance, as_token_documents, pa
 
 # What chapters import from here (the module's public face; albert_mini/README.md).
 __all__ = ["FEATURE_NAMES", "fit_logistic_regression", "probe_order_leak", "reference_style_instances",
-           "sentence_end_pieces", "surface_features"]
+           "sentence_end_pieces", "surface_features", "type_overlap"]
 
 SENTENCE_FINAL = ".!?"
 CLOSERS = "\"')]\u2019\u201d"  # may follow the final punctuation: ." or ?' or .)
@@ -53,6 +54,18 @@ def surface_features(instances: Sequence[Instance], final: np.ndarray, closing: 
         rows.append((inst.len_a, inst.len_b, inst.len_a - inst.len_b,
                      ends_sentence(a, final, closing), ends_sentence(b, final, closing)))
     return np.asarray(rows, dtype=np.float64)
+
+
+def type_overlap(tokens_a, tokens_b) -> float:
+    """The fraction of B's distinct tokens (its word types) that also occur in A; 0.0 for an empty B.
+
+    A topic feature that ignores order (chapter 5's NSP shortcut): swapping A and B changes it only through the
+    denominator, B's vocabulary.
+    """
+    types_b = set(int(t) for t in tokens_b)
+    if not types_b:
+        return 0.0
+    return len(types_b & set(int(t) for t in tokens_a)) / len(types_b)
 
 
 def fit_logistic_regression(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, steps: int = 30):

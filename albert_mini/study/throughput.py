@@ -12,7 +12,7 @@ from ..model.config import AlbertConfig
 from ..specials import FIRST_ORDINARY_ID
 
 # What chapters import from here (the module's public face; albert_mini/README.md).
-__all__ = ["flops_per_token"]
+__all__ = ["flops_per_token", "mlm_head_flops_per_token"]
 
 
 def flops_per_token(config: AlbertConfig, seq_len: int) -> float:
@@ -21,6 +21,13 @@ def flops_per_token(config: AlbertConfig, seq_len: int) -> float:
     projection = E * H if config.embedding_projection else 0
     per_layer = 4 * H * H + 2 * H * I + 2 * seq_len * H  # q, k, v, output; two FFN matrices; scores and mixing
     return 2.0 * (projection + L * config.inner_group_num * per_layer)
+
+
+def mlm_head_flops_per_token(config: AlbertConfig) -> int:
+    """Forward FLOPs of the MLM head at one predicted position: the H -> E dense layer and the E -> V decoder
+    (tied to the word embeddings), 2 per multiply-add; biases, the activation and the LayerNorm left out."""
+    H, E, V = config.hidden_size, config.embedding_size, config.vocab_size
+    return 2 * (H * E + E * V)
 
 
 def measure_training_throughput(config: AlbertConfig, batch_size: int = 2, seq_len: int = 64, steps: int = 3,

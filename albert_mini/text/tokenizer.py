@@ -39,7 +39,7 @@ from .padding import pad_batch
 
 # What chapters import from here (the module's public face; albert_mini/README.md).
 __all__ = ["DEFAULT_DIR", "Tokenizer", "WORD_BOUNDARY", "is_word_start", "preprocess_text", "train_sentencepiece",
-           "training_texts", "truncate_pair"]
+           "training_texts", "truncate_longest_first", "truncate_pair"]
 
 WORD_BOUNDARY = "\u2581"  # SentencePiece's "▁": the piece starts after a space
 DEFAULT_DIR = DATA_ROOT / "austen"
@@ -352,6 +352,22 @@ def truncate_pair(ids_a: list[int], ids_b: list[int] | None, budget: int) -> tup
             short, long = budget // 2, budget // 2 + budget % 2
         len_a, len_b = (long, short) if a_longer else (short, long)
     return ids_a[:len_a], ids_b[:len_b]
+
+
+def truncate_longest_first(ids_a: Sequence[int], ids_b: Sequence[int], max_total: int) -> tuple[list[int], list[int]]:
+    """ALBERT's fine-tuning rule (`_truncate_seq_pair` in `classifier_utils.py`, from BERT): while the pair is too
+    long, drop the last token of the longer segment (of B on a tie). New lists; the inputs are left as they are.
+
+    `truncate_pair` (HF's "longest_first", what `encode_pair` uses) keeps the same total and almost always the same
+    lengths: the two differ only in which segment keeps the odd token when both have to be cut.
+    """
+    len_a, len_b = len(ids_a), len(ids_b)
+    while len_a + len_b > max_total:
+        if len_a > len_b:
+            len_a -= 1
+        else:
+            len_b -= 1
+    return list(ids_a[:len_a]), list(ids_b[:len_b])
 
 
 # --------------------------------------------------------------------------- training

@@ -69,6 +69,27 @@ def test_every_markdown_image_resolves(path):
     assert unresolved_images(path) == []
 
 
+MARKDOWN_PAGE_LINK = re.compile(r"\]\(\s*([^)\s#]+\.md)(?:#[^)\s]*)?\s*\)")  # [text](page.md) or (page.md#part)
+
+
+@pytest.mark.parametrize("path", SOURCES + NOTEBOOKS, ids=lambda p: p.name)
+def test_every_link_to_a_markdown_page_resolves(path):
+    targets = [t for cell in markdown_cells(path) for t in MARKDOWN_PAGE_LINK.findall(cell["source"])]
+    local = [t for t in targets if not re.match(r"^[a-z][a-z0-9+.-]*:", t, re.IGNORECASE)]  # a web page: not ours
+    assert [t for t in local if not (path.parent / t).is_file()] == []
+
+
+def test_the_reference_notes_are_a_link_wherever_a_chapter_cites_them():
+    citing = []
+    for source in SOURCES:
+        text = "\n".join(cell["source"] for cell in markdown_cells(source))
+        assert "`REFERENCE_NOTES.md`" not in text and "`chapters/REFERENCE_NOTES.md`" not in text, source.name
+        if "REFERENCE_NOTES" in text:
+            assert "[REFERENCE_NOTES.md](REFERENCE_NOTES.md)" in text, source.name
+            citing.append(source.name[:2])
+    assert citing == ["05", "06", "07", "08", "10", "11"]
+
+
 def test_there_are_chapters_to_check():
     assert SOURCES and NOTEBOOKS
 
@@ -87,15 +108,43 @@ def test_source_is_what_jupytext_saves(source):
                            "rewrite its header as jupytext does")
 
 
-@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
+SOLUTIONS = sorted((CHAPTERS / "solutions").glob("[0-9][0-9]_*.py"))
+
+
+@pytest.mark.parametrize("source", SOURCES + SOLUTIONS, ids=lambda p: p.relative_to(CHAPTERS).as_posix())
 def test_chapter_names_the_installed_kernel(source):
-    """JupyterLab copies the running kernel's spec into the notebook; another display name marks it unsaved."""
+    """Every chapter (and its solutions) names the environment's `albert-mini` kernel, spelled as its installed spec
+    spells it: JupyterLab copies the running kernel's spec into the notebook; another display name marks it unsaved,
+    and another kernel (nbgrader's python3) may lack torch."""
     from jupyter_client.kernelspec import KernelSpecManager
 
     from albert_mini.book.build import KERNELSPEC
 
+    assert KERNELSPEC["name"] == "albert-mini"
     installed = KernelSpecManager().get_kernel_spec(KERNELSPEC["name"]).display_name
     assert KERNELSPEC["display_name"] == installed
-    for path in (source, source.with_suffix(".ipynb")):
+    paired = [source.with_suffix(".ipynb")] if source.parent == CHAPTERS else []
+    for path in (source, *paired):
         assert jupytext.read(path).metadata["kernelspec"] == KERNELSPEC, f"{path.name}: kernelspec"
+
+
+def test_the_venv_step_installed_the_kernel_that_runs_this_python():
+    """`make venv` (`albert-mini lab --install-settings`) leaves the albert-mini kernel's spec in this environment,
+    and it runs this environment's python by its absolute path (not "python", which Jupyter replaces with its own
+    interpreter: nbgrader's, say, without torch)."""
+    import sys
+
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    from albert_mini.book.lab import KERNEL_NAME, kernel_dir
+
+    spec = kernel_dir(sys.prefix) / "kernel.json"
+    assert spec.is_file(), f"{spec} is missing: run make venv (albert-mini lab --install-settings)"
+    argv = json.loads(spec.read_text())["argv"]
+    python = Path(argv[0])  # this venv's bin/python (or python3: the same interpreter), by its absolute path
+    assert python.is_absolute() and python.parent == Path(sys.executable).parent
+    assert python.resolve() == Path(sys.executable).resolve()
+    assert argv[1:3] == ["-m", "ipykernel_launcher"] and "{connection_file}" in argv
+    found = KernelSpecManager().get_kernel_spec(KERNEL_NAME)
+    assert Path(found.resource_dir).resolve() == kernel_dir(sys.prefix).resolve()
 

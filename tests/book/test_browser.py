@@ -34,6 +34,7 @@ CHAPTERS = ROOT / "chapters"
 SOURCES = sorted(CHAPTERS.glob("[0-9][0-9]_*.py"))
 NOTEBOOKS = sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb"))
 GUIDE = CHAPTERS / "TEACHER_GUIDE.md"
+NOTES = CHAPTERS / "REFERENCE_NOTES.md"  # linked from the chapters' text: a page of the book too
 PACKAGES = "chromium chromium-driver"
 CHROMIUM_FLAGS = [
     "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -486,8 +487,7 @@ def test_lab_no_open_chapter_is_marked_unsaved(lab_page):
 def book_pages() -> list[str]:
     """Every page `make html` must produce, in reading order after the contents page."""
     pages = ["index.html"] + [f"chapters/{notebook.stem}.html" for notebook in NOTEBOOKS]
-    if GUIDE.exists():
-        pages.append(f"chapters/{GUIDE.stem}.html")
+    pages += [f"chapters/{page.stem}.html" for page in (GUIDE, NOTES) if page.exists()]
     return pages + ["genindex.html", "search.html"]
 
 
@@ -586,7 +586,7 @@ def test_book_page(browser, book, page):
     assert state["untypeset"] == [], "maths MathJax did not typeset"
     assert state["raw"] == [], "raw TeX delimiters left in the text"
     assert [i["alt"] or i["src"] for i in state["images"] if not i["width"]] == [], "images that did not load"
-    if page.startswith("chapters/") and page != f"chapters/{GUIDE.stem}.html":
+    if page.startswith("chapters/") and page not in (f"chapters/{GUIDE.stem}.html", f"chapters/{NOTES.stem}.html"):
         notebook = CHAPTERS / Path(page).with_suffix(".ipynb").name
         assert sum(i["article"] for i in state["images"]) == expected_images(notebook), "images shown vs notebook"
     # Offline: everything the page loaded (or tried to) is a file of the book.

@@ -2,6 +2,7 @@
 one piece; and no committed notebook carries a path of the machine that built it."""
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -21,9 +22,9 @@ CHAPTER = """# ---
 #   jupytext:
 #     formats: ipynb,py:percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python (albert-mini)
 #     language: python
-#     name: python3
+#     name: albert-mini
 # ---
 
 # %% [markdown]
@@ -103,3 +104,24 @@ def test_committed_notebook_has_no_timestamps_and_no_machine_paths(notebook):
     found = [match for cell in cells for output in cell.get("outputs", [])
              for match in MACHINE_PATH.findall(json.dumps(output))]
     assert not found, f"{notebook.name}: outputs show paths of the machine that built them: {sorted(set(found))}"
+
+
+def test_book_without_the_chapters_kernel_stops_in_one_line_naming_the_install(tmp_path, monkeypatch, capsys):
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    from albert_mini.commands.book import main as book
+
+    def missing(self, name):
+        raise NoSuchKernel(name)
+
+    monkeypatch.setattr(KernelSpecManager, "get_kernel_spec", missing)
+    for name in ("ALBERT_MINI_FAST", "ALBERT_MINI_STATIC"):  # the command sets them: restored after the test
+        monkeypatch.setenv(name, os.environ.get(name, "0"))
+    source = tmp_path / "01_chapter.py"
+    source.write_text(CHAPTER)
+    with pytest.raises(SystemExit) as stop:
+        book([str(source)])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1
+    assert "kernel 'albert-mini'" in err and "make venv" in err
+    assert not source.with_suffix(".ipynb").exists()

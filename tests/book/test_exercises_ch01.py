@@ -1,17 +1,41 @@
-"""Chapter 1's exercise check: it passes the post-LN order, and rejects stubs and the usual wrong orders."""
+"""Chapter 1's exercise check: it passes the post-LN order, rejects stubs, the usual wrong orders and cheats, and
+its hints point at the idea without giving the order away."""
+
+import re
+import runpy
+from pathlib import Path
 
 import pytest
 import torch
 
 from albert_mini import AlbertConfig
-from albert_mini.book.exercises import ExerciseFailed, ch01, check_post_ln_block
+from albert_mini.book.answering import call_all
+from albert_mini.book.exercises import ch01, check_post_ln_block, checking
 from albert_mini.model.albert import AlbertLayer
+
+SOLUTIONS = Path(__file__).resolve().parents[2] / "chapters" / "solutions" / "01_why_albert.py"
 
 
 def not_written(*args):
     raise NotImplementedError("write your solution here")
 
 
+@pytest.fixture(autouse=True)
+def first_attempt(monkeypatch):
+    """Every test starts as a learner's first try (the hint tiers count wrong tries per kernel)."""
+    monkeypatch.setattr(checking, "_ATTEMPTS", {})
+
+
+def judged(exercise, fn, seed=20240601):
+    """The grader's verdict: cases drawn from a fresh seed, answers judged as plain data."""
+    cases = exercise.cases(seed)
+    requests, arrays = exercise.requests(cases)
+    expected = exercise.expected(requests, arrays)
+    records, out = call_all(fn, requests, arrays, exercise.unavailable, exercise.keep_inputs)
+    return exercise.judge(cases, requests, expected, {"records": records}, {**arrays, **out})
+
+
+# ------------------------------------------------------------------ the reference agrees with the package's layer
 def test_reference_matches_albert_layer():
     """The reference order, fed AlbertLayer's own sub-layers, reproduces AlbertLayer's output."""
     config = AlbertConfig.from_preset("albert-nano")
@@ -38,9 +62,22 @@ def test_reference_matches_albert_layer():
     torch.testing.assert_close(got, expected)
 
 
-def test_check_passes_on_reference(capsys):
+# ------------------------------------------------------------------ right answers pass, here and under the grader
+def test_check_passes_on_the_reference_and_the_solution(capsys):
+    solution = runpy.run_path(str(SOLUTIONS))["post_ln_block"]
     assert check_post_ln_block(ch01.post_ln_block)
-    assert "agree with the reference" in capsys.readouterr().out
+    assert check_post_ln_block(solution)
+    assert check_post_ln_block(lambda h, attention, ffn, norm_1, norm_2: ch01.post_ln_block(
+        h.clone(), attention, ffn, norm_1, norm_2).numpy())  # an array of the right values is as good
+    assert "Well done!" in capsys.readouterr().out
+    assert judged(ch01.POST_LN, solution).passed is True
+
+
+def test_the_grader_draws_cases_the_learner_never_saw():
+    learner = ch01.POST_LN.cases()
+    grader = ch01.POST_LN.cases(seed=7)
+    assert len(grader) == len(learner) > len(ch01.POST_LN.fixed)
+    assert [c.args[0].shape for c in grader] != [c.args[0].shape for c in learner]
 
 
 def test_check_reports_a_stub(capsys):
@@ -50,6 +87,7 @@ def test_check_reports_a_stub(capsys):
     assert printed.count("\n") == 1 and ": not attempted yet;" in printed
 
 
+# ------------------------------------------------------------------ wrong orders: each with its own hint
 def pre_ln(h, attention, ffn, norm_1, norm_2):
     x = h + attention(norm_1(h))
     return x + ffn(norm_2(x))
@@ -74,12 +112,92 @@ def residual_from_block_input(h, attention, ffn, norm_1, norm_2):
     return norm_2(h + ffn(a))  # adds the layer input instead of the attention block's output
 
 
-@pytest.mark.parametrize("wrong", [pre_ln, no_residual, normalize_then_add, swapped_norms, residual_from_block_input])
-def test_check_rejects_wrong_orders(wrong):
-    with pytest.raises(ExerciseFailed, match="different answer"):
-        check_post_ln_block(wrong)
+def attention_step_only(h, attention, ffn, norm_1, norm_2):
+    return norm_1(h + attention(h))
 
 
-def test_check_reports_a_crash_with_its_input():
-    with pytest.raises(ExerciseFailed, match="raised TypeError"):
-        check_post_ln_block(lambda h, attention, ffn, norm_1, norm_2: attention(h, h))
+@pytest.mark.parametrize("wrong, hint", [
+    (pre_ln, "that is the pre-LN order"),
+    (no_residual, "the residual connections are missing"),
+    (normalize_then_add, "you normalize the sub-layer's output and then add"),
+    (swapped_norms, "the two LayerNorms are swapped"),
+    (residual_from_block_input, "the second residual adds the layer's input h"),
+    (attention_step_only, "that is the output of the attention step alone"),
+], ids=["pre-ln", "no-residual", "normalize-then-add", "swapped-norms", "residual-from-h", "one-step"])
+def test_check_rejects_wrong_orders_with_their_own_hint(wrong, hint, capsys):
+    assert check_post_ln_block(wrong) is False
+    printed = capsys.readouterr().out
+    assert printed.startswith("Not yet. post_ln_block: case 1 of") and "input:" in printed
+    assert "expected:" in printed and "largest difference" in printed
+    assert f"hint: {hint}" in printed
+    assert judged(ch01.POST_LN, wrong).passed is False
+
+
+def test_an_in_place_change_of_h_is_named():
+    def in_place(h, attention, ffn, norm_1, norm_2):
+        h += attention(h)
+        a = norm_1(h)
+        return norm_2(a + ffn(a))
+
+    verdict = judged(ch01.POST_LN, in_place)
+    assert verdict.passed is False and "changed input 1 in place" in verdict.message
+
+
+def test_check_reports_a_crash_with_its_input(capsys):
+    assert check_post_ln_block(lambda h, attention, ffn, norm_1, norm_2: attention(h, h)) is False
+    printed = capsys.readouterr().out
+    assert "raised TypeError" in printed and "<attention seed=0>" in printed
+
+
+def test_an_unrecognised_wrong_answer_gets_the_tiers_in_turn(capsys):
+    def doubled(h, attention, ffn, norm_1, norm_2):
+        return 2 * ch01.post_ln_block(h, attention, ffn, norm_1, norm_2)
+
+    hints = []
+    for _ in range(3):
+        assert check_post_ln_block(doubled) is False
+        hints.append(re.search(r"hint: (.*)", capsys.readouterr().out).group(1))
+    assert hints[0] == ch01.POST_LN.hints[0] and hints[1] == ch01.POST_LN.hints[1]
+    assert hints[2].startswith(ch01.POST_LN.hints[1]) and "chapters/solutions/" in hints[2]
+
+
+# ------------------------------------------------------------------ cheats fail
+class AlwaysEqual:
+    def __eq__(self, other):
+        return True
+
+    __hash__ = None
+
+
+@pytest.mark.parametrize("cheat, message", [
+    (lambda *args: AlwaysEqual(), "not plain data"),
+    (lambda h, *parts: h.tolist(), "return the layer's output, a tensor shaped like h"),
+    (lambda h, *parts: h, "different answer"),
+], ids=["always-equal", "a-list", "the-input-itself"])
+def test_cheats_fail(cheat, message, capsys):
+    assert check_post_ln_block(cheat) is False
+    assert message in capsys.readouterr().out
+    assert judged(ch01.POST_LN, cheat).passed is False
+
+
+# ------------------------------------------------------------------ hints point at the idea, not at the answer
+def squeeze(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def test_no_hint_gives_the_order_away():
+    key = ["norm_1(h+attention(h))", "norm_2(a+ffn(a))", "h+attention(h)", "a+ffn(a)", "LN(h+", "norm_1(h"]
+    hints = list(ch01.POST_LN.hints) + [m.hint for m in ch01.POST_LN.mistakes]
+    assert len(ch01.POST_LN.hints) >= 2
+    assert [(k, h) for h in hints for k in key if squeeze(k) in squeeze(h)] == []
+    assert not any("=" in h or "def " in h for h in ch01.POST_LN.hints)
+
+
+def test_the_chapter_states_the_equations_only_after_the_exercise():
+    """Before the exercise the chapter describes post-LN in words and a figure; the equations follow it."""
+    import jupytext
+
+    cells = jupytext.read(Path(__file__).resolve().parents[2] / "chapters" / "01_why_albert.py").cells
+    stub = next(i for i, c in enumerate(cells) if "def post_ln_block(" in c.source)
+    before = "\n".join(c.source for c in cells[:stub])
+    assert "\\mathrm{LN}_1" not in before and "\\mathrm{LN}_1" in "\n".join(c.source for c in cells[stub:])

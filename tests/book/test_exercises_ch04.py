@@ -1,64 +1,235 @@
-"""Chapter 4 exercise checks accept the reference answers and reject stubs and plausible mistakes."""
+"""Chapter 4's exercise checks: they pass the references and the solutions, reject stubs, plausible wrong answers
+and cheats with a hint of their own, and neither the chapter nor a hint gives the schedule away."""
+
+import re
+import runpy
+from pathlib import Path
 
 import pytest
 
-from albert_mini.book.exercises import ExerciseFailed, check_layer_schedule, check_sharing_plan
+from albert_mini import AlbertConfig, AlbertModel
+from albert_mini.book.answering import call_all
+from albert_mini.book.exercises import ch04, check_layer_schedule, check_sharing_plan, checking
 from albert_mini.book.exercises.ch04 import FLOAT_FORMULA_TRAPS
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTER = ROOT / "chapters" / "04_cross_layer_sharing.py"
+SOLUTIONS = ROOT / "chapters" / "solutions" / "04_cross_layer_sharing.py"
+
+
+def stub(*args):
+    raise NotImplementedError("write your solution here")
+
+
+@pytest.fixture(autouse=True)
+def first_attempt(monkeypatch):
+    """Every test starts as a learner's first try (the hint tiers count wrong tries per kernel)."""
+    monkeypatch.setattr(checking, "_ATTEMPTS", {})
+
+
+def judged(exercise, fn, seed=20240601):
+    """The grader's verdict: cases drawn from a fresh seed, answers judged as plain data."""
+    cases = exercise.cases(seed)
+    requests, arrays = exercise.requests(cases)
+    expected = exercise.expected(requests, arrays)
+    records, out = call_all(fn, requests, arrays, exercise.unavailable, exercise.keep_inputs)
+    return exercise.judge(cases, requests, expected, {"records": records}, {**arrays, **out})
+
+
+def hint_of(printed: str) -> str:
+    return re.search(r"hint: (.*)", printed).group(1)
 
 
 def right_schedule(L, G, K):
     return [(i * G // L) * K + k for i in range(L) for k in range(K)]
 
 
-def stub(*args):
-    raise NotImplementedError
+def right_plan(strategy, L):
+    return [(0 if strategy in ("all", "attention") else i, 0 if strategy in ("all", "ffn") else i) for i in range(L)]
 
 
-def test_layer_schedule_accepts_reference():
-    assert check_layer_schedule(right_schedule)
+# ------------------------------------------------------------------ the references read built models
+def test_the_references_agree_with_the_closed_forms_on_every_case():
+    for case in ch04.SCHEDULE.cases() + ch04.SCHEDULE.cases(seed=3):
+        assert ch04._reference_schedule(*case.args) == right_schedule(*case.args)
+    for case in ch04.PLAN.cases() + ch04.PLAN.cases(seed=3):
+        assert ch04._reference_plan(*case.args) == right_plan(*case.args)
 
 
 def test_float_traps_really_are_traps():
     assert all(int(i / L * G) != i * G // L for i, L, G in FLOAT_FORMULA_TRAPS)
 
 
-@pytest.mark.parametrize("wrong", [
-    lambda L, G, K: [int(i / L * G) * K + k for i in range(L) for k in range(K)],  # the original TF float formula
-    lambda L, G, K: [min((i + 1) * G // L, G - 1) * K + k for i in range(L) for k in range(K)],  # off by one
-    lambda L, G, K: [(i % G) * K + k for i in range(L) for k in range(K)],  # round-robin groups
-    lambda L, G, K: [i * G // L for i in range(L)],  # forgets the inner layers
-    lambda L, G, K: [(i * G // L) + k * G for i in range(L) for k in range(K)],  # numbers layers inner-major
-], ids=["tf-float", "off-by-one", "round-robin", "no-inner", "inner-major"])
-def test_layer_schedule_rejects(wrong):
-    with pytest.raises(ExerciseFailed):
-        check_layer_schedule(wrong)
+# ------------------------------------------------------------------ right answers pass, here and under the grader
+def test_checks_pass_the_solutions_and_independent_answers(capsys):
+    solutions = runpy.run_path(str(SOLUTIONS))
+    assert check_layer_schedule(solutions["layer_schedule"]) and check_layer_schedule(right_schedule)
+    assert check_sharing_plan(solutions["sharing_plan"]) and check_sharing_plan(right_plan)
+    assert check_sharing_plan(lambda s, L: [list(pair) for pair in right_plan(s, L)])  # lists of lists
+    assert check_layer_schedule(lambda L, G, K: tuple(right_schedule(L, G, K)))  # a tuple of ints
+    assert capsys.readouterr().out.count("Well done!") >= 6
+    assert judged(ch04.SCHEDULE, right_schedule).passed is True
+    assert judged(ch04.PLAN, right_plan).passed is True
 
 
-def right_plan(strategy, L):
-    return [(0 if strategy in ("all", "attention") else i, 0 if strategy in ("all", "ffn") else i) for i in range(L)]
-
-
-def test_sharing_plan_accepts_reference():
-    assert check_sharing_plan(right_plan)
-
-
-def test_sharing_plan_accepts_lists_of_lists():
-    assert check_sharing_plan(lambda s, L: [list(pair) for pair in right_plan(s, L)])
-
-
-@pytest.mark.parametrize("wrong", [
-    lambda s, L: right_plan({"attention": "ffn", "ffn": "attention"}.get(s, s), L),  # strategies swapped
-    lambda s, L: [(a + 1, f + 1) for a, f in right_plan(s, L)],  # 1-based block numbers
-    lambda s, L: right_plan("none" if s == "all" else s, L),  # "all" read as "nothing shared"
-    lambda s, L: right_plan(s, L)[:-1],  # one application missing
-], ids=["swapped", "one-based", "all-as-none", "short"])
-def test_sharing_plan_rejects(wrong):
-    with pytest.raises(ExerciseFailed):
-        check_sharing_plan(wrong)
+def test_the_grader_draws_shapes_the_learner_never_saw():
+    for exercise in ch04.EXERCISES:
+        learner, grader = exercise.cases(), exercise.cases(seed=11)
+        assert len(grader) == len(learner) > len(exercise.fixed)
+        assert [c.args for c in grader] != [c.args for c in learner]
+    table = {c.args: right_schedule(*c.args) for c in ch04.SCHEDULE.cases()}
+    lookup = lambda L, G, K: table.get((L, G, K), [])  # noqa: E731 (a table of the learner's cases)
+    assert check_layer_schedule(lookup) is True
+    assert judged(ch04.SCHEDULE, lookup).passed is False
 
 
 @pytest.mark.parametrize("check", [check_layer_schedule, check_sharing_plan])
 def test_a_stub_is_not_attempted_yet(check, capsys):
     """A stub prints one 'not attempted yet' line and returns False, so the chapter runs on."""
     assert check(stub) is False
-    assert ": not attempted yet;" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert printed.count("\n") == 1 and ": not attempted yet;" in printed
+
+
+# ------------------------------------------------------------------ wrong answers: each common one with its hint
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda L, G, K: [int(i / L * G) * K + k for i in range(L) for k in range(K)],
+     "that is the floating-point formula of the original code"),
+    (lambda L, G, K: [min((i + 1) * G // L, G - 1) * K + k for i in range(L) for k in range(K)], "off by one"),
+    (lambda L, G, K: [(i % G) * K + k for i in range(L) for k in range(K)], "consecutive applications share"),
+    (lambda L, G, K: [i * G // L for i in range(L)], "each call of a group runs all K of its inner layers"),
+    (lambda L, G, K: [(i * G // L) + k * G for i in range(L) for k in range(K)], "stored layers are numbered"),
+    (lambda L, G, K: [0] * (L * K), ch04.SCHEDULE.hints[0]),
+], ids=["tf-float", "off-by-one", "round-robin", "no-inner", "inner-major", "unrecognised"])
+def test_layer_schedule_names_the_mistake(wrong, hint, capsys):
+    assert check_layer_schedule(wrong) is False
+    printed = capsys.readouterr().out
+    assert "gives a different answer" in printed and "input:" in printed
+    assert hint_of(printed).startswith(hint)
+    assert judged(ch04.SCHEDULE, wrong).passed is False
+
+
+def test_the_float_trap_fails_on_a_case_that_says_so(capsys):
+    float_formula = lambda L, G, K: [int(i / L * G) * K + k for i in range(L) for k in range(K)]  # noqa: E731
+    assert check_layer_schedule(float_formula) is False
+    assert "(a shape where rounding in floating point picks the wrong group)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda s, L: right_plan({"attention": "ffn", "ffn": "attention"}.get(s, s), L), "the strategy names the block"),
+    (lambda s, L: [(a + 1, f + 1) for a, f in right_plan(s, L)], "blocks are numbered from 0"),
+    (lambda s, L: right_plan("none" if s == "all" else s, L), "\"all\" shares both blocks"),
+    (lambda s, L: right_plan("all" if s == "none" else s, L), "\"none\" shares nothing"),
+    (lambda s, L: right_plan(s, L)[:-1], "one pair per layer application"),
+    (lambda s, L: [(f, a) for a, f in right_plan(s, L)][::-1], ch04.PLAN.hints[0]),
+], ids=["swapped", "one-based", "all-as-none", "none-as-all", "short", "unrecognised"])
+def test_sharing_plan_names_the_mistake(wrong, hint, capsys):
+    assert check_sharing_plan(wrong) is False
+    printed = capsys.readouterr().out
+    assert "gives a different answer" in printed and "input:" in printed
+    assert hint_of(printed).startswith(hint)
+    assert judged(ch04.PLAN, wrong).passed is False
+
+
+def test_the_tiers_come_in_turn_then_point_at_the_solutions(capsys):
+    hints = []
+    for _ in range(3):
+        assert check_layer_schedule(lambda L, G, K: [0] * (L * K)) is False
+        hints.append(hint_of(capsys.readouterr().out))
+    assert hints[:2] == list(ch04.SCHEDULE.hints)
+    assert hints[2].startswith(ch04.SCHEDULE.hints[1]) and "chapters/solutions/" in hints[2]
+
+
+# ------------------------------------------------------------------ cheats fail
+class AlwaysEqual:
+    def __eq__(self, other):
+        return True
+
+    __hash__ = None
+
+
+class SneakyInt(int):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = int.__hash__
+
+
+@pytest.mark.parametrize("check, cheat, message", [
+    (check_layer_schedule, lambda L, G, K: AlwaysEqual(), "not plain data"),
+    (check_layer_schedule, lambda L, G, K: [SneakyInt(0)] * (L * K), "not plain data"),
+    (check_layer_schedule, lambda L, G, K: {"schedule": right_schedule(L, G, K)}, "return a list of ints"),
+    (check_sharing_plan, lambda s, L: AlwaysEqual(), "not plain data"),
+    (check_sharing_plan, lambda s, L: [(SneakyInt(0), SneakyInt(0))] * L, "not plain data"),
+    (check_sharing_plan, lambda s, L: [a for a, _ in right_plan(s, L)], "each item is a pair"),
+], ids=["always-equal", "int-subclass", "a-dict", "always-equal-plan", "int-subclass-plan", "not-pairs"])
+def test_cheats_fail(check, cheat, message, capsys):
+    assert check(cheat) is False
+    assert message in capsys.readouterr().out
+
+
+def schedule_from_the_config(L, G, K):
+    config = AlbertConfig(vocab_size=16, embedding_size=8, hidden_size=8, num_hidden_layers=L, num_attention_heads=1,
+                          intermediate_size=16, num_hidden_groups=G, inner_group_num=K)
+    return [config.layer_to_group(i) * K + k for i in range(L) for k in range(K)]
+
+
+def schedule_from_a_model(L, G, K):
+    model = AlbertModel(AlbertConfig.from_preset("albert-nano", num_hidden_layers=L, num_hidden_groups=G,
+                                                 inner_group_num=K))
+    return [g * K + k for g in model.encoder.layer_plan() for k in range(K)]
+
+
+def plan_from_models(strategy, L):
+    """The chapter's own `block_usage`, run on a model of each strategy: the package answers it."""
+    groups = L if strategy == "none" else 1
+    model = AlbertModel(AlbertConfig.from_preset("albert-nano", num_hidden_layers=L, sharing=strategy,
+                                                 num_hidden_groups=groups))
+    attention_ids, ffn_ids, plan = {}, {}, []
+    for group in model.encoder.layer_plan():
+        layer = model.encoder.albert_layer_groups[group].albert_layers[0]
+        plan.append((attention_ids.setdefault(id(layer.attention), len(attention_ids)),
+                     ffn_ids.setdefault(id(layer.ffn), len(ffn_ids))))
+    return plan
+
+
+@pytest.mark.parametrize("exercise, package_answer", [
+    (ch04.SCHEDULE, schedule_from_the_config), (ch04.SCHEDULE, schedule_from_a_model),
+    (ch04.SCHEDULE, ch04._reference_schedule), (ch04.PLAN, plan_from_models), (ch04.PLAN, ch04._reference_plan),
+], ids=["layer_to_group", "layer_plan", "reference-schedule", "built-models", "reference-plan"])
+def test_the_package_answer_is_not_available_while_checking(exercise, package_answer, capsys):
+    assert exercise.check(package_answer) is False
+    assert "not available" in capsys.readouterr().out
+    verdict = judged(exercise, package_answer)
+    assert verdict.passed is False and "not available" in verdict.message
+    assert schedule_from_the_config(6, 3, 2) == right_schedule(6, 3, 2)  # and the package works again afterwards
+
+
+# ------------------------------------------------------------------ hints point at the idea, not at the answer
+def squeeze(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+KEY_EXPRESSIONS = {
+    "layer_schedule": ["i*G//L", "iG/L", "G//L", "*K+k", "foriinrange", "lfloor"],
+    "sharing_plan": ["0ifattention_shared", "inrange(L)", "strategyin(", "elsei"],
+}
+
+
+@pytest.mark.parametrize("exercise", ch04.EXERCISES, ids=lambda e: e.name)
+def test_no_hint_gives_the_answer_away(exercise):
+    assert len(exercise.hints) >= 2
+    hints = list(exercise.hints) + [m.hint for m in exercise.mistakes]
+    assert [(k, h) for h in hints for k in KEY_EXPRESSIONS[exercise.name] if squeeze(k) in squeeze(h)] == []
+    assert len({m.hint for m in exercise.mistakes}) == len(exercise.mistakes)
+
+
+def test_the_chapter_gives_the_group_formula_only_after_exercise_1():
+    import jupytext
+
+    cells = jupytext.read(CHAPTER).cells
+    stub = next(i for i, c in enumerate(cells) if "def layer_schedule(" in c.source)
+    before = squeeze("\n".join(c.source for c in cells[:stub]))
+    after = squeeze("\n".join(c.source for c in cells[stub:]))
+    for formula in ("iG/L", "i*G//L", "int(i/L*G)"):
+        assert formula not in before and formula in after

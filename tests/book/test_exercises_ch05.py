@@ -1,20 +1,52 @@
-"""Chapter 5's exercise checks: they pass the references, and reject stubs and plausible wrong answers."""
+"""Chapter 5's exercise checks: they pass the references and the solutions, reject stubs, plausible wrong answers
+and cheats with a hint of their own, and the chapter keeps the package's overlap out of reach until Exercise 3."""
+
+import dataclasses
+import re
+import runpy
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from albert_mini.book.answering import call_all
 from albert_mini.book.exercises import (
-    ExerciseFailed,
     ch05,
     check_nsp_label_from_sources,
     check_overlap_feature,
     check_sop_pair,
+    checking,
 )
+from albert_mini.book.exercises.checking import Case
+from albert_mini.study.leak_probe import type_overlap
 from albert_mini.text.instances import build_instances
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTER = ROOT / "chapters" / "05_sentence_order_prediction.py"
+SOLUTIONS = ROOT / "chapters" / "solutions" / "05_sentence_order_prediction.py"
 
 
 def not_written(*args):
     raise NotImplementedError("write your solution here")
+
+
+@pytest.fixture(autouse=True)
+def first_attempt(monkeypatch):
+    """Every test starts as a learner's first try (the hint tiers count wrong tries per kernel)."""
+    monkeypatch.setattr(checking, "_ATTEMPTS", {})
+
+
+def judged(exercise, fn, seed=20240601):
+    """The grader's verdict: cases drawn from a fresh seed, answers judged as plain data."""
+    cases = exercise.cases(seed)
+    requests, arrays = exercise.requests(cases)
+    expected = exercise.expected(requests, arrays)
+    records, out = call_all(fn, requests, arrays, exercise.unavailable, exercise.keep_inputs)
+    return exercise.judge(cases, requests, expected, {"records": records}, {**arrays, **out})
+
+
+def hint_of(printed: str) -> str:
+    return re.search(r"hint: (.*)", printed).group(1)
 
 
 def toy_documents(seed=0, n_docs=6):
@@ -37,7 +69,7 @@ def test_sop_reference_rebuilds_every_sop_instance():
         earlier, later = (streams[doc][b0:b1], streams[doc][a0:a1]) if swapped else \
             (streams[doc][a0:a1], streams[doc][b0:b1])
         first, second, label = ch05.sop_pair(earlier.tolist(), later.tolist(), swapped)
-        assert label == inst.label
+        assert label == inst.label and type(label) is int
         assert first == inst.tokens[1:1 + inst.len_a].tolist()
         assert second == inst.tokens[2 + inst.len_a:-1].tolist()
 
@@ -48,39 +80,56 @@ def test_nsp_reference_recovers_every_nsp_label():
     assert all(ch05.nsp_label_from_sources(i.source_a, i.source_b) == i.label for i in instances)
 
 
-def test_overlap_reference_on_hand_computed_cases():
-    assert ch05.overlap_feature([5, 6, 7], [6, 7, 8, 9]) == 0.5
-    assert ch05.overlap_feature([5, 6, 7], [5, 5, 5, 9]) == 0.5  # types, not occurrences
-    assert ch05.overlap_feature([5, 11], [5, 6, 7, 8, 9, 10]) == pytest.approx(1 / 6)
-    assert ch05.overlap_feature([1], []) == 0.0
+def test_overlap_reference_is_the_librarys_and_right_on_hand_computed_cases():
+    assert ch05.overlap_feature([5, 6, 7], [6, 7, 8, 9]) == type_overlap([5, 6, 7], [6, 7, 8, 9]) == 0.5
+    assert type_overlap([5, 6, 7], [5, 5, 5, 9]) == 0.5  # types, not occurrences
+    assert type_overlap([5, 11], [5, 6, 7, 8, 9, 10]) == pytest.approx(1 / 6)
+    assert type_overlap([1], []) == 0.0
+    assert type_overlap(np.asarray([5, 6], dtype=np.int32), np.asarray([6, 6, 8])) == 0.5
 
 
-# ------------------------------------------------------------------ the checks accept right answers
-def test_checks_pass_the_references(capsys):
-    assert check_sop_pair(ch05.sop_pair)
+# ------------------------------------------------------------------ right answers pass, here and under the grader
+def pair_with_lists(a, b, swap):
+    pair = [list(a), list(b)]
+    return (pair[1], pair[0], 1) if swap else (pair[0], pair[1], 0)
+
+
+def label_by_comparison(source_a, source_b):
+    return int(not (source_a[0] == source_b[0] and source_a[2] == source_b[1]))
+
+
+def overlap_with_numpy(a, b):
+    b_types = np.unique(np.asarray(b, dtype=np.int64))
+    return float(np.isin(b_types, np.asarray(a)).mean()) if len(b_types) else 0.0
+
+
+def test_checks_pass_the_references_solutions_and_independent_answers(capsys):
+    solutions = runpy.run_path(str(SOLUTIONS))
+    assert check_sop_pair(ch05.sop_pair) and check_sop_pair(solutions["sop_pair"])
     assert check_nsp_label_from_sources(ch05.nsp_label_from_sources)
-    assert check_overlap_feature(ch05.overlap_feature)
-    assert "Well done" in capsys.readouterr().out
-
-
-def test_checks_pass_independent_learner_answers():
-    def pair_with_lists(a, b, swap):
-        pair = [list(a), list(b)]
-        return (pair[1], pair[0], 1) if swap else (pair[0], pair[1], 0)
-
-    def label_by_comparison(source_a, source_b):
-        return int(not (source_a[0] == source_b[0] and source_a[2] == source_b[1]))
-
-    def overlap_with_numpy(a, b):
-        b_types = np.unique(np.asarray(b, dtype=np.int64))
-        return float(np.isin(b_types, np.asarray(a)).mean()) if len(b_types) else 0.0
-
-    assert check_sop_pair(pair_with_lists)
-    assert check_nsp_label_from_sources(label_by_comparison)
+    assert check_nsp_label_from_sources(solutions["nsp_label_from_sources"])
+    assert check_overlap_feature(solutions["overlap_feature"])
+    assert check_sop_pair(pair_with_lists) and check_nsp_label_from_sources(label_by_comparison)
     assert check_overlap_feature(overlap_with_numpy)
+    assert check_overlap_feature(lambda a, b: np.float64(overlap_with_numpy(a, b)))  # any plain number
+    assert check_sop_pair(lambda a, b, swap: [*pair_with_lists(a, b, swap)])  # a list of three
+    assert "Not yet" not in capsys.readouterr().out
+    for exercise, answer in [(ch05.SOP_PAIR, pair_with_lists), (ch05.NSP_LABEL, label_by_comparison),
+                             (ch05.OVERLAP, solutions["overlap_feature"])]:
+        assert judged(exercise, answer).passed is True
 
 
-# ------------------------------------------------------------------ the checks reject stubs and wrong answers
+def test_the_grader_draws_cases_the_learner_never_saw():
+    for exercise in ch05.EXERCISES:
+        learner, grader = exercise.cases(), exercise.cases(seed=11)
+        assert len(grader) == len(learner) > len(exercise.fixed)
+        assert repr([c.args for c in grader]) != repr([c.args for c in learner])
+    table = {repr(c.args): ch05.nsp_label_from_sources(*c.args) for c in ch05.NSP_LABEL.cases()}
+    lookup = lambda a, b: table.get(repr((a, b)), 1)  # noqa: E731 (a table of the learner's cases)
+    assert check_nsp_label_from_sources(lookup) is True
+    assert judged(ch05.NSP_LABEL, lookup).passed is False
+
+
 @pytest.mark.parametrize("check", [check_sop_pair, check_nsp_label_from_sources, check_overlap_feature])
 def test_checks_report_the_stub(check, capsys):
     """A stub prints one 'not attempted yet' line and returns False, so the chapter runs on."""
@@ -89,53 +138,181 @@ def test_checks_report_the_stub(check, capsys):
     assert printed.count("\n") == 1 and ": not attempted yet;" in printed
 
 
-def test_sop_rejects_the_flipped_label_meaning():
-    """The swap is right but label 1 means 'in order': the mistake the issue names."""
-    with pytest.raises(ExerciseFailed):
-        check_sop_pair(lambda a, b, swap: (list(b), list(a), 0) if swap else (list(a), list(b), 1))
+# ------------------------------------------------------------------ wrong answers: each common one with its hint
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda a, b, swap: (list(b), list(a), 0) if swap else (list(a), list(b), 1), "the order is right but the label"),
+    (lambda a, b, swap: (list(a), list(b), int(swap)), "the label says \"swapped\" but the segments"),
+    (lambda a, b, swap: (list(a), list(b), 1) if swap else (list(b), list(a), 0), "you swap the segments when swap"),
+    (lambda a, b, swap: (list(a) + list(b), [], int(swap)), ch05.SOP_PAIR.hints[0]),
+], ids=["flipped-label", "ignores-swap", "swaps-when-false", "unrecognised"])
+def test_sop_names_the_mistake(wrong, hint, capsys):
+    assert check_sop_pair(wrong) is False
+    printed = capsys.readouterr().out
+    assert "gives a different answer" in printed and "input:" in printed
+    assert hint_of(printed).startswith(hint)
+    assert judged(ch05.SOP_PAIR, wrong).passed is False
 
 
-def test_sop_rejects_ignoring_the_swap():
-    with pytest.raises(ExerciseFailed):
-        check_sop_pair(lambda a, b, swap: (list(a), list(b), int(swap)))
+@pytest.mark.parametrize("label, message", [
+    (lambda swap: bool(swap), "the label is the bool False; the text asks for the int 0 or 1"),
+    (lambda swap: np.int64(swap), "the label is a numpy.int64"),
+    (lambda swap: float(swap), "the label is a float"),
+], ids=["bool", "numpy-int", "float"])
+def test_sop_label_must_be_a_python_int(label, message, capsys):
+    assert check_sop_pair(lambda a, b, swap: (*pair_with_lists(a, b, swap)[:2], label(swap))) is False
+    assert message in capsys.readouterr().out
 
 
-def test_sop_rejects_a_bool_label():
-    with pytest.raises(ExerciseFailed):
-        check_sop_pair(lambda a, b, swap: (list(b), list(a), swap) if swap else (list(a), list(b), swap))
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda a, b: int(a[0] != b[0]), "the same document is not enough"),
+    (lambda a, b: 1 - ch05.nsp_label_from_sources(a, b), "this B is A's true continuation, label 0"),
+    (lambda a, b: int(not (b[1] == a[2])), "another document can have the same offsets"),
+    (lambda a, b: int(not (a[0] == b[0] and (b[1] == a[2] or b[2] == a[1]))), "B must come after A"),
+    (lambda a, b: int(not (a[0] == b[0] and b[1] == a[2] + 1)), "this B is A's true continuation, label 0"),
+], ids=["document-only", "flipped", "offsets-only", "either-order", "end-inclusive"])
+def test_nsp_names_the_mistake(wrong, hint, capsys):
+    assert check_nsp_label_from_sources(wrong) is False
+    printed = capsys.readouterr().out
+    assert "gives a different answer" in printed and "input:" in printed
+    assert hint_of(printed).startswith(hint)
+    assert judged(ch05.NSP_LABEL, wrong).passed is False
 
 
-def test_nsp_rejects_checking_only_the_document():
-    with pytest.raises(ExerciseFailed):
-        check_nsp_label_from_sources(lambda a, b: int(a[0] != b[0]))
+def test_an_inclusive_end_gets_its_own_hint_where_a_token_is_skipped(capsys):
+    one_later = dataclasses.replace(ch05.NSP_LABEL, fixed=[Case(((3, 0, 40), (3, 41, 90)))], drawn=None)
+    assert one_later.check(lambda a, b: int(not (a[0] == b[0] and b[1] == a[2] + 1))) is False
+    assert hint_of(capsys.readouterr().out).startswith("the end token is exclusive")
 
 
-def test_nsp_rejects_the_flipped_label_meaning():
-    with pytest.raises(ExerciseFailed):
-        check_nsp_label_from_sources(lambda a, b: 1 - ch05.nsp_label_from_sources(a, b))
+def test_an_answer_no_mistake_explains_gets_the_tiers_in_turn(capsys):
+    plain = dataclasses.replace(ch05.NSP_LABEL, mistakes=())
+    hints = []
+    for _ in range(3):
+        assert plain.check(lambda a, b: 0) is False
+        hints.append(hint_of(capsys.readouterr().out))
+    assert hints[:2] == list(ch05.NSP_LABEL.hints)
+    assert hints[2].startswith(ch05.NSP_LABEL.hints[1]) and "chapters/solutions/" in hints[2]
 
 
-def test_overlap_rejects_counting_occurrences():
-    def occurrences(a, b):
-        return sum(t in set(a) for t in b) / len(b) if len(b) else 0.0
-
-    with pytest.raises(ExerciseFailed):
-        check_overlap_feature(occurrences)
+def test_nsp_label_must_be_a_python_int(capsys):
+    assert check_nsp_label_from_sources(lambda a, b: not (a[0] == b[0] and b[1] == a[2])) is False
+    assert "the label is the bool False; the text asks for the int 0 or 1" in capsys.readouterr().out
 
 
-def test_overlap_rejects_dividing_by_a():
-    def over_a(a, b):
-        types_a = set(int(t) for t in a)
-        return len(types_a & set(int(t) for t in b)) / len(types_a) if len(b) else 0.0
-
-    with pytest.raises(ExerciseFailed):
-        check_overlap_feature(over_a)
+def occurrences(a, b):
+    return sum(int(t) in set(_ids(a)) for t in b) / len(b) if len(b) else 0.0
 
 
-def test_overlap_rejects_jaccard():
-    def jaccard(a, b):
-        sa, sb = set(int(t) for t in a), set(int(t) for t in b)
-        return len(sa & sb) / len(sa | sb) if sb else 0.0
+def _ids(tokens):
+    return [int(t) for t in tokens]
 
-    with pytest.raises(ExerciseFailed):
-        check_overlap_feature(jaccard)
+
+@pytest.mark.parametrize("wrong, hint", [
+    (occurrences, "count B's distinct tokens"),
+    (lambda a, b: len(set(_ids(a)) & set(_ids(b))) / len(set(_ids(a))) if len(b) else 0.0, "divide by the number"),
+    (lambda a, b: len(set(_ids(a)) & set(_ids(b))) / len(set(_ids(a)) | set(_ids(b))) if len(b) else 0.0,
+     "that is the Jaccard index"),
+    (lambda a, b: 1 - type_overlap(a, b) if len(b) else 0.0, "that is the fraction of B's types missing"),
+    (lambda a, b: len(set(_ids(a)) & set(_ids(b))), "that is a count of shared types"),
+    (lambda a, b: overlap_with_numpy(a, b) if len(b) else float("nan"), "for an empty B the feature is 0.0"),
+    (lambda a, b: overlap_with_numpy(a, b) / 2, ch05.OVERLAP.hints[0]),
+], ids=["occurrences", "over-a", "jaccard", "missing", "count", "empty-b-nan", "unrecognised"])
+def test_overlap_names_the_mistake(wrong, hint, capsys):
+    check = dataclasses.replace(ch05.OVERLAP, unavailable=())  # some wrong answers reuse the library's overlap
+    assert check.check(wrong) is False
+    printed = capsys.readouterr().out
+    assert "gives a different answer" in printed and "input:" in printed
+    assert hint_of(printed).startswith(hint)
+
+
+def test_overlap_reports_a_division_by_zero_on_the_empty_b(capsys):
+    assert check_overlap_feature(lambda a, b: len(set(_ids(a)) & set(_ids(b))) / len(set(_ids(b)))) is False
+    printed = capsys.readouterr().out
+    assert "raised ZeroDivisionError" in printed and "(an empty B)" in printed
+
+
+def test_changing_the_segments_in_place_is_named(capsys):
+    def sorts_b(a, b):
+        b.sort()
+        return overlap_with_numpy(a, b)
+
+    assert check_overlap_feature(sorts_b) is False
+    assert "changed input 2 in place" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ cheats fail
+class AlwaysEqual:
+    def __eq__(self, other):
+        return True
+
+    __hash__ = None
+
+
+class SneakyInt(int):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = int.__hash__
+
+
+class SneakyFloat(float):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = float.__hash__
+
+
+@pytest.mark.parametrize("check, cheat, message", [
+    (check_sop_pair, lambda a, b, swap: AlwaysEqual(), "not plain data"),
+    (check_sop_pair, lambda a, b, swap: (list(a), list(b), SneakyInt(0)), "not plain data"),
+    (check_nsp_label_from_sources, lambda a, b: AlwaysEqual(), "not plain data"),
+    (check_nsp_label_from_sources, lambda a, b: SneakyInt(0), "not plain data"),
+    (check_overlap_feature, lambda a, b: AlwaysEqual(), "not plain data"),
+    (check_overlap_feature, lambda a, b: SneakyFloat(0.5), "not plain data"),
+], ids=["always-equal-pair", "int-subclass-label", "always-equal-label", "int-subclass", "always-equal-overlap",
+        "float-subclass"])
+def test_cheats_fail(check, cheat, message, capsys):
+    assert check(cheat) is False
+    assert message in capsys.readouterr().out
+
+
+def test_the_librarys_overlap_is_not_available_while_checking(capsys):
+    for answer in (type_overlap, ch05.overlap_feature, lambda a, b: type_overlap(a, b)):
+        assert check_overlap_feature(answer) is False
+        assert "not available" in capsys.readouterr().out
+        verdict = judged(ch05.OVERLAP, answer)
+        assert verdict.passed is False and "not available" in verdict.message
+    assert type_overlap([5], [5]) == 1.0  # and it works again afterwards
+
+
+# ------------------------------------------------------------------ hints point at the idea, not at the answer
+def squeeze(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+KEY_EXPRESSIONS = {
+    "sop_pair": ["(b,a,1)", "(a,b,0)", "ifswap", "list(segment_b)"],
+    "nsp_label_from_sources": ["source_a[0]==source_b[0]", "source_b[1]==source_a[2]", "a[2]==b[1]", "b[1]==a[2]"],
+    "overlap_feature": ["set(", "len(types_b", "np.unique", "np.isin", "/len("],
+}
+
+
+@pytest.mark.parametrize("exercise", ch05.EXERCISES, ids=lambda e: e.name)
+def test_no_hint_gives_the_answer_away(exercise):
+    assert len(exercise.hints) >= 2
+    hints = list(exercise.hints) + [m.hint for m in exercise.mistakes]
+    assert [(k, h) for h in hints for k in KEY_EXPRESSIONS[exercise.name] if squeeze(k) in squeeze(h)] == []
+    assert len({m.hint for m in exercise.mistakes}) == len(exercise.mistakes)
+
+
+# ------------------------------------------------------------------ the chapter keeps the answer out of reach
+def test_the_chapter_uses_the_librarys_overlap_only_after_exercise_3():
+    import jupytext
+
+    cells = jupytext.read(CHAPTER).cells
+    stub = next(i for i, c in enumerate(cells) if "def overlap_feature(" in c.source)
+    before = "\n".join(c.source for c in cells[:stub] if c.cell_type == "code")
+    assert "type_overlap" not in before and "np.isin" not in before
+    assert any("from albert_mini.study.leak_probe import type_overlap" in c.source for c in cells[stub:])
+    assert not [c for c in cells if "albert_mini.book.exercises.ch" in c.source]  # no reference imported
+    assert not hasattr(ch05, "__all__")

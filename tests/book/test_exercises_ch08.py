@@ -1,21 +1,52 @@
-"""Chapter 8's exercise checks: they pass the references and independent answers, and reject plausible mistakes."""
+"""Chapter 8's exercise checks: the references agree with the package, the checks pass right answers, and they
+reject stubs, plausible mistakes (each with its own hint) and cheats."""
 
 import re
+import runpy
 import string
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from albert_mini.book.exercises import ExerciseFailed, ch08, check_answer_token_span, check_race_pack, check_squad_f1
+from albert_mini.book.answering import call_all
+from albert_mini.book.exercises import ch08, check_answer_token_span, check_race_pack, check_squad_f1, checking
+from albert_mini.tasks import features, squad_metrics
 from albert_mini.text.tokenizer import Tokenizer
 
+SOLUTIONS = Path(__file__).resolve().parents[2] / "chapters" / "solutions" / "08_fine_tuning.py"
 CLS, SEP = 2, 3
+
+
+@pytest.fixture(autouse=True)
+def first_try():
+    """Every test starts as a learner's first try (hint tiers count wrong tries per exercise)."""
+    checking._ATTEMPTS.clear()
 
 
 def not_written(*args, **kwargs):
     raise NotImplementedError("write your solution here")
+
+
+def judged(exercise, fn, seed: int):
+    """The grader's verdict on `fn` for cases drawn from `seed` (the learner never sees these)."""
+    cases = exercise.cases(seed)
+    requests, arrays = exercise.requests(cases)
+    expected = exercise.expected(requests, arrays)
+    records, out = call_all(fn, requests, arrays, exercise.unavailable, exercise.keep_inputs)
+    return exercise.judge(cases, requests, expected, {"records": records}, {**arrays, **out})
+
+
+def fails_with(check, fn, capsys, *needles) -> str:
+    """`check(fn)` returns False and prints a failure that holds every needle; the printed text."""
+    assert check(fn) is False
+    printed = capsys.readouterr().out
+    assert printed.startswith("Not yet.")
+    for needle in needles:
+        assert needle in printed, f"{needle!r} not in:\n{printed}"
+    return printed
 
 
 # ------------------------------------------------------------------ learner-style answers written independently
@@ -67,42 +98,56 @@ def f1_by_hand(prediction, golds):
     return best
 
 
-# ------------------------------------------------------------------ the references on hand-computed cases
-def test_race_pack_reference_by_hand():
+# ------------------------------------------------------------------ the references agree with the package
+def test_race_pack_reference_is_the_packages_and_right_by_hand():
     ids, types = ch08.race_pack(list(range(100, 140)), list(range(500, 512)), 32, 8)
-    assert ids == [CLS, *range(100, 121), SEP, *range(504, 512), SEP]
-    assert types == [0] * 23 + [1] * 9
-    assert len(ids) == 32
+    assert ids == [CLS, *range(100, 121), SEP, *range(504, 512), SEP] and types == [0] * 23 + [1] * 9
+    for case in ch08.RACE_PACK.cases(seed=5):
+        assert ch08.race_pack(*case.args, **case.kwargs) == features.race_pack(*case.args, **case.kwargs)
 
 
-def test_answer_span_reference_on_a_real_tokenization():
+def test_answer_span_reference_is_the_packages_on_a_real_tokenization():
     text = "Emma's father, Mr. Woodhouse, was fond of every body."
     _, offsets = Tokenizer.default().encode_with_offsets(text)
     assert offsets[:8] == ch08._NAME_OFFSETS  # the check's fixed offsets are what the tokenizer produces
+    _, offsets_with_empty = Tokenizer.default().encode_with_offsets("she ☺ hurried home")
+    assert offsets_with_empty == ch08._EMPTY_OFFSETS
     for answer, expected in (("Emma", (0, 0)), ("father", (3, 3)), ("Mr. Woodhouse", (5, 7))):
         start = text.index(answer)
         assert ch08.answer_token_span(offsets, start, start + len(answer)) == expected
     assert ch08.answer_token_span(offsets, 6, 7) is None  # the space alone
+    for case in ch08.ANSWER_SPAN.cases(seed=5):
+        assert ch08.answer_token_span(*case.args, **case.kwargs) == features.answer_token_span(*case.args,
+                                                                                              **case.kwargs)
 
 
-def test_squad_f1_reference_by_hand():
+def test_squad_f1_reference_is_the_packages_and_right_by_hand():
     assert ch08.squad_f1("Miss Emma Woodhouse", ["Emma"]) == pytest.approx(0.5)
     assert ch08.squad_f1("Jane Jane Fairfax", ["Jane Fairfax"]) == pytest.approx(0.8)
     assert ch08.squad_f1("Harriet", ["Mr. Elton", "Harriet Smith"]) == pytest.approx(2 / 3)
-    assert ch08.squad_f1("the Emma,", ["Emma"]) == 1.0
-    assert ch08.squad_f1("", ["Emma"]) == 0.0
+    assert ch08.squad_f1("the Emma,", ["Emma"]) == 1.0 and ch08.squad_f1("", ["Emma"]) == 0.0
+    for case in ch08.SQUAD_F1.cases(seed=5):
+        assert ch08.squad_f1(*case.args) == squad_metrics.f1(*case.args)
 
 
-# ------------------------------------------------------------------ the checks accept right answers
-def test_checks_pass_on_references_and_independent_answers(capsys):
-    assert check_race_pack(ch08.race_pack)
-    assert check_race_pack(pack_by_hand)
-    assert check_race_pack(pack_as_tensors)
-    assert check_answer_token_span(ch08.answer_token_span)
-    assert check_answer_token_span(span_by_scanning)
-    assert check_squad_f1(ch08.squad_f1)
-    assert check_squad_f1(f1_by_hand)
-    assert "agree with the reference" in capsys.readouterr().out
+# ------------------------------------------------------------------ the checks pass right answers
+def test_checks_pass_the_solutions_the_references_and_independent_answers(capsys):
+    solutions = runpy.run_path(str(SOLUTIONS))
+    for exercise in ch08.EXERCISES:
+        assert exercise.check(solutions[exercise.name]) is True, exercise.name
+        assert exercise.check(getattr(ch08, exercise.name)) is True, exercise.name
+    assert check_race_pack(pack_by_hand) and check_race_pack(pack_as_tensors)
+    assert check_answer_token_span(span_by_scanning) and check_squad_f1(f1_by_hand)
+    assert "Well done!" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("exercise, answer", [
+    (ch08.RACE_PACK, pack_by_hand), (ch08.ANSWER_SPAN, span_by_scanning), (ch08.SQUAD_F1, f1_by_hand)],
+    ids=lambda x: getattr(x, "name", ""))
+def test_the_grader_passes_right_answers_on_cases_drawn_at_grading_time(exercise, answer):
+    for seed in (11, 12, 13):
+        verdict = judged(exercise, answer, seed)
+        assert verdict.passed is True, verdict.message
 
 
 @pytest.mark.parametrize("check", [check_race_pack, check_answer_token_span, check_squad_f1])
@@ -113,11 +158,10 @@ def test_checks_report_a_stub(check, capsys):
     assert printed.count("\n") == 1 and ": not attempted yet;" in printed
 
 
-# ------------------------------------------------------------------ race_pack: plausible mistakes
+# ------------------------------------------------------------------ Exercise A
 def first_qa_tokens(passage_ids, qa_ids, max_length, max_qa_length):
     """Keeps the FIRST qa tokens, cutting off the option at the end."""
-    qa = list(qa_ids)[:max_qa_length]
-    return pack_by_hand(passage_ids, qa, max_length, max_qa_length)
+    return pack_by_hand(passage_ids, list(qa_ids)[:max_qa_length], max_length, max_qa_length)
 
 
 def passage_from_front(passage_ids, qa_ids, max_length, max_qa_length):
@@ -148,28 +192,30 @@ def last_sep_in_segment_a(passage_ids, qa_ids, max_length, max_qa_length):
     return ids, types[:-1] + [0]
 
 
-@pytest.mark.parametrize("wrong", [first_qa_tokens, passage_from_front, reserves_max_qa, forgets_specials_in_budget,
-                                   last_sep_in_segment_a])
-def test_race_pack_check_rejects_wrong_answers(wrong):
-    with pytest.raises(ExerciseFailed, match="different answer"):
-        check_race_pack(wrong)
+@pytest.mark.parametrize("wrong, hint", [
+    (first_qa_tokens, "keeps its LAST max_qa_length ids"), (passage_from_front, "keeps its start and loses its end"),
+    (reserves_max_qa, "leaves its unused room to the passage"),
+    (forgets_specials_in_budget, "the row is longer than max_length"),
+    (last_sep_in_segment_a, "the segment types are not"),
+], ids=["first-qa", "passage-end", "reserves-max-qa", "no-room-for-specials", "last-sep-type"])
+def test_race_pack_check_rejects_mistakes_with_their_hint(wrong, hint, capsys):
+    fails_with(check_race_pack, wrong, capsys, "different answer", "hint:", hint)
 
 
-def test_race_pack_feedback_shows_runs_of_ids():
-    with pytest.raises(ExerciseFailed) as caught:
-        check_race_pack(first_qa_tokens)
-    message = str(caught.value)
-    assert "5000..5007" in message and "5004..5011" in message  # got the first 8 qa ids, expected the last 8
-    assert "<12 ids: 5000..5011>" in message and "hint:" in message
-    assert "task_inputs" not in message and "def race_pack" not in message
+def test_race_pack_feedback_shows_runs_of_ids(capsys):
+    printed = fails_with(check_race_pack, first_qa_tokens, capsys)
+    assert "5000..5007" in printed and "5004..5011" in printed  # got the first 8 qa ids, expected the last 8
+    assert "question+option 12 ids (5000..5011)" in printed and "hint:" in printed
+    assert "def race_pack" not in printed
 
 
-def test_race_pack_rejects_a_single_list():
-    with pytest.raises(ExerciseFailed, match="pair"):
-        check_race_pack(lambda p, q, max_length, max_qa_length: pack_by_hand(p, q, max_length, max_qa_length)[0])
+def test_race_pack_rejects_a_single_list(capsys):
+    fails_with(check_race_pack, lambda p, q, max_length, max_qa_length: pack_by_hand(p, q, max_length,
+                                                                                     max_qa_length)[0],
+               capsys, "return a pair")
 
 
-# ------------------------------------------------------------------ answer_token_span: plausible mistakes
+# ------------------------------------------------------------------ Exercise B
 def inclusive_end(offsets, char_start, char_end):
     """Treats char_end as the answer's last character: takes the token that starts at char_end too."""
     return span_by_scanning(offsets, char_start, char_end + 1)
@@ -201,30 +247,59 @@ def never_none(offsets, char_start, char_end):
     return span_by_scanning(offsets, char_start, char_end) or (0, 0)
 
 
-@pytest.mark.parametrize("wrong", [inclusive_end, last_index_exclusive, contained_tokens_only, empty_pieces_count,
-                                   never_none])
-def test_answer_span_check_rejects_wrong_answers(wrong):
-    with pytest.raises(ExerciseFailed, match="different answer"):
-        check_answer_token_span(wrong)
+def touching_counts(offsets, char_start, char_end):
+    """Counts a piece that ends exactly where the answer starts (>= instead of >)."""
+    starts = [i for i, (s, e) in enumerate(offsets) if s < e and e >= char_start]
+    ends = [i for i, (s, e) in enumerate(offsets) if s < e and s < char_end]
+    return (starts[0], ends[-1]) if starts and ends and starts[0] <= ends[-1] else None
 
 
-# ------------------------------------------------------------------ squad_f1: plausible mistakes
+@pytest.mark.parametrize("wrong, hint", [
+    (inclusive_end, "one token too far at the end"), (last_index_exclusive, "one token too far at the end"),
+    (contained_tokens_only, "a piece that holds only part of it counts"),
+    (empty_pieces_count, "a piece with an empty span"), (never_none, "return None"),
+    (touching_counts, "a piece must end after char_start"),
+], ids=["inclusive-end", "exclusive-last", "contained-only", "empty-pieces", "never-none", "touching"])
+def test_answer_span_check_rejects_mistakes_with_their_hint(wrong, hint, capsys):
+    fails_with(check_answer_token_span, wrong, capsys, "different answer", "hint:", hint)
+
+
+def test_the_hint_for_a_dropped_edge_token_is_its_own():
+    """A span that loses a partly covered piece at one edge gets the hint about edges."""
+    args, kwargs, want = (ch08._NAME_OFFSETS,), {"char_start": 2, "char_end": 5}, (0, 1)  # in "emma" and "'"
+    hint = next(m.hint for m in ch08.ANSWER_SPAN.mistakes if m.test((1, 1), want, args, kwargs))
+    assert "dropped a token at an edge" in hint
+
+
+# ------------------------------------------------------------------ Exercise C
 def f1_without_normalisation(prediction, golds):
     best = 0.0
     for gold in golds:
-        p, g = prediction.split(), gold.split()
+        p, g = prediction.lower().split(), gold.lower().split()
         same = sum((Counter(p) & Counter(g)).values())
         if same:
             best = max(best, 2 * same / (len(p) + len(g)))
     return best
 
 
-def f1_first_gold_only(prediction, golds):
-    return f1_by_hand(prediction, golds[:1])
+def f1_case_sensitive(prediction, golds):
+    def words(text):
+        text = "".join(ch for ch in text if ch not in set(string.punctuation))
+        return re.sub(r"\b(a|an|the)\b", " ", text).split()
+
+    return max(_f1(words(prediction), words(g)) for g in golds)
 
 
-def f1_mean_over_golds(prediction, golds):
-    return sum(f1_by_hand(prediction, [g]) for g in golds) / len(golds)
+def _f1(p, g):
+    same = sum((Counter(p) & Counter(g)).values())
+    return 2 * same / (len(p) + len(g)) if same else 0.0
+
+
+def f1_keeping_articles(prediction, golds):
+    def words(text):
+        return "".join(ch for ch in text.lower() if ch not in set(string.punctuation)).split()
+
+    return max(_f1(words(prediction), words(g)) for g in golds)
 
 
 def f1_of_word_sets(prediction, golds):
@@ -237,30 +312,96 @@ def f1_of_word_sets(prediction, golds):
     return best
 
 
-def f1_keeping_articles(prediction, golds):
-    def words(text):
-        return "".join(ch for ch in text.lower() if ch not in set(string.punctuation)).split()
-
-    best = 0.0
-    for gold in golds:
-        same = sum((Counter(words(prediction)) & Counter(words(gold))).values())
-        if same:
-            best = max(best, 2 * same / (len(words(prediction)) + len(words(gold))))
-    return best
+def precision_only(prediction, golds):
+    return max((sum((Counter(normalise(prediction)) & Counter(normalise(g))).values()) / len(normalise(prediction))
+                if normalise(prediction) else 0.0) for g in golds)
 
 
-@pytest.mark.parametrize("wrong", [f1_without_normalisation, f1_first_gold_only, f1_mean_over_golds, f1_of_word_sets,
-                                   f1_keeping_articles])
-def test_f1_check_rejects_wrong_answers(wrong):
-    with pytest.raises(ExerciseFailed, match="different answer"):
-        check_squad_f1(wrong)
+@pytest.mark.parametrize("wrong, hint", [
+    (f1_without_normalisation, "punctuation is removed"), (f1_case_sensitive, "upper and lower case"),
+    (f1_keeping_articles, "a, an and the are dropped"), (f1_of_word_sets, "not sets"),
+    (lambda prediction, golds: f1_by_hand(prediction, golds[:1]), "not only the first"),
+    (lambda prediction, golds: sum(f1_by_hand(prediction, [g]) for g in golds) / len(golds), "not their mean"),
+    (precision_only, "that is the precision alone"),
+], ids=["no-normalisation", "case", "articles", "sets", "first-gold", "mean-gold", "precision"])
+def test_f1_check_rejects_mistakes_with_their_hint(wrong, hint, capsys):
+    fails_with(check_squad_f1, wrong, capsys, "different answer", "hint:", hint)
 
 
-def test_f1_check_reports_a_crash_with_its_input():
+def test_f1_check_reports_a_crash_with_its_input(capsys):
     def divides_by_zero(prediction, golds):
         p = normalise(prediction)
         return max(len(p) / len(p) * f1_by_hand(prediction, [g]) for g in golds)
 
-    with pytest.raises(ExerciseFailed, match="ZeroDivisionError") as caught:
-        check_squad_f1(divides_by_zero)
-    assert "on input" in str(caught.value)
+    fails_with(check_squad_f1, divides_by_zero, capsys, "ZeroDivisionError", "on input")
+
+
+# ------------------------------------------------------------------ cheats
+class AlwaysEqual:
+    def __eq__(self, other):
+        return True
+
+
+class Float(float):
+    def __eq__(self, other):
+        return True
+
+
+class Ids(list):
+    def __eq__(self, other):
+        return True
+
+
+@pytest.mark.parametrize("check, cheat", [
+    (check_race_pack, lambda *args, **kwargs: AlwaysEqual()),
+    (check_race_pack, lambda *args, **kwargs: (Ids(), Ids())),
+    (check_answer_token_span, lambda offsets, char_start, char_end: AlwaysEqual()),
+    (check_squad_f1, lambda prediction, golds: Float(0.5)),
+], ids=["eq-pair", "list-subclass", "eq-span", "float-subclass"])
+def test_checks_reject_objects_that_claim_to_be_equal(check, cheat, capsys):
+    assert check(cheat) is False
+    assert "Not yet." in capsys.readouterr().out
+
+
+def f1_from_the_packages_normalisation(prediction, golds):
+    return max(_f1(squad_metrics.normalize_answer(prediction).split(), squad_metrics.normalize_answer(g).split())
+               for g in golds)
+
+
+@pytest.mark.parametrize("check, cheat", [
+    (check_race_pack, features.race_pack),
+    (check_answer_token_span, features.answer_token_span),
+    (check_squad_f1, squad_metrics.f1),
+    (check_squad_f1, f1_from_the_packages_normalisation),
+], ids=["package-pack", "package-span", "package-f1", "package-normalisation"])
+def test_the_packages_own_answer_is_switched_off(check, cheat, capsys):
+    fails_with(check, cheat, capsys, "not available while your function is checked")
+    assert squad_metrics.f1("Emma", ["Emma"]) == 1.0 and features.race_pack([5], [6], 8, 2)[0] == [2, 5, 3, 6, 3]
+
+
+# ------------------------------------------------------------------ hints teach, they do not answer
+KEY_EXPRESSIONS = {  # what would hand over each solution, in the forms a hint could spell it
+    "race_pack": ["max_length - 3", "[-max_qa_length:]", "- len(qa)", "[0] *", "[1] *"],
+    "answer_token_span": ["e > char_start", "s < char_end", "end > char_start", "start < char_end", "[0]", "[-1]"],
+    "squad_f1": ["2 * ", "2PR", "/ (p", "Counter(", "& Counter", "re.sub", "string.punctuation"],
+}
+
+
+@pytest.mark.parametrize("exercise", ch08.EXERCISES, ids=lambda e: e.name)
+def test_no_hint_spells_out_the_solution(exercise):
+    texts = list(exercise.hints) + [m.hint for m in exercise.mistakes]
+    assert len(exercise.hints) >= 2 and exercise.mistakes
+    for text in texts:
+        for key in KEY_EXPRESSIONS[exercise.name]:
+            assert key not in text, f"{exercise.name}: a hint holds {key!r}: {text}"
+    assert len({m.hint for m in exercise.mistakes}) == len(exercise.mistakes), "each mistake has its own hint"
+
+
+def test_later_tries_get_narrower_hints_then_the_solutions_file(capsys):
+    def one_off(passage_ids, qa_ids, max_length, max_qa_length):
+        ids, types = pack_by_hand(passage_ids, qa_ids, max_length, max_qa_length)
+        return ids + [SEP], types + [1]
+
+    tiers = [fails_with(check_race_pack, one_off, capsys) for _ in range(3)]
+    assert ch08.RACE_PACK.hints[0] in tiers[0] and ch08.RACE_PACK.hints[1] in tiers[1]
+    assert "chapters/solutions/" in tiers[2] and "chapters/solutions/" not in tiers[1]

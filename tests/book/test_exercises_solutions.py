@@ -37,7 +37,8 @@ def test_every_solution_passes_its_check(number, monkeypatch, capsys):
     """Run the solutions file top to bottom (it asserts each check), then run every check on its solution."""
     monkeypatch.setenv("ALBERT_MINI_FAST", "1")
     namespace = runpy.run_path(str(solutions_path(chapter_source(number))))
-    for name, check in chapter_exercises(number).items():
+    for name, exercise in chapter_exercises(number).items():
+        check = exercise.check
         assert name in namespace, f"solutions/{chapter_source(number).name} has no solution of {name}"
         assert check(namespace[name]) is True, name
     assert NOT_ATTEMPTED not in capsys.readouterr().out
@@ -54,7 +55,9 @@ def stub_body_only(source: str, name: str) -> bool:
 def test_the_chapter_shows_every_exercise_unsolved_with_nbgrader_cells(number):
     source = chapter_source(number)
     cells = jupytext.read(source).cells
-    assert "### BEGIN SOLUTION" not in source.read_text()
+    # nbgrader's markers wrap each stub's raise alone: generate_assignment then keeps the signature and docstring
+    text = source.read_text()
+    assert text.count(f"### BEGIN SOLUTION\n    {STUB}\n    ### END SOLUTION") == text.count("BEGIN SOLUTION") > 0
     assert not [c for c in cells if "solution" in c.metadata.get("tags", [])], "a cell tagged `solution` is left"
     for name in chapter_exercises(number):
         stubs = [i for i, c in enumerate(cells) if grader_metadata(c).get("grade_id") == name]
@@ -63,6 +66,7 @@ def test_the_chapter_shows_every_exercise_unsolved_with_nbgrader_cells(number):
         stub, check = cells[stubs[0]], cells[checks[0]]
         assert grader_metadata(stub)["solution"] is True and grader_metadata(stub)["grade"] is False
         assert STUB in stub.source and stub_body_only(stub.source, name), f"{name}: the stub holds an answer"
+        assert f"    ### BEGIN SOLUTION\n    {STUB}\n    ### END SOLUTION" in stub.source, f"{name}: markers"
         assert grader_metadata(check)["grade"] is True and grader_metadata(check)["points"] > 0
         assert grader_metadata(check)["locked"] is True and f"check_{name}({name})" in check.source
         assert checks[0] > stubs[0]
@@ -108,7 +112,8 @@ def test_names_used_sees_calls_and_bindings_but_not_an_aliased_import():
 def test_a_stub_runs_and_its_check_says_not_attempted_yet(number, capsys):
     """The stub cell as a learner first runs it, then its check: one deterministic line, no exception."""
     cells = jupytext.read(chapter_source(number)).cells
-    for name, check in chapter_exercises(number).items():
+    for name, exercise in chapter_exercises(number).items():
+        check = exercise.check
         namespace = {}
         stub = next(c.source for c in cells if grader_metadata(c).get("grade_id") == name)
         exec("from __future__ import annotations\n" + stub, namespace)  # its annotations name earlier imports

@@ -30,6 +30,39 @@ def test_settings_merge_into_existing_overrides_and_are_idempotent(tmp_path):
     assert path.stat().st_mtime_ns == written  # nothing to change: not rewritten
 
 
+def test_the_kernel_spec_runs_the_given_python_and_a_second_install_writes_nothing(tmp_path, monkeypatch):
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    python = tmp_path / "env" / "bin" / "python"
+    folder = lab.install_kernel(tmp_path / "env", python)
+    assert folder == tmp_path / "env" / "share" / "jupyter" / "kernels" / "albert-mini"
+    spec = json.loads((folder / "kernel.json").read_text())
+    assert spec["argv"][:3] == [str(python), "-m", "ipykernel_launcher"] and spec["language"] == "python"
+    assert spec["display_name"] == lab.KERNEL_DISPLAY_NAME == "Python (albert-mini)"
+    assert {p.name for p in folder.iterdir()} >= {"kernel.json", "logo-64x64.png"}
+    written = {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
+    lab.install_kernel(tmp_path / "env", python)
+    assert {p.name: p.stat().st_mtime_ns for p in folder.iterdir()} == written  # unchanged: not rewritten
+    lab.install_kernel(tmp_path / "env", tmp_path / "other" / "python")
+    assert json.loads((folder / "kernel.json").read_text())["argv"][0] == str(tmp_path / "other" / "python")
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "env" / "share" / "jupyter"))  # how another Jupyter finds it
+    assert Path(KernelSpecManager().get_kernel_spec("albert-mini").resource_dir) == folder
+
+
+def test_a_missing_kernel_is_one_line_naming_the_install(monkeypatch):
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    from albert_mini.errors import UserError
+
+    def missing(self, name):
+        raise NoSuchKernel(name)
+
+    monkeypatch.setattr(KernelSpecManager, "get_kernel_spec", missing)
+    with pytest.raises(UserError, match=r"kernel 'albert-mini' .* not installed .*make venv") as error:
+        lab.require_kernel()
+    assert "\n" not in str(error.value)
+
+
 def test_settings_go_under_the_environment_prefix(tmp_path):
     assert lab.settings_file(tmp_path) == tmp_path / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
 
@@ -61,6 +94,16 @@ def test_contents_page_lists_every_chapter_with_title_and_topic():
         assert notebook.name[:2] in topics, f"README's chapter table has no row for {notebook.name[:2]}"
         assert f"chapters/{notebook.stem}\n" in page  # in the navigation tree too
     assert "chapters/TEACHER_GUIDE" in page
+
+
+def test_the_book_stages_the_reference_notes_that_chapters_link(tmp_path):
+    """Six chapters link [REFERENCE_NOTES.md](REFERENCE_NOTES.md): the HTML book makes it a page beside them."""
+    html_book.stage(ROOT, tmp_path / "src")
+    staged = tmp_path / "src" / "chapters" / html_book.NOTES
+    assert staged.read_bytes() == (ROOT / "chapters" / html_book.NOTES).read_bytes()
+    page = (tmp_path / "src" / "index.md").read_text()
+    assert ":caption: Reference\n\nchapters/REFERENCE_NOTES\n" in page  # in a toctree: Sphinx -W accepts the page
+    assert "(chapters/REFERENCE_NOTES)" in page
 
 
 def test_mathjax_ships_in_the_environment():
@@ -98,17 +141,23 @@ def test_the_book_never_wipes_a_folder_it_did_not_build(tmp_path, capsys):
         html_book.check_out_dir(folder)  # what a build may replace: a book whose record lists every file unchanged
 
 
-def test_a_failed_check_names_the_largest_difference_and_shows_no_traceback():
+def test_a_failed_check_names_the_largest_difference_and_shows_no_traceback(monkeypatch, capsys):
     import torch
 
-    from albert_mini.book.exercises.checking import ExerciseFailed, check_against_reference
+    from albert_mini.book.exercises.checking import Case, Exercise, ExerciseFailed
 
     expected = torch.arange(6.0, dtype=torch.float64).reshape(2, 3)
     nudge = torch.tensor([[0, 0, 0], [0, 1e-3, 0]], dtype=torch.float64)
+    exercise = Exercise("f", "00", lambda x: x, [Case((expected,))])
+    assert exercise.check(lambda x: x + nudge) is False  # printed, and the chapter goes on
+    printed = capsys.readouterr().out
+    assert "largest difference 0.001 at index (1, 1): expected 4, got 4.001" in printed
+    assert "Traceback" not in printed
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")  # nbgrader scores a cell by whether it raises
     with pytest.raises(ExerciseFailed) as failure:
-        check_against_reference("f", lambda x: x + nudge, lambda x: x, [((expected,), {})])
+        exercise.check(lambda x: x + nudge)
     message = str(failure.value)
-    assert "largest difference 0.001 at index (1, 1): expected 4, got 4.001" in message
+    assert "largest difference 0.001 at index (1, 1)" in message
     # IPython prints what _render_traceback_ returns instead of the traceback through the checking module
     assert failure.value._render_traceback_() == [f"ExerciseFailed: {message}"]
 

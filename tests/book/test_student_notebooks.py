@@ -5,8 +5,10 @@ before its exercise asks for it (its solution's arithmetic or call chain, or the
 import ast
 import importlib
 import inspect
+import math
 import re
 import textwrap
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -98,9 +100,16 @@ def exercise_module(chapter: Path):
 
 
 def number_pattern(n: int | float) -> re.Pattern:
-    """A whole number as printed with or without thousands commas; a fraction to 3 or 4 decimals."""
+    """A whole number as printed with or without thousands commas; a fraction to 3 or 4 decimals, and a simple
+    fraction (at most 100 below the line) also as one: 6/11, 6 / 11, \\frac{6}{11}, \\tfrac{6}{11}."""
     if isinstance(n, float):
-        spellings = sorted({f"{n:.4f}", f"{n:.3f}"}, key=len, reverse=True)
+        spellings = {f"{n:.4f}", f"{n:.3f}"}
+        exact = Fraction(n).limit_denominator(100)
+        if exact.denominator > 1 and math.isclose(float(exact), n, rel_tol=1e-12):
+            top, bottom = exact.numerator, exact.denominator
+            spellings |= {f"{top}/{bottom}", f"{top} / {bottom}", f"\\frac{{{top}}}{{{bottom}}}",
+                          f"\\tfrac{{{top}}}{{{bottom}}}", f"\\dfrac{{{top}}}{{{bottom}}}"}
+        spellings = sorted(spellings, key=len, reverse=True)
     else:
         spellings = sorted({f"{n:,}", str(n)}, key=len, reverse=True)
     return re.compile(r"(?<![\d.,])(?:" + "|".join(map(re.escape, spellings)) + r")(?![\d]|[.,]\d)")
@@ -214,7 +223,7 @@ def test_every_exercise_declares_its_answers():
     for chapter in WITH_EXERCISES:
         module = exercise_module(chapter)
         checks = {name[len("check_"):] for name in dir(module)
-                  if name.startswith("check_") and name != "check_against_reference"}
+                  if name.startswith("check_")}
         assert checks == set(module.ANSWERS), f"{module.__name__}: ANSWERS must name every exercise"
         assert checks == set(solution_sections(chapter)), f"{chapter.name}: one solution per exercise"
 
@@ -232,6 +241,9 @@ def test_leak_rules_catch_an_answer_computed_early_and_a_value_printed_early():
     assert call_chains("x = f(a).mean()") == set()  # a chapter's own helper is not a library's answer
     assert number_pattern(6 / 11).search("p(n): [0.5455 0.2727 0.1818]")
     assert not number_pattern(6 / 11).search("15.5455")
+    for prose in ("(6/11, 3/11, 2/11)", "$6 / 11$", r"$\tfrac{6}{11}$", r"\frac{6}{11}"):  # chapter 6's leak
+        assert number_pattern(6 / 11).search(prose), prose
+    assert not number_pattern(6 / 11).search("16/11 and 6/110") and not number_pattern(6 / 11).search("11/6")
     assert number_pattern(1280).search("1,280 parameters") and not number_pattern(1280).search("11280")
 
 
@@ -275,12 +287,43 @@ def test_the_nbgrader_source_version_holds_each_solution_between_nbgraders_marke
     assert hand_out([str(p) for p in WITH_EXERCISES] + ["--out", str(tmp_path), "--nbgrader-source"]) == 0
     for chapter in WITH_EXERCISES:
         notebook = nbformat.read(tmp_path / "source" / chapter.stem / f"{chapter.stem}.ipynb", as_version=4)
-        for name, check in chapter_exercises(chapter.name[:2]).items():
+        for name, exercise in chapter_exercises(chapter.name[:2]).items():
+            check = exercise.check
             cell = next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == name)
             assert STUB not in cell.source and cell.source.count("### BEGIN SOLUTION") == 1
             if chapter.name.startswith(("02", "03", "05", "09")):  # cheap checks, and cells that run on their own
                 namespace = {}
                 exec("from __future__ import annotations\n" + cell.source, namespace)
                 assert check(namespace[name]) is True
-    shipped = {p.name for p in (tmp_path / "source" / "figures").iterdir()}
-    assert {"experiment_finetune.png", "experiment_sentence_task.png"} <= shipped  # what chapters 05 and 08 show
+
+
+def test_the_nbgrader_source_version_carries_its_figures_as_attachments(tmp_path):
+    """nbgrader releases one folder per assignment, so `../figures/x.png` would show nothing there: every linked
+    figure travels in its markdown cell as an attachment, and no figures/ folder is left for nbgrader to take for
+    an assignment."""
+    import base64
+
+    import nbformat
+
+    shown = {"05_sentence_order_prediction": "experiment_sentence_task.png",
+             "08_fine_tuning": "experiment_finetune.png"}
+    chapters = [CHAPTERS / f"{stem}.py" for stem in shown]
+    assert hand_out([str(p) for p in chapters] + ["--out", str(tmp_path), "--nbgrader-source"]) == 0
+    assert sorted(p.name for p in (tmp_path / "source").iterdir()) == sorted(shown)
+    for stem, name in shown.items():
+        notebook = nbformat.read(tmp_path / "source" / stem / f"{stem}.ipynb", as_version=4)
+        assert not [c for c in notebook.cells if "../figures/" in c.source]
+        cell = next(c for c in notebook.cells if f"](attachment:{name})" in c.source)
+        embedded = base64.b64decode(cell.attachments[name]["image/png"])
+        assert embedded == (CHAPTERS.parent / "figures" / name).read_bytes()
+
+
+def test_a_missing_figure_stops_the_nbgrader_source_naming_it(tmp_path):
+    import nbformat
+
+    from albert_mini.book.exercises.student import embed_figures
+    from albert_mini.errors import MissingFileError
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("![a plot](../figures/gone.png)")])
+    with pytest.raises(MissingFileError, match=r"gone.png is linked by a chapter but missing; run `make book`"):
+        embed_figures(notebook, tmp_path)

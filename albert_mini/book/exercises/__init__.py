@@ -2,19 +2,18 @@
 
 Each chapter's checks live in their own module (`ch03.py`, ...); every `check_*` function is re-exported here,
 so a chapter writes `from albert_mini.book.exercises import check_factorized_parameter_count`. A chapter's
-exercises, in the order it asks them, are the keys of its module's ANSWERS; `chapter_exercises` maps each to
-its check (what the tests run against chapters/solutions/ and what `make grade` runs against a submission).
+exercises, in the order it asks them, are its module's EXERCISES; `chapter_exercises` maps each name to its
+`Exercise` (what the tests run against chapters/solutions/ and what `make grade` judges a submission by).
 """
 
 import importlib
 import pkgutil
 import re
-from collections.abc import Callable
 
-from .checking import NOT_ATTEMPTED, ExerciseFailed, check_against_reference
+from .checking import NOT_ATTEMPTED, Exercise, ExerciseFailed
 
 __all__ = ["ExerciseFailed", "NOT_ATTEMPTED", "chapter_exercises", "chapters_with_exercises",
-           "check_against_reference", "check_albert_preprocess", "check_answer_token_span", "check_apply_80_10_10",
+           "check_albert_preprocess", "check_answer_token_span", "check_apply_80_10_10",
            "check_break_even_embedding_size", "check_factorized_embedding_params", "check_lamb_update",
            "check_layer_schedule", "check_mlm_head_flops_per_token", "check_mlm_head_params",
            "check_ngram_probabilities", "check_nsp_label_from_sources", "check_overlap_feature", "check_pair_layout",
@@ -28,7 +27,7 @@ for _module in pkgutil.iter_modules(__path__):
     if _CHAPTER_MODULE.fullmatch(_module.name):
         _loaded = importlib.import_module(f"{__name__}.{_module.name}")
         for _name in dir(_loaded):
-            if _name.startswith("check_") and _name != "check_against_reference":
+            if _name.startswith("check_"):
                 globals()[_name] = getattr(_loaded, _name)
                 __all__.append(_name)
 
@@ -39,7 +38,7 @@ def chapters_with_exercises() -> list[str]:
                   if m)
 
 
-def chapter_exercises(number: str) -> dict[str, Callable]:
-    """Exercise name -> its check, in the order chapter `number` ("05") asks them."""
+def chapter_exercises(number: str) -> dict[str, Exercise]:
+    """Exercise name -> the exercise, in the order chapter `number` ("05") asks them."""
     module = importlib.import_module(f"{__name__}.ch{number}")
-    return {name: getattr(module, f"check_{name}") for name in module.ANSWERS}
+    return {exercise.name: exercise for exercise in module.EXERCISES}

@@ -6,7 +6,7 @@ import numpy as np
 
 from ...model.config import AlbertConfig
 from ...model.counting import closed_form_breakdown
-from .checking import check_against_reference
+from .checking import Case, Exercise, Mistake, WrongForm, kind_of
 
 # (V, H) pairs from real vocabularies and widths; (21128, 2048) and (3, 3) are where the projection bias changes
 # the break-even size, so an answer that forgets it cannot pass by luck.
@@ -34,43 +34,85 @@ def _config(V: int, E: int, H: int) -> AlbertConfig:
     return AlbertConfig(vocab_size=V, embedding_size=E, hidden_size=H, num_attention_heads=1)
 
 
-def _random_shapes(seed: int, n: int) -> list[tuple[int, int, int]]:
-    rng = np.random.default_rng(seed)
-    return [(int(rng.integers(2, 60000)), int(rng.integers(1, 1024)), int(rng.integers(1, 8192))) for _ in range(n)]
+def _random_shapes(rng: np.random.Generator, n: int) -> list[Case]:
+    return [Case((int(rng.integers(2, 60000)), int(rng.integers(1, 1024)), int(rng.integers(1, 8192))))
+            for _ in range(n)]
 
 
-def _shape_cases() -> list[tuple[tuple, dict]]:
-    fixed = [(30000, 128, 768), (30000, 128, 4096), (8000, 128, 256), (30000, 768, 768), (3, 1, 3)]
-    return [((V, E, H), {}) for V, E, H in fixed + _random_shapes(seed=3, n=8)]
+_SHAPES = [Case(shape) for shape in [(30000, 128, 768), (30000, 128, 4096), (8000, 128, 256), (30000, 768, 768),
+                                     (3, 1, 3)]]
+
+
+def whole_number(value) -> int:
+    """A count: a Python or numpy integer (a float means a division crept in)."""
+    if isinstance(value, np.integer):
+        value = int(value)
+    if type(value) is float:
+        raise WrongForm(f"returned the float {value!r}; a count of parameters is a whole number: keep the "
+                        "arithmetic in the integers")
+    if type(value) is not int:
+        raise WrongForm(f"returned {kind_of(value)}; return the count as an int")
+    return value
+
+
+FACTORIZED = Exercise(
+    "factorized_embedding_params", "03", factorized_embedding_params, _SHAPES,
+    drawn=lambda rng: _random_shapes(rng, 8), normalize=whole_number,
+    hints=("count what each module stores, tensor by tensor: the word table, then the projection from E to H.",
+           "a linear layer stores more than its weight matrix."),
+    mistakes=(Mistake(lambda got, want, args, kw: got == want - args[2],
+                      "you are short by exactly H: the projection has a bias of size H as well as its matrix."),
+              Mistake(lambda got, want, args, kw: got == args[0] * args[1],
+                      "that is the word table alone; the projection's parameters count too.")),
+)
+
+BREAK_EVEN = Exercise(
+    "break_even_embedding_size", "03", break_even_embedding_size,
+    [Case(pair) for pair in _VOCAB_WIDTH],
+    drawn=lambda rng: [Case((int(rng.integers(2, 60000)), int(rng.integers(1, 8192)))) for _ in range(8)],
+    normalize=whole_number,
+    hints=("factorizing saves parameters only while E is small: find where that stops being true.",
+           "the answer is the first whole E that satisfies your inequality: decide which way to round."),
+    mistakes=(Mistake(lambda got, want, args, kw: got == want - 1,
+                      "one too small: at that E factorizing still saves parameters. You want the first E at which "
+                      "it does not (round the other way)."),
+              Mistake(lambda got, want, args, kw: got != want and got == -(-(args[1] * args[0]) // (args[0] + args[1])),
+                      "close: your inequality leaves out one tensor of the factorized count (look at Exercise 1).")),
+)
+
+MLM_HEAD = Exercise(
+    "mlm_head_params", "03", mlm_head_params, _SHAPES,
+    drawn=lambda rng: _random_shapes(rng, 8), normalize=whole_number,
+    unavailable=("albert_mini.model.counting:closed_form_breakdown",),
+    hints=("list the head's modules in the order a hidden state goes through them, and count each one's tensors.",
+           "one of the head's matrices is not its own: look at what it shares with the embeddings."),
+    mistakes=(Mistake(lambda got, want, args, kw: got == want + args[0] * args[1],
+                      "the E x V decoder matrix is the word-embedding table itself (tied), so it adds nothing."),
+              Mistake(lambda got, want, args, kw: got == want - args[0],
+                      "the decoder's matrix is shared, but its output bias of size V is the head's own."),
+              Mistake(lambda got, want, args, kw: got == want - 2 * args[1],
+                      "LayerNorm has parameters too: a scale and a shift for each of its E features."),
+              Mistake(lambda got, want, args, kw: got == want - args[1],
+                      "short by exactly E: the dense layer from H to E has a bias too."),
+              Mistake(lambda got, want, args, kw: got == args[2] * args[2] + 3 * args[2] + args[0],
+                      "that is BERT's head, which transforms at width H; ALBERT's works at the embedding width.")),
+)
+EXERCISES = [FACTORIZED, BREAK_EVEN, MLM_HEAD]
 
 
 def check_factorized_embedding_params(fn) -> bool:
     """Check `fn(V, E, H)` against the count of Embedding(V, E) followed by Linear(E, H)."""
-    return check_against_reference(
-        "factorized_embedding_params", fn, factorized_embedding_params, _shape_cases(),
-        hint="count every tensor: the V x E table, the E x H projection matrix and the projection's bias of size H.",
-    )
+    return FACTORIZED.check(fn)
 
 
 def check_break_even_embedding_size(fn) -> bool:
     """Check `fn(V, H)`: the smallest integer E whose factorized word table is at least V * H parameters."""
-    rng = np.random.default_rng(4)
-    random = [(int(rng.integers(2, 60000)), int(rng.integers(1, 8192))) for _ in range(8)]
-    cases = [((V, H), {}) for V, H in _VOCAB_WIDTH + random]
-    return check_against_reference(
-        "break_even_embedding_size", fn, break_even_embedding_size, cases,
-        hint="write the inequality V*E + E*H + H >= V*H (the bias counts), solve it for E, and return the "
-             "smallest integer that satisfies it (a ceiling, not a floor).",
-    )
+    return BREAK_EVEN.check(fn)
 
 
 def check_mlm_head_params(fn) -> bool:
     """Check `fn(V, E, H)` against the closed-form count of ALBERT's MLM head."""
-    return check_against_reference(
-        "mlm_head_params", fn, mlm_head_params, _shape_cases(),
-        hint="the head is Linear(H, E), LayerNorm(E) (weight and bias) and an output bias of size V; the E x V "
-             "decoder matrix is the word-embedding table itself, so it adds nothing.",
-    )
+    return MLM_HEAD.check(fn)
 
 
 # What a student notebook must not show (tests/book/test_student_notebooks.py): for each exercise, the functions

@@ -10,9 +10,11 @@ the chapters' text links (`../figures/x.png`), so no image is broken. --with-sol
 OUT/chapters/solutions/, for after the deadline. Students still need the package installed (`make venv`).
 
 For nbgrader, --nbgrader-source writes its "source" version instead: OUT/source/NN_name/NN_name.ipynb, each
-stub replaced by the solution's body between nbgrader's `### BEGIN SOLUTION` / `### END SOLUTION` markers (the
-cells already carry its metadata), and OUT/source/figures/; `nbgrader generate_assignment NN_name` then makes
-the release version, whose stubs the checks report as "not attempted yet".
+stub's raise replaced by the solution's body between nbgrader's `### BEGIN SOLUTION` / `### END SOLUTION`
+markers (the cells already carry its metadata), and every figure the text links embedded in its markdown cell
+as an attachment (`attachment:x.png`): nbgrader releases one folder per assignment, where `../figures/` would
+not exist. `nbgrader generate_assignment NN_name` then makes the release version, whose stubs (def line and
+docstring kept, as the markers stand around the raise alone) the checks report as "not attempted yet".
 
 A rerun replaces only what it wrote itself and nobody has changed since (OUT/.albert-mini-outputs.json records the
 files and their sha256): a notebook a learner edited in the hand-out folder is refused, naming it, unless
@@ -63,7 +65,8 @@ def solution_bodies(solutions: Path) -> dict[str, list[str]]:
 
 
 def nbgrader_source(notebook, solutions: Path):
-    """The notebook with every stub's raise replaced by its solution between nbgrader's solution markers."""
+    """The notebook with every stub's raise replaced by its solution, between nbgrader's solution markers (the
+    chapters' stubs already stand between them, so that generate_assignment keeps each signature and docstring)."""
     bodies = solution_bodies(solutions)
     for cell in notebook.cells:
         name = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
@@ -71,12 +74,31 @@ def nbgrader_source(notebook, solutions: Path):
             continue
         lines = []
         for line in cell.source.splitlines():
-            if line.strip() == STUB:
+            if line.strip() != STUB:
+                lines.append(line)
+            elif lines and lines[-1].strip() == BEGIN:  # the chapter's markers: only the body goes between them
+                lines += bodies[name]
+            else:
                 indent = line[: len(line) - len(line.lstrip())]
                 lines += [indent + BEGIN, *bodies[name], indent + END]
-            else:
-                lines.append(line)
         cell.source = "\n".join(lines)
+    return notebook
+
+
+def embed_figures(notebook, figures: Path):
+    """The notebook with every `../figures/x.png` its markdown links carried by the cell as attachment `x.png`."""
+    import base64
+    import mimetypes
+
+    for cell in notebook.cells:
+        names = sorted(set(FIGURE_LINK.findall(cell.source))) if cell.cell_type == "markdown" else []
+        for name in names:
+            figure = figures / name
+            if not figure.is_file():
+                raise MissingFileError(f"{figure} is linked by a chapter but missing; run `make book` to draw it")
+            kind = mimetypes.guess_type(name)[0] or "image/png"
+            cell.setdefault("attachments", {})[name] = {kind: base64.b64encode(figure.read_bytes()).decode("ascii")}
+            cell.source = cell.source.replace(f"](../figures/{name})", f"](attachment:{name})")
     return notebook
 
 
@@ -98,6 +120,7 @@ def handout_files(chapters: list[Path], out: Path, with_solutions: bool = False,
         target = out / "chapters" / chapter.with_suffix(".ipynb").name
         if for_nbgrader:
             notebook = nbgrader_source(notebook, solutions_path(chapter))
+            notebook = embed_figures(notebook, chapter.parent.parent / "figures")  # so linked_figures is empty
             target = out / "source" / chapter.stem / chapter.with_suffix(".ipynb").name
         text = jupytext.writes(notebook, fmt="ipynb")
         files[target] = (chapter, (text if text.endswith("\n") else text + "\n").encode("utf-8"))
@@ -108,7 +131,7 @@ def handout_files(chapters: list[Path], out: Path, with_solutions: bool = False,
     for figure in sorted(figures):
         if not figure.is_file():
             raise MissingFileError(f"{figure} is linked by a chapter but missing; run `make book` to draw it")
-        files[out / ("source/figures" if for_nbgrader else "figures") / figure.name] = (figure, None)
+        files[out / "figures" / figure.name] = (figure, None)
     return files
 
 
