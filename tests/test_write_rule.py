@@ -93,6 +93,9 @@ class Files:
         self.env = root / "env"  # a Python environment whose JupyterLab settings file is a FIFO
         (self.env / "share" / "jupyter" / "lab" / "settings").mkdir(parents=True)
         os.mkfifo(self.env / "share" / "jupyter" / "lab" / "settings" / "overrides.json")
+        self.kernel_env = root / "kernel-env"  # one whose albert-mini kernel spec is a FIFO
+        (self.kernel_env / "share" / "jupyter" / "kernels" / "albert-mini").mkdir(parents=True)
+        os.mkfifo(self.kernel_env / "share" / "jupyter" / "kernels" / "albert-mini" / "kernel.json")
         self.built_book = root / "html"  # a Sphinx build with a user's file beside it
         self.built_book.mkdir()
         (self.built_book / ".buildinfo").write_text("# Sphinx build info\n")
@@ -208,6 +211,8 @@ CASES: dict[str, list[Case]] = {
     "lab": [
         Case("settings-fifo", lambda f: ["--install-settings"], lambda f: [f.env], "FIFO",
              lambda f, mp: mp.setattr(sys, "prefix", str(f.env))),
+        Case("kernel-fifo", lambda f: ["--install-settings"], lambda f: [f.kernel_env], "FIFO",
+             lambda f, mp: mp.setattr(sys, "prefix", str(f.kernel_env))),
     ],
     "html": [
         Case("out-fifo", lambda f: ["--out", f.fifo], lambda f: [f.fifo], "not a folder"),
@@ -274,6 +279,8 @@ CASES: dict[str, list[Case]] = {
         Case("shipped-card-without-overwrite", lambda f: [V1], lambda f: [V1, FIGURES_ROOT], "already exists"),
         Case("shipped-figure-of-another", lambda f: [f.card, "--figure", "experiment_sharing.png", "--overwrite"],
              lambda f: [f.card, FIGURES_ROOT / "experiment_sharing.png"], "does not regenerate"),
+        Case("strata-of-the-shipped-card-without-overwrite", lambda f: [PRETRAINED_MODEL, "--strata"],
+             lambda f: [PRETRAINED_MODEL], "already exists"),
     ],
 }
 

@@ -61,6 +61,9 @@ def _main(argv: list[str]) -> None:
                    help="where the run trained, as the card states it (default: 2 cores of this machine's CPU)")
     p.add_argument("--reuse-scores", action="store_true",
                    help=f"rewrite the card from MODEL_DIR/{SCORES_FILE} instead of scoring the model again")
+    p.add_argument("--strata", action="store_true",
+                   help=f"score only SOP on the quote strata and its no-network baselines (Table 5's held-out pairs) "
+                        f"into {SCORES_FILE} (key sop_strata) and the card's strata section; nothing else changes")
     p.add_argument("--overwrite", action="store_true",
                    help=f"replace an existing {MODEL_CARD_FILE}, {SCORES_FILE} or figure (a shipped one only when it "
                         "is this card's)")
@@ -82,6 +85,8 @@ def _main(argv: list[str]) -> None:
         if not sep:
             raise UsageError(f"--compare takes LABEL=PATH, got {item!r}")
         curves[label] = read_run(Path(path))[1]
+    if args.strata:
+        return strata_only(model_dir, args.overwrite)
     if args.reuse_scores and not (model_dir / SCORES_FILE).is_file():
         raise UsageError(f"{model_dir} has no {SCORES_FILE} to reuse; run without --reuse-scores to score the model")
     card, scores_file, figure = model_dir / MODEL_CARD_FILE, model_dir / SCORES_FILE, FIGURES_ROOT / args.figure
@@ -104,3 +109,26 @@ def _main(argv: list[str]) -> None:
     atomic_write_text(card, text)
     print(f"MLM {100 * scores['mlm_acc']:.2f}% of {scores['masked_tokens']}, SOP {100 * scores['sop_acc']:.2f}% of "
           f"{scores['sop_pairs']}; card in {model_dir / MODEL_CARD_FILE}")
+
+
+def strata_only(model_dir: Path, overwrite: bool) -> None:
+    """Add the quote strata and their baselines to an existing card and scores.json, from the model's weights
+    (no training, nothing else rescored): the rest of a hand-finished card stays as it is."""
+    card, scores_file = model_dir / MODEL_CARD_FILE, model_dir / SCORES_FILE
+    for path in (card, scores_file):
+        if not path.is_file():
+            raise UsageError(f"{model_dir} has no {path.name}; write the card first (albert-mini model-card "
+                             f"{model_dir}), then add the strata with --strata")
+    inputs = [p for p in model_dir.iterdir() if p not in (card, scores_file)]
+    WRITES.check(files=[("MODEL_DIR", card), ("MODEL_DIR", scores_file)], inputs=inputs, overwrite=overwrite,
+                 regenerates=[card, scores_file])
+    torch.manual_seed(0)
+    strata = model_card.quote_strata_scores(load_pretrained(model_dir))
+    scores = json.loads(scores_file.read_text())
+    atomic_write_text(scores_file, json.dumps({**scores, "sop_strata": strata}, indent=2) + "\n")
+    shown = model_card.display_path(model_dir)
+    atomic_write_text(card, model_card.with_strata_section(card.read_text(), strata, shown))
+    at = strata["at_64"]
+    print(f"SOP at 64 tokens, own head: {100 * at['head']['quote']['accuracy']:.1f}% of "
+          f"{at['head']['quote']['pairs']} quote pairs, {100 * at['head']['no_quote']['accuracy']:.1f}% of "
+          f"{at['head']['no_quote']['pairs']} quote-free; card and {SCORES_FILE} in {model_dir}")

@@ -69,6 +69,10 @@ def test_sentence_task_scores_every_row_on_the_same_examples(results):
         assert sorted(per_seed) == [str(s) for s in result["seeds"]]
         assert {"sop", "nsp", "sop_128", "sop_masked", "sop_mean", "mlm_acc", "mlm_acc_128"} <= set(per_seed["0"])
         assert ("sop_head" in per_seed["0"]) == (name == "sop") and ("nsp_head" in per_seed["0"]) == (name == "nsp")
+        # The quote strata (issue 41) split the same pairs: their counts add up to the row's SOP pairs.
+        strata = per_seed["0"]["strata"]["sop"]
+        assert strata["quote"]["pairs"] + strata["no_quote"]["pairs"] == rows[name]["examples"]["sop"]
+        assert per_seed["0"]["sop_quote"] == strata["quote"]["accuracy"] and "sop_no_quote" in rows[name]
     assert len({row["mlm_tokens"] for name, row in rows.items() if name != "trunk"}) == 1  # same masked tokens
     # A contrast is the difference of primary scores seed by seed; its summary is their mean.
     contrast = result["contrasts"]["sop_vs_nsp_on_sop"]

@@ -164,7 +164,8 @@ def calls_of(name: str) -> set[str]:
 
 def test_schedule_model_and_loss_of_pretraining_are_built_in_one_place():
     # The curriculum's two-phase source, the pretraining model and the weighted loss each have one builder.
-    assert calls_of("PhasedBatches") == {"training/build.py"}
+    # ... and Stage A's lever A2 (NSP for 500 steps, then SOP: issue 41) is the one other two-phase stream
+    assert calls_of("PhasedBatches") == {"training/build.py", "harness/experiments/levers.py"}
     assert calls_of("curriculum") == {"training/setup.py"}
     assert calls_of("build_pretraining_model") == {"training/build.py"} | {
         "harness/experiments/estimate.py"}  # the estimate times one step of an untrained model

@@ -10,7 +10,17 @@ from types import ModuleType
 
 from ...errors import MissingFileError, UserError
 from ...paths import save_figure
-from . import embedding_size, finetune, memory, sentence_scratch, sentence_task, sharing, smoothness, throughput
+from . import (
+    embedding_size,
+    finetune,
+    memory,
+    sentence_scratch,
+    sentence_task,
+    sharing,
+    smoothness,
+    sop_levers,
+    throughput,
+)
 from .budget import FULL, SEEDS, Budget, current_budget, results_dir
 from .provenance import write_result
 from .runs import RunCache, Runner, cache_dir
@@ -27,9 +37,11 @@ EXPERIMENTS: dict[str, ModuleType] = {
     "memory": memory,
     "finetune": finetune,
     "sentence_scratch": sentence_scratch,
+    "sop_levers": sop_levers,
 }
-# Run only when named: 45,000 training steps, meant for a GPU machine (see its module).
-OPT_IN = ("sentence_scratch",)
+# Run only when named: 45,000 training steps, meant for a GPU machine (see its module); Stage A's lever screen of
+# issue 41, whose runs follow its own pre-registered rules.
+OPT_IN = ("sentence_scratch", "sop_levers")
 
 
 def run(name: str, budget: Budget | None = None, out_dir: Path | None = None, seeds=SEEDS,

@@ -40,7 +40,7 @@ def run(runner) -> dict:
     records = {row: {} for row in ROWS}
     for (spec, _, _), record in zip(jobs, found):
         records[spec["row"]][spec["seed"]] = {**record, "after_short": record, "start_step": 0}
-    return {"seeds": seeds, "rows": {row: branch_row(row, records[row]) for row in ROWS},
+    return {"seeds": seeds, "rows": {row: branch_row(row, records[row], trunk) for row in ROWS},
             "contrasts": {name: contrast(records, a, b, on) for name, (a, b, on) in CONTRASTS.items()},
             "plan": trunk.settings(), "values": {row: [row_values(r) for r in records[row].values()]
                                                           for row in ROWS}}

@@ -6,6 +6,10 @@ of the runs. Every row is scored the same way on the same examples; the primary 
 frozen linear probe on the pooled output at 64 tokens, on unmasked pairs. Seeds are the unit: a contrast is the
 difference per seed with a t interval over seeds; McNemar's exact test per seed only where neither predictor
 gives one answer to every pair.
+
+The quote strata of every SOP score and the no-network baselines beside them (strata.py) were added after the runs
+(issue 41), read from the per-pair scores the records already hold: a reading of the same numbers, not part of
+the pre-registered analysis; no run's key or numbers changed.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from .budget import FAST
 from .finetune import CHANCE, finetune_settings
 from .measure import pair_baselines
 from .runs import run_key, workers
+from .strata import baselines as no_network_baselines
+from .strata import strata_values
 from .trunk import (
     DOWNSTREAM,
     FAST_BRANCH,
@@ -264,17 +270,19 @@ def run(runner) -> dict:
         pilot = runner.cached_all(jobs(["sop"], seeds[:1], branch_plan))[0]
         decision = pilot_decision(pilot, branch_plan)
         decisions.append(pilot_evidence(pilot, branch_plan, decision))
-    result = {"plan": PLAN, "decisions": decisions, "trunk": trunk_summary(trunk, point),
+    result = {"plan": PLAN, "decisions": decisions, "trunk": trunk_summary(trunk, point, trunk_plan),
               "plans": {"trunk": trunk_plan.settings(), "branch": dataclasses.asdict(branch_plan)},
               "baselines": {task: baselines(task, trunk_plan) for task in ("sop", "nsp")}}
     if decision == "stop":
         continued = continued_trunk(runner.cache) if runner.cache and runner.budget != FAST else None
         return {**result, "stopped": "the lengthened seed-0 SOP branch stayed at chance: no other branch was run",
-                "pilot": {**row_values(pilot), "sop_after_short": entry(pilot["after_short"], "sop")["accuracy"],
+                "pilot": {**row_values(pilot), **strata_values(pilot, trunk_plan),
+                          "sop_after_short": entry(pilot["after_short"], "sop")["accuracy"],
                           "constant": constants(pilot), "curve": pilot["curve"], "steps": pilot["steps"],
                           "downstream": {t: pilot["downstream"][t]["accuracy"] for t in DOWNSTREAM}},
                 "exploratory": exploratory(runner, run_key(spec), point, seeds),
-                "continued_trunk": trunk_summary(continued, CONTINUED_TRUNK.stop) if continued else None}
+                "continued_trunk": trunk_summary(continued, CONTINUED_TRUNK.stop, CONTINUED_TRUNK) if continued
+                else None}
     records = collect(runner.cached_all(jobs(ROWS, seeds, branch_plan)), ROWS, seeds)
     contrasts = {name: contrast(records, a, b, on) for name, (a, b, on) in CONTRASTS.items()}
     if needs_extra_seeds(contrasts["sop_vs_none_on_nsp"]) and not set(EXTRA_SEEDS) & set(seeds):
@@ -284,7 +292,8 @@ def run(runner) -> dict:
         seeds += list(EXTRA_SEEDS)
         records = collect(runner.cached_all(jobs(ROWS, seeds, branch_plan)), ROWS, seeds)
         contrasts = {name: contrast(records, a, b, on) for name, (a, b, on) in CONTRASTS.items()}
-    rows = {"trunk": trunk_row(trunk, point), **{row: branch_row(row, records[row]) for row in ROWS}}
+    rows = {"trunk": trunk_row(trunk, point, trunk_plan),
+            **{row: branch_row(row, records[row], trunk_plan) for row in ROWS}}
     return {**result, "seeds": seeds, "rows": rows, "contrasts": contrasts,
             "contrasts_128": {name: contrast(records, a, b, on, length=128)
                               for name, (a, b, on) in CONTRASTS.items()},
@@ -312,7 +321,7 @@ def exploratory(runner, trunk_key: str, point: int, seeds) -> dict | None:
     return {"note": "not part of the pre-registered analysis: the seed-0 SOP branch decided to lengthen and then "
                     "to stop; these branches of the first plan ran beside it on the GPU and are shown as they are",
             "short_steps": branch_plan.short_steps,
-            "rows": {row: branch_row(row, found[row]) for row in ROWS},
+            "rows": {row: branch_row(row, found[row], plans(runner.budget)[0]) for row in ROWS},
             "contrasts": {name: contrast(found, a, b, on) for name, (a, b, on) in CONTRASTS.items()},
             "downstream": downstream_rows(found)}
 
@@ -369,10 +378,11 @@ def summarise(per_seed: dict[str, dict]) -> dict:
     return {k: seed_summary([v[k] for v in per_seed.values() if k in v]) for k in keys}
 
 
-def branch_row(row: str, recs: dict[int, dict]) -> dict:
+def branch_row(row: str, recs: dict[int, dict], plan: TrunkPlan) -> dict:
+    """A row's metrics per seed (with the quote strata of its SOP scores) and their summaries over seeds."""
     per_seed = {}
     for seed, record in sorted(recs.items()):
-        values = row_values(record)
+        values = {**row_values(record), **strata_values(record, plan)}
         values["sop_after_short"] = entry(record["after_short"], "sop")["accuracy"]
         values["constant"] = constants(record)
         values["wilson"] = {t: wilson(entry(record, t)) for t in ("sop", "nsp")}
@@ -387,10 +397,10 @@ def branch_row(row: str, recs: dict[int, dict]) -> dict:
             "train_seconds": [recs[s]["train_seconds"] for s in sorted(recs)], "curve": first["curve"]}
 
 
-def trunk_row(trunk: dict, point: int) -> dict:
+def trunk_row(trunk: dict, point: int, plan: TrunkPlan) -> dict:
     """The trunk at the branch point as a row of its own: one model, so no spread over seeds."""
     record = trunk_point(trunk, point)
-    values = {**row_values(record), "constant": constants(record),
+    values = {**row_values(record), **strata_values(record, plan), "constant": constants(record),
               "wilson": {t: wilson(entry(record, t)) for t in ("sop", "nsp")}}
     per_seed = {str(TRUNK_SEED): values}
     return {"per_seed": per_seed, **summarise(per_seed), "method": method("trunk"), "step": point,
@@ -439,17 +449,22 @@ def downstream_rows(records: dict[str, dict[int, dict]]) -> dict:
 
 
 def baselines(task: str, plan: TrunkPlan) -> dict:
-    """A no-network baseline on the held-out pairs at 64 tokens: the majority label and a word-overlap stump."""
+    """No-network baselines on the held-out pairs: at 64 tokens the majority label and a word-overlap stump (as v3
+    reported them), and under `no_network`, at each length, the readers of strata.baselines (majority training
+    label, the quote-state rule and the surface regression for SOP, the topic features for NSP) on all pairs and
+    on the quote strata."""
     _, test_y, test = scored_pairs(task, "held_out", 64, False, plan)
     _, train_y, train = scored_pairs(task, "probe", 64, False, plan)
-    return pair_baselines(train, train_y, test, test_y)
+    return {**pair_baselines(train, train_y, test, test_y),
+            "no_network": {str(T): no_network_baselines(task, plan, T) for T in LENGTHS}}
 
 
-def trunk_summary(trunk: dict, point: int) -> dict:
-    """The trunk's curve: MLM and SOP (head and probes) at both lengths at each scoring point."""
+def trunk_summary(trunk: dict, point: int, plan: TrunkPlan) -> dict:
+    """The trunk's curve: MLM and SOP (head and probes, with the quote strata) at both lengths at each scoring
+    point."""
     points = []
     for p in trunk["probes"]:
-        values = row_values(p)
+        values = {**row_values(p), **strata_values(p, plan)}
         points.append({"step": p["step"], "tokens": p["tokens"], **values,
                        "sop_head_wilson": wilson(entry(p, "sop", score="head")),
                        "sop_wilson": wilson(entry(p, "sop"))})

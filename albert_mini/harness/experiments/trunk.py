@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -272,31 +273,70 @@ def fresh_sentence_classifier(model: AlbertForPreTraining, optimizer: torch.opti
         optimizer.state.pop(parameter, None)
 
 
-def train_branch(checkpoint: Path, row: str, seed: int, trunk: TrunkPlan, plan: BranchPlan, budget) -> dict:
+BRANCH_SAVE_EVERY = 250  # a branch given a folder (Stage A's levers) keeps a checkpoint this often, to resume
+
+
+def train_branch(checkpoint: Path, row: str, seed: int, trunk: TrunkPlan, plan: BranchPlan, budget,
+                 lever=None, folder: Path | None = None) -> dict:
     """From the trunk's checkpoint: the same optimizer and schedule, `row`'s sentence task, plan's two phases;
-    scored at the short length after the short phase and at both lengths at the end; then fine-tuned downstream."""
+    scored at the short length after the short phase and at both lengths at the end; then fine-tuned downstream.
+
+    `lever` (a levers.Lever, Stage A of issue 41) changes the sentence path's optimizer or its data after the
+    fresh head is drawn, and skips the downstream fine-tuning. `folder` keeps checkpoints (and the score after the
+    short phase) there, so that a killed run resumes where it stopped; the folder is removed once the run ends.
+    Without either, the branch is exactly Table 5 v3's (its cached runs keep their keys and numbers)."""
     setup = trunk.setup(row, BRANCH_DATA_SEED + seed)
+    if folder is not None:
+        setup = setup.replace(out=str(folder), save_every=BRANCH_SAVE_EVERY, keep=1)
     documents, tokenizer = token_documents("train", trunk.max_documents), Tokenizer.default()
     short, long = plan.phases(trunk)
-    source = build.training_batches(setup, documents, tokenizer, phases=(short, long))
+    source = (lever.batches(trunk, seed, documents, tokenizer, (short, long)) if lever is not None
+              else build.training_batches(setup, documents, tokenizer, phases=(short, long)))
     model = AlbertForPreTraining(trunk_config()).to(experiment_device())
     trainer = build.build_trainer(setup, model, source)
     state = load_checkpoint(checkpoint, model, trainer.optimizer)
     start_step = trainer.step = state["step"]
     fresh_sentence_classifier(model, trainer.optimizer, seed)
     train_sentence_head(model, row != "none")  # the none row: pooler and head frozen, as the trunk left them
+    if lever is not None:
+        lever.prepare(model, trainer.optimizer)
+    resumed_at = trainer.resume() if folder is not None else 0  # 0: nothing to resume, the branch starts here
     start = time.perf_counter()
     trainer.config = dataclasses.replace(trainer.config, max_steps=start_step + short.steps)
     history = trainer.train().history
-    after_short = {"step": trainer.step, **score_point(model, trunk, own_task(row), seed, (short.seq_len,))}
+    after_short = _after_short(model, trainer, trunk, row, seed, short, folder)
     model.train()
     trainer.config = dataclasses.replace(trainer.config, max_steps=start_step + short.steps + long.steps)
     history += trainer.train().history
     seconds = time.perf_counter() - start
     final = score_point(model, trunk, own_task(row), seed)
-    return {"row": row, "seed": seed, "start_step": start_step, "steps": trainer.step,
-            "tokens": short.tokens + long.tokens, "train_seconds": seconds, "curve": curve(history),
-            "after_short": after_short, **final, "downstream": downstream(model, seed, budget)}
+    if folder is not None:
+        history = read_metrics(Path(folder) / METRICS_FILE)[0]  # every step, also those before a resumption
+    result = {"row": row, "seed": seed, "start_step": start_step, "steps": trainer.step,
+              "tokens": short.tokens + long.tokens, "train_seconds": seconds, "curve": curve(history),
+              "after_short": after_short, **final}
+    if lever is not None:
+        result["lever"] = lever.settings()
+        result["resumed_at"] = resumed_at or None
+    else:
+        result["downstream"] = downstream(model, seed, budget)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)  # the checkpoints only served a resumption; the record stays
+    return result
+
+
+AFTER_SHORT_FILE = "after_short.json"
+
+
+def _after_short(model, trainer, trunk: TrunkPlan, row: str, seed: int, short: Phase, folder: Path | None) -> dict:
+    """The branch scored at the short length after its short phase (read back when a resumed run is past it)."""
+    path = Path(folder) / AFTER_SHORT_FILE if folder is not None else None
+    if path is not None and path.exists():
+        return json.loads(path.read_text())
+    scores = {"step": trainer.step, **score_point(model, trunk, own_task(row), seed, (short.seq_len,))}
+    if path is not None:
+        atomic_write_text(path, json.dumps(scores))
+    return scores
 
 
 DOWNSTREAM = ("austen-mc", "polarity")  # several sentences, one sentence

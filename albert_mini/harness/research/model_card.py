@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import textwrap
 from pathlib import Path
 
 import torch
@@ -27,6 +28,7 @@ from ...training.objectives import metrics_from_sums, pretraining_objective
 from ...training.rundir import METRICS_FILE, read_metrics
 
 HELD_OUT_SPLITS = ("validation", "test")
+STRATA_BEGIN, STRATA_END = "<!-- sop-strata: written by albert-mini model-card --strata -->", "<!-- /sop-strata -->"
 
 
 
@@ -49,6 +51,85 @@ def held_out_scores(model, splits=HELD_OUT_SPLITS, seq_len: int = 128, seed: int
             "mlm_interval": wilson_interval(mlm_correct, masked), "mlm_loss": metrics["mlm_loss"],
             "sop_pairs": pairs, "sop_correct": sop_correct, "sop_acc": metrics["sentence_acc"],
             "sop_interval": wilson_interval(sop_correct, pairs), "sop_loss": metrics["sentence_loss"]}
+
+
+def quote_strata_scores(model) -> dict:
+    """SOP on Table 5's held-out pairs (every validation and test pair, unmasked, at 64 and 128 tokens) on all
+    pairs and on the quote strata: the model's own head, and a linear probe on its pooled output fitted as Table
+    5's are; beside them the no-network baselines on the same pairs (issue 41). The pair sets are the ones every
+    Table 5 model is scored on, so the numbers compare with data/results/sentence_task.json."""
+    from ...study.probes import linear_probe, pair_features
+    from ...study.sop_strata import stratified
+    from ..experiments.strata import baselines, correct_of, strata_of
+    from ..experiments.trunk import FULL_TRUNK, LENGTHS, scored_pairs
+
+    model.eval()
+    plan = FULL_TRUNK
+    out = {"pairs": "Table 5's held-out SOP pairs (every validation and test pair, unmasked), as in "
+                    "data/results/sentence_task.json; quote: either segment holds a double quotation mark",
+           "probe": f"linear probe on the pooled output, {plan.probe_train} training pairs, {plan.probe_steps} "
+                    "steps, seed 0"}
+    for T in LENGTHS:
+        test_x, test_y, _ = scored_pairs("sop", "held_out", T, False, plan)
+        train_x, train_y, _ = scored_pairs("sop", "probe", T, False, plan)
+        test, train = pair_features(model, test_x), pair_features(model, train_x)
+        masks = strata_of(plan, T)
+        probe = linear_probe(train["pooled"], train_y, test["pooled"], plan.probe_steps, seed=0)
+        out[f"at_{T}"] = {"head": stratified(correct_of(test["logits"].argmax(-1), test_y), masks),
+                          "probe_pooled": stratified(correct_of(probe, test_y), masks),
+                          "baselines": baselines("sop", plan, T)}
+    return out
+
+
+def _cell(score: dict) -> str:
+    lo, hi = score["wilson"]
+    return f"{100 * score['accuracy']:.1f} ({100 * lo:.1f}-{100 * hi:.1f}%)"
+
+
+def strata_section(strata: dict, model_dir: str) -> str:
+    """The card's section on the quote strata (between markers, so that `--strata` can replace it)."""
+    rows = []
+    for T in (64, 128):
+        at = strata[f"at_{T}"]
+        base = at["baselines"]
+        for name, score in (("the model's SOP head", at["head"]), ("linear probe on the pooled output",
+                                                                   at["probe_pooled"]),
+                            ("no network: majority training label", base["majority"]),
+                            ("no network: quote-state rule", base["quote_state_rule"]),
+                            ("no network: surface-feature regression", base["surface_regression"])):
+            rows.append(f"| {T} | {name} | {_cell(score['all'])} | {_cell(score['quote'])} | "
+                        f"{_cell(score['no_quote'])} |")
+    counts = {T: strata[f"at_{T}"]["head"] for T in (64, 128)}
+    rule = strata["at_64"]["baselines"]["quote_state_rule"]
+    intro = (f"On these pairs a double quotation mark carries order information: in the book a segment that ends "
+             f"inside a quotation is followed by one that starts inside it. So SOP is also scored separately on the "
+             f"pairs whose segments hold a `\"` (quote) and on those without one (quote-free), on Table 5's held-out "
+             f"pairs (every validation and test pair, unmasked: at 64 tokens {counts[64]['quote']['pairs']:,} quote "
+             f"and {counts[64]['no_quote']['pairs']:,} quote-free pairs, at 128 tokens "
+             f"{counts[128]['quote']['pairs']:,} and {counts[128]['no_quote']['pairs']:,}), beside what a reader "
+             f"with no network gets on the same pairs. The quote-state rule answers only where the quotation state "
+             f"at the junction allows one order (at 64 tokens {rule['decided']} of {rule['all']['pairs']:,} pairs, "
+             f"{rule['right_when_decided']} of them right) and counts the rest as half right (its intervals count an "
+             f"abstention as half a success: a reading aid, not an exact interval); the surface regression reads 16 "
+             f"features (lengths, quotation marks at the edges and their parity, pronoun and conjunction openers, "
+             f"capitals, chapter starts), fitted on the probe's training pairs. Percent right, 95% Wilson intervals:")
+    source = (f"Computed by `albert-mini model-card {model_dir} --strata` (albert_mini.study.sop_strata), stored in "
+              f"`scores.json` under `sop_strata`.")
+    return "\n".join([STRATA_BEGIN, "## Sentence order with and without quotation marks", textwrap.fill(intro, 116),
+                      "", "| tokens | scored by | all pairs | quote | quote-free |", "|---:|---|---|---|---|", *rows,
+                      "", textwrap.fill(source, 116), STRATA_END])
+
+
+def with_strata_section(card: str, strata: dict, model_dir: str) -> str:
+    """`card` with its quote-strata section replaced, or inserted before "## Limits" (else appended)."""
+    section = strata_section(strata, model_dir)
+    if STRATA_BEGIN in card and STRATA_END in card:
+        before, rest = card.split(STRATA_BEGIN, 1)
+        return before + section + rest.split(STRATA_END, 1)[1]
+    if "\n## Limits" in card:
+        before, after = card.split("\n## Limits", 1)
+        return before + "\n" + section + "\n\n## Limits" + after
+    return card.rstrip("\n") + "\n\n" + section + "\n"
 
 
 def curve_plot(curves: dict[str, list[dict]]):
@@ -145,6 +226,8 @@ def card_text(model_dir: Path, scores: dict, curve: list[dict], figure: str, mac
                  f"sequences ({s['batch_size'] * s['seq_len'] // s['short_seq_len']} per batch, BERT's curriculum)")
     lo, hi = scores["mlm_interval"]
     slo, shi = scores["sop_interval"]
+    strata_block = (strata_section(scores["sop_strata"], display_path(model_dir)) + "\n\n"
+                    if "sop_strata" in scores else "")
     rows = "\n".join(f"| {p['step']} | {p['tokens'] / 1e6:.1f} | {p['minutes']:.1f} | {100 * p['mlm_acc']:.1f} | "
                      f"{100 * p['sentence_acc']:.1f} |" for p in curve)
     return f"""# {model_dir.name}: a classroom model
@@ -178,7 +261,7 @@ SOP {100 * last.get('sentence_acc', float('nan')):.1f}%.
 |---:|---:|---:|---:|---:|
 {rows}
 
-## Limits
+{strata_block}## Limits
 The paper's models saw about {round(PAPER_TOKENS / tokens, -2):,.0f} times more tokens (Section 4.1: 125,000 steps of 4,096
 sequences of 512 tokens). At this scale the model learns frequent words and local grammar, and
 {sop_verdict(scores)}. `data/results/recipe_search.json` and chapter 5 show what the sentence path can and cannot
