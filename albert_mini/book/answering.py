@@ -364,7 +364,7 @@ def answer_requests(namespace: dict, exercise: str, folder: str) -> None:
     """
     folder = Path(folder)
     plan = json.loads((folder / REQUESTS).read_text())[exercise]
-    with np.load(folder / "requests.npz", allow_pickle=False) as loaded:
+    with np.load(folder / requests_arrays_name(exercise), allow_pickle=False) as loaded:
         arrays = {key: loaded[key] for key in loaded.files}
     function = namespace.get(exercise)
     if not callable(function):
@@ -379,6 +379,11 @@ def answer_requests(namespace: dict, exercise: str, folder: str) -> None:
     _write_atomic(target / f"{exercise}.npz", lambda handle: np.savez(handle, **out_arrays))
     _write_atomic(target / f"{exercise}.json", lambda handle: handle.write(json.dumps(result).encode()))
     print(f"{exercise}: answered {len(plan['requests'])} requests for the grader")
+
+
+def requests_arrays_name(exercise: str) -> str:
+    """The file holding the arrays of one exercise's requests (each exercise numbers its arrays from 0)."""
+    return f"requests-{exercise}.npz"
 
 
 def _write_atomic(path: Path, write) -> None:

@@ -53,7 +53,7 @@ from pathlib import Path
 
 from ..errors import MissingFileError, UserError
 from ..paths import repo_root
-from .answering import ANSWERS, REQUESTS
+from .answering import ANSWERS, REQUESTS, requests_arrays_name
 
 COLUMNS = ("student", "chapter", "exercise", "passed", "message")
 DEFAULT_TIME_LIMIT = 600.0
@@ -424,18 +424,15 @@ class Grader:
         home.mkdir()
         _copy_student_folder(task.path.parent, scratch / "work")
         nbformat.write(run, io_dir / "run.ipynb")
-        arrays: dict = {}
-        requests = {}
-        for name, exercise_plan in plans.items():
-            _, request_list, request_arrays, _ = exercise_plan
-            from .exercises import chapter_exercises
+        from .exercises import chapter_exercises
 
-            exercise = chapter_exercises(task.chapter)[name]
-            requests[name] = {"requests": request_list, "unavailable": list(exercise.unavailable),
-                              "keep_inputs": exercise.keep_inputs}
-            arrays.update(request_arrays)
+        exercises = chapter_exercises(task.chapter)
+        requests = {}
+        for name, (_, request_list, request_arrays, _) in plans.items():
+            requests[name] = {"requests": request_list, "unavailable": list(exercises[name].unavailable),
+                              "keep_inputs": exercises[name].keep_inputs}
+            np.savez(io_dir / requests_arrays_name(name), **request_arrays)  # one file each: keys restart at q0
         (io_dir / REQUESTS).write_text(json.dumps(requests))
-        np.savez(io_dir / "requests.npz", **arrays)
         inside = INSIDE if self.settings.sandbox else scratch
         runner = [sys.executable, "-c", RUNNER, str(inside / "io"), str(inside / "work"),
                   str(self.settings.time_limit), "1" if self.settings.fast else "0"]
