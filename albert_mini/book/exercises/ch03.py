@@ -6,7 +6,7 @@ import numpy as np
 
 from ...model.config import AlbertConfig
 from ...model.counting import closed_form_breakdown
-from .checking import Case, Exercise, Mistake, WrongForm, kind_of
+from .checking import Case, Exercise, Mistake, whole_number
 
 # (V, H) pairs from real vocabularies and widths; (21128, 2048) and (3, 3) are where the projection bias changes
 # the break-even size, so an answer that forgets it cannot pass by luck.
@@ -41,18 +41,6 @@ def _random_shapes(rng: np.random.Generator, n: int) -> list[Case]:
 
 _SHAPES = [Case(shape) for shape in [(30000, 128, 768), (30000, 128, 4096), (8000, 128, 256), (30000, 768, 768),
                                      (3, 1, 3)]]
-
-
-def whole_number(value) -> int:
-    """A count: a Python or numpy integer (a float means a division crept in)."""
-    if isinstance(value, np.integer):
-        value = int(value)
-    if type(value) is float:
-        raise WrongForm(f"returned the float {value!r}; a count of parameters is a whole number: keep the "
-                        "arithmetic in the integers")
-    if type(value) is not int:
-        raise WrongForm(f"returned {kind_of(value)}; return the count as an int")
-    return value
 
 
 FACTORIZED = Exercise(

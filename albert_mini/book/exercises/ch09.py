@@ -8,19 +8,12 @@ from ...model.config import PRESETS, AlbertConfig
 from ...study.memory import OPTIMIZER_STATES, parameter_bytes
 from ...study.throughput import mlm_head_flops_per_token as package_head_flops
 from ..answering import Config
-from .checking import Case, Exercise, Mistake, WrongForm, kind_of
+from .checking import Case, Exercise, Mistake, whole_number
 
 
-def whole_number(value) -> int:
-    """A count (of bytes, of FLOPs): a Python or numpy integer; a float means a conversion crept in."""
-    if isinstance(value, np.integer):
-        value = int(value)
-    if type(value) is float:
-        raise WrongForm(f"returned the float {value!r}; a count is a whole number: return an int (in bytes or "
-                        "FLOPs, not in GB or GFLOPs)")
-    if type(value) is not int:
-        raise WrongForm(f"returned {kind_of(value)}; return the count as an int")
-    return value
+def _whole_number(value) -> int:
+    """A count of bytes or FLOPs."""
+    return whole_number(value, "return an int (in bytes or FLOPs, not in GB or GFLOPs)")
 
 
 # ------------------------------------------------------------------------------------------- Exercise 1
@@ -43,7 +36,7 @@ MEMORY = Exercise(
     "training_memory_bytes", "09", training_memory_bytes,
     _memory_cases([0, 1, 11_683_584, 334_607_360, 222_595_584]),
     drawn=lambda rng: _memory_cases([int(n) for n in rng.integers(1, 2_000_000_000, size=4)]),
-    normalize=whole_number, unavailable=("albert_mini.study.memory:parameter_bytes",),
+    normalize=_whole_number, unavailable=("albert_mini.study.memory:parameter_bytes",),
     hints=("revisit what a training step keeps for every parameter: the weight itself, and what the backward pass "
            "and the optimizer add to it.",
            "count the fp32 values per parameter for the failing optimizer first, then turn values into bytes."),
@@ -93,7 +86,7 @@ def _head_is(formula):
 HEAD_FLOPS = Exercise(
     "mlm_head_flops_per_token", "09", mlm_head_flops_per_token,
     [Case((Config(AlbertConfig.from_preset(name).to_dict()),), note=name) for name in PRESETS],
-    drawn=_head_cases, normalize=whole_number,
+    drawn=_head_cases, normalize=_whole_number,
     unavailable=("albert_mini.study.throughput:mlm_head_flops_per_token",),
     hints=("revisit the head's two matrix products in the order a hidden state meets them, with the width of "
            "what goes in and what comes out of each.",

@@ -189,15 +189,18 @@ class Exercise:
             tier += f" (the worked answer is in chapters/solutions/, chapter {self.chapter})"
         return tier
 
-    def check(self, function) -> bool:
-        """The learner's check: print the verdict, return True when right (under nbgrader, raise unless right)."""
-        cases = self.cases()
+    def verdict(self, function, seed: int | None = None, attempt: int = 1) -> Verdict:
+        """The verdict on `function` for the cases drawn from `seed` (the learner's when None), in this process."""
+        cases = self.cases(seed)
         requests, arrays = self.requests(cases)
         expected = self.expected(requests, arrays)  # before the learner's function runs
         records, out_arrays = call_all(function, requests, arrays, self.unavailable, self.keep_inputs)
+        return self.judge(cases, requests, expected, {"records": records}, {**arrays, **out_arrays}, attempt)
+
+    def check(self, function) -> bool:
+        """The learner's check: print the verdict, return True when right (under nbgrader, raise unless right)."""
         attempt = _ATTEMPTS.get(self.name, 0) + 1
-        verdict = self.judge(cases, requests, expected, {"records": records}, {**arrays, **out_arrays},
-                             attempt)
+        verdict = self.verdict(function, attempt=attempt)
         grading = os.environ.get("NBGRADER_EXECUTION") in ("autograde", "validate")
         if verdict.passed is None:
             if grading:  # nbgrader scores a test cell by whether it raises
@@ -271,6 +274,18 @@ def python_int(value: Any) -> int:
     if type(value) is not int:
         raise WrongForm(f"returned {kind_of(value)}; return a Python int (int(...) converts a numpy or torch "
                         "number)")
+    return value
+
+
+def whole_number(value: Any, advice: str = "keep the arithmetic in the integers") -> int:
+    """A count: a Python or numpy integer; a float means a division or a conversion crept in (`advice` says how
+    to keep it whole)."""
+    if isinstance(value, np.integer):
+        value = int(value)
+    if type(value) is float:
+        raise WrongForm(f"returned the float {value!r}; a count is a whole number: {advice}")
+    if type(value) is not int:
+        raise WrongForm(f"returned {kind_of(value)}; return the count as an int")
     return value
 
 
