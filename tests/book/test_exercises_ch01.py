@@ -1,38 +1,26 @@
 """Chapter 1's exercise check: it passes the post-LN order, rejects stubs, the usual wrong orders and cheats, and
 its hints point at the idea without giving the order away."""
 
-import re
 import runpy
 from pathlib import Path
 
 import pytest
 import torch
+from exercise_helpers import (
+    GRADER_SEED,
+    AlwaysEqual,
+    fails_with,
+    gives_nothing_away,
+    gives_the_tiers_in_turn,
+    reports_a_stub,
+)
 
 from albert_mini import AlbertConfig
-from albert_mini.book.answering import call_all
-from albert_mini.book.exercises import ch01, check_post_ln_block, checking
+from albert_mini.book.exercises import ch01, check_post_ln_block
 from albert_mini.model.albert import AlbertLayer
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "chapters" / "solutions" / "01_why_albert.py"
-
-
-def not_written(*args):
-    raise NotImplementedError("write your solution here")
-
-
-@pytest.fixture(autouse=True)
-def first_attempt(monkeypatch):
-    """Every test starts as a learner's first try (the hint tiers count wrong tries per kernel)."""
-    monkeypatch.setattr(checking, "_ATTEMPTS", {})
-
-
-def judged(exercise, fn, seed=20240601):
-    """The grader's verdict: cases drawn from a fresh seed, answers judged as plain data."""
-    cases = exercise.cases(seed)
-    requests, arrays = exercise.requests(cases)
-    expected = exercise.expected(requests, arrays)
-    records, out = call_all(fn, requests, arrays, exercise.unavailable, exercise.keep_inputs)
-    return exercise.judge(cases, requests, expected, {"records": records}, {**arrays, **out})
+pytestmark = pytest.mark.usefixtures("first_try")  # tests/book/conftest.py
 
 
 # ------------------------------------------------------------------ the reference agrees with the package's layer
@@ -70,7 +58,7 @@ def test_check_passes_on_the_reference_and_the_solution(capsys):
     assert check_post_ln_block(lambda h, attention, ffn, norm_1, norm_2: ch01.post_ln_block(
         h.clone(), attention, ffn, norm_1, norm_2).numpy())  # an array of the right values is as good
     assert "Well done!" in capsys.readouterr().out
-    assert judged(ch01.POST_LN, solution).passed is True
+    assert ch01.POST_LN.verdict(solution, GRADER_SEED).passed is True
 
 
 def test_the_grader_draws_cases_the_learner_never_saw():
@@ -81,10 +69,7 @@ def test_the_grader_draws_cases_the_learner_never_saw():
 
 
 def test_check_reports_a_stub(capsys):
-    """A stub prints one 'not attempted yet' line and returns False, so the chapter runs on."""
-    assert check_post_ln_block(not_written) is False
-    printed = capsys.readouterr().out
-    assert printed.count("\n") == 1 and ": not attempted yet;" in printed
+    reports_a_stub(check_post_ln_block, capsys)
 
 
 # ------------------------------------------------------------------ wrong orders: each with its own hint
@@ -125,12 +110,10 @@ def attention_step_only(h, attention, ffn, norm_1, norm_2):
     (attention_step_only, "that is the output of the attention step alone"),
 ], ids=["pre-ln", "no-residual", "normalize-then-add", "swapped-norms", "residual-from-h", "one-step"])
 def test_check_rejects_wrong_orders_with_their_own_hint(wrong, hint, capsys):
-    assert check_post_ln_block(wrong) is False
-    printed = capsys.readouterr().out
-    assert printed.startswith("Not yet. post_ln_block: case 1 of") and "input:" in printed
-    assert "expected:" in printed and "largest difference" in printed
-    assert f"hint: {hint}" in printed
-    assert judged(ch01.POST_LN, wrong).passed is False
+    printed = fails_with(check_post_ln_block, wrong, capsys, "input:", "expected:", "largest difference",
+                         f"hint: {hint}")
+    assert printed.startswith("Not yet. post_ln_block: case 1 of")
+    assert ch01.POST_LN.verdict(wrong, GRADER_SEED).passed is False
 
 
 def test_an_in_place_change_of_h_is_named():
@@ -139,57 +122,37 @@ def test_an_in_place_change_of_h_is_named():
         a = norm_1(h)
         return norm_2(a + ffn(a))
 
-    verdict = judged(ch01.POST_LN, in_place)
+    verdict = ch01.POST_LN.verdict(in_place, GRADER_SEED)
     assert verdict.passed is False and "changed input 1 in place" in verdict.message
 
 
 def test_check_reports_a_crash_with_its_input(capsys):
-    assert check_post_ln_block(lambda h, attention, ffn, norm_1, norm_2: attention(h, h)) is False
-    printed = capsys.readouterr().out
-    assert "raised TypeError" in printed and "<attention seed=0>" in printed
+    fails_with(check_post_ln_block, lambda h, attention, ffn, norm_1, norm_2: attention(h, h), capsys,
+               "raised TypeError", "<attention seed=0>")
 
 
 def test_an_unrecognised_wrong_answer_gets_the_tiers_in_turn(capsys):
     def doubled(h, attention, ffn, norm_1, norm_2):
         return 2 * ch01.post_ln_block(h, attention, ffn, norm_1, norm_2)
 
-    hints = []
-    for _ in range(3):
-        assert check_post_ln_block(doubled) is False
-        hints.append(re.search(r"hint: (.*)", capsys.readouterr().out).group(1))
-    assert hints[0] == ch01.POST_LN.hints[0] and hints[1] == ch01.POST_LN.hints[1]
-    assert hints[2].startswith(ch01.POST_LN.hints[1]) and "chapters/solutions/" in hints[2]
+    gives_the_tiers_in_turn(check_post_ln_block, doubled, ch01.POST_LN, capsys)
 
 
 # ------------------------------------------------------------------ cheats fail
-class AlwaysEqual:
-    def __eq__(self, other):
-        return True
-
-    __hash__ = None
-
-
 @pytest.mark.parametrize("cheat, message", [
     (lambda *args: AlwaysEqual(), "not plain data"),
     (lambda h, *parts: h.tolist(), "return the layer's output, a tensor shaped like h"),
     (lambda h, *parts: h, "different answer"),
 ], ids=["always-equal", "a-list", "the-input-itself"])
 def test_cheats_fail(cheat, message, capsys):
-    assert check_post_ln_block(cheat) is False
-    assert message in capsys.readouterr().out
-    assert judged(ch01.POST_LN, cheat).passed is False
+    fails_with(check_post_ln_block, cheat, capsys, message)
+    assert ch01.POST_LN.verdict(cheat, GRADER_SEED).passed is False
 
 
 # ------------------------------------------------------------------ hints point at the idea, not at the answer
-def squeeze(text: str) -> str:
-    return re.sub(r"\s+", "", text)
-
-
 def test_no_hint_gives_the_order_away():
-    key = ["norm_1(h+attention(h))", "norm_2(a+ffn(a))", "h+attention(h)", "a+ffn(a)", "LN(h+", "norm_1(h"]
-    hints = list(ch01.POST_LN.hints) + [m.hint for m in ch01.POST_LN.mistakes]
-    assert len(ch01.POST_LN.hints) >= 2
-    assert [(k, h) for h in hints for k in key if squeeze(k) in squeeze(h)] == []
+    gives_nothing_away(ch01.POST_LN, ["norm_1(h+attention(h))", "norm_2(a+ffn(a))", "h+attention(h)", "a+ffn(a)",
+                                      "LN(h+", "norm_1(h"])
     assert not any("=" in h or "def " in h for h in ch01.POST_LN.hints)
 
 

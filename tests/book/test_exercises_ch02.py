@@ -2,21 +2,25 @@
 and cheats with a hint of their own, and neither the chapter nor a hint gives an answer away."""
 
 import dataclasses
-import re
 import runpy
 import unicodedata
 from pathlib import Path
 
 import pytest
-
-from albert_mini.book.answering import call_all
-from albert_mini.book.exercises import (
-    ch02,
-    check_albert_preprocess,
-    check_pair_layout,
-    check_truncate_longest_first,
-    checking,
+from exercise_helpers import (
+    GRADER_SEED,
+    AlwaysEqual,
+    SneakyInt,
+    SneakyStr,
+    draws_unseen_cases,
+    fails_with,
+    gives_nothing_away,
+    names_the_mistake,
+    refuses_the_package_answer,
+    reports_a_stub,
 )
+
+from albert_mini.book.exercises import ch02, check_albert_preprocess, check_pair_layout, check_truncate_longest_first
 from albert_mini.book.exercises.checking import Case
 from albert_mini.specials import CLS_ID, SEP_ID
 from albert_mini.text.tokenizer import Tokenizer, preprocess_text, truncate_longest_first, truncate_pair
@@ -24,34 +28,12 @@ from albert_mini.text.tokenizer import Tokenizer, preprocess_text, truncate_long
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "chapters" / "02_tokenization.py"
 SOLUTIONS = ROOT / "chapters" / "solutions" / "02_tokenization.py"
-
-
-def not_written(*args):
-    raise NotImplementedError("write your solution here")
-
-
-@pytest.fixture(autouse=True)
-def first_attempt(monkeypatch):
-    """Every test starts as a learner's first try (the hint tiers count wrong tries per kernel)."""
-    monkeypatch.setattr(checking, "_ATTEMPTS", {})
+pytestmark = pytest.mark.usefixtures("first_try")  # tests/book/conftest.py
 
 
 @pytest.fixture(scope="module")
 def solutions(tmp_path_factory):
     return runpy.run_path(str(SOLUTIONS))
-
-
-def judged(exercise, fn, seed=20240601):
-    """The grader's verdict: cases drawn from a fresh seed, answers judged as plain data."""
-    cases = exercise.cases(seed)
-    requests, arrays = exercise.requests(cases)
-    expected = exercise.expected(requests, arrays)
-    records, out = call_all(fn, requests, arrays, exercise.unavailable, exercise.keep_inputs)
-    return exercise.judge(cases, requests, expected, {"records": records}, {**arrays, **out})
-
-
-def hint_of(printed: str) -> str:
-    return re.search(r"hint: (.*)", printed).group(1)
 
 
 # ------------------------------------------------------------------ learner-style answers written independently
@@ -125,19 +107,16 @@ def test_checks_pass_on_the_solutions_and_independent_answers(solutions, capsys)
     assert check_pair_layout(lambda a, b=None: tuple(layout_by_hand(a, b)))  # a list of two is as good
     assert capsys.readouterr().out.count("Well done!") == 7
     for exercise in ch02.EXERCISES:
-        assert judged(exercise, solutions[exercise.name]).passed is True
+        assert exercise.verdict(solutions[exercise.name], GRADER_SEED).passed is True
 
 
 def test_the_references_pass_where_they_call_no_package_answer():
     assert check_pair_layout(layout_by_hand)
-    assert judged(ch02.PAIR_LAYOUT, layout_by_hand).passed is True
+    assert ch02.PAIR_LAYOUT.verdict(layout_by_hand, GRADER_SEED).passed is True
 
 
 def test_the_grader_draws_cases_the_learner_never_saw():
-    for exercise in ch02.EXERCISES:
-        learner, grader = exercise.cases(), exercise.cases(seed=11)
-        assert len(grader) == len(learner) > len(exercise.fixed)
-        assert [c.args for c in grader] != [c.args for c in learner]
+    draws_unseen_cases(ch02.EXERCISES)
 
 
 def test_a_table_of_the_learners_cases_fails_under_the_grader():
@@ -145,15 +124,12 @@ def test_a_table_of_the_learners_cases_fails_under_the_grader():
              for c in ch02.TRUNCATE.cases()}
     lookup = lambda a, b, total: table.get((tuple(a), tuple(b), total), ([], []))  # noqa: E731
     assert check_truncate_longest_first(lookup) is True
-    assert judged(ch02.TRUNCATE, lookup).passed is False
+    assert ch02.TRUNCATE.verdict(lookup, GRADER_SEED).passed is False
 
 
 @pytest.mark.parametrize("check", [check_albert_preprocess, check_pair_layout, check_truncate_longest_first])
 def test_checks_report_a_stub(check, capsys):
-    """A stub prints one 'not attempted yet' line and returns False, so the chapter runs on."""
-    assert check(not_written) is False
-    printed = capsys.readouterr().out
-    assert printed.count("\n") == 1 and ": not attempted yet;" in printed
+    reports_a_stub(check, capsys)
 
 
 # ------------------------------------------------------------------ wrong answers: each common one with its hint
@@ -176,11 +152,8 @@ def preprocess_variant(step):
 ], ids=["nfd", "nfkc", "nfc", "keeps-marks", "ascii", "keeps-case", "keeps-tex-quotes", "drops-tex-quotes",
         "strip-only", "split-on-spaces", "unrecognised"])
 def test_preprocess_check_names_the_mistake(wrong, hint, capsys):
-    assert check_albert_preprocess(wrong) is False
-    printed = capsys.readouterr().out
-    assert "gives a different answer" in printed and "input:" in printed
-    assert hint_of(printed).startswith(hint)
-    assert judged(ch02.PREPROCESS, wrong).passed is False
+    names_the_mistake(check_albert_preprocess, wrong, hint, capsys)
+    assert ch02.PREPROCESS.verdict(wrong, GRADER_SEED).passed is False
 
 
 def no_final_sep(a, b=None):
@@ -207,15 +180,12 @@ def if_b(a, b=None):  # `if ids_b:` treats an empty B like None
 ], ids=["all-zero-types", "last-sep-type-0", "first-sep-type-1", "no-final-sep", "no-cls", "none-as-empty",
         "empty-as-none", "unrecognised"])
 def test_pair_layout_check_names_the_mistake(wrong, hint, capsys):
-    assert check_pair_layout(wrong) is False
-    printed = capsys.readouterr().out
-    assert "gives a different answer" in printed and "input:" in printed
-    assert hint_of(printed).startswith(hint)
+    names_the_mistake(check_pair_layout, wrong, hint, capsys)
 
 
 def test_pair_layout_calls_the_default_for_a_single_segment(capsys):
-    assert check_pair_layout(lambda a, b: layout_by_hand(a, b)) is False  # no default for ids_b
-    assert "raised TypeError" in capsys.readouterr().out
+    no_default = lambda a, b: layout_by_hand(a, b)  # noqa: E731 (no default for ids_b)
+    fails_with(check_pair_layout, no_default, capsys, "raised TypeError")
 
 
 def test_pair_layout_rejects_changing_the_given_lists(capsys):
@@ -224,8 +194,7 @@ def test_pair_layout_rejects_changing_the_given_lists(capsys):
         a.append(SEP_ID)
         return layout_by_hand(a[1:-1], b)
 
-    assert check_pair_layout(in_place) is False
-    assert "changed input 1 in place" in capsys.readouterr().out
+    fails_with(check_pair_layout, in_place, capsys, "changed input 1 in place")
 
 
 def ties_from_a(ids_a, ids_b, max_total):
@@ -264,49 +233,23 @@ def one_too_few(ids_a, ids_b, max_total):
 ], ids=["ties-from-a", "from-the-front", "cut-once", "one-too-many", "one-too-few", "only-b", "proportional",
         "unrecognised"])
 def test_truncation_check_names_the_mistake(wrong, hint, capsys):
-    assert check_truncate_longest_first(wrong) is False
-    printed = capsys.readouterr().out
-    assert "gives a different answer" in printed and "input:" in printed
-    assert hint_of(printed).startswith(hint)
-    assert judged(ch02.TRUNCATE, wrong).passed is False
+    names_the_mistake(check_truncate_longest_first, wrong, hint, capsys)
+    assert ch02.TRUNCATE.verdict(wrong, GRADER_SEED).passed is False
 
 
 def test_hugging_faces_rule_fails_where_b_keeps_the_odd_token(capsys):
     """HF's longest_first differs from ALBERT's loop only where B started longer and both are cut to an odd
     total: there it gives B the odd token, as a loop that takes ties from A does, and gets that hint."""
     odd = dataclasses.replace(ch02.TRUNCATE, fixed=[Case((list(range(6)), list(range(9)), 7))], drawn=None)
-    assert odd.check(truncate_pair) is False
-    assert hint_of(capsys.readouterr().out).startswith("on a tie the token comes off B")
+    names_the_mistake(odd.check, truncate_pair, "on a tie the token comes off B", capsys)
     assert check_truncate_longest_first(truncate_pair) is False
 
 
 def test_truncation_rejects_cutting_the_given_lists(capsys):
-    assert check_truncate_longest_first(bert_truncate_in_place) is False
-    assert "changed input 1, input 2 in place" in capsys.readouterr().out
+    fails_with(check_truncate_longest_first, bert_truncate_in_place, capsys, "changed input 1, input 2 in place")
 
 
 # ------------------------------------------------------------------ cheats fail
-class AlwaysEqual:
-    def __eq__(self, other):
-        return True
-
-    __hash__ = None
-
-
-class SneakyInt(int):
-    def __eq__(self, other):
-        return True
-
-    __hash__ = int.__hash__
-
-
-class SneakyStr(str):
-    def __eq__(self, other):
-        return True
-
-    __hash__ = str.__hash__
-
-
 @pytest.mark.parametrize("check, cheat, message", [
     (check_albert_preprocess, lambda text: AlwaysEqual(), "not plain data"),
     (check_albert_preprocess, lambda text: SneakyStr(text), "not plain data"),
@@ -318,8 +261,7 @@ class SneakyStr(str):
 ], ids=["always-equal-text", "str-subclass", "always-equal-pair", "int-subclass-ids", "one-list",
         "always-equal-lists", "int-subclass-truncation"])
 def test_cheats_fail(check, cheat, message, capsys):
-    assert check(cheat) is False
-    assert message in capsys.readouterr().out
+    fails_with(check, cheat, capsys, message)
 
 
 @pytest.mark.parametrize("exercise, package_answer", [
@@ -331,19 +273,12 @@ def test_cheats_fail(check, cheat, message, capsys):
     (ch02.TRUNCATE, lambda a, b, total: truncate_longest_first(a, b, total)),
 ], ids=["preprocess_text", "encode-decode", "encode_pair", "reference-pair-layout", "truncate_longest_first"])
 def test_the_package_answer_is_not_available_while_checking(exercise, package_answer, capsys):
-    assert exercise.check(package_answer) is False
-    assert "not available" in capsys.readouterr().out
-    verdict = judged(exercise, package_answer)
-    assert verdict.passed is False and "not available" in verdict.message
+    refuses_the_package_answer(exercise, package_answer, capsys)
     assert exercise.check(exercise.reference) is not True  # the reference is the package's own function
     assert preprocess_text("Caf\u00e9") == "cafe"  # and the package works again afterwards
 
 
 # ------------------------------------------------------------------ hints point at the idea, not at the answer
-def squeeze(text: str) -> str:
-    return re.sub(r"\s+", "", text)
-
-
 KEY_EXPRESSIONS = {
     "albert_preprocess": ["normalize(", "NFKD", "combining(", ".lower()", ".split()", "join("],
     "pair_layout": ["[CLS_ID", "[2]+", "[0]*", "[1]*", "len(ids_b)+1"],
@@ -353,10 +288,7 @@ KEY_EXPRESSIONS = {
 
 @pytest.mark.parametrize("exercise", ch02.EXERCISES, ids=lambda e: e.name)
 def test_no_hint_gives_the_answer_away(exercise):
-    assert len(exercise.hints) >= 2
-    hints = list(exercise.hints) + [m.hint for m in exercise.mistakes]
-    leaks = [(k, h) for h in hints for k in KEY_EXPRESSIONS[exercise.name] if squeeze(k) in squeeze(h)]
-    assert leaks == []
+    gives_nothing_away(exercise, KEY_EXPRESSIONS[exercise.name])
 
 
 def test_every_mistake_hint_is_its_own():

@@ -1,43 +1,32 @@
 """Chapter 4's exercise checks: they pass the references and the solutions, reject stubs, plausible wrong answers
 and cheats with a hint of their own, and neither the chapter nor a hint gives the schedule away."""
 
-import re
 import runpy
 from pathlib import Path
 
 import pytest
+from exercise_helpers import (
+    GRADER_SEED,
+    AlwaysEqual,
+    SneakyInt,
+    draws_unseen_cases,
+    fails_with,
+    gives_nothing_away,
+    gives_the_tiers_in_turn,
+    names_the_mistake,
+    refuses_the_package_answer,
+    reports_a_stub,
+    squeeze,
+)
 
 from albert_mini import AlbertConfig, AlbertModel
-from albert_mini.book.answering import call_all
-from albert_mini.book.exercises import ch04, check_layer_schedule, check_sharing_plan, checking
+from albert_mini.book.exercises import ch04, check_layer_schedule, check_sharing_plan
 from albert_mini.book.exercises.ch04 import FLOAT_FORMULA_TRAPS
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "chapters" / "04_cross_layer_sharing.py"
 SOLUTIONS = ROOT / "chapters" / "solutions" / "04_cross_layer_sharing.py"
-
-
-def stub(*args):
-    raise NotImplementedError("write your solution here")
-
-
-@pytest.fixture(autouse=True)
-def first_attempt(monkeypatch):
-    """Every test starts as a learner's first try (the hint tiers count wrong tries per kernel)."""
-    monkeypatch.setattr(checking, "_ATTEMPTS", {})
-
-
-def judged(exercise, fn, seed=20240601):
-    """The grader's verdict: cases drawn from a fresh seed, answers judged as plain data."""
-    cases = exercise.cases(seed)
-    requests, arrays = exercise.requests(cases)
-    expected = exercise.expected(requests, arrays)
-    records, out = call_all(fn, requests, arrays, exercise.unavailable, exercise.keep_inputs)
-    return exercise.judge(cases, requests, expected, {"records": records}, {**arrays, **out})
-
-
-def hint_of(printed: str) -> str:
-    return re.search(r"hint: (.*)", printed).group(1)
+pytestmark = pytest.mark.usefixtures("first_try")  # tests/book/conftest.py
 
 
 def right_schedule(L, G, K):
@@ -68,27 +57,21 @@ def test_checks_pass_the_solutions_and_independent_answers(capsys):
     assert check_sharing_plan(lambda s, L: [list(pair) for pair in right_plan(s, L)])  # lists of lists
     assert check_layer_schedule(lambda L, G, K: tuple(right_schedule(L, G, K)))  # a tuple of ints
     assert capsys.readouterr().out.count("Well done!") >= 6
-    assert judged(ch04.SCHEDULE, right_schedule).passed is True
-    assert judged(ch04.PLAN, right_plan).passed is True
+    assert ch04.SCHEDULE.verdict(right_schedule, GRADER_SEED).passed is True
+    assert ch04.PLAN.verdict(right_plan, GRADER_SEED).passed is True
 
 
 def test_the_grader_draws_shapes_the_learner_never_saw():
-    for exercise in ch04.EXERCISES:
-        learner, grader = exercise.cases(), exercise.cases(seed=11)
-        assert len(grader) == len(learner) > len(exercise.fixed)
-        assert [c.args for c in grader] != [c.args for c in learner]
+    draws_unseen_cases(ch04.EXERCISES)
     table = {c.args: right_schedule(*c.args) for c in ch04.SCHEDULE.cases()}
     lookup = lambda L, G, K: table.get((L, G, K), [])  # noqa: E731 (a table of the learner's cases)
     assert check_layer_schedule(lookup) is True
-    assert judged(ch04.SCHEDULE, lookup).passed is False
+    assert ch04.SCHEDULE.verdict(lookup, GRADER_SEED).passed is False
 
 
 @pytest.mark.parametrize("check", [check_layer_schedule, check_sharing_plan])
 def test_a_stub_is_not_attempted_yet(check, capsys):
-    """A stub prints one 'not attempted yet' line and returns False, so the chapter runs on."""
-    assert check(stub) is False
-    printed = capsys.readouterr().out
-    assert printed.count("\n") == 1 and ": not attempted yet;" in printed
+    reports_a_stub(check, capsys)
 
 
 # ------------------------------------------------------------------ wrong answers: each common one with its hint
@@ -102,17 +85,14 @@ def test_a_stub_is_not_attempted_yet(check, capsys):
     (lambda L, G, K: [0] * (L * K), ch04.SCHEDULE.hints[0]),
 ], ids=["tf-float", "off-by-one", "round-robin", "no-inner", "inner-major", "unrecognised"])
 def test_layer_schedule_names_the_mistake(wrong, hint, capsys):
-    assert check_layer_schedule(wrong) is False
-    printed = capsys.readouterr().out
-    assert "gives a different answer" in printed and "input:" in printed
-    assert hint_of(printed).startswith(hint)
-    assert judged(ch04.SCHEDULE, wrong).passed is False
+    names_the_mistake(check_layer_schedule, wrong, hint, capsys)
+    assert ch04.SCHEDULE.verdict(wrong, GRADER_SEED).passed is False
 
 
 def test_the_float_trap_fails_on_a_case_that_says_so(capsys):
     float_formula = lambda L, G, K: [int(i / L * G) * K + k for i in range(L) for k in range(K)]  # noqa: E731
-    assert check_layer_schedule(float_formula) is False
-    assert "(a shape where rounding in floating point picks the wrong group)" in capsys.readouterr().out
+    fails_with(check_layer_schedule, float_formula, capsys,
+               "(a shape where rounding in floating point picks the wrong group)")
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -124,37 +104,15 @@ def test_the_float_trap_fails_on_a_case_that_says_so(capsys):
     (lambda s, L: [(f, a) for a, f in right_plan(s, L)][::-1], ch04.PLAN.hints[0]),
 ], ids=["swapped", "one-based", "all-as-none", "none-as-all", "short", "unrecognised"])
 def test_sharing_plan_names_the_mistake(wrong, hint, capsys):
-    assert check_sharing_plan(wrong) is False
-    printed = capsys.readouterr().out
-    assert "gives a different answer" in printed and "input:" in printed
-    assert hint_of(printed).startswith(hint)
-    assert judged(ch04.PLAN, wrong).passed is False
+    names_the_mistake(check_sharing_plan, wrong, hint, capsys)
+    assert ch04.PLAN.verdict(wrong, GRADER_SEED).passed is False
 
 
 def test_the_tiers_come_in_turn_then_point_at_the_solutions(capsys):
-    hints = []
-    for _ in range(3):
-        assert check_layer_schedule(lambda L, G, K: [0] * (L * K)) is False
-        hints.append(hint_of(capsys.readouterr().out))
-    assert hints[:2] == list(ch04.SCHEDULE.hints)
-    assert hints[2].startswith(ch04.SCHEDULE.hints[1]) and "chapters/solutions/" in hints[2]
+    gives_the_tiers_in_turn(check_layer_schedule, lambda L, G, K: [0] * (L * K), ch04.SCHEDULE, capsys)
 
 
 # ------------------------------------------------------------------ cheats fail
-class AlwaysEqual:
-    def __eq__(self, other):
-        return True
-
-    __hash__ = None
-
-
-class SneakyInt(int):
-    def __eq__(self, other):
-        return True
-
-    __hash__ = int.__hash__
-
-
 @pytest.mark.parametrize("check, cheat, message", [
     (check_layer_schedule, lambda L, G, K: AlwaysEqual(), "not plain data"),
     (check_layer_schedule, lambda L, G, K: [SneakyInt(0)] * (L * K), "not plain data"),
@@ -164,8 +122,7 @@ class SneakyInt(int):
     (check_sharing_plan, lambda s, L: [a for a, _ in right_plan(s, L)], "each item is a pair"),
 ], ids=["always-equal", "int-subclass", "a-dict", "always-equal-plan", "int-subclass-plan", "not-pairs"])
 def test_cheats_fail(check, cheat, message, capsys):
-    assert check(cheat) is False
-    assert message in capsys.readouterr().out
+    fails_with(check, cheat, capsys, message)
 
 
 def schedule_from_the_config(L, G, K):
@@ -198,18 +155,11 @@ def plan_from_models(strategy, L):
     (ch04.SCHEDULE, ch04._reference_schedule), (ch04.PLAN, plan_from_models), (ch04.PLAN, ch04._reference_plan),
 ], ids=["layer_to_group", "layer_plan", "reference-schedule", "built-models", "reference-plan"])
 def test_the_package_answer_is_not_available_while_checking(exercise, package_answer, capsys):
-    assert exercise.check(package_answer) is False
-    assert "not available" in capsys.readouterr().out
-    verdict = judged(exercise, package_answer)
-    assert verdict.passed is False and "not available" in verdict.message
+    refuses_the_package_answer(exercise, package_answer, capsys)
     assert schedule_from_the_config(6, 3, 2) == right_schedule(6, 3, 2)  # and the package works again afterwards
 
 
 # ------------------------------------------------------------------ hints point at the idea, not at the answer
-def squeeze(text: str) -> str:
-    return re.sub(r"\s+", "", text)
-
-
 KEY_EXPRESSIONS = {
     "layer_schedule": ["i*G//L", "iG/L", "G//L", "*K+k", "foriinrange", "lfloor"],
     "sharing_plan": ["0ifattention_shared", "inrange(L)", "strategyin(", "elsei"],
@@ -218,10 +168,7 @@ KEY_EXPRESSIONS = {
 
 @pytest.mark.parametrize("exercise", ch04.EXERCISES, ids=lambda e: e.name)
 def test_no_hint_gives_the_answer_away(exercise):
-    assert len(exercise.hints) >= 2
-    hints = list(exercise.hints) + [m.hint for m in exercise.mistakes]
-    assert [(k, h) for h in hints for k in KEY_EXPRESSIONS[exercise.name] if squeeze(k) in squeeze(h)] == []
-    assert len({m.hint for m in exercise.mistakes}) == len(exercise.mistakes)
+    gives_nothing_away(exercise, KEY_EXPRESSIONS[exercise.name])
 
 
 def test_the_chapter_gives_the_group_formula_only_after_exercise_1():

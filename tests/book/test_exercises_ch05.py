@@ -2,21 +2,26 @@
 and cheats with a hint of their own, and the chapter keeps the package's overlap out of reach until Exercise 3."""
 
 import dataclasses
-import re
 import runpy
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-from albert_mini.book.answering import call_all
-from albert_mini.book.exercises import (
-    ch05,
-    check_nsp_label_from_sources,
-    check_overlap_feature,
-    check_sop_pair,
-    checking,
+from exercise_helpers import (
+    GRADER_SEED,
+    AlwaysEqual,
+    SneakyFloat,
+    SneakyInt,
+    draws_unseen_cases,
+    fails_with,
+    gives_nothing_away,
+    gives_the_tiers_in_turn,
+    names_the_mistake,
+    refuses_the_package_answer,
+    reports_a_stub,
 )
+
+from albert_mini.book.exercises import ch05, check_nsp_label_from_sources, check_overlap_feature, check_sop_pair
 from albert_mini.book.exercises.checking import Case
 from albert_mini.study.leak_probe import type_overlap
 from albert_mini.text.instances import build_instances
@@ -24,29 +29,7 @@ from albert_mini.text.instances import build_instances
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "chapters" / "05_sentence_order_prediction.py"
 SOLUTIONS = ROOT / "chapters" / "solutions" / "05_sentence_order_prediction.py"
-
-
-def not_written(*args):
-    raise NotImplementedError("write your solution here")
-
-
-@pytest.fixture(autouse=True)
-def first_attempt(monkeypatch):
-    """Every test starts as a learner's first try (the hint tiers count wrong tries per kernel)."""
-    monkeypatch.setattr(checking, "_ATTEMPTS", {})
-
-
-def judged(exercise, fn, seed=20240601):
-    """The grader's verdict: cases drawn from a fresh seed, answers judged as plain data."""
-    cases = exercise.cases(seed)
-    requests, arrays = exercise.requests(cases)
-    expected = exercise.expected(requests, arrays)
-    records, out = call_all(fn, requests, arrays, exercise.unavailable, exercise.keep_inputs)
-    return exercise.judge(cases, requests, expected, {"records": records}, {**arrays, **out})
-
-
-def hint_of(printed: str) -> str:
-    return re.search(r"hint: (.*)", printed).group(1)
+pytestmark = pytest.mark.usefixtures("first_try")  # tests/book/conftest.py
 
 
 def toy_documents(seed=0, n_docs=6):
@@ -116,26 +99,20 @@ def test_checks_pass_the_references_solutions_and_independent_answers(capsys):
     assert "Not yet" not in capsys.readouterr().out
     for exercise, answer in [(ch05.SOP_PAIR, pair_with_lists), (ch05.NSP_LABEL, label_by_comparison),
                              (ch05.OVERLAP, solutions["overlap_feature"])]:
-        assert judged(exercise, answer).passed is True
+        assert exercise.verdict(answer, GRADER_SEED).passed is True
 
 
 def test_the_grader_draws_cases_the_learner_never_saw():
-    for exercise in ch05.EXERCISES:
-        learner, grader = exercise.cases(), exercise.cases(seed=11)
-        assert len(grader) == len(learner) > len(exercise.fixed)
-        assert repr([c.args for c in grader]) != repr([c.args for c in learner])
+    draws_unseen_cases(ch05.EXERCISES, shown=repr)
     table = {repr(c.args): ch05.nsp_label_from_sources(*c.args) for c in ch05.NSP_LABEL.cases()}
     lookup = lambda a, b: table.get(repr((a, b)), 1)  # noqa: E731 (a table of the learner's cases)
     assert check_nsp_label_from_sources(lookup) is True
-    assert judged(ch05.NSP_LABEL, lookup).passed is False
+    assert ch05.NSP_LABEL.verdict(lookup, GRADER_SEED).passed is False
 
 
 @pytest.mark.parametrize("check", [check_sop_pair, check_nsp_label_from_sources, check_overlap_feature])
 def test_checks_report_the_stub(check, capsys):
-    """A stub prints one 'not attempted yet' line and returns False, so the chapter runs on."""
-    assert check(not_written) is False
-    printed = capsys.readouterr().out
-    assert printed.count("\n") == 1 and ": not attempted yet;" in printed
+    reports_a_stub(check, capsys)
 
 
 # ------------------------------------------------------------------ wrong answers: each common one with its hint
@@ -146,11 +123,8 @@ def test_checks_report_the_stub(check, capsys):
     (lambda a, b, swap: (list(a) + list(b), [], int(swap)), ch05.SOP_PAIR.hints[0]),
 ], ids=["flipped-label", "ignores-swap", "swaps-when-false", "unrecognised"])
 def test_sop_names_the_mistake(wrong, hint, capsys):
-    assert check_sop_pair(wrong) is False
-    printed = capsys.readouterr().out
-    assert "gives a different answer" in printed and "input:" in printed
-    assert hint_of(printed).startswith(hint)
-    assert judged(ch05.SOP_PAIR, wrong).passed is False
+    names_the_mistake(check_sop_pair, wrong, hint, capsys)
+    assert ch05.SOP_PAIR.verdict(wrong, GRADER_SEED).passed is False
 
 
 @pytest.mark.parametrize("label, message", [
@@ -159,8 +133,7 @@ def test_sop_names_the_mistake(wrong, hint, capsys):
     (lambda swap: float(swap), "the label is a float"),
 ], ids=["bool", "numpy-int", "float"])
 def test_sop_label_must_be_a_python_int(label, message, capsys):
-    assert check_sop_pair(lambda a, b, swap: (*pair_with_lists(a, b, swap)[:2], label(swap))) is False
-    assert message in capsys.readouterr().out
+    fails_with(check_sop_pair, lambda a, b, swap: (*pair_with_lists(a, b, swap)[:2], label(swap)), capsys, message)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -171,32 +144,24 @@ def test_sop_label_must_be_a_python_int(label, message, capsys):
     (lambda a, b: int(not (a[0] == b[0] and b[1] == a[2] + 1)), "this B is A's true continuation, label 0"),
 ], ids=["document-only", "flipped", "offsets-only", "either-order", "end-inclusive"])
 def test_nsp_names_the_mistake(wrong, hint, capsys):
-    assert check_nsp_label_from_sources(wrong) is False
-    printed = capsys.readouterr().out
-    assert "gives a different answer" in printed and "input:" in printed
-    assert hint_of(printed).startswith(hint)
-    assert judged(ch05.NSP_LABEL, wrong).passed is False
+    names_the_mistake(check_nsp_label_from_sources, wrong, hint, capsys)
+    assert ch05.NSP_LABEL.verdict(wrong, GRADER_SEED).passed is False
 
 
 def test_an_inclusive_end_gets_its_own_hint_where_a_token_is_skipped(capsys):
     one_later = dataclasses.replace(ch05.NSP_LABEL, fixed=[Case(((3, 0, 40), (3, 41, 90)))], drawn=None)
-    assert one_later.check(lambda a, b: int(not (a[0] == b[0] and b[1] == a[2] + 1))) is False
-    assert hint_of(capsys.readouterr().out).startswith("the end token is exclusive")
+    names_the_mistake(one_later.check, lambda a, b: int(not (a[0] == b[0] and b[1] == a[2] + 1)),
+                      "the end token is exclusive", capsys)
 
 
 def test_an_answer_no_mistake_explains_gets_the_tiers_in_turn(capsys):
     plain = dataclasses.replace(ch05.NSP_LABEL, mistakes=())
-    hints = []
-    for _ in range(3):
-        assert plain.check(lambda a, b: 0) is False
-        hints.append(hint_of(capsys.readouterr().out))
-    assert hints[:2] == list(ch05.NSP_LABEL.hints)
-    assert hints[2].startswith(ch05.NSP_LABEL.hints[1]) and "chapters/solutions/" in hints[2]
+    gives_the_tiers_in_turn(plain.check, lambda a, b: 0, ch05.NSP_LABEL, capsys)
 
 
 def test_nsp_label_must_be_a_python_int(capsys):
-    assert check_nsp_label_from_sources(lambda a, b: not (a[0] == b[0] and b[1] == a[2])) is False
-    assert "the label is the bool False; the text asks for the int 0 or 1" in capsys.readouterr().out
+    fails_with(check_nsp_label_from_sources, lambda a, b: not (a[0] == b[0] and b[1] == a[2]), capsys,
+               "the label is the bool False; the text asks for the int 0 or 1")
 
 
 def occurrences(a, b):
@@ -219,16 +184,12 @@ def _ids(tokens):
 ], ids=["occurrences", "over-a", "jaccard", "missing", "count", "empty-b-nan", "unrecognised"])
 def test_overlap_names_the_mistake(wrong, hint, capsys):
     check = dataclasses.replace(ch05.OVERLAP, unavailable=())  # some wrong answers reuse the library's overlap
-    assert check.check(wrong) is False
-    printed = capsys.readouterr().out
-    assert "gives a different answer" in printed and "input:" in printed
-    assert hint_of(printed).startswith(hint)
+    names_the_mistake(check.check, wrong, hint, capsys)
 
 
 def test_overlap_reports_a_division_by_zero_on_the_empty_b(capsys):
-    assert check_overlap_feature(lambda a, b: len(set(_ids(a)) & set(_ids(b))) / len(set(_ids(b)))) is False
-    printed = capsys.readouterr().out
-    assert "raised ZeroDivisionError" in printed and "(an empty B)" in printed
+    fails_with(check_overlap_feature, lambda a, b: len(set(_ids(a)) & set(_ids(b))) / len(set(_ids(b))), capsys,
+               "raised ZeroDivisionError", "(an empty B)")
 
 
 def test_changing_the_segments_in_place_is_named(capsys):
@@ -236,32 +197,10 @@ def test_changing_the_segments_in_place_is_named(capsys):
         b.sort()
         return overlap_with_numpy(a, b)
 
-    assert check_overlap_feature(sorts_b) is False
-    assert "changed input 2 in place" in capsys.readouterr().out
+    fails_with(check_overlap_feature, sorts_b, capsys, "changed input 2 in place")
 
 
 # ------------------------------------------------------------------ cheats fail
-class AlwaysEqual:
-    def __eq__(self, other):
-        return True
-
-    __hash__ = None
-
-
-class SneakyInt(int):
-    def __eq__(self, other):
-        return True
-
-    __hash__ = int.__hash__
-
-
-class SneakyFloat(float):
-    def __eq__(self, other):
-        return True
-
-    __hash__ = float.__hash__
-
-
 @pytest.mark.parametrize("check, cheat, message", [
     (check_sop_pair, lambda a, b, swap: AlwaysEqual(), "not plain data"),
     (check_sop_pair, lambda a, b, swap: (list(a), list(b), SneakyInt(0)), "not plain data"),
@@ -272,24 +211,16 @@ class SneakyFloat(float):
 ], ids=["always-equal-pair", "int-subclass-label", "always-equal-label", "int-subclass", "always-equal-overlap",
         "float-subclass"])
 def test_cheats_fail(check, cheat, message, capsys):
-    assert check(cheat) is False
-    assert message in capsys.readouterr().out
+    fails_with(check, cheat, capsys, message)
 
 
 def test_the_librarys_overlap_is_not_available_while_checking(capsys):
     for answer in (type_overlap, ch05.overlap_feature, lambda a, b: type_overlap(a, b)):
-        assert check_overlap_feature(answer) is False
-        assert "not available" in capsys.readouterr().out
-        verdict = judged(ch05.OVERLAP, answer)
-        assert verdict.passed is False and "not available" in verdict.message
+        refuses_the_package_answer(ch05.OVERLAP, answer, capsys, check=check_overlap_feature)
     assert type_overlap([5], [5]) == 1.0  # and it works again afterwards
 
 
 # ------------------------------------------------------------------ hints point at the idea, not at the answer
-def squeeze(text: str) -> str:
-    return re.sub(r"\s+", "", text)
-
-
 KEY_EXPRESSIONS = {
     "sop_pair": ["(b,a,1)", "(a,b,0)", "ifswap", "list(segment_b)"],
     "nsp_label_from_sources": ["source_a[0]==source_b[0]", "source_b[1]==source_a[2]", "a[2]==b[1]", "b[1]==a[2]"],
@@ -299,10 +230,7 @@ KEY_EXPRESSIONS = {
 
 @pytest.mark.parametrize("exercise", ch05.EXERCISES, ids=lambda e: e.name)
 def test_no_hint_gives_the_answer_away(exercise):
-    assert len(exercise.hints) >= 2
-    hints = list(exercise.hints) + [m.hint for m in exercise.mistakes]
-    assert [(k, h) for h in hints for k in KEY_EXPRESSIONS[exercise.name] if squeeze(k) in squeeze(h)] == []
-    assert len({m.hint for m in exercise.mistakes}) == len(exercise.mistakes)
+    gives_nothing_away(exercise, KEY_EXPRESSIONS[exercise.name])
 
 
 # ------------------------------------------------------------------ the chapter keeps the answer out of reach

@@ -2,21 +2,28 @@
 reject stubs, plausible mistakes (each with its own hint) and cheats."""
 
 import math
-import runpy
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
+from exercise_helpers import (
+    AlwaysEqual,
+    SneakyInt,
+    fails_with,
+    gives_nothing_away,
+    gives_the_tiers_in_turn,
+    grader_passes,
+    passes_solutions_and_references,
+    reports_a_stub,
+)
 
-from albert_mini.book.answering import call_all
 from albert_mini.book.exercises import (
     ch06,
     check_apply_80_10_10,
     check_ngram_probabilities,
     check_prediction_budget,
     check_sample_span_length,
-    checking,
 )
 from albert_mini.specials import IGNORE_INDEX
 from albert_mini.text import masking
@@ -24,34 +31,7 @@ from albert_mini.text.masking import Masker, replace_80_10_10
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "chapters" / "solutions" / "06_ngram_masking.py"
 
-
-@pytest.fixture(autouse=True)
-def first_try():
-    """Every test starts as a learner's first try (hint tiers count wrong tries per exercise)."""
-    checking._ATTEMPTS.clear()
-
-
-def not_written(*args, **kwargs):
-    raise NotImplementedError("write your solution here")
-
-
-def judged(exercise, fn, seed: int):
-    """The grader's verdict on `fn` for cases drawn from `seed` (the learner never sees these)."""
-    cases = exercise.cases(seed)
-    requests, arrays = exercise.requests(cases)
-    expected = exercise.expected(requests, arrays)
-    records, out = call_all(fn, requests, arrays, exercise.unavailable, exercise.keep_inputs)
-    return exercise.judge(cases, requests, expected, {"records": records}, {**arrays, **out})
-
-
-def fails_with(check, fn, capsys, *needles) -> str:
-    """`check(fn)` returns False and prints a failure that holds every needle; the printed text."""
-    assert check(fn) is False
-    printed = capsys.readouterr().out
-    assert printed.startswith("Not yet.")
-    for needle in needles:
-        assert needle in printed, f"{needle!r} not in:\n{printed}"
-    return printed
+pytestmark = pytest.mark.usefixtures("first_try")  # tests/book/conftest.py
 
 
 # ------------------------------------------------------------------ learner-style answers written independently
@@ -127,15 +107,9 @@ def test_the_packages_masker_decides_each_token_of_a_span_on_its_own():
 
 # ------------------------------------------------------------------ the checks pass right answers
 def test_checks_pass_the_solutions_the_references_and_independent_answers(capsys):
-    solutions = runpy.run_path(str(SOLUTIONS))
-    for exercise in ch06.EXERCISES:
-        assert exercise.check(solutions[exercise.name]) is True, exercise.name
-    assert check_ngram_probabilities(ch06.ngram_probabilities)
+    passes_solutions_and_references(ch06, SOLUTIONS)  # choice_sampler: the grader's test below
     assert check_ngram_probabilities(harmonic_probabilities)  # a list is as good as an array
-    assert check_sample_span_length(ch06.sample_span_length)  # choice_sampler: the grader's test below
-    assert check_prediction_budget(ch06.prediction_budget)
     assert check_prediction_budget(budget_by_hand)
-    assert check_apply_80_10_10(ch06.apply_80_10_10)
     assert check_apply_80_10_10(corrupt_with_loop)
     assert "Well done!" in capsys.readouterr().out
 
@@ -144,18 +118,13 @@ def test_checks_pass_the_solutions_the_references_and_independent_answers(capsys
     (ch06.NGRAM, harmonic_probabilities), (ch06.SAMPLE, choice_sampler), (ch06.BUDGET, budget_by_hand),
     (ch06.MASKING, corrupt_with_loop)], ids=lambda x: getattr(x, "name", ""))
 def test_the_grader_passes_right_answers_on_cases_drawn_at_grading_time(exercise, answer):
-    for seed in (11, 12) if exercise is not ch06.SAMPLE else (11,):  # 60,000 draws a seed
-        verdict = judged(exercise, answer, seed)
-        assert verdict.passed is True, verdict.message
+    grader_passes(exercise, answer, (11, 12) if exercise is not ch06.SAMPLE else (11,))  # 60,000 draws a seed
 
 
 @pytest.mark.parametrize("check", [check_ngram_probabilities, check_sample_span_length, check_prediction_budget,
                                    check_apply_80_10_10])
 def test_checks_report_a_stub(check, capsys):
-    """A stub prints one 'not attempted yet' line and returns False, so the chapter runs on."""
-    assert check(not_written) is False
-    printed = capsys.readouterr().out
-    assert printed.count("\n") == 1 and ": not attempted yet;" in printed
+    reports_a_stub(check, capsys)
 
 
 # ------------------------------------------------------------------ Exercise 1: mistakes and their hints
@@ -294,25 +263,14 @@ def test_80_10_10_check_wants_a_new_array(capsys):
 
 
 # ------------------------------------------------------------------ cheats
-class AlwaysEqual:
-    def __eq__(self, other):
-        return True
-
-
-class Int(int):
-    def __eq__(self, other):
-        return True
-
-
 @pytest.mark.parametrize("check, cheat", [
     (check_ngram_probabilities, lambda max_n: AlwaysEqual()),
     (check_prediction_budget, lambda n, cap=20, p=0.15: AlwaysEqual()),
-    (check_prediction_budget, lambda n, cap=20, p=0.15: Int(budget_by_hand(n, cap, p) + 1)),
-    (check_sample_span_length, lambda rng, max_n=3: Int(choice_sampler(rng, max_n))),
+    (check_prediction_budget, lambda n, cap=20, p=0.15: SneakyInt(budget_by_hand(n, cap, p) + 1)),
+    (check_sample_span_length, lambda rng, max_n=3: SneakyInt(choice_sampler(rng, max_n))),
 ], ids=["eq-probabilities", "eq-budget", "int-subclass-budget", "int-subclass-draw"])
 def test_checks_reject_objects_that_claim_to_be_equal(check, cheat, capsys):
-    assert check(cheat) is False
-    assert "Not yet." in capsys.readouterr().out
+    fails_with(check, cheat, capsys)
 
 
 def masker_probabilities(max_n):
@@ -345,17 +303,10 @@ KEY_EXPRESSIONS = {  # what would hand over each solution, in the forms a hint c
 
 @pytest.mark.parametrize("exercise", ch06.EXERCISES, ids=lambda e: e.name)
 def test_no_hint_spells_out_the_solution(exercise):
-    texts = list(exercise.hints) + [m.hint for m in exercise.mistakes]
-    assert len(exercise.hints) >= 2 and exercise.mistakes
-    for text in texts:
-        for key in KEY_EXPRESSIONS[exercise.name]:
-            assert key not in text, f"{exercise.name}: a hint holds {key!r}: {text}"
-    assert len({m.hint for m in exercise.mistakes}) == len(exercise.mistakes), "each mistake has its own hint"
+    gives_nothing_away(exercise, KEY_EXPRESSIONS[exercise.name])
 
 
 def test_later_tries_get_narrower_hints_then_the_solutions_file(capsys):
     cubed = lambda max_n: [(1 / n ** 3) / sum(1 / k ** 3 for k in range(1, max_n + 1))  # noqa: E731
                            for n in range(1, max_n + 1)]
-    tiers = [fails_with(check_ngram_probabilities, cubed, capsys) for _ in range(3)]
-    assert ch06.NGRAM.hints[0] in tiers[0] and ch06.NGRAM.hints[1] in tiers[1]
-    assert "chapters/solutions/" in tiers[2] and "chapters/solutions/" not in tiers[1]
+    gives_the_tiers_in_turn(check_ngram_probabilities, cubed, ch06.NGRAM, capsys)

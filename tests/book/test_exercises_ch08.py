@@ -2,7 +2,6 @@
 reject stubs, plausible mistakes (each with its own hint) and cheats."""
 
 import re
-import runpy
 import string
 from collections import Counter
 from pathlib import Path
@@ -10,43 +9,26 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from exercise_helpers import (
+    AlwaysEqual,
+    SneakyFloat,
+    SneakyList,
+    fails_with,
+    gives_nothing_away,
+    gives_the_tiers_in_turn,
+    grader_passes,
+    passes_solutions_and_references,
+    reports_a_stub,
+)
 
-from albert_mini.book.answering import call_all
-from albert_mini.book.exercises import ch08, check_answer_token_span, check_race_pack, check_squad_f1, checking
+from albert_mini.book.exercises import ch08, check_answer_token_span, check_race_pack, check_squad_f1
 from albert_mini.tasks import features, squad_metrics
 from albert_mini.text.tokenizer import Tokenizer
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "chapters" / "solutions" / "08_fine_tuning.py"
 CLS, SEP = 2, 3
 
-
-@pytest.fixture(autouse=True)
-def first_try():
-    """Every test starts as a learner's first try (hint tiers count wrong tries per exercise)."""
-    checking._ATTEMPTS.clear()
-
-
-def not_written(*args, **kwargs):
-    raise NotImplementedError("write your solution here")
-
-
-def judged(exercise, fn, seed: int):
-    """The grader's verdict on `fn` for cases drawn from `seed` (the learner never sees these)."""
-    cases = exercise.cases(seed)
-    requests, arrays = exercise.requests(cases)
-    expected = exercise.expected(requests, arrays)
-    records, out = call_all(fn, requests, arrays, exercise.unavailable, exercise.keep_inputs)
-    return exercise.judge(cases, requests, expected, {"records": records}, {**arrays, **out})
-
-
-def fails_with(check, fn, capsys, *needles) -> str:
-    """`check(fn)` returns False and prints a failure that holds every needle; the printed text."""
-    assert check(fn) is False
-    printed = capsys.readouterr().out
-    assert printed.startswith("Not yet.")
-    for needle in needles:
-        assert needle in printed, f"{needle!r} not in:\n{printed}"
-    return printed
+pytestmark = pytest.mark.usefixtures("first_try")  # tests/book/conftest.py
 
 
 # ------------------------------------------------------------------ learner-style answers written independently
@@ -132,10 +114,7 @@ def test_squad_f1_reference_is_the_packages_and_right_by_hand():
 
 # ------------------------------------------------------------------ the checks pass right answers
 def test_checks_pass_the_solutions_the_references_and_independent_answers(capsys):
-    solutions = runpy.run_path(str(SOLUTIONS))
-    for exercise in ch08.EXERCISES:
-        assert exercise.check(solutions[exercise.name]) is True, exercise.name
-        assert exercise.check(getattr(ch08, exercise.name)) is True, exercise.name
+    passes_solutions_and_references(ch08, SOLUTIONS)
     assert check_race_pack(pack_by_hand) and check_race_pack(pack_as_tensors)
     assert check_answer_token_span(span_by_scanning) and check_squad_f1(f1_by_hand)
     assert "Well done!" in capsys.readouterr().out
@@ -145,17 +124,12 @@ def test_checks_pass_the_solutions_the_references_and_independent_answers(capsys
     (ch08.RACE_PACK, pack_by_hand), (ch08.ANSWER_SPAN, span_by_scanning), (ch08.SQUAD_F1, f1_by_hand)],
     ids=lambda x: getattr(x, "name", ""))
 def test_the_grader_passes_right_answers_on_cases_drawn_at_grading_time(exercise, answer):
-    for seed in (11, 12, 13):
-        verdict = judged(exercise, answer, seed)
-        assert verdict.passed is True, verdict.message
+    grader_passes(exercise, answer)
 
 
 @pytest.mark.parametrize("check", [check_race_pack, check_answer_token_span, check_squad_f1])
 def test_checks_report_a_stub(check, capsys):
-    """A stub prints one 'not attempted yet' line and returns False, so the chapter runs on."""
-    assert check(not_written) is False
-    printed = capsys.readouterr().out
-    assert printed.count("\n") == 1 and ": not attempted yet;" in printed
+    reports_a_stub(check, capsys)
 
 
 # ------------------------------------------------------------------ Exercise A
@@ -337,30 +311,14 @@ def test_f1_check_reports_a_crash_with_its_input(capsys):
 
 
 # ------------------------------------------------------------------ cheats
-class AlwaysEqual:
-    def __eq__(self, other):
-        return True
-
-
-class Float(float):
-    def __eq__(self, other):
-        return True
-
-
-class Ids(list):
-    def __eq__(self, other):
-        return True
-
-
 @pytest.mark.parametrize("check, cheat", [
     (check_race_pack, lambda *args, **kwargs: AlwaysEqual()),
-    (check_race_pack, lambda *args, **kwargs: (Ids(), Ids())),
+    (check_race_pack, lambda *args, **kwargs: (SneakyList(), SneakyList())),
     (check_answer_token_span, lambda offsets, char_start, char_end: AlwaysEqual()),
-    (check_squad_f1, lambda prediction, golds: Float(0.5)),
+    (check_squad_f1, lambda prediction, golds: SneakyFloat(0.5)),
 ], ids=["eq-pair", "list-subclass", "eq-span", "float-subclass"])
 def test_checks_reject_objects_that_claim_to_be_equal(check, cheat, capsys):
-    assert check(cheat) is False
-    assert "Not yet." in capsys.readouterr().out
+    fails_with(check, cheat, capsys)
 
 
 def f1_from_the_packages_normalisation(prediction, golds):
@@ -389,12 +347,7 @@ KEY_EXPRESSIONS = {  # what would hand over each solution, in the forms a hint c
 
 @pytest.mark.parametrize("exercise", ch08.EXERCISES, ids=lambda e: e.name)
 def test_no_hint_spells_out_the_solution(exercise):
-    texts = list(exercise.hints) + [m.hint for m in exercise.mistakes]
-    assert len(exercise.hints) >= 2 and exercise.mistakes
-    for text in texts:
-        for key in KEY_EXPRESSIONS[exercise.name]:
-            assert key not in text, f"{exercise.name}: a hint holds {key!r}: {text}"
-    assert len({m.hint for m in exercise.mistakes}) == len(exercise.mistakes), "each mistake has its own hint"
+    gives_nothing_away(exercise, KEY_EXPRESSIONS[exercise.name])
 
 
 def test_later_tries_get_narrower_hints_then_the_solutions_file(capsys):
@@ -402,6 +355,4 @@ def test_later_tries_get_narrower_hints_then_the_solutions_file(capsys):
         ids, types = pack_by_hand(passage_ids, qa_ids, max_length, max_qa_length)
         return ids + [SEP], types + [1]
 
-    tiers = [fails_with(check_race_pack, one_off, capsys) for _ in range(3)]
-    assert ch08.RACE_PACK.hints[0] in tiers[0] and ch08.RACE_PACK.hints[1] in tiers[1]
-    assert "chapters/solutions/" in tiers[2] and "chapters/solutions/" not in tiers[1]
+    gives_the_tiers_in_turn(check_race_pack, one_off, ch08.RACE_PACK, capsys)

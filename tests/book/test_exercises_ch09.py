@@ -1,48 +1,29 @@
 """Chapter 9's exercise checks: the references agree with the package, the checks pass right answers, and they
 reject stubs, plausible mistakes (each with its own hint) and cheats."""
 
-import runpy
 from pathlib import Path
 
 import numpy as np
 import pytest
+from exercise_helpers import (
+    AlwaysEqual,
+    SneakyInt,
+    fails_with,
+    gives_nothing_away,
+    gives_the_tiers_in_turn,
+    grader_passes,
+    passes_solutions_and_references,
+    reports_a_stub,
+)
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
-from albert_mini.book.answering import call_all
-from albert_mini.book.exercises import ch09, check_mlm_head_flops_per_token, check_training_memory_bytes, checking
+from albert_mini.book.exercises import ch09, check_mlm_head_flops_per_token, check_training_memory_bytes
 from albert_mini.study import memory, throughput
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "chapters" / "solutions" / "09_scaling_up.py"
 STATES = {"sgd": 0, "momentum": 1, "adamw": 2, "lamb": 2}
 
-
-@pytest.fixture(autouse=True)
-def first_try():
-    """Every test starts as a learner's first try (hint tiers count wrong tries per exercise)."""
-    checking._ATTEMPTS.clear()
-
-
-def not_written(*args, **kwargs):
-    raise NotImplementedError("write your solution here")
-
-
-def judged(exercise, fn, seed: int):
-    """The grader's verdict on `fn` for cases drawn from `seed` (the learner never sees these)."""
-    cases = exercise.cases(seed)
-    requests, arrays = exercise.requests(cases)
-    expected = exercise.expected(requests, arrays)
-    records, out = call_all(fn, requests, arrays, exercise.unavailable, exercise.keep_inputs)
-    return exercise.judge(cases, requests, expected, {"records": records}, {**arrays, **out})
-
-
-def fails_with(check, fn, capsys, *needles) -> str:
-    """`check(fn)` returns False and prints a failure that holds every needle; the printed text."""
-    assert check(fn) is False
-    printed = capsys.readouterr().out
-    assert printed.startswith("Not yet.")
-    for needle in needles:
-        assert needle in printed, f"{needle!r} not in:\n{printed}"
-    return printed
+pytestmark = pytest.mark.usefixtures("first_try")  # tests/book/conftest.py
 
 
 def right_memory(n_params, optimizer="adamw"):
@@ -75,10 +56,7 @@ def test_head_reference_is_the_packages_and_counts_the_heads_matrices():
 
 # ------------------------------------------------------------------ the checks pass right answers
 def test_checks_pass_the_solutions_the_references_and_independent_answers(capsys):
-    solutions = runpy.run_path(str(SOLUTIONS))
-    for exercise in ch09.EXERCISES:
-        assert exercise.check(solutions[exercise.name]) is True, exercise.name
-        assert exercise.check(getattr(ch09, exercise.name)) is True, exercise.name
+    passes_solutions_and_references(ch09, SOLUTIONS)
     assert check_training_memory_bytes(right_memory) and check_mlm_head_flops_per_token(right_head)
     assert check_training_memory_bytes(lambda n, optimizer="adamw": np.int64(right_memory(n, optimizer)))
     assert "Well done!" in capsys.readouterr().out
@@ -87,17 +65,12 @@ def test_checks_pass_the_solutions_the_references_and_independent_answers(capsys
 @pytest.mark.parametrize("exercise, answer", [(ch09.MEMORY, right_memory), (ch09.HEAD_FLOPS, right_head)],
                          ids=lambda x: getattr(x, "name", ""))
 def test_the_grader_passes_right_answers_on_cases_drawn_at_grading_time(exercise, answer):
-    for seed in (11, 12, 13):
-        verdict = judged(exercise, answer, seed)
-        assert verdict.passed is True, verdict.message
+    grader_passes(exercise, answer)
 
 
 @pytest.mark.parametrize("check", [check_training_memory_bytes, check_mlm_head_flops_per_token])
 def test_checks_report_a_stub(check, capsys):
-    """A stub prints one 'not attempted yet' line and returns False, so the chapter runs on."""
-    assert check(not_written) is False
-    printed = capsys.readouterr().out
-    assert printed.count("\n") == 1 and ": not attempted yet;" in printed
+    reports_a_stub(check, capsys)
 
 
 # ------------------------------------------------------------------ Exercise 1
@@ -133,24 +106,13 @@ def test_head_check_rejects_mistakes_with_their_hint(wrong, hint, capsys):
 
 
 # ------------------------------------------------------------------ cheats
-class AlwaysEqual:
-    def __eq__(self, other):
-        return True
-
-
-class Int(int):
-    def __eq__(self, other):
-        return True
-
-
 @pytest.mark.parametrize("check, cheat", [
     (check_training_memory_bytes, lambda n, optimizer="adamw": AlwaysEqual()),
-    (check_training_memory_bytes, lambda n, optimizer="adamw": Int(1)),
-    (check_mlm_head_flops_per_token, lambda config: Int(1)),
+    (check_training_memory_bytes, lambda n, optimizer="adamw": SneakyInt(1)),
+    (check_mlm_head_flops_per_token, lambda config: SneakyInt(1)),
 ], ids=["eq", "int-subclass-memory", "int-subclass-head"])
 def test_checks_reject_objects_that_claim_to_be_equal(check, cheat, capsys):
-    assert check(cheat) is False
-    assert "Not yet." in capsys.readouterr().out
+    fails_with(check, cheat, capsys)
 
 
 @pytest.mark.parametrize("check, cheat", [
@@ -177,16 +139,9 @@ KEY_EXPRESSIONS = {  # what would hand over each solution, in the forms a hint c
 
 @pytest.mark.parametrize("exercise", ch09.EXERCISES, ids=lambda e: e.name)
 def test_no_hint_spells_out_the_solution(exercise):
-    texts = list(exercise.hints) + [m.hint for m in exercise.mistakes]
-    assert len(exercise.hints) >= 2 and exercise.mistakes
-    for text in texts:
-        for key in KEY_EXPRESSIONS[exercise.name]:
-            assert key not in text, f"{exercise.name}: a hint holds {key!r}: {text}"
-    assert len({m.hint for m in exercise.mistakes}) == len(exercise.mistakes), "each mistake has its own hint"
+    gives_nothing_away(exercise, KEY_EXPRESSIONS[exercise.name])
 
 
 def test_later_tries_get_narrower_hints_then_the_solutions_file(capsys):
     one_too_many = lambda n, optimizer="adamw": right_memory(n, optimizer) + 8  # noqa: E731
-    tiers = [fails_with(check_training_memory_bytes, one_too_many, capsys) for _ in range(3)]
-    assert ch09.MEMORY.hints[0] in tiers[0] and ch09.MEMORY.hints[1] in tiers[1]
-    assert "chapters/solutions/" in tiers[2] and "chapters/solutions/" not in tiers[1]
+    gives_the_tiers_in_turn(check_training_memory_bytes, one_too_many, ch09.MEMORY, capsys)
