@@ -288,8 +288,9 @@ SECRETS = ["/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc
 
 
 def sandbox_command(scratch: Path, package: Path) -> list[str]:
-    """bubblewrap's arguments: an empty root holding only the system folders, the Python installation, the venv,
-    the package copy and data/ (all read-only) and the scratch folder (writable); nothing else of the machine."""
+    """bubblewrap's arguments: an empty, read-only root holding only the system folders, the Python installation,
+    the venv, the package copy and data/ (all read-only), a private /tmp and the scratch folder (writable); nothing
+    else of the machine."""
     root = repo_root()
     command = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
     for folder in SYSTEM:
@@ -308,7 +309,7 @@ def sandbox_command(scratch: Path, package: Path) -> list[str]:
         if keep.is_dir() and not any(str(keep).startswith(s + "/") or str(keep) == s for s in SYSTEM):
             command += ["--ro-bind", str(keep), str(keep)]
     command += ["--ro-bind", str(package), str(root / "albert_mini"),
-                "--bind", str(scratch), str(INSIDE), "--chdir", str(INSIDE / "work"),
+                "--bind", str(scratch), str(INSIDE), "--remount-ro", "/", "--chdir", str(INSIDE / "work"),
                 "--setenv", "HOME", str(INSIDE / "home"), "--setenv", "TMPDIR", str(INSIDE / "home")]
     return command
 
