@@ -602,7 +602,8 @@ def grade_class(submissions: Path, settings: Settings, chapters: list[str] | Non
         else:
             todo.append(index)
     if todo:
-        progress(f"grading {len(todo)} notebooks ({len(tasks) - len(todo)} already graded), {jobs} at a time")
+        progress(f"grading {len(todo)} notebooks ({len(tasks) - len(todo)} already graded), {jobs} at a time",
+                 flush=True)
     with contextlib.ExitStack() as stack:
         package = None
         if settings.sandbox and todo:
@@ -623,7 +624,7 @@ def grade_class(submissions: Path, settings: Settings, chapters: list[str] | Non
                     if not any(r.message.startswith("grading error") for r in graded):
                         journal.add(task.key(view), graded, seconds, f"{task.student}/{task.shown}")
                     progress(f"{task.student}/{task.shown}: {sum(r.passed for r in graded)} of {len(graded)} "
-                             f"passed ({seconds:.0f} s)")
+                             f"passed ({seconds:.0f} s)", flush=True)
         except BaseException:
             grader.stop()
             for future in pending:
