@@ -15,6 +15,7 @@ from ..book import grade
 from ..cli import INTERRUPTED_STATUS, positive_float
 from ..cli import run as run_cli
 from ..errors import MissingFileError, UsageError
+from ..paths import sha256_bytes
 from ..safe_files import OutputRecord, Writes, atomic_write_text
 from . import command_parser
 
@@ -99,7 +100,9 @@ def _main(argv: list[str]) -> int:
         print(f"error: interrupted (Ctrl-C); the {len(journal.done)} notebooks graded so far are kept in "
               f"{journal_file}, and the same command continues from there", file=sys.stderr, flush=True)
         return INTERRUPTED_STATUS
-    atomic_write_text(out, grade.gradebook_text(rows))
+    text = grade.gradebook_text(rows)
+    record.expect({out: sha256_bytes(text.encode("utf-8"))})  # a kill from here on leaves it ours
+    atomic_write_text(out, text)
     record.add(out)
     record.save()
     passed = sum(row.passed for row in rows)
