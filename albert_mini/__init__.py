@@ -20,6 +20,11 @@ The library never imports the harness or the commands.
 COMMAND` and `python -m albert_mini COMMAND` import a command's module when it runs).
 """
 
+# First, before the imports below load torch (seconds): in the command line, Ctrl-C while they run is one line
+# and exit status 130 (cli.hold_interrupts), not a traceback.
+from . import cli  # noqa: F401
+
+# isort: split
 from .model.albert import AlbertForPreTraining, AlbertModel
 from .model.config import PRESETS, AlbertConfig, ConfigError
 from .model.counting import count_parameters, format_parameter_table, parameter_table

@@ -6,9 +6,10 @@
 Expected errors are the subclasses of errors.UserError (ConfigError, CorpusError, CheckpointError, RecordError,
 TokenizerError, UsageError, RunDirError, ...), argparse's own complaints, and every OSError (a path that cannot be
 read or written, a full disk), which is reported with the file and what to do. Ctrl-C is one line too, with exit
-status 130 (128 + SIGINT, as shells report it). Anything else is a bug and keeps its traceback. The argparse
-types below check numbers at the boundary, once: `positive_float` and friends refuse NaN and infinity, which
-pass every `<= 0` test.
+status 130 (128 + SIGINT, as shells report it), from the first line of the package on: while the command line
+imports (torch alone takes seconds, before `run` is reached) `hold_interrupts` ends the process the same way.
+Anything else is a bug and keeps its traceback. The argparse types below check numbers at the boundary, once:
+`positive_float` and friends refuse NaN and infinity, which pass every `<= 0` test.
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ from __future__ import annotations
 import argparse
 import errno
 import math
+import os
+import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 from .errors import UsageError, UserError
@@ -28,6 +32,9 @@ DEBUG_FLAG = "--debug"
 SEED_MAX = 2**32 - 1  # NumPy's seeds stop here
 PORT_MAX = 65535
 Result = TypeVar("Result")
+INTERRUPTED_LINE = ("error: interrupted (Ctrl-C); the same command starts again, and a training run resumes from its "
+                    "last checkpoint")
+COMMAND_NAMES = ("albert-mini", "albert-mini.exe")  # the console script, as sys.argv[0] names it
 
 
 class Parser(argparse.ArgumentParser):
@@ -51,12 +58,12 @@ def run(command: Callable[[list[str]], Result], argv: list[str] | None = None) -
     `error: interrupted ...` and SystemExit(130)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        release_interrupts()  # inside the try: from here on Ctrl-C is a KeyboardInterrupt, caught below
         return command(argv)
     except KeyboardInterrupt:
         if DEBUG_FLAG in argv:
             raise
-        print("error: interrupted (Ctrl-C); the same command starts again, and a training run resumes from its "
-              "last checkpoint", file=sys.stderr, flush=True)
+        print(INTERRUPTED_LINE, file=sys.stderr, flush=True)
         raise SystemExit(INTERRUPTED_STATUS) from None
     except (UserError, OSError) as error:
         if DEBUG_FLAG in argv:
@@ -64,6 +71,38 @@ def run(command: Callable[[list[str]], Result], argv: list[str] | None = None) -
         message = str(error) if isinstance(error, UserError) else os_error_message(error)
         print(f"error: {one_line(message)}", file=sys.stderr, flush=True)
         raise SystemExit(ERROR_STATUS) from None
+
+
+def launched_as_command() -> bool:
+    """Whether this process is the `albert-mini` command line (its console script, or `python -m albert_mini`,
+    torchrun's workers included), not a program that imports the package (a notebook, a test run, a script)."""
+    if sys.argv and sys.argv[0] == "-m":  # python -m PACKAGE, while the package is imported to find __main__
+        argv = list(getattr(sys, "orig_argv", []))
+        return any(a == "-m" and b == "albert_mini" for a, b in zip(argv, argv[1:])) or "-malbert_mini" in argv
+    return bool(sys.argv) and Path(sys.argv[0]).name in COMMAND_NAMES
+
+
+def _interrupted_while_starting(signum, frame):
+    print(INTERRUPTED_LINE, file=sys.stderr, flush=True)
+    # At once, not by raising: the handler may run inside an extension's C code that swallows exceptions (torch's
+    # start-up treats a failed `import numpy` as "no numpy" and goes on), and nothing is under way to clean up yet.
+    os._exit(INTERRUPTED_STATUS)
+
+
+def hold_interrupts() -> None:
+    """In the command line only, and first thing (albert_mini/__init__ imports this module before torch): Ctrl-C
+    ends the process with the one line and status 130 until `run` starts, where `release_interrupts` makes it a
+    KeyboardInterrupt again (caught there, so a command cleans up). Nothing is under way to clean up before that.
+    A program that imports the package keeps its own Ctrl-C (a notebook's stops a cell, not the kernel)."""
+    held = launched_as_command() and DEBUG_FLAG not in sys.argv  # --debug: Python's traceback, as `run` gives it
+    if held and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+
+def release_interrupts() -> None:
+    """Ctrl-C raises KeyboardInterrupt again, as Python's default does (after `hold_interrupts`; else nothing)."""
+    if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 _OS_FIXES = {
@@ -134,3 +173,8 @@ def port(text: str) -> int:
     if not 0 <= value <= PORT_MAX:
         raise argparse.ArgumentTypeError(f"must be a TCP port in [1, {PORT_MAX}] (0: a free one), got {text}")
     return value
+
+
+# albert_mini/__init__ imports this module before anything else (torch takes seconds to import): from here on,
+# Ctrl-C while the command line starts is the one line. Outside the command line this does nothing.
+hold_interrupts()

@@ -12,6 +12,7 @@ The command lines' `--device` flags (pretraining, fine-tuning, the experiments) 
 from __future__ import annotations
 
 import functools
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -126,3 +127,34 @@ def apple_chip() -> str:
     except (OSError, subprocess.SubprocessError):
         name = ""
     return name or platform.processor() or "Apple silicon"
+
+
+def memory_capacity(device: str | torch.device) -> tuple[int, str] | None:
+    """The most bytes a run on `device` could ever hold, and what that is, for messages; None when unknown.
+
+    A CUDA GPU: its total memory. The CPU (and Apple's GPU, which shares it): physical RAM, or the container's
+    limit when lower (cgroup v2's memory.max), plus swap. A total, not what is free now: a run estimated above it
+    cannot fit however the machine is used, and one below it is never refused.
+    """
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory, f"{describe_device(device)}'s memory"
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows) or no such name (macOS's PHYS_PAGES)
+        return None
+    what = "RAM"
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+    except OSError:
+        limit = "max"
+    if limit.isdigit() and int(limit) < ram:
+        ram, what = int(limit), "the container's memory limit"
+    swap = 0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("SwapTotal:"):
+                swap = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return ram + swap, f"this machine's {what}" + (" and swap" if swap else "")

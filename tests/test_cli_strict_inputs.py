@@ -11,11 +11,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 import torch
 
+from albert_mini.cli import INTERRUPTED_LINE
 from albert_mini.paths import PRETRAINED_MODEL
 from cli_helpers import REPO
 from test_cli_fuzz import NANO, SQUAD, SST, SST2, TOKENIZER, Files, run_case
@@ -141,6 +146,12 @@ CASES = [
     ("hf-misshaped-weight", "finetune",
      lambda f: INIT(f, change_weights=lambda w: w.update({"albert.pooler.bias": torch.zeros(3)})),
      "mis-shaped: albert.pooler.bias (3,) where the config needs (16,)"),
+    ("hf-nan-weights", "finetune",
+     lambda f: INIT(f, change_weights=lambda w: w["albert.pooler.weight"].view(-1)[:4].fill_(float("nan"))),
+     "holds weights that are not finite numbers (in float32): albert.pooler.weight (4 NaN)"),
+    ("hf-infinite-weights", "finetune",
+     lambda f: INIT(f, change_weights=lambda w: w["albert.embeddings.LayerNorm.weight"].fill_(float("inf"))),
+     "albert.embeddings.LayerNorm.weight (8 inf)"),
     ("hf-truncated-safetensors", "finetune", lambda f: INIT(f, weights="truncated"),
      "is not a readable safetensors file"),
     ("hf-pickled-safetensors", "finetune", lambda f: INIT(f, weights="pickled-safetensors"),
@@ -229,6 +240,77 @@ def test_ctrl_c_is_one_line_and_status_130(tmp_path, capsys, monkeypatch):
     assert code == 130 and err.count("\n") == 1 and err.startswith("error: interrupted (Ctrl-C)"), err
     with pytest.raises(KeyboardInterrupt):  # --debug keeps the traceback
         run_case("finetune", SST + ["--debug"], capsys)
+
+
+@pytest.mark.parametrize("argv,orig_argv,held", [
+    (["-m", "pretrain"], ["python", "-m", "albert_mini", "pretrain"], True),
+    (["-m"], ["python", "-u", "-W", "error", "-m", "albert_mini"], True),  # torchrun's workers, run_command
+    (["/venv/bin/albert-mini", "pretrain"], ["/venv/bin/python", "/venv/bin/albert-mini", "pretrain"], True),
+    (["/venv/bin/albert-mini", "pretrain", "--debug"], ["python", "/venv/bin/albert-mini", "--debug"], False),
+    (["-m", "x"], ["python", "-m", "albert_mini.harness.experiments"], False),  # not the command line
+    (["/venv/lib/ipykernel_launcher.py", "-f", "k.json"], ["python", "-m", "ipykernel_launcher"], False),
+    (["/venv/bin/pytest", "tests"], ["python", "/venv/bin/pytest", "tests"], False),
+    (["-c"], ["python", "-c", "import albert_mini"], False),
+])
+def test_only_the_command_line_holds_ctrl_c_while_it_starts(monkeypatch, argv, orig_argv, held):
+    """A notebook's Ctrl-C must stop a cell, not end the kernel: only the command line's start-up is held."""
+    from albert_mini import cli
+
+    monkeypatch.setattr(sys, "argv", argv)
+    monkeypatch.setattr(sys, "orig_argv", orig_argv)
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        cli.hold_interrupts()
+        assert (signal.getsignal(signal.SIGINT) is not before) == held
+        cli.release_interrupts()
+        assert signal.getsignal(signal.SIGINT) is before
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def started(process: subprocess.Popen, marker: str = "/torch/lib/", timeout: float = 120) -> bool:
+    """Wait until `process` has mapped a file whose path holds `marker` (torch's libraries: the package's own
+    code has run, and torch's import has begun); False if it ended first."""
+    deadline = time.monotonic() + timeout
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            if marker in Path(f"/proc/{process.pid}/maps").read_text():
+                return True
+        except OSError:
+            pass
+        time.sleep(0.002)
+    return False
+
+
+@pytest.mark.slow  # a subprocess or a retrain: make test runs it, test-fast does not
+@pytest.mark.skipif(not Path("/proc/self/maps").is_file(), reason="watches the start-up through Linux's /proc")
+@pytest.mark.parametrize("launcher", ["python-m", "console-script"])
+def test_ctrl_c_while_the_command_line_starts_is_one_line_and_status_130(launcher):
+    """Issue 42: Ctrl-C in the first seconds, while Python imports torch (before `cli.run` is reached), was a
+    traceback. SIGINT at several moments from the start of torch's import on: one line, status 130 and nothing
+    else; or, when it comes after the command is done, its own output and status, never a traceback."""
+    script = Path(sys.executable).with_name("albert-mini")
+    if launcher == "console-script" and not script.is_file():
+        pytest.skip("no albert-mini console script beside this python")
+    command = [sys.executable, "-m", "albert_mini"] if launcher == "python-m" else [str(script)]
+    interrupted = 0
+    for delay in (0.0, 0.02, 0.1, 0.3, 0.8):
+        process = subprocess.Popen([*command, "pretrain", "--help"], cwd=REPO, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        try:
+            assert started(process), process.communicate()
+            time.sleep(delay)
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=120)
+        finally:
+            process.kill()
+        assert "Traceback" not in err and "KeyboardInterrupt" not in err, (delay, err)
+        if out:  # the help was printed: the signal came after the command's work
+            assert process.returncode in (0, 130, -signal.SIGINT) and err.count("\n") <= 1, (delay, err)
+        else:
+            assert process.returncode == 130 and err == INTERRUPTED_LINE + "\n", (delay, process.returncode, err)
+            interrupted += 1
+    assert interrupted >= 1  # at least the signal sent as torch began to load landed while starting
 
 
 def test_a_crlf_corpus_gives_the_documents_of_its_lf_twin(tmp_path):

@@ -127,3 +127,16 @@ def test_collectives_use_the_cpu_unless_nccl_needs_the_gpu():
     assert DistInfo(0, 2, 0, torch.device("cuda", 0)).reduce_device == torch.device("cuda", 0)  # nccl
     assert DistInfo(0, 2, 0, torch.device("cpu")).reduce_device == torch.device("cpu")  # gloo
     assert distributed.broadcast_flag(True, DistInfo(device=torch.device("mps"))) is True  # one process: as given
+
+
+# ---------------------------------------------------------------------- how much a run may hold (issue 42)
+def test_memory_capacity_is_the_gpus_total_or_the_machines_ram_and_swap(machine, monkeypatch):
+    from types import SimpleNamespace
+
+    from albert_mini.devices import memory_capacity
+
+    total, what = memory_capacity("cpu")
+    assert total >= 2**28 and what.startswith("this machine's ")  # at least 256 MiB: a total, not what is free
+    machine(cuda=1)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: SimpleNamespace(total_memory=80 * 2**30))
+    assert memory_capacity("cuda") == (80 * 2**30, "cuda: NVIDIA H100 80GB HBM3's memory")

@@ -5,8 +5,10 @@
     albert-mini pretrain --corpus my_texts/ --tokenizer runs/my.model --steps 600 --out runs/my
     torchrun --standalone --nproc_per_node 2 -m albert_mini pretrain ...   # DDP: training/distributed.py
 
-The flags are the fields of PretrainingSetup (training/setup.py), checked there once; training/launch.py builds
-the run and its directory (run.json, config.json, metrics.jsonl, checkpoints/) with training/build.py and trains it.
+The flags are the fields of PretrainingSetup (training/setup.py), checked there once; whether the model and batch
+can fit in the device's memory is checked here (`check_fits`: it needs the device, and albert_mini.study.memory's
+estimate); training/launch.py builds the run and its directory (run.json, config.json, metrics.jsonl,
+checkpoints/) with training/build.py and trains it.
 """
 
 from __future__ import annotations
@@ -15,9 +17,13 @@ import argparse
 from pathlib import Path
 
 from ..cli import run as run_cli
+from ..devices import memory_capacity
+from ..errors import UsageError
 from ..paths import DATA_ROOT
 from ..safe_files import Writes
+from ..study.memory import training_memory
 from ..text.corpus import expand_text_paths
+from ..text.masking import prediction_budget
 from ..text.tokenizer import DEFAULT_DIR as TOKENIZER_DIR
 from ..training import rundir
 from ..training.distributed import cleanup, init_distributed
@@ -56,7 +62,13 @@ devices (--device): auto takes a CUDA GPU if there is one, else Apple's GPU (MPS
 
 model fields (--config KEY=VALUE ...): set AlbertConfig fields on top of --preset, e.g. --config
   embedding_size=64 num_hidden_layers=4; an unknown key or a bad value is refused, naming the valid keys or the
-  problem. config.json and run.json record the model built.
+  problem, and so is a value the data cannot feed (type_vocab_size 1 with sentence pairs, ...). A model and batch
+  whose training step cannot fit in the device's memory are refused before anything is allocated, with the
+  estimate. config.json and run.json record the model built.
+
+stopping: --minutes is watched inside a step too (one process), so a very long step cannot overrun it; a step it
+  cuts is undone, never half applied. A loss that becomes NaN or infinite stops the run with one line naming the
+  step (exit status 2); no checkpoint ever holds such weights, so the newest one is the last good one.
 
 errors: bad flags, files or directories end with one line `error: ...` and exit status 2; --debug shows the
   traceback.
@@ -101,6 +113,42 @@ def _main(argv: list[str]) -> TrainResult:
     WRITES.check(folders=[("--out", setup.out)] if setup.out else [], inputs=inputs_of(setup))
     info = init_distributed(setup.device)
     try:
+        check_fits(setup, info.device)
         return run(setup, info)
     finally:
         cleanup(info)
+
+
+def _size(n: int) -> str:
+    """Bytes as a person reads them: 23.5 GiB, 19.4 TiB, 647.3 PiB."""
+    for unit in ("GiB", "TiB", "PiB"):
+        if n < 1024**4 or unit == "PiB":
+            return f"{n / 1024**3:,.1f} {unit}"
+        n /= 1024
+    return ""  # not reached
+
+
+def check_fits(setup: PretrainingSetup, device) -> None:
+    """Refuse a model and batch whose training step cannot fit on `device`, before anything is allocated (else
+    the allocator fails with a traceback, or the kernel kills the process): the closed-form estimate of one fp32
+    step (albert_mini.study.memory: weights, gradients, optimizer states, activations) against the device's total
+    memory. The estimate leaves out what it cannot know (the data, the framework), so it errs low: a run refused
+    here could not have fitted. The vocabulary is the preset's or --config's (a tokenizer's changes it little)."""
+    capacity = memory_capacity(device)
+    if capacity is None:
+        return
+    limit, where = capacity
+    config = setup.model_config()
+    cap = setup.max_predictions or 20
+    need = max((training_memory(config, p.batch_size, p.seq_len, prediction_budget(p.seq_len, setup.mask_prob, cap),
+                                setup.optimizer) for p in setup.phases()), key=lambda report: report.total)
+    activations = need.activations // 2 if setup.bf16 else need.activations  # bf16 halves them at most
+    total = need.total - need.activations + activations
+    if total <= limit:
+        return
+    model = f"{setup.preset} with --config {' '.join(setup.config)}" if setup.config else setup.preset
+    raise UsageError(f"{model} at --batch-size {setup.batch_size} x --seq-len {setup.seq_len} needs about "
+                     f"{_size(total)} to train (weights, gradients and {setup.optimizer}'s states "
+                     f"{_size(need.parameters + need.gradients + need.optimizer_states)}, activations "
+                     f"{_size(activations)}), more than {where} ({_size(limit)}); choose a smaller model (--config "
+                     "hidden_size, max_position_embeddings, ...), --batch-size or --seq-len")

@@ -35,22 +35,38 @@ def attention_math(q, k, v, mask_bias=None, dropout_p: float = 0.0, training: bo
     """Scaled dot-product attention spelled out: softmax(q k^T / sqrt(d) + mask) v, returning the weights too."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, nh, T, T)
     if mask_bias is not None:
-        scores = scores + mask_bias  # (B, 1, 1, T) broadcasts over heads and queries
+        scores = scores + mask_bias  # (B, 1, 1, T) broadcasts over heads and queries, (B, 1, T, T) over heads
     weights = scores.softmax(dim=-1)
     context = F.dropout(weights, p=dropout_p, training=training) @ v  # (B, nh, T, d)
     return context, weights
 
 
+def check_mask_shape(attention_mask: torch.Tensor | None, batch: int, tokens: int) -> None:
+    """ValueError naming both shapes unless the mask is (B, T), (B, 1, 1, T) or (B, 1, T, T) for B sequences of T
+    tokens. Broadcasting would take others silently: a (B, 1) mask would spread its one value over every token,
+    so a row of 0 would attend to nothing."""
+    if attention_mask is None:
+        return
+    B, T = batch, tokens
+    accepted = ((B, T), (B, 1, 1, T), (B, 1, T, T))
+    if tuple(attention_mask.shape) not in accepted:
+        raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}; for input_ids of shape {(B, T)} it "
+                         f"must be {accepted[0]} (1 to attend, 0 for padding), or the extended {accepted[1]} or "
+                         f"{accepted[2]} (one row of keys per query)")
+
+
 def extended_attention_mask(attention_mask: torch.Tensor | None, dtype: torch.dtype):
-    """Turn a (B, T) attention mask into an additive bias (B, 1, 1, T): 0 to keep, the dtype's minimum to drop.
+    """Turn an attention mask into an additive bias: 0 to keep, the dtype's minimum to drop. A (B, T) mask becomes
+    (B, 1, 1, T); an extended (B, 1, 1, T) or (B, 1, T, T) mask keeps its shape and is read by the same rule.
 
     The rule (AlbertModel.forward states it too). An integer or bool mask is a keep-mask: nonzero/True = attend,
     0/False = padding, as tokenizers return it. A floating mask is read by its values: when some value is negative
     or none is positive it is an additive mask (Hugging Face's extended form: 0 = attend, a large negative number =
     padding) and attends where it is 0; otherwise it is a keep-mask as above, so a float 0/1 mask means what the
     integer one does. (An additive mask read as a keep-mask would attend to exactly the padding.) The choice is
-    made on the mask's device, without reading it on the host. A mask whose shape is not (B, T) (such as HF's
-    (B, 1, 1, T)) is a ValueError.
+    made on the mask's device, without reading it on the host. A mask of another rank, or a 4-d one whose second
+    dimension is not 1, is a ValueError (AlbertModel.forward also checks B and T against its input, see
+    `check_mask_shape`).
 
     A mask that keeps everything gives no bias, so SDPA takes its unmasked fast path, but only where asking is
     free: on the CPU in eager mode. On a GPU, reading the mask would stall every forward pass until the GPU
@@ -58,16 +74,18 @@ def extended_attention_mask(attention_mask: torch.Tensor | None, dtype: torch.dt
     """
     if attention_mask is None:
         return None
-    if attention_mask.dim() != 2:
-        raise ValueError(f"attention_mask must be (batch, tokens), 1 to attend and 0 for padding; got shape "
-                         f"{tuple(attention_mask.shape)} (an extended (B, 1, 1, T) mask is not accepted)")
+    if not (attention_mask.dim() == 2 or (attention_mask.dim() == 4 and attention_mask.size(1) == 1)):
+        raise ValueError(f"attention_mask must be (batch, tokens), 1 to attend and 0 for padding, or the extended "
+                         f"(batch, 1, 1, tokens) or (batch, 1, tokens, tokens); got {tuple(attention_mask.shape)}")
     if attention_mask.device.type == "cpu" and not torch.compiler.is_compiling() and bool(attention_mask.all()):
         return None
+    if attention_mask.dim() == 2:
+        attention_mask = attention_mask[:, None, None, :]  # (B, 1, 1, T)
     if attention_mask.is_floating_point():
         additive = (attention_mask < 0).any() | ~(attention_mask > 0).any()  # a 0-d tensor on the mask's device
-        keep = torch.where(additive, attention_mask == 0, attention_mask != 0)[:, None, None, :]
+        keep = torch.where(additive, attention_mask == 0, attention_mask != 0)
     else:
-        keep = attention_mask[:, None, None, :].to(torch.bool)  # (B, 1, 1, T)
+        keep = attention_mask.to(torch.bool)
     return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
 
 
@@ -273,10 +291,12 @@ class AlbertModel(AlbertPreTrainedModel):
         """The encoder's outputs for `input_ids` (B, T).
 
         `attention_mask` (B, T): an integer or bool keep-mask, 1/True for a token to attend to and 0/False for
-        padding; None attends to every token. A floating mask is a keep-mask too (a float 0/1 mask means what the
-        integer one does) unless some value is negative or none is positive: then it is an additive mask, Hugging
-        Face's 0 / large-negative form, and attends where it is 0 (converted, never read inverted). See
-        `extended_attention_mask`."""
+        padding; None attends to every token. The extended (B, 1, 1, T), or (B, 1, T, T) with one row of keys per
+        query, are read the same way; any other shape is a ValueError naming it. A floating mask is a keep-mask
+        too (a float 0/1 mask means what the integer one does) unless some value is negative or none is positive:
+        then it is an additive mask, Hugging Face's 0 / large-negative form, and attends where it is 0 (converted,
+        never read inverted). See `extended_attention_mask`."""
+        check_mask_shape(attention_mask, *input_ids.shape)
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
         mask_bias = extended_attention_mask(attention_mask, x.dtype)
         h, hidden_states, attentions = self.encoder(x, mask_bias, output_hidden_states, output_attentions)

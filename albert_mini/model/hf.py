@@ -5,8 +5,10 @@ ALBERT class albert_mini has (HF_TO_OURS) with valid fields (AlbertConfig's chec
 runs); only safetensors are read (model.safetensors, or model.safetensors.index.json and its shards), and a
 folder whose weights come in another format (pytorch_model.bin, .pt, a pickle) is refused, naming the
 conversion; every weight the model needs must be there with its shape, and nothing else (tied weights, stored
-once, are filled in); the model is float32 whatever `dtype`/`torch_dtype` the config names (from_hf's `dtype`
-asks for another). Each refusal is one HFModelError or ConfigError naming the file and the weights.
+once, are filled in); every value is finite (a NaN or an infinity, from a model that diverged or a damaged
+file, is refused naming the tensor: "every weight checked" means values, not only names, shapes and dtype);
+the model is float32 whatever `dtype`/`torch_dtype` the config names (from_hf's `dtype` asks for another). Each
+refusal is one HFModelError or ConfigError naming the file and the weights.
 """
 
 from __future__ import annotations
@@ -228,7 +230,8 @@ def fit_state(model: nn.Module, state: dict[str, torch.Tensor], where: str, dtyp
 
     Refused with one `error` naming them: a weight the model needs that `state` lacks (it would otherwise keep a
     random initialisation), one the model has no place for, one of another shape, one that is not floating-point,
-    and tied weights (the MLM decoder and the word embeddings) that differ. HF's index buffers are ignored."""
+    and tied weights (the MLM decoder and the word embeddings) that differ; then, in one more message, weights
+    holding NaN or infinity in `dtype` (a value too large for it included). HF's index buffers are ignored."""
     state = {k: v for k, v in state.items() if not k.endswith(_BUFFERS)}
     expected = model.state_dict()  # names and shapes (meta tensors are fine)
     filled, problems = {}, []
@@ -255,7 +258,26 @@ def fit_state(model: nn.Module, state: dict[str, torch.Tensor], where: str, dtyp
     if problems:
         raise error(f"{where} does not fit the {type(model).__name__} its config describes: {'; '.join(problems)}; "
                     "give the folder its own config.json and complete weights (nothing is initialised at random)")
+    non_finite = non_finite_tensors(state)
+    if non_finite:
+        raise error(f"{where} holds weights that are not finite numbers (in {str(dtype).removeprefix('torch.')}): "
+                    f"{_some(non_finite)}; the model was saved after its training diverged, or the file is damaged: "
+                    "save it again from a model whose weights are finite (nothing is loaded)")
     return {n: filled[n] for n in expected}
+
+
+def non_finite_tensors(state: dict[str, torch.Tensor]) -> list[str]:
+    """`name (k NaN, m inf)` for every floating tensor of `state` holding NaN or infinity; one host read when all
+    are finite."""
+    floats = {name: t for name, t in state.items() if t.is_floating_point() and t.numel()}
+    if not floats or bool(torch.stack([torch.isfinite(t).all() for t in floats.values()]).all()):
+        return []
+    found = []
+    for name, t in floats.items():
+        nan, inf = int(torch.isnan(t).sum()), int(torch.isinf(t).sum())
+        if nan or inf:
+            found.append(f"{name} ({', '.join(f'{n:,} {kind}' for n, kind in ((nan, 'NaN'), (inf, 'inf')) if n)})")
+    return found
 
 
 def _some(items: list[str], shown: int = 5) -> str:

@@ -354,9 +354,10 @@ def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None,
         trainer.resume()  # on another device than its checkpoint's: said, and noted in run.json
     try:
         result = trainer.train()
-    except FloatingPointError as err:
-        raise Diverged(f"the fine-tuning loss diverged at step {trainer.step + 1} ({str(err).split(';')[0]}); "
-                       f"lower --lr (now {settings.lr:g}) and start again") from err
+    except FloatingPointError as err:  # the trainer's NonFiniteError names the step; nothing non-finite is saved
+        step, what = getattr(err, "step", trainer.step + 1), getattr(err, "what", str(err).split(";")[0])
+        raise Diverged(f"the fine-tuning loss diverged at step {step} ({what}); lower --lr (now {settings.lr:g}) "
+                       "and start again") from err
     seconds = time.perf_counter() - start
     scores = evaluate_task(model, task, tokenizer, test_examples, test_features)
     label = ("random" if init in (None, "random")

@@ -27,10 +27,11 @@ from ..paths import recorded_path
 from ..safe_files import atomic_write_text, check_out_folder
 from . import rundir
 from .build import build_model, build_trainer
+from .checkpoint import latest_checkpoint
 from .distributed import DistInfo, barrier
 from .pretrain_inputs import Inputs, build_inputs, load_tokenizer
 from .setup import PretrainingSetup, defaults
-from .trainer import Trainer, TrainResult
+from .trainer import NonFiniteError, Trainer, TrainResult
 
 
 def run(setup: PretrainingSetup, info: DistInfo) -> TrainResult:
@@ -39,17 +40,34 @@ def run(setup: PretrainingSetup, info: DistInfo) -> TrainResult:
     trainer = build_run(setup, info, say)
     try:
         result = trainer.train()
-    except FloatingPointError as err:
-        raise Diverged(f"the loss diverged at step {trainer.step + 1} ({str(err).split(';')[0]}); lower --lr "
-                       f"(now {setup.lr:g}) or lengthen --warmup, and start again with --overwrite") from err
+    except NonFiniteError as err:
+        raise Diverged(diverged_message(setup, err.step, err.what)) from err
+    except FloatingPointError as err:  # raised by code of another kind (an objective's own check)
+        raise Diverged(diverged_message(setup, trainer.step + 1, str(err).split(";")[0])) from err
     finally:
         if trainer.run_lock is not None:
             trainer.run_lock.release()
+    if trainer.first_step_too_long and info.is_main:  # said even with --quiet: the run trained nothing
+        print(f"the time budget (--minutes {setup.minutes:g}) ran out inside step {result.step + 1}, which was "
+              "undone: one step of this model and batch takes longer than the time that was left, so nothing was "
+              "trained and the final evaluation was skipped; give more --minutes (the run resumes), or a smaller "
+              "model, --batch-size or --seq-len", flush=True)
     say(f"stopped at step {result.step} ({result.stop_reason}); metrics and checkpoints in {Path(setup.out)}")
     if result.eval is not None:
         say("held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in result.eval.items()
                                      if isinstance(v, float) and k != "elapsed_s"))
     return result
+
+
+def diverged_message(setup: PretrainingSetup, step: int, what: str) -> str:
+    """Why a run stopped on a NaN or infinite loss, its usual causes, and the checkpoint that is kept."""
+    last = latest_checkpoint(setup.out) if setup.out else None
+    kept = (f"the last good checkpoint, {last.name} in {Path(setup.out) / 'checkpoints'}, is kept" if last
+            else "no checkpoint had been written yet")
+    return (f"the loss diverged at step {step} ({what}); the usual causes are a learning rate too high (--lr "
+            f"{setup.lr:g}), too short a warm-up (--warmup {setup.warmup_steps}) or a --config that makes the model "
+            f"unstable; {kept} (no checkpoint holds NaN weights); lower --lr or lengthen --warmup, and start again "
+            "with --overwrite")
 
 
 def run_record(setup: PretrainingSetup, config: AlbertConfig, info: DistInfo, tokenizer, inputs: Inputs) -> dict:
@@ -130,7 +148,7 @@ def _build_run(setup: PretrainingSetup, info: DistInfo, say, out: Path, locks: l
         say(f"resumed {out} at step {trainer.step}")
     effective = setup.batch_size * info.world_size * setup.accumulate
     preset_vocab = AlbertConfig.from_preset(setup.preset).vocab_size
-    if config.vocab_size != preset_vocab:
+    if config.vocab_size != preset_vocab and tokenizer is not None:  # synthetic data: --config vocab_size
         say(f"vocab_size {config.vocab_size} from the tokenizer {tokenizer.path} (the preset has {preset_vocab})")
     model_name = f"{setup.preset} with {' '.join(setup.config)}" if setup.config else setup.preset
     say(f"{model_name}: {count_parameters(model):,} parameters on {describe_device(info.device)} | "

@@ -22,6 +22,7 @@ from ..cli import seed as seed_number
 from ..devices import DEVICE_CHOICES, check_device_name
 from ..errors import UsageError
 from ..model.config import PRESETS, AlbertConfig, ConfigError
+from ..specials import FIRST_ORDINARY_ID, PAD_ID
 from ..text.instances import SENTENCE_TASKS
 from .optim import OPTIMIZERS
 from .pretraining_model import OUTPUT_BIASES, POSITION_INITS
@@ -408,7 +409,9 @@ def check(s: PretrainingSetup) -> None:
     if "vocab_size" in config_overrides(s.config) and s.corpus != "synthetic":
         raise UsageError("--config vocab_size: with a text corpus the tokenizer decides vocab_size (its number of "
                          "pieces); leave vocab_size out, or use --corpus synthetic")
-    longest = s.model_config().max_position_embeddings  # the --config fields checked by the config itself
+    model_config = s.model_config()  # the --config fields checked by the config itself
+    _check_model_for_data(s, model_config)
+    longest = model_config.max_position_embeddings
     if not 8 <= s.seq_len <= longest:
         model = f"{s.preset} with --config {' '.join(s.config)}" if s.config else s.preset
         raise UsageError(f"--seq-len must be in [8, {longest}] for {model}, got {s.seq_len}")
@@ -436,6 +439,24 @@ def check(s: PretrainingSetup) -> None:
 
 STEP_TOKENS_MAX = 2**26  # tokens of one step in one process: 64M, 1.5 GiB of ids (the paper's step: 4096 x 512 = 2M)
 _FLAG_DEFAULTS = {"--lr": 1.76e-3, "--clip-norm": 1.0, "--weight-decay": 0.01}  # the fields' defaults, for hints
+
+
+def _check_model_for_data(s: PretrainingSetup, config: AlbertConfig) -> None:
+    """Refuse --config values that make a valid model the run's data cannot feed (each would otherwise end in an
+    IndexError deep in an embedding, or silently train on a padding id that is not the data's)."""
+    if s.corpus == "synthetic" and config.vocab_size <= FIRST_ORDINARY_ID:
+        raise UsageError(f"--config vocab_size={config.vocab_size}: ids 0-{FIRST_ORDINARY_ID - 1} are the special "
+                         f"tokens ([PAD], [UNK], [CLS], [SEP], [MASK]) and the synthetic corpus draws its words from "
+                         f"{FIRST_ORDINARY_ID} up, so vocab_size must be at least {FIRST_ORDINARY_ID + 1}")
+    two_segments = s.task != "none" or s.corpus == "synthetic"  # synthetic rows are always `[CLS] a [SEP] b [SEP]`
+    if two_segments and config.type_vocab_size < 2:
+        why = f"--task {s.task} pairs" if s.task != "none" else "the synthetic corpus has"
+        raise UsageError(f"--config type_vocab_size={config.type_vocab_size}: {why} two segments, whose tokens have "
+                         "token types 0 and 1, so type_vocab_size must be at least 2 (the default)"
+                         + ("; or train with --task none on a text corpus" if s.corpus != "synthetic" else ""))
+    if config.pad_token_id != PAD_ID:
+        raise UsageError(f"--config pad_token_id={config.pad_token_id}: the data pads with id {PAD_ID} ([PAD]), so "
+                         f"the model's pad_token_id must be {PAD_ID}; leave pad_token_id out")
 
 
 def _check_corpus(s: PretrainingSetup) -> None:

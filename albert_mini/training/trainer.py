@@ -22,11 +22,21 @@ are not bit-identical to those the first device would have computed.
 
 Stopping and resuming. The run stops at max_steps, when the time budget (max_minutes) is spent, or when the data
 ends. The budget is checked between optimizer steps and, when a step has several micro-batches, between those
-too; a step cut short by it is undone (see `_advance`), never half applied. The stop is decided before the
-periodic checkpoint of a step, so the last step's checkpoint is written once, after the last metric lines: a
-finished run rerun with the same command finds it complete, trains nothing and appends nothing to metrics.jsonl.
+too; in a single process it is also watched inside the forward and backward passes (at every tensor autograd
+saves or reads back, a clock read and no device sync), so that one very long step (thousands of layers) cannot
+overrun it. A step cut short by it is undone (see `_advance`), never half applied. When the budget runs out
+inside the first step a call trains, one step takes longer than the whole budget left: the run stops there
+without its final evaluation (a forward pass over the held-out batches, as long again), and the trainer's
+`first_step_too_long` says so (the command line prints it). The stop is decided before the periodic checkpoint
+of a step, so the last step's checkpoint is written once, after the last metric lines: a finished run rerun
+with the same command finds it complete, trains nothing and appends nothing to metrics.jsonl.
 A checkpoint records how many lines metrics.jsonl held when it was written, and a resumed run keeps exactly
 those, so the log of a run killed (once or repeatedly) reads as that of one uninterrupted run.
+
+Divergence. A NaN or infinite loss stops the run with NonFiniteError naming the step, and no checkpoint ever
+holds non-finite weights, so the newest one on disk is the last good one. The checks ride on host reads that
+happen anyway: the gradient norm of every step (clipping reads it), the losses of the log and evaluation
+lines, and one check of the weights before each save and at the end of the run (a save copies them anyway).
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ import contextlib
 import copy
 import dataclasses
 import json
+import math
 import os
 import sys
 import time
@@ -46,6 +57,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..devices import describe_device
+from ..model.hf import non_finite_tensors
 from ..paths import recorded_path
 from ..settings import static_output
 from .checkpoint import (
@@ -110,6 +122,19 @@ class TrainResult:
     train: dict | None  # last train metrics
     eval: dict | None  # last evaluation
     history: list[dict]  # every metrics line of this call, as written to metrics.jsonl
+
+
+class NonFiniteError(FloatingPointError):
+    """The run diverged: NaN or infinity in the loss, the gradients or the weights of optimizer step `step`
+    (`what` says where it showed). Raised before anything of that step is saved."""
+
+    def __init__(self, step: int, what: str):
+        super().__init__(f"{what} at step {step}")
+        self.step, self.what = step, what
+
+
+class _BudgetSpent(Exception):
+    """Raised inside a forward or backward pass when the time budget runs out (caught by `train_step`)."""
 
 
 def _on_cpu(stats: torch.Tensor) -> torch.Tensor:
@@ -202,6 +227,12 @@ class Trainer:
         self._lr = 0.0
         self._last_eval_step: int | None = None
         self._bar = None
+        # The time budget is watched inside a step in one process only: under DDP a rank cannot stop in the middle
+        # of a pass the others finish (they would wait for it in the gradient all-reduce), and torch.compile
+        # would break its graphs at the hooks. There the budget is checked between steps and micro-batches.
+        self._watch_inside = self.dist.world_size == 1 and not config.compile
+        self._cut_inside = False  # whether the budget ran out inside a pass of the step being trained
+        self.first_step_too_long = False  # set when the budget ran out inside the first step a call trained
         self.out_dir = Path(config.out_dir) if config.out_dir else None
         self._lines_written = 0  # complete lines in out_dir/metrics.jsonl (rank 0), recorded by each checkpoint
         if self.out_dir is not None and self.dist.is_main:
@@ -226,32 +257,42 @@ class Trainer:
         return (*totals, exhausted > 0)
 
     def train_step(self, micro: list[dict], counts: tuple[float, float, bool] | None = None,
-                   stop=None) -> float | None:
+                   stop=None, deadline: float | None = None) -> float | None:
         """Forward and backward over the micro-batches, clip, update; returns the gradient norm.
 
-        `stop()`, when given, is asked before every micro-batch after the first; when it says True the step is
-        left undone (its gradients and metric sums dropped, nothing applied) and None is returned.
+        `stop()`, when given, is asked before every micro-batch after the first; `deadline` (a time.perf_counter
+        value), when given, is watched inside the forward and backward passes. When either says the time is up
+        the step is left undone (its gradients and metric sums dropped, nothing applied) and None is returned.
         """
         *totals, _ = counts if counts is not None else self._global_counts(micro)
-        sums_before = self._sums.clone() if stop is not None else None
-        for i, batch in enumerate(micro):
-            if i and stop is not None and stop():
-                self.optimizer.zero_grad(set_to_none=True)
-                self._sums = sums_before
-                return None
-            last = i == len(micro) - 1
-            # Only the last micro-batch all-reduces gradients; the others accumulate locally.
-            sync = contextlib.nullcontext() if last or not self.dist.is_distributed else self.ddp_model.no_sync()
-            with sync:
-                with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.config.bf16):
-                    out = self.forward_model(**batch)
-                loss, stats = self.objective(out, batch, totals)
-                (loss * self.dist.world_size).backward()  # DDP averages over ranks; we want the sum
-            self._sums[:-1] += _on_cpu(stats)
-            self._sums[-1] += batch["input_ids"].numel()
+        sums_before = self._sums.clone() if stop is not None or deadline is not None else None
+        try:
+            with self._watch(deadline):
+                for i, batch in enumerate(micro):
+                    if i and stop is not None and stop():
+                        raise _BudgetSpent
+                    last = i == len(micro) - 1
+                    # Only the last micro-batch all-reduces gradients; the others accumulate locally.
+                    sync = (contextlib.nullcontext() if last or not self.dist.is_distributed
+                            else self.ddp_model.no_sync())
+                    with sync:
+                        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.config.bf16):
+                            out = self.forward_model(**batch)
+                        loss, stats = self.objective(out, batch, totals)
+                        (loss * self.dist.world_size).backward()  # DDP averages over ranks; we want the sum
+                    self._sums[:-1] += _on_cpu(stats)
+                    self._sums[-1] += batch["input_ids"].numel()
+        except _BudgetSpent:
+            self.optimizer.zero_grad(set_to_none=True)
+            self._sums = sums_before
+            return None
         params = [p for p in self.model.parameters() if p.grad is not None]
-        norm = (clip_grad_global_norm(params, self.config.clip_norm) if self.config.clip_norm
-                else clip_grad_global_norm(params, float("inf")))
+        try:  # the norm is read on the host anyway (clipping needs it): checking it costs no extra sync
+            norm = (clip_grad_global_norm(params, self.config.clip_norm) if self.config.clip_norm
+                    else clip_grad_global_norm(params, float("inf")))
+        except FloatingPointError as err:
+            self.optimizer.zero_grad(set_to_none=True)
+            raise NonFiniteError(self.step + 1, str(err).split(";")[0]) from err
         # The rate is set once the step will surely be applied (only the update reads it), so a step undone by
         # `stop` leaves the optimizer's groups, and the lr of the next train line, as they were.
         self._lr = self.schedule.apply(self.optimizer, self.step)
@@ -260,6 +301,25 @@ class Trainer:
         self.step += 1
         self._norms.append(norm)
         return norm
+
+    def _watch(self, deadline: float | None):
+        """A context in which every tensor autograd saves (forward) or reads back (backward) first checks the
+        clock, raising _BudgetSpent once `deadline` has passed; a no-op without a deadline. The hooks hand the
+        tensors through untouched, so the numbers are the same with and without them."""
+        if deadline is None:
+            return contextlib.nullcontext()
+
+        def check(tensor):
+            if self._past(deadline):
+                self._cut_inside = True  # inside a pass, not between micro-batches
+                raise _BudgetSpent
+            return tensor
+
+        return torch.autograd.graph.saved_tensors_hooks(check, check)
+
+    def _past(self, deadline: float) -> bool:
+        """Whether `deadline` (a time.perf_counter value) has passed; what the watch inside a step asks."""
+        return time.perf_counter() >= deadline
 
     # ------------------------------------------------------------------ the loop
     def train(self) -> TrainResult:
@@ -274,6 +334,7 @@ class Trainer:
         self.model.train()
         last_train = last_eval = None
         first_history = len(self.history)
+        first_step = self.step
         stop_reason = self._stop_reason(run_start)
         while stop_reason is None:
             step_start = time.perf_counter()
@@ -292,9 +353,15 @@ class Trainer:
             if stop_reason is None and cfg.save_every and self.step % cfg.save_every == 0:
                 self.save()
         self.elapsed = time.perf_counter() - run_start
+        self._check_weights()  # the last update's, which no later step reads (one host read per call)
         assert_replicas_identical(self.model, self.dist)  # cheap, and a silent divergence would waste the run
         if self._norms:  # steps since the last log line
             last_train = self._log_train(run_start)
+        if stop_reason == "max_minutes" and self.step == first_step and self._cut_inside:
+            # Not one step fitted in the budget left: the evaluation, a pass over the held-out batches, would
+            # overrun it as much. It is not due any more, so a rerun with the same budget appends nothing.
+            self.first_step_too_long = True
+            self._last_eval_step = self.step
         if self.val_batches is not None and self._last_eval_step != self.step:
             last_eval = self._log_eval(run_start)
         if self.out_dir is not None and self.last_saved_step != self.step:
@@ -326,7 +393,8 @@ class Trainer:
         """One optimizer step; None, or why the run stops instead ("data exhausted", "max_minutes").
 
         With a time budget and several micro-batches per step, the budget is checked before every micro-batch
-        after the first (drawing them, then computing them), so that one long step cannot overrun it. A step
+        after the first (drawing them, then computing them), and in a single process it is also watched inside
+        every forward and backward pass (`_watch`), so that one long step cannot overrun it. A step
         cut short there is undone, not finished: its micro-batches go back to the source (its position before
         the step is restored), the RNG states and metric sums return to the step's start and its gradients are
         dropped, so nothing of it is applied. The run then ends as after its last whole step (final lines,
@@ -334,7 +402,9 @@ class Trainer:
         """
         cfg = self.config
         between = cfg.max_minutes is not None and cfg.accumulate > 1
-        if between:
+        inside = cfg.max_minutes is not None and self._watch_inside
+        self._cut_inside = False
+        if between or inside:
             position = copy.deepcopy(self.source.state_dict()) if hasattr(self.source, "state_dict") else None
             start = (position, capture_rng_state())
         micro, exhausted = [], False
@@ -350,7 +420,8 @@ class Trainer:
         if counts[-1]:
             return "data exhausted"
         stop = (lambda: self._out_of_time(run_start)) if between else None
-        if self.train_step(micro, counts, stop=stop) is None:
+        deadline = run_start + 60 * cfg.max_minutes if inside else None
+        if self.train_step(micro, counts, stop=stop, deadline=deadline) is None:
             return self._undo_step(*start)
         return None
 
@@ -370,6 +441,7 @@ class Trainer:
                    "grad_norm": float(np.mean(self._norms)),
                    "tokens_per_s": float(sums[-1]) / max(self._window_seconds, 1e-9),
                    "tokens_seen": self.tokens_seen, "elapsed_s": time.perf_counter() - run_start}
+        self._check_losses(metrics, "training")
         self._sums.zero_()
         self._norms.clear()
         self._window_seconds = 0.0
@@ -386,9 +458,25 @@ class Trainer:
                    **evaluate(self.model, self.val_batches, self.dist, self.config.eval_batches, self.config.bf16,
                               self.objective),
                    "elapsed_s": time.perf_counter() - run_start}
+        self._check_losses(metrics, "held-out")
         self._record(metrics)
         self._last_eval_step = self.step
         return metrics
+
+    def _check_losses(self, metrics: dict, kind: str) -> None:
+        """NonFiniteError when a loss of a log or evaluation line is NaN or infinite (already host numbers)."""
+        for key, value in metrics.items():
+            if key.endswith("loss") and isinstance(value, float) and not math.isfinite(value):
+                raise NonFiniteError(self.step, f"the {kind} {key} is {value}")
+
+    def _check_weights(self) -> None:
+        """NonFiniteError naming the weights holding NaN or infinity: one host read for all of them, made only
+        before a save and at the end of a run. Every rank holds the same weights, so all raise together."""
+        with torch.no_grad():
+            bad = non_finite_tensors(dict(self.model.named_parameters()))
+        if bad:
+            more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
+            raise NonFiniteError(self.step, f"the weights are not finite after the update: {bad[0]}{more}")
 
     def _record(self, metrics: dict) -> None:
         self.history.append(metrics)
@@ -432,6 +520,7 @@ class Trainer:
         """Write a checkpoint of the current step to out_dir (rank 0 writes; every rank contributes its state)."""
         if self.out_dir is None:
             raise ValueError("save() needs TrainConfig.out_dir")
+        self._check_weights()  # a checkpoint never holds NaN or infinity: the newest one is always a good one
         state = self.state_dict()
         path = None
         if self.dist.is_main:
@@ -469,6 +558,12 @@ class Trainer:
         self._window_seconds = window["seconds"]
         self.step, self.elapsed, self.tokens_seen = state["step"], state["elapsed_seconds"], state["tokens_seen"]
         self.last_saved_step, self._last_eval_step = self.step, state["last_eval_step"]
+        # A run whose budget ran out inside the step after this checkpoint ended here later than the checkpoint's
+        # clock says (the step was undone, and there was no new step to save): its end lines say when.
+        ended_at = self._end_clock(state.get("metrics_lines")) if self.out_dir and self.dist.is_main else None
+        ended_at = gather_objects(ended_at, self.dist)[0]  # rank 0's log: every rank decides alike
+        if ended_at is not None:
+            self.elapsed = max(self.elapsed, ended_at)
         finished = self._finished()
         ended = set()
         if self.out_dir is not None and self.dist.is_main:
@@ -494,6 +589,19 @@ class Trainer:
         print(note, flush=True)
         if self.out_dir is not None:
             amend_record(self.out_dir, note=note)
+
+    def _end_clock(self, lines: int | None) -> float | None:
+        """The run's clock (elapsed_s) in the end lines that follow the checkpoint of this step in metrics.jsonl
+        (its last train line and evaluation, at the same step; see `_truncate_metrics`), or None when none do."""
+        if lines is None:
+            return None
+        clocks = []
+        for record in read_metrics(self.out_dir / METRICS_FILE)[0][lines:lines + 2]:
+            if record.get("step") != self.step or record.get("type") not in ("train", "eval"):
+                break
+            if isinstance(record.get("elapsed_s"), (int, float)):
+                clocks.append(record["elapsed_s"])
+        return max(clocks) if clocks else None
 
     def _truncate_metrics(self, step: int, lines: int | None, finished: bool = False) -> set[str]:
         """Keep the metric lines the checkpoint of `step` had seen written (`lines`; older checkpoints: those up to

@@ -4,6 +4,7 @@ shaped as the config says, float32, the config's fields checked; and the attenti
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -17,7 +18,7 @@ from albert_mini import AlbertConfig, AlbertForPreTraining, AlbertModel  # noqa:
 from albert_mini.model import albert  # noqa: E402
 from albert_mini.model.config import ConfigError  # noqa: E402
 from albert_mini.model.hf import HF_DEFAULTS, HFModelError, config_to_hf, from_hf  # noqa: E402
-from albert_mini.paths import PRETRAINED_MODEL  # noqa: E402
+from albert_mini.paths import PRETRAINED_MODEL, sha256_file  # noqa: E402
 from albert_mini.training.checkpoint import CheckpointError, load_pretrained  # noqa: E402
 
 TINY = dict(vocab_size=60, embedding_size=8, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
@@ -109,6 +110,51 @@ def test_missing_unexpected_or_misshaped_weights_are_refused_by_name(hf_dir, cha
     with pytest.raises(HFModelError) as err:
         from_hf(folder)
     assert phrase in str(err.value) and "model.safetensors" in str(err.value)
+
+
+def poison(name, value, count=1):
+    def change(weights):
+        flat = weights[name].view(-1)
+        flat[:count] = value
+    return change
+
+
+@pytest.mark.parametrize("change,phrase", [
+    (poison("albert.pooler.weight", float("nan")), "albert.pooler.weight (1 NaN)"),
+    (poison("albert.encoder.albert_layer_groups.0.albert_layers.0.ffn.bias", float("inf"), 3),
+     "albert.encoder.albert_layer_groups.0.albert_layers.0.ffn.bias (3 inf)"),
+    (poison("predictions.bias", float("-inf")), "predictions.bias (1 inf)"),
+], ids=["nan", "inf", "minus-inf"])
+def test_weights_that_are_not_finite_are_refused_naming_the_tensor(hf_dir, change, phrase):
+    """Issue 42: "every weight checked" checks values too; a folder saved after its training diverged is refused."""
+    folder, _ = hf_dir
+    edit_weights(folder, change)
+    with pytest.raises(HFModelError) as err:
+        from_hf(folder)
+    message = str(err.value)
+    assert "holds weights that are not finite numbers (in float32)" in message and phrase in message, message
+    assert "model.safetensors" in message and "\n" not in message
+
+
+def test_a_float64_weight_too_large_for_float32_is_refused(hf_dir):
+    """Finite in the file, infinite once in float32: the model would hold an infinity all the same."""
+    folder, _ = hf_dir
+    edit_weights(folder, lambda w: w.update({"albert.pooler.bias": torch.full((16,), 1e300, dtype=torch.float64)}))
+    with pytest.raises(HFModelError, match=re.escape("albert.pooler.bias (16 inf)")):
+        from_hf(folder)
+    assert from_hf(folder, dtype=torch.float64).albert.pooler.bias[0] == 1e300  # in float64 it is a number
+
+
+def test_a_checkpoint_with_nan_weights_is_refused_like_a_folder(tmp_path):
+    """load_pretrained reads a run's checkpoint as strictly (the trainer never writes one with NaN, but a hand
+    edit or an older version could)."""
+    model = shutil.copytree(PRETRAINED_MODEL, tmp_path / "model")
+    edit_weights(model, poison("albert.pooler.bias", float("nan")))
+    manifest = json.loads((model / "manifest.json").read_text())
+    manifest["sha256"]["model.safetensors"] = sha256_file(model / "model.safetensors")
+    (model / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(CheckpointError, match=re.escape("albert.pooler.bias (1 NaN)")):
+        load_pretrained(model)
 
 
 def test_a_float16_folder_gives_a_float32_model_unless_asked(hf_dir):
@@ -231,9 +277,30 @@ def test_an_all_zero_float_mask_is_additive_and_keeps_everything():
     torch.testing.assert_close(mask_outputs(torch.zeros(3, 9)), mask_outputs(None))
 
 
-def test_an_extended_mask_is_refused():
-    with pytest.raises(ValueError, match=r"must be \(batch, tokens\)"):
-        mask_outputs(keep_mask()[:, None, None, :])
+@pytest.mark.parametrize("form", [
+    lambda m: m[:, None, None, :], lambda m: m[:, None, None, :].expand(3, 1, 9, 9),
+    lambda m: (1.0 - m.float())[:, None, None, :] * torch.finfo(torch.float32).min,
+], ids=["B11T", "B1TT", "hf-additive-B11T"])
+def test_an_extended_mask_gives_the_keep_masks_outputs(form):
+    """(B, 1, 1, T) and (B, 1, T, T) are read by the rule of the (B, T) mask (issue 42)."""
+    assert torch.equal(mask_outputs(form(keep_mask())), mask_outputs(keep_mask()))
+
+
+def test_a_per_query_mask_masks_each_row_on_its_own():
+    causal = torch.tril(torch.ones(9, 9, dtype=torch.long)).expand(3, 1, 9, 9)
+    out = mask_outputs(causal)
+    assert not torch.equal(out, mask_outputs(None))
+    torch.testing.assert_close(out[:, 0], mask_outputs(torch.tensor([[1] + [0] * 8] * 3))[:, 0])  # sees itself only
+
+
+@pytest.mark.parametrize("shape", [(3, 1), (1, 9), (3, 8), (3, 10), (9,), (3, 9, 9), (3, 2, 1, 9), (1, 1, 1, 9),
+                                   (3, 1, 1, 8), (3, 1, 9, 1), (3, 1, 9, 9, 1)])
+def test_a_mask_of_another_shape_is_a_value_error_naming_both_shapes(shape):
+    """Broadcasting would take a (B, 1) mask silently, spreading its one value over every token (issue 42)."""
+    with pytest.raises(ValueError, match=re.escape(f"attention_mask has shape {shape}; for input_ids of shape (3, 9) "
+                                                   "it must be (3, 9)")) as raised:
+        mask_outputs(torch.ones(shape, dtype=torch.long))
+    assert "(3, 1, 1, 9) or (3, 1, 9, 9)" in str(raised.value)
 
 
 def test_the_rule_is_decided_without_reading_the_mask_on_the_host():

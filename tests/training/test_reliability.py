@@ -15,6 +15,7 @@ from albert_mini.commands.pretrain import main as pretrain
 from albert_mini.training import checkpoint
 from albert_mini.training.checkpoint import CheckpointError, list_checkpoints, load_checkpoint, sorted_metadata
 from albert_mini.training.rundir import read_metrics, truncate_metrics
+from albert_mini.training.trainer import Trainer
 from cli_helpers import REPO, cli_error
 
 SST2 = REPO / "tests" / "tasks" / "fixtures" / "tasks" / "sst2.tsv"
@@ -157,3 +158,94 @@ def test_finetune_save_is_checked_first_and_written_identically(tmp_path, capsys
     assert saved[0].read_bytes() == saved[1].read_bytes()
     error = cli_error(finetune, flags + ["--save", str(saved[0])], capsys)
     assert "already exists" in error and "--overwrite" in error
+
+
+# ---------------------------------------------------------------------- a diverged run (issue 42)
+def finite(checkpoint_dir) -> bool:
+    from safetensors.torch import load_file
+
+    return all(bool(torch.isfinite(t).all()) for t in load_file(checkpoint_dir / "model.safetensors").values())
+
+
+def test_lr_1e30_is_one_line_naming_the_step_and_keeps_the_last_good_checkpoint(tmp_path, capsys):
+    """The issue's case: `--lr 1e30` exited 0 with a NaN held-out loss and a checkpoint of NaN weights."""
+    out = tmp_path / "run"
+    error = cli_error(pretrain, FLAGS + ["--steps", "3", "--lr", "1e30", "--warmup", "0", "--out", str(out)], capsys)
+    # Step 1's gradients are finite and its checkpoint is written; its update makes step 2's NaN.
+    assert "the loss diverged at step 2 (gradient norm is nan); the usual causes are a learning rate too high " \
+           "(--lr 1e+30), too short a warm-up (--warmup 0)" in error, error
+    assert f"the last good checkpoint, step-0000001 in {out / 'checkpoints'}, is kept" in error
+    assert [p.name for p in list_checkpoints(out)] == ["step-0000001"] and finite(list_checkpoints(out)[0])
+    assert train_steps(out) == [1]
+
+
+def test_a_one_step_run_whose_update_diverges_writes_no_checkpoint(tmp_path, capsys):
+    out = tmp_path / "run"
+    error = cli_error(pretrain, FLAGS + ["--steps", "1", "--lr", "1e30", "--warmup", "0", "--out", str(out)], capsys)
+    assert "the loss diverged at step 1 (" in error and "no checkpoint had been written yet" in error, error
+    assert list_checkpoints(out) == []
+
+
+class PoisonedAt(Trainer):
+    """A trainer whose update of step `at` leaves a NaN in the pooler's bias (as a diverging update would)."""
+
+    at = 2
+
+    def train_step(self, *args, **kwargs):
+        norm = super().train_step(*args, **kwargs)
+        if self.step == self.at:
+            with torch.no_grad():
+                self.model.albert.pooler.bias[3] = float("nan")
+        return norm
+
+
+def poisoned_trainer(out, save_every: int, at: int = 2, steps: int = 4, val=True):
+    from albert_mini import AlbertConfig, AlbertForPreTraining, SyntheticBatches, TrainConfig, WarmupPolyDecay
+    from albert_mini.training.optim import build_optimizer
+
+    config = AlbertConfig.from_preset("albert-nano")
+    torch.manual_seed(0)
+    model = AlbertForPreTraining(config)
+    trainer = PoisonedAt(model, build_optimizer(model, "lamb", lr=1e-3), WarmupPolyDecay(1e-3, steps, 0),
+                         SyntheticBatches(config.vocab_size, 2, 16, seed=1),
+                         TrainConfig(max_steps=steps, save_every=save_every, log_every=100, out_dir=out and str(out),
+                                     progress=False),
+                         val_batches=SyntheticBatches(config.vocab_size, 2, 16, seed=2).take(1) if val else None)
+    trainer.at = at
+    return trainer
+
+
+def test_a_checkpoint_is_never_written_with_non_finite_weights(tmp_path):
+    from albert_mini.training.trainer import NonFiniteError
+
+    trainer = poisoned_trainer(tmp_path / "run", save_every=1)
+    with pytest.raises(NonFiniteError) as raised:
+        trainer.train()
+    assert raised.value.step == 2 and "the weights are not finite after the update: albert.pooler.bias (1 NaN)" \
+        in str(raised.value)
+    assert [p.name for p in list_checkpoints(tmp_path / "run")] == ["step-0000001"]  # the last good one, kept
+    assert finite(list_checkpoints(tmp_path / "run")[0])
+
+
+@pytest.mark.parametrize("val", [True, False], ids=["evaluated", "not-evaluated"])
+def test_non_finite_weights_after_the_last_update_fail_the_run(val):
+    """No step reads the last update's weights: the end of the run checks them (once), checkpoint or not."""
+    from albert_mini.training.trainer import NonFiniteError
+
+    trainer = poisoned_trainer(None, save_every=0, at=4, val=val)
+    with pytest.raises(NonFiniteError) as raised:
+        trainer.train()
+    assert raised.value.step == 4 and "albert.pooler.bias (1 NaN)" in str(raised.value)
+
+
+def test_the_weights_are_checked_at_saves_and_at_the_end_only(tmp_path, monkeypatch):
+    """The checks ride on host reads that exist (the gradient norm each step, the log lines): the weights, one
+    host read for all of them, only where a save copies them anyway and once at the end."""
+    from albert_mini.training import trainer as trainer_module
+
+    trainer = poisoned_trainer(tmp_path / "run", save_every=2, at=99, steps=6)
+    calls = []
+    real = trainer_module.non_finite_tensors
+    monkeypatch.setattr(trainer_module, "non_finite_tensors", lambda state: calls.append(1) or real(state))
+    trainer.train()
+    assert len(calls) == 3 + 1  # checkpoints 2, 4 and 6 (the last one saved at the end), and the end of the run

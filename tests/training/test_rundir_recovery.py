@@ -179,17 +179,31 @@ class BudgetSpentAt(Trainer):
         return self.at is not None and self.looks >= self.at
 
 
-def budget_trainer(out, minutes, at=None):
+class Watched(BudgetSpentAt):
+    """Also a watch inside the passes (issue 42) whose clock says the budget is spent at the `cut_look`-th tensor
+    autograd saves or reads back during step `cut_step` (None: never); it counts its looks per step."""
+
+    cut_step: int | None = None
+    cut_look = 1
+
+    def _past(self, deadline):
+        step = self.step + 1
+        self.looks_per_step[step] = self.looks_per_step.get(step, 0) + 1
+        return step == self.cut_step and self.looks_per_step[step] >= self.cut_look
+
+
+def budget_trainer(out, minutes, at=None, cls=BudgetSpentAt):
     torch.manual_seed(0)
     model = AlbertForPreTraining(CONFIG)
     # Train lines every 3 steps, checkpoints every 2, dropout on: a step undone must give back its data, its RNG
     # draws and its metric sums.
     config = TrainConfig(max_steps=STEPS, max_minutes=minutes, accumulate=ACCUMULATE, log_every=3, eval_every=0,
                          save_every=2, keep_checkpoints=2, out_dir=str(out), progress=False)
-    trainer = BudgetSpentAt(model, build_optimizer(model, "lamb", lr=2e-3), WarmupPolyDecay(2e-3, STEPS, 1),
-                            SyntheticBatches(CONFIG.vocab_size, 2, 16, seed=5), config,
-                            val_batches=SyntheticBatches(CONFIG.vocab_size, 2, 16, seed=6).take(1))
+    trainer = cls(model, build_optimizer(model, "lamb", lr=2e-3), WarmupPolyDecay(2e-3, STEPS, 1),
+                  SyntheticBatches(CONFIG.vocab_size, 2, 16, seed=5), config,
+                  val_batches=SyntheticBatches(CONFIG.vocab_size, 2, 16, seed=6).take(1))
     trainer.at = at
+    trainer.looks_per_step = {}
     return trainer
 
 
@@ -221,6 +235,60 @@ def test_a_step_cut_short_by_the_budget_is_undone_and_the_resumed_run_is_bit_ide
         # steps 4-5 shows that the undone step left nothing in the metric sums.
         log = [r for r in log_of(tmp_path / "run") if (r["type"], r["step"]) != ("eval", 3)]
         assert log == log_of(tmp_path / "straight")
+
+
+def weights_of(trainer) -> dict:
+    return {name: tensor.clone() for name, tensor in trainer.model.state_dict().items()}
+
+
+@pytest.mark.parametrize("where", ["first-forward", "middle", "last-backward"])
+def test_a_step_cut_inside_a_pass_is_undone_and_the_resumed_run_is_bit_identical(where, tmp_path):
+    """Issue 42: one long step (thousands of layers) ran far past --minutes. The budget is watched inside every
+    forward and backward pass; a step cut there is undone like one cut between micro-batches."""
+    straight = budget_trainer(tmp_path / "straight", None)
+    straight.train()
+    probe = budget_trainer(tmp_path / "probe", 1.0, cls=Watched)  # watched, never cut: the hooks change no number
+    probe.train()
+    assert all(torch.equal(a, b) for a, b in zip(weights_of(straight).values(), weights_of(probe).values()))
+    looks = probe.looks_per_step[3]  # the tensors step 3 saves and reads back, over its 3 micro-batches
+    assert looks > 6 * ACCUMULATE
+    stopped = budget_trainer(tmp_path / "run", 1.0, cls=Watched)
+    stopped.cut_step, stopped.cut_look = 3, {"first-forward": 1, "middle": looks // 2, "last-backward": looks}[where]
+    result = stopped.train()
+    assert (result.step, result.stop_reason) == (2, "max_minutes") and not stopped.first_step_too_long
+    assert stopped.source.index == 2 * ACCUMULATE  # the micro-batches of the undone step went back
+    assert all(p.grad is None for p in stopped.model.parameters())
+    assert latest_checkpoint(tmp_path / "run").name == "step-0000002"
+    resumed = budget_trainer(tmp_path / "run", 10.0)  # more minutes: it goes on
+    assert resumed.resume() == 2
+    resumed.train()
+    for (name, a), b in zip(weights_of(straight).items(), weights_of(resumed).values()):
+        assert torch.equal(a, b), name
+    assert log_of(tmp_path / "run") == log_of(tmp_path / "straight")
+
+
+def test_a_budget_spent_inside_the_first_step_stops_there_without_the_final_evaluation(tmp_path):
+    """Not one step fits in the budget: the step is undone, and the evaluation (a pass as long) is not run."""
+    trainer = budget_trainer(tmp_path / "run", 1.0, cls=Watched)
+    trainer.cut_step = 1
+    result = trainer.train()
+    assert (result.step, result.stop_reason, result.eval, result.history) == (0, "max_minutes", None, [])
+    assert trainer.first_step_too_long and trainer.source.index == 0
+    assert [p.name for p in list_checkpoints(tmp_path / "run")] == ["step-0000000"]
+
+
+def test_a_rerun_after_a_budget_spent_inside_the_step_after_a_checkpoint_trains_nothing(tmp_path, capsys):
+    """The budget ran out inside step 3, just after the checkpoint of step 2: the end lines at step 2 hold the
+    run's clock past the budget, so the same command finds the run finished (its checkpoint's clock says less)."""
+    run = tmp_path / "run"
+    flags = FLAGS + ["--steps", "1000", "--save-every", "1", "--log-every", "2", "--eval-every", "0", "--out",
+                     str(run)]
+    first = pretrain(flags + ["--minutes", "0.0001"])  # 6 ms: the first step or one soon after is cut
+    before = snapshot(run)
+    again = pretrain(flags + ["--minutes", "0.0001"])
+    assert (again.step, again.history) == (first.step, [])
+    assert {k: v for k, v in snapshot(run).items() if k != "run.json"} == \
+        {k: v for k, v in before.items() if k != "run.json"}
 
 
 def test_the_clock_is_read_between_micro_batches_only_with_a_budget(tmp_path):
