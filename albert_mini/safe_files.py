@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterable
@@ -259,11 +260,17 @@ class OutputRecord:
 
     What it lists, unchanged since, is the command's own: a later run may replace or delete it. A file it does not
     list, or one changed since (a learner's edited notebook), is someone else's.
+
+    A kill cannot leave the folder refused: before writing, a command lists each file it is about to write with the
+    sha256 it will have (`expect`, saved at once), and writes each one atomically, so every file a kill -9 leaves
+    is either as the record lists it, or as it was before, or a temp file of an unfinished write beside a listed
+    name (`leftovers`, which the next run deletes). The rerun then replaces or deletes them as its own.
     """
 
     def __init__(self, folder: str | Path, command: str):
         self.folder, self.command = Path(folder), command
         self.files: dict[str, str] = {}
+        self.writing: dict[str, str] = {}  # files being written: name -> the sha256 they will have
         path = self.folder / OUTPUT_RECORD
         if path.is_file():
             try:
@@ -272,6 +279,8 @@ class OutputRecord:
                 record = {}
             if isinstance(record, dict) and record.get("command") == command and isinstance(record.get("files"), dict):
                 self.files = {str(k): str(v) for k, v in record["files"].items()}
+                writing = record.get("writing", {})
+                self.writing = {str(k): str(v) for k, v in writing.items()} if isinstance(writing, dict) else {}
 
     def _name(self, path: str | Path) -> str | None:
         try:
@@ -279,26 +288,65 @@ class OutputRecord:
         except ValueError:
             return None
 
-    def unchanged(self, path: str | Path) -> bool:
-        """Whether `path` is a regular file this record lists with its current sha256."""
+    def _digest(self, path: str | Path) -> str | None:
+        """The current sha256 of `path` when the record lists it with that digest (written, or being written)."""
         name = self._name(path)
         path = Path(path)
-        return (name in self.files and not path.is_symlink() and path.is_file()
-                and sha256_file(path) == self.files[name])
+        if (name not in self.files and name not in self.writing) or path.is_symlink() or not path.is_file():
+            return None
+        digest = sha256_file(path)
+        return digest if digest in (self.files.get(name), self.writing.get(name)) else None
+
+    def unchanged(self, path: str | Path) -> bool:
+        """Whether `path` is a regular file this record lists with its current sha256."""
+        return self._digest(path) is not None
 
     def own(self) -> list[Path]:
-        """The listed files that are still as the command wrote them."""
-        return [self.folder / name for name in self.files if self.unchanged(self.folder / name)]
+        """The listed files that are still as the command wrote them (or was writing them)."""
+        return [self.folder / name for name in sorted(set(self.files) | set(self.writing))
+                if self.unchanged(self.folder / name)]
 
-    def foreign(self) -> list[Path]:
-        """Every file in the folder (at any depth) that is not listed unchanged, the record itself aside."""
+    def leftovers(self) -> list[Path]:
+        """The temp files of this command's unfinished atomic writes (`temp_name` of a listed file, or of the record
+        itself): what a kill between a write and its rename leaves. The next run deletes them."""
+        listed = set(self.files) | set(self.writing) | {OUTPUT_RECORD}
         found = []
         for folder, _, names in os.walk(self.folder):
             for name in names:
+                temp = TEMP_NAME.match(name)
+                if temp and self._name(Path(folder) / temp.group(1)) in listed:
+                    found.append(Path(folder) / name)
+        return sorted(found)
+
+    def foreign(self) -> list[Path]:
+        """Every file in the folder (at any depth) that is not listed unchanged, the record itself and the temp
+        files of its writes aside."""
+        found, leftovers = [], set(self.leftovers())
+        for folder, _, names in os.walk(self.folder):
+            for name in names:
                 path = Path(folder) / name
-                if path != self.folder / OUTPUT_RECORD and not self.unchanged(path):
+                if path != self.folder / OUTPUT_RECORD and path not in leftovers and not self.unchanged(path):
                     found.append(path)
         return sorted(found)
+
+    def expect(self, digests: dict[Path, str]) -> Path:
+        """Before writing: list each file of `digests` (path -> the sha256 it will have once written) as being
+        written, and save the record now. What an earlier run left (written, or being written when it was killed)
+        stays listed with the digest it has, so a second kill loses nothing either; a listed file that is gone or
+        changed since is dropped (someone else's now)."""
+        settled = {}
+        for name in sorted(set(self.files) | set(self.writing)):
+            digest = self._digest(self.folder / name)
+            if digest is not None:
+                settled[name] = digest
+        names = {}
+        for path, digest in digests.items():
+            name = self._name(path)
+            if name is None:
+                raise ValueError(f"{path} is not in {self.folder}")
+            names[name] = digest
+        self.files, self.writing = settled, names
+        return self.save()
 
     def add(self, path: str | Path) -> None:
         """List `path` (a file just written into the folder) with its sha256."""
@@ -306,13 +354,17 @@ class OutputRecord:
         if name is None:
             raise ValueError(f"{path} is not in {self.folder}")
         self.files[name] = sha256_file(Path(path))
+        self.writing.pop(name, None)
 
     def forget(self, path: str | Path) -> None:
         self.files.pop(self._name(path), None)
+        self.writing.pop(self._name(path), None)
 
     def save(self) -> Path:
         record = {"command": self.command, "note": "files albert-mini wrote here, with their sha256: a later run "
                   "replaces or deletes only these, and only while unchanged", "files": dict(sorted(self.files.items()))}
+        if self.writing:  # a run in progress, or one stopped before it wrote these: either content is its own
+            record["writing"] = dict(sorted(self.writing.items()))
         return atomic_write_text(self.folder / OUTPUT_RECORD, json.dumps(record, indent=1) + "\n")
 
 
@@ -334,8 +386,11 @@ def manifest_owned(folder: str | Path, names: Iterable[str]) -> list[Path]:
 
 # --------------------------------------------------------------------------- writing
 def temp_name(path: Path) -> Path:
-    """The temp file beside `path` that a write goes through (albert_mini.training.rundir recognises the name)."""
+    """The temp file beside `path` that a write goes through (TEMP_NAME recognises it)."""
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+TEMP_NAME = re.compile(r"^\.(.+)\.tmp-\d+$")  # temp_name's names: what an atomic write killed before its rename leaves
 
 
 # Windows cannot open a folder (os.open raises PermissionError), so a folder is fsynced only elsewhere; there, the

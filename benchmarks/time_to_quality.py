@@ -13,6 +13,7 @@ time-to-quality ratio; label every number with the CPU it prints.
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 from albert_mini.cli import Parser, run
@@ -27,7 +28,8 @@ def _main(argv: list[str]) -> dict:
     p.add_argument("--out", default="runs/ttq", help="run directories old/ and new/ go here (overwritten)")
     p.add_argument("--json", default=None, help="also write the curves and the summary to this file")
     args = p.parse_args(argv)
-    result = race(args.minutes, Path(args.out), args.slice_minutes)
+    result = race(args.minutes, Path(args.out), args.slice_minutes,
+                  command=shlex.join(["python", "benchmarks/time_to_quality.py", *argv]))
     print(report(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1) + "\n")

@@ -11,7 +11,8 @@ that mirrors the checkout (`chapters/`, `figures/`), so a chapter's `![...](../f
 in JupyterLab.
 
 A rebuild deletes only the files an earlier build wrote (OUT/.albert-mini-outputs.json lists them with their sha256)
-and refuses a folder that holds anything else, or a page changed since.
+and refuses a folder that holds anything else, or a page changed since. The record lists each file before it is
+written, and each is written atomically, so a build killed at any point is finished by the same command run again.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ import tempfile
 from pathlib import Path
 
 from ..errors import UserError
-from ..paths import repo_root
-from ..safe_files import OutputRecord, Writes, check_writes
+from ..paths import repo_root, sha256_file
+from ..safe_files import OutputRecord, Writes, atomic_write_bytes, check_writes
 from .exercises.solutions import copy_with_solutions
 
 GUIDE = "TEACHER_GUIDE.md"
@@ -257,24 +258,34 @@ def build(out: Path, root: Path | None = None, quiet: bool = True, writes: Write
 
 
 def replace_book(out: Path, built: Path, record: OutputRecord) -> None:
-    """Delete the files of the old book that `record` lists (and the folders they leave empty), then copy the new
-    book from `built` into `out`, listing each file in the record."""
-    emptied = set()
-    for path in record.own():
-        path.unlink()
-        record.forget(path)
-        emptied.update(p for p in path.parents if p.is_relative_to(out) and p != out)
-    for folder in sorted(emptied, key=lambda p: len(p.parts), reverse=True):
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
+    """Replace the book in `out` by the one in `built`: list every new file in `record` (saved first, with the
+    sha256 it will have), delete the temp files of an earlier, killed write and the old book's files that the new
+    one does not have (and the folders they leave empty), then write each new file atomically.
+
+    A kill at any point leaves only files the record recognises as this command's (the old book's, the new one's,
+    or temp files of its writes), so the same command run again rebuilds the folder; nothing else is deleted."""
+    new = {out / source.relative_to(built): source for source in sorted(built.rglob("*")) if source.is_file()}
+    old = record.own()  # before `expect` forgets what is gone or changed
+    kept = {path: sha256_file(path) for path in old if path in new}  # a page the new book has as it is: not rewritten
     out.mkdir(parents=True, exist_ok=True)
+    digests = {target: sha256_file(source) for target, source in new.items()}
+    record.expect(digests)
     try:
-        for source in sorted(built.rglob("*")):
-            if source.is_file():
-                target = out / source.relative_to(built)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(source, target)
-                record.add(target)
+        for leftover in record.leftovers():
+            leftover.unlink()
+        emptied = set()
+        for path in old:
+            if path not in new:
+                path.unlink()
+                record.forget(path)
+                emptied.update(p for p in path.parents if p.is_relative_to(out) and p != out)
+        for folder in sorted(emptied, key=lambda p: len(p.parts), reverse=True):
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+        for target, source in new.items():
+            if kept.get(target) != digests[target]:
+                atomic_write_bytes(target, source.read_bytes())
+            record.add(target)
     finally:
         record.save()
 

@@ -1,6 +1,6 @@
 """`albert-mini leak-control`: the sentence path trained on SOP pairs built the reference way (a positive control).
 
-    albert-mini leak-control --steps 600 --out data/results/leak_control.json --overwrite   # the shipped record
+    albert-mini leak-control --steps 300 --every 50 --out data/results/leak_control.json --overwrite  # shipped
 
 The control is albert_mini.harness.research.leak_control's (`run_leak_control`).
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from ..cli import run as run_cli
+from ..harness.experiments.provenance import command_line
 from ..harness.research import leak_control
 from ..harness.research.recipe_space import Recipe, nano_recipe
 from ..paths import DATA_ROOT
@@ -36,7 +37,8 @@ def _main(argv: list[str]) -> dict:
     WRITES.check(files=[("--out", args.out)] if args.out else [], inputs=[DATA_ROOT / "austen"],
                  overwrite=args.overwrite, regenerates=[DATA_ROOT / "results" / "leak_control.json"])
     recipe = nano_recipe(seq_len=64, warmup=10) if args.nano else Recipe()
-    record = leak_control.run_leak_control(recipe, args.steps, args.every)
+    record = leak_control.run_leak_control(recipe, args.steps, args.every,
+                                           command=command_line("leak-control", argv))
     for name in ("constant_answer", "surface_probe", "network"):
         r = record[name]
         print(f"{name:16s} {r['accuracy']:.1%} of {r['total']} held-out pairs "

@@ -18,6 +18,7 @@ import torch
 from ..cli import Parser
 from ..cli import run as run_cli
 from ..errors import UsageError
+from ..harness.experiments.provenance import command_line
 from ..harness.research import recipe_search
 from ..harness.research.recipe_results import write_results
 from ..harness.research.recipe_space import Recipe, parse_settings
@@ -80,7 +81,7 @@ def _main(argv: list[str]):
                              "were written to (--out of the probe command)")
         WRITES.check(files=[("--out", args.out), ("--figure", args.figure)], inputs=[records],
                      overwrite=args.overwrite, regenerates=SHIPPED)
-        path = write_results(records, Path(args.out), Path(args.figure))
+        path = write_results(records, Path(args.out), Path(args.figure), command_line("recipe-search", argv))
         print(f"wrote {path} and {args.figure}")
         return path
     if args.threads is not None:
@@ -94,9 +95,11 @@ def _main(argv: list[str]):
     if args.command == "probe":
         if args.eval_points < 1:
             raise UsageError(f"--eval-points must be >= 1, got {args.eval_points}")
-        return recipe_search.run_probe(args.name, recipe, args.tokens, Path(args.out), args.eval_points)
+        return recipe_search.run_probe(args.name, recipe, args.tokens, Path(args.out), args.eval_points,
+                                       command=command_line("recipe-search", argv))
     if args.steps < 1 or args.every < 1:
         raise UsageError(f"--steps and --every must be >= 1, got {args.steps} and {args.every}")
     held = None if args.rule == "sop" else 8  # the real label is scored on every held-out pair
     return recipe_search.run_control(args.name, recipe, args.steps, Path(args.out), args.rule, args.every,
-                                     args.train_pairs, held_out_batches=held)
+                                     args.train_pairs, held_out_batches=held,
+                                     command=command_line("recipe-search", argv))

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from ..cli import run as run_cli
+from ..harness.experiments.provenance import command_line
 from ..harness.research import time_to_quality
 from ..paths import DATA_ROOT, FIGURES_ROOT
 from ..safe_files import Writes
@@ -35,10 +36,13 @@ def _main(argv: list[str]):
     results.add_argument("new", help="run directory of the new recipe (e.g. data/results/classroom-model-v2)")
     results.add_argument("--out", default=str(SHIPPED[0]), help="default data/results/time_to_quality.json")
     results.add_argument("--figure", default=str(SHIPPED[1]), help="default figures/time_to_quality.png")
+    results.add_argument("--machine", default=None,
+                         help="the CPU the two runs trained on, which their minutes are of (default: this machine's)")
     results.add_argument("--overwrite", action="store_true", help="replace existing --out and --figure files")
     args = p.parse_args(argv)
     WRITES.check(files=[("--out", args.out), ("--figure", args.figure)], inputs=[args.old, args.new],
                  overwrite=args.overwrite, regenerates=SHIPPED)
-    result = time_to_quality.write_results(Path(args.old), Path(args.new), Path(args.out), Path(args.figure))
+    result = time_to_quality.write_results(Path(args.old), Path(args.new), Path(args.out), Path(args.figure),
+                                           command_line("time-to-quality", argv), args.machine)
     print(json.dumps({k: result[k] for k in ("at_common_minutes", "tokens_to_old_final_mlm")}, indent=1))
     return result

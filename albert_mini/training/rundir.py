@@ -44,7 +44,7 @@ from filelock import lock_descriptor
 from ..errors import UserError
 from ..model.config import AlbertConfig, config_differences
 from ..paths import recorded_path
-from ..safe_files import atomic_write_text, check_out_folder, fsync_folder
+from ..safe_files import TEMP_NAME, atomic_write_text, check_out_folder, fsync_folder
 from ..text.corpus import fingerprint_changes
 
 # What chapters import from here (the module's public face; albert_mini/README.md).
@@ -59,7 +59,6 @@ CHECKPOINT_FILES = frozenset({MODEL_FILE, STATE_FILE, CONFIG_FILE, MANIFEST_FILE
 STEP_DIR = re.compile(r"^step-(\d+)$")
 SET_ASIDE = re.compile(r"^step-\d+\.corrupt(-\d+)?$")  # a corrupt checkpoint moved out of the way by a resume
 TEMP_PREFIX = ".tmp-"  # checkpoints/.tmp-*: a save (or a deletion) that was interrupted
-_ATOMIC_TEMP = re.compile(r"^\.(.+)\.tmp-\d+$")  # what atomic_write_text leaves if killed before its rename
 SHOWN = 5  # foreign entries named in a message
 KIND_NAMES = {"pretrain": "pretraining", "finetune": "fine-tuning"}  # the "kind" of a run.json, for messages
 
@@ -133,7 +132,7 @@ def looks_exported(path: str | Path) -> bool:
 
 def _is_own_file(path: Path, layout: Layout) -> bool:
     """Whether `path` is one of the files `layout` writes: by name, then by content for the JSON files."""
-    temp = _ATOMIC_TEMP.match(path.name)
+    temp = TEMP_NAME.match(path.name)  # what atomic_write_text leaves if killed before its rename
     name = temp.group(1) if temp else path.name
     if name not in layout.files:
         return False

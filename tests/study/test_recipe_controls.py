@@ -104,13 +104,16 @@ def test_sentence_warning_flags_loss_below_ln2_at_chance():
 @pytest.mark.slow
 def test_probe_record_scores_both_lengths(tmp_path):
     recipe = nano_recipe(seq_len=64, warmup=2)
-    record = run_probe("smoke", recipe, tokens=8 * 32 * 64, out_dir=tmp_path, eval_points=2, say=quiet)
+    record = run_probe("smoke", recipe, tokens=8 * 32 * 64, out_dir=tmp_path, eval_points=2, say=quiet,
+                       command="albert-mini recipe-search probe smoke")
     assert record["steps"] == 8 and len(record["curve"]) == 2
     assert record["curve"][-1]["step"] == 8 and record["tokens"] <= 8 * 32 * 64
     point = record["curve"][-1]
     assert set(point["held_out_by_len"]) == {"64", "128"} and point["held_out"] == point["held_out_by_len"]["64"]
     assert len(point["diag"]["entropy"]) == 2 and point["sentence_warning"] is None
-    assert json.loads((tmp_path / "smoke.json").read_text())["held_out_mlm"] == record["held_out_mlm"]
+    written = json.loads((tmp_path / "smoke.json").read_text())
+    assert written["held_out_mlm"] == record["held_out_mlm"]
+    assert written["command"] == "albert-mini recipe-search probe smoke" and written["git_revision"]
 
 
 def test_reference_style_pairs_batch_with_their_labels_and_lengths():
@@ -137,7 +140,9 @@ def test_reference_style_pairs_batch_with_their_labels_and_lengths():
 def test_leak_control_scores_the_network_the_surface_probe_and_the_constant_answer_on_one_set():
     from albert_mini.harness.research.leak_control import run_leak_control
 
-    record = run_leak_control(nano_recipe(seq_len=64, warmup=1), steps=2, every=1, max_documents=FEW, say=quiet)
+    record = run_leak_control(nano_recipe(seq_len=64, warmup=1), steps=2, every=1, max_documents=FEW, say=quiet,
+                              command="albert-mini leak-control --nano --steps 2")
+    assert record["command"] == "albert-mini leak-control --nano --steps 2" and record["git_revision"]
     share = record["label_1_share"]
     constant = record["constant_answer"]
     assert constant["total"] == record["surface_probe"]["total"] == record["held_out_pairs"]

@@ -32,6 +32,7 @@ def results():
 
 def test_committed_json_is_what_the_records_build(results):
     committed = json.loads((repo_root() / "data/results/recipe_search.json").read_text())
+    assert committed["command"] == "albert-mini recipe-search results --overwrite" and results["git_revision"]
     assert [p["name"] for p in committed["probes"]] == [p["name"] for p in results["probes"]]
     assert [p["held_out_mlm"] for p in committed["probes"]] == [p["held_out_mlm"] for p in results["probes"]]
     assert [c["collapse_step"] for c in committed["controls"]] == [c["collapse_step"] for c in results["controls"]]
@@ -107,7 +108,8 @@ def test_time_to_quality_reads_both_classroom_runs_and_the_committed_file_is_wha
     assert settings["steps"] == 5000 and settings["short_seq_len"] == 64 and curve[-1]["step"] == 5000
     committed = json.loads((repo_root() / "data/results/time_to_quality.json").read_text())
     rebuilt = json.loads(json.dumps(ttq_results(old.relative_to(repo_root()), new.relative_to(repo_root()),
-                                                machine=committed["machine"])))
+                                                machine=committed["machine"], command=committed["command"])))
+    assert rebuilt.pop("git_revision") and committed.pop("git_revision")  # of this checkout; of the one that made it
     assert rebuilt == committed
 
 

@@ -18,7 +18,8 @@ docstring kept, as the markers stand around the raise alone) the checks report a
 
 A rerun replaces only what it wrote itself and nobody has changed since (OUT/.albert-mini-outputs.json records the
 files and their sha256): a notebook a learner edited in the hand-out folder is refused, naming it, unless
---overwrite is given.
+--overwrite is given. The record lists each file before it is written, so a run killed at any point is finished
+by the same command, without --overwrite.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import re
 from pathlib import Path
 
 from ...errors import MissingFileError
+from ...paths import sha256_bytes
 from ...safe_files import OutputRecord, UnsafeWriteError, Writes, atomic_write_bytes, check_writes
 from .solutions import defined_function, solution_cells, solutions_path
 
@@ -155,9 +157,15 @@ def write_handout(chapters: list[Path], out: Path, with_solutions: bool = False,
     record = OutputRecord(out, "exercises")
     check(files=[("--out", target) for target in files], folders=[("--out", out)],
           inputs=[source for source, _ in files.values()], overwrite=overwrite, own=record.own())
+    contents = {target: source.read_bytes() if data is None else data for target, (source, data) in files.items()}
+    # Listed before they are written, each written atomically: a kill at any point leaves files the record knows
+    # (as they were, or as this run writes them), so the same command run again needs no --overwrite.
+    record.expect({target: sha256_bytes(data) for target, data in contents.items()})
     try:
+        for leftover in record.leftovers():  # the temp file of a write killed before its rename
+            leftover.unlink()
         for target, (source, data) in files.items():
-            atomic_write_bytes(target, source.read_bytes() if data is None else data)
+            atomic_write_bytes(target, contents[target])
             record.add(target)
             if data is not None:
                 say(f"{source} -> {target}")

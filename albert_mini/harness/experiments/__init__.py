@@ -14,6 +14,7 @@ from . import (
     embedding_size,
     finetune,
     memory,
+    provenance,
     sentence_scratch,
     sentence_task,
     sharing,
@@ -112,4 +113,4 @@ def checked_tables(folder: Path) -> str:
 
 def command_line(argv: Sequence[str]) -> str:
     """The command as typed (`albert-mini experiments ARGV...`), for provenance."""
-    return " ".join(["albert-mini experiments", *argv])
+    return provenance.command_line("experiments", argv)

@@ -6,20 +6,30 @@ what a kind computes changes these values, tests/study/test_numerics_guard.py fa
 kind's version (retiring its cached runs) and record the new values:
 
     albert-mini numerics --write
+
+`--write` says which values changed and by how much. Values that differ from the recorded ones only within the
+guard's own tolerance (TOLERANCE, what the test allows) are this machine's last digits, not a change: they are kept
+as recorded unless --force, and so are values that moved while their kind's version did not (the cached runs of
+that kind would then stand for other numbers: bump the version first).
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from ...paths import REPO_ROOT
+from ...safe_files import atomic_write_text
 from .runs import NUMERICS_VERSION
 
 GUARD_FILE = REPO_ROOT / "tests" / "study" / "numerics_guard.json"
+# Relative: other CPUs sum in another order (about 1e-6 here); any change of data, masks or initialisation moves
+# these values by far more. tests/study/test_numerics_guard.py checks with it; `--write` keeps what stays within it.
+TOLERANCE = 1e-4
 
 
 def _losses(curve: list[dict]) -> list[float]:
@@ -57,5 +67,62 @@ def guard_values() -> dict[str, dict]:
 
 def write_guard(values: dict[str, dict] | None = None) -> Path:
     """Record `values` (default: `guard_values()`, measured now) in GUARD_FILE, the values the test checks."""
-    GUARD_FILE.write_text(json.dumps(guard_values() if values is None else values, indent=1) + "\n")
+    atomic_write_text(GUARD_FILE, json.dumps(guard_values() if values is None else values, indent=1) + "\n")
     return GUARD_FILE
+
+
+def within_tolerance(recorded: float, measured: float) -> bool:
+    """Whether `measured` passes the guard's test against `recorded` (pytest.approx with rel=TOLERANCE)."""
+    return abs(measured - recorded) <= max(TOLERANCE * abs(recorded), 1e-12)
+
+
+@dataclass
+class GuardChanges:
+    """What measured values change against the recorded guard, kind by kind."""
+
+    lines: list[str] = field(default_factory=list)  # one per changed value, version or kind, for the reader
+    moved: list[str] = field(default_factory=list)  # kinds recorded anew: new, re-versioned, or beyond tolerance
+    unbumped: list[str] = field(default_factory=list)  # of `moved`: beyond tolerance at the recorded version
+    rounding: list[str] = field(default_factory=list)  # kinds that differ only within tolerance
+    dropped: list[str] = field(default_factory=list)  # recorded kinds no longer measured
+
+    def guard(self, recorded: dict, measured: dict, force: bool = False) -> dict:
+        """The guard to write: measured values for the kinds that moved (with `force`: for every kind), the
+        recorded ones for the others; never the values of an unbumped kind unless `force`."""
+        kept = set(self.rounding) | set(self.unbumped)
+        return {kind: measured[kind] if force or kind not in kept else recorded[kind] for kind in measured}
+
+
+def guard_changes(recorded: dict, measured: dict) -> GuardChanges:
+    """Compare `measured` guard values with `recorded` ones (both as `guard_values` gives them)."""
+    changes = GuardChanges()
+    for kind in sorted(set(recorded) - set(measured)):
+        changes.dropped.append(kind)
+        changes.lines.append(f"{kind}: recorded but no longer measured; dropped")
+    for kind, now in measured.items():
+        before = recorded.get(kind)
+        if not isinstance(before, dict) or not isinstance(before.get("values"), list):
+            changes.moved.append(kind)
+            changes.lines.append(f"{kind}: not recorded yet; {len(now['values'])} values recorded")
+            continue
+        old, new = before["values"], now["values"]
+        if before.get("version") != now["version"]:
+            changes.lines.append(f"{kind}: version {before.get('version')} -> {now['version']}")
+        if len(old) != len(new):
+            changes.lines.append(f"{kind}: {len(old)} values -> {len(new)}")
+        beyond = within = 0
+        for i, (a, b) in enumerate(zip(old, new)):
+            if a == b:
+                continue
+            close = within_tolerance(a, b)
+            beyond, within = beyond + (not close), within + close
+            relative = abs(b - a) / abs(a) if a else float("inf")
+            changes.lines.append(f"{kind}[{i}]: {a!r} -> {b!r} ({b - a:+.3g}, relative {relative:.1e}, "
+                                 f"{'within' if close else 'beyond'} the tolerance of {TOLERANCE:g})")
+        if before.get("version") != now["version"] or len(old) != len(new) or beyond:
+            changes.moved.append(kind)
+            if before.get("version") == now["version"] and beyond:
+                changes.unbumped.append(kind)
+        elif within:
+            changes.rounding.append(kind)
+    return changes

@@ -1,11 +1,15 @@
-"""Where and with what each result was made: the device, the CPU, the git revision, and the result file itself."""
+"""Where and with what each result was made: the command line, the device, the CPU, the git revision, and the
+result file itself. Every result file under data/results/ records its `command` and `git_revision`
+(tests/study/test_result_provenance.py)."""
 
 from __future__ import annotations
 
 import json
 import os
 import platform
+import shlex
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -58,6 +62,12 @@ def git_revision() -> str:
         return head + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def command_line(command: str, argv: Sequence[str]) -> str:
+    """`albert-mini COMMAND ARGV...` as typed (quoted where a shell needs it): what a result file records as the
+    command that made it, and that makes it again."""
+    return shlex.join(["albert-mini", command, *map(str, argv)])
 
 
 def write_result(name: str, payload: dict, budget: Budget, seeds, out_dir: Path, seconds: float,

@@ -6,7 +6,7 @@ pairs, where our own pairs give 50%). A network trained on such pairs should fin
 accuracy rises from the constant answer towards the surface probe's, the sentence path learns a signal that is
 there, and a flat SOP curve on our cue-free pairs is about the task, not the wiring.
 
-    albert-mini leak-control --steps 600 --out data/results/leak_control.json
+    albert-mini leak-control --steps 300 --every 50 --out data/results/leak_control.json   # the shipped record
 """
 
 from __future__ import annotations
@@ -61,9 +61,10 @@ def pair_batches(instances, batch_size: int, seed: int) -> list[dict]:
 
 
 def run_leak_control(recipe: Recipe, steps: int, every: int = 50, max_documents: int | None = None,
-                     say=print) -> dict:
+                     say=print, command: str | None = None) -> dict:
     """Train the sentence path on reference-style SOP pairs of the training chapters (a new draw every pass);
-    score it, the surface probe and the constant answer on reference-style pairs of the held-out chapters."""
+    score it, the surface probe and the constant answer on reference-style pairs of the held-out chapters. The
+    record names `command`, the command line that ran it, and the git revision."""
     if steps < 1 or every < 1:
         raise UsageError(f"--steps and --every must be >= 1, got {steps} and {every}")
     train_docs = split_documents(("train",), max_documents)
@@ -109,7 +110,7 @@ def run_leak_control(recipe: Recipe, steps: int, every: int = 50, max_documents:
 
     return {"recipe": dataclasses.asdict(recipe), "steps": steps, "passes": draw,
             "seconds": time.perf_counter() - start,
-            "cpu": cpu_model(), "threads": torch.get_num_threads(), "git": git_revision(),
+            "cpu": cpu_model(), "threads": torch.get_num_threads(), "command": command, "git_revision": git_revision(),
             "held_out_pairs": len(held), "label_1_share": float(labels.mean()),
             "constant_answer": score(constant), "surface_probe": score(surface), "network": score(network),
             "network_vs": versus, "log": log}

@@ -12,6 +12,8 @@ import json
 import math
 from pathlib import Path
 
+from ...safe_files import atomic_write_text
+from ..experiments.provenance import git_revision
 from .recipe_space import Recipe
 
 # The harness these records were made with, before the package moved to the layered layout.
@@ -45,8 +47,8 @@ def changed_settings(recipe: dict) -> dict:
 
 
 def revision(record: dict) -> dict:
-    harness = OLD_HARNESS.get(record["git"], "albert_mini/harness/research/recipe_search.py")
-    return {"commit": record["git"], "harness": harness}
+    harness = OLD_HARNESS.get(record["git_revision"], "albert_mini/harness/research/recipe_search.py")
+    return {"commit": record["git_revision"], "harness": harness}
 
 
 def probe_summary(record: dict) -> dict:
@@ -120,8 +122,9 @@ def control_summary(record: dict, window: int = 25) -> dict:
             "train_loss": [round(row["loss"], 4) for row in log], "train_acc": acc, "checks": checks}
 
 
-def build_results(folder: Path, uniform_entropy: dict | None = None) -> dict:
-    """Everything data/results/recipe_search.json holds, from a folder of raw records."""
+def build_results(folder: Path, uniform_entropy: dict | None = None, command: str | None = None) -> dict:
+    """Everything data/results/recipe_search.json holds, from a folder of raw records (`command`: the command line
+    that builds it, recorded with the git revision)."""
     raw_probes, raw_controls = load_records(folder)
     if not raw_probes and not raw_controls:
         raise ValueError(f"{folder} holds no probe or control records (*.json written by the recipe search)")
@@ -129,6 +132,7 @@ def build_results(folder: Path, uniform_entropy: dict | None = None) -> dict:
     mark_repeats(probes)
     return {"about": "Pretraining-recipe probes at one token budget (seed 0, the same held-out chapters) and "
                      "sentence-loss-only controls; raw records in data/results/recipe_search/",
+            "command": command, "git_revision": git_revision(),
             "held_out": {"masking": "15% n-grams, static, seed 1", "split": "validation",
                          "uniform_attention_entropy": uniform_entropy},
             "probes": probes, "controls": [control_summary(r) for r in raw_controls]}
@@ -195,17 +199,17 @@ def figure(results: dict):
     return fig
 
 
-def write_results(folder: Path, out: Path, figure_out: Path, with_entropy: bool = True) -> Path:
-    """Build the results from `folder`, write them to `out` and the figure to `figure_out`."""
+def write_results(folder: Path, out: Path, figure_out: Path, command: str, with_entropy: bool = True) -> Path:
+    """Build the results from `folder` (`command`: the command line doing it), write them to `out` and the figure
+    to `figure_out`."""
     entropy = None
     if with_entropy:
         from ...study.collapse import uniform_entropy
         from .recipe_space import held_out
 
         entropy = {str(n): round(uniform_entropy(held_out(Recipe(), seq_len=n)), 4) for n in (64, 128)}
-    results = build_results(folder, entropy)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1) + "\n")
+    results = build_results(folder, entropy, command)
+    atomic_write_text(out, json.dumps(results, indent=1) + "\n")
     fig = figure(results)
     figure_out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(figure_out, dpi=120)

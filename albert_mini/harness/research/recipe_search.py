@@ -58,8 +58,9 @@ def score(model, sets: dict, sample: list[dict]) -> dict:
 
 
 def run_probe(name: str, recipe: Recipe, tokens: float, out_dir: Path | None = None, eval_points: int = 8,
-              say=print) -> dict:
-    """Train one recipe for `tokens` tokens, scored `eval_points` times; its record, also written when out_dir."""
+              say=print, command: str | None = None) -> dict:
+    """Train one recipe for `tokens` tokens, scored `eval_points` times; its record (naming `command`, the command
+    line that ran it, and the git revision), also written when out_dir."""
     short_steps, long_steps = recipe.steps_for(tokens)
     steps = short_steps + long_steps
     if short_steps < 1:
@@ -91,7 +92,7 @@ def run_probe(name: str, recipe: Recipe, tokens: float, out_dir: Path | None = N
     final = curve[-1]["held_out"]
     record = {"name": name, "recipe": dataclasses.asdict(recipe), "tokens": trainer.tokens_seen, "steps": steps,
               "seconds": time.perf_counter() - start, "threads": torch.get_num_threads(), "cpu": cpu_model(),
-              "git": git_revision(),
+              "command": command, "git_revision": git_revision(),
               "held_out_pairs": sum(int(b["sentence_order_label"].numel()) for b in sets[recipe.seq_len]),
               "held_out_mlm": final["mlm_acc"], "held_out_sop": final["sentence_acc"],
               "held_out_sop_loss": final["sentence_loss"], "curve": curve,
@@ -106,7 +107,7 @@ def run_probe(name: str, recipe: Recipe, tokens: float, out_dir: Path | None = N
 # The loop is the library's (albert_mini.study.controls); a control here builds the recipe's model and pairs.
 def run_control(name: str, recipe: Recipe, steps: int, out_dir: Path | None = None, rule: str = "longer",
                 every: int = 10, train_pairs: int | None = None, max_documents: int | None = None,
-                held_out_batches: int | None = 8, say=print) -> dict:
+                held_out_batches: int | None = 8, say=print, command: str | None = None) -> dict:
     """Train the recipe's sentence path alone (no MLM loss) with albert_mini.study.controls.train_sentence_path;
     log loss, accuracy and the collapse diagnostics.
 
@@ -128,7 +129,7 @@ def run_control(name: str, recipe: Recipe, steps: int, out_dir: Path | None = No
                               rule=rule, every=every, say=say, name=name)
     record = {"name": name, "rule": rule, "recipe": dataclasses.asdict(recipe), "steps": steps,
               "train_pairs": train_pairs, "seconds": time.perf_counter() - start, "cpu": cpu_model(),
-              "threads": torch.get_num_threads(), "git": git_revision(), "log": log}
+              "threads": torch.get_num_threads(), "command": command, "git_revision": git_revision(), "log": log}
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / f"control-{name}.json").write_text(json.dumps(record) + "\n")

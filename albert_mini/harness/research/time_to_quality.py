@@ -8,6 +8,8 @@ race's report are the library's readers of these files (albert_mini.study.time_t
 
     python benchmarks/time_to_quality.py --minutes 15 --out runs/ttq
     albert-mini time-to-quality results OLD_RUN_DIR NEW_RUN_DIR --overwrite   # rewrites the shipped results
+
+Both results record the command line that made them and the git revision.
 """
 
 from __future__ import annotations
@@ -34,8 +36,10 @@ OLD = PretrainingSetup(preset="albert-mini", corpus="austen", task="sop", steps=
 RECIPES = {"old": OLD, "new": OLD.replace(short_seq_len=64, short_fraction=0.9)}
 
 
-def race(minutes: float, out: Path, slice_minutes: float = 1.0, recipes: dict | None = None, say=print) -> dict:
-    """Train each recipe for `minutes` of its own training time, in alternating slices; returns their eval curves."""
+def race(minutes: float, out: Path, slice_minutes: float = 1.0, recipes: dict | None = None, say=print,
+         command: str | None = None) -> dict:
+    """Train each recipe for `minutes` of its own training time, in alternating slices; returns their eval curves
+    (with `command`, the command line that ran the race, and the git revision)."""
     if minutes <= 0 or slice_minutes <= 0:
         raise UsageError(f"--minutes and --slice-minutes must be > 0, got {minutes} and {slice_minutes}")
     recipes = recipes or RECIPES
@@ -60,7 +64,7 @@ def race(minutes: float, out: Path, slice_minutes: float = 1.0, recipes: dict | 
                 break
     summary = compare(curves["old"], curves["new"]) if {"old", "new"} <= set(curves) else None
     return {"minutes": minutes, "slice_minutes": slice_minutes, "machine": cpu_model(),
-            "threads": torch.get_num_threads(), "git_revision": git_revision(),
+            "threads": torch.get_num_threads(), "command": command, "git_revision": git_revision(),
             "recipes": {name: " ".join(setup.to_argv()) for name, setup in recipes.items()}, "curves": curves,
             "summary": summary}
 
@@ -94,8 +98,9 @@ def compare(old: list[dict], new: list[dict]) -> dict | None:
 
 
 # ---------------------------------------------------------------------------------------------- from run directories
-def build_results(old_dir: Path, new_dir: Path, machine: str | None = None) -> dict:
-    """Both runs' held-out curves against training minutes and their comparison at the old run's last evaluation."""
+def build_results(old_dir: Path, new_dir: Path, machine: str | None = None, command: str | None = None) -> dict:
+    """Both runs' held-out curves against training minutes and their comparison at the old run's last evaluation;
+    `machine` is where the runs trained (default: this one), `command` the command line that builds the results."""
     runs = {name: read_run(folder) for name, folder in (("old", old_dir), ("new", new_dir))}
     old_curve, new_curve = runs["old"][1], runs["new"][1]
     # Compare at the same time: the new run's curve up to the old run's last minute (or all of it, if shorter).
@@ -103,6 +108,7 @@ def build_results(old_dir: Path, new_dir: Path, machine: str | None = None) -> d
     clipped = {n: [p for p in c if p["minutes"] <= horizon + 1e-9] for n, c in (("old", old_curve), ("new", new_curve))}
     return {"about": "held-out MLM and SOP accuracy (the run's own evaluation batches) against training minutes "
                      "(elapsed_s of metrics.jsonl, evaluations included)",
+            "command": command, "git_revision": git_revision(),
             "machine": machine or cpu_model(),
             "runs": {name: {"dir": str(folder), "settings": runs[name][0], "curve": runs[name][1]}
                      for name, folder in (("old", old_dir), ("new", new_dir))},
@@ -118,10 +124,11 @@ def tokens_to_reach_old_final(old: list[dict], new: list[dict]) -> dict:
             "ratio": old[-1]["tokens"] / new_tokens if new_tokens else None}
 
 
-def write_results(old_dir: Path, new_dir: Path, out: Path, figure_out: Path) -> dict:
+def write_results(old_dir: Path, new_dir: Path, out: Path, figure_out: Path, command: str,
+                  machine: str | None = None) -> dict:
     """Build the results of the two runs, write them to `out` and their figure to `figure_out` (each atomically;
     whether they may be written is the write rule's, checked by the command first)."""
-    results = build_results(old_dir, new_dir)
+    results = build_results(old_dir, new_dir, machine, command)
     fig = figure(results)
     png = io.BytesIO()
     fig.savefig(png, dpi=120, format="png")
