@@ -17,7 +17,8 @@ from .stats import paired_by_seed, seed_summary, wilson_interval
 # What chapters import from here (the module's public face; albert_mini/README.md).
 __all__ = ["contrast", "contrast_lines", "finetune_differences", "finetune_plan", "finetune_rows", "load", "setting",
            "smoothness_curves", "smoothness_reading", "speedup_table", "table5_decisions", "table5_glance",
-           "table5_reading", "variant_differences", "variant_markdown", "variant_table"]
+           "table5_reading", "table5_strata", "table5_strata_lines", "variant_differences", "variant_markdown",
+           "variant_table"]
 
 RESULTS = DATA_ROOT / "results"
 # The paper row beside each row of a Table 3 or Table 4 analog.
@@ -275,11 +276,74 @@ def table5_glance(result: dict) -> str:
         probe = interval(m["sop"], probe_ci) if probe_ci else f"{100 * m['sop']:.1f}"
         out.append(f"| {name} | {100 * m['mlm_acc']:.1f} | {head} | {probe} | {100 * m['nsp']:.1f} |")
     base = result.get("baselines")
-    if base:  # the better of the majority label and the word-overlap stump, on the same pairs
+    if base and all("no_network" in base[t] for t in ("sop", "nsp")):  # each task's own no-network readers
+        sop, nsp = base["sop"]["no_network"]["64"], base["nsp"]["no_network"]["64"]
+        for name, s, n in (("no network: majority label", sop["majority"], nsp["majority"]),
+                           ("no network: surface features (SOP), topic features (NSP)", sop["surface_regression"],
+                            nsp["topic_regression"])):
+            s, n = 100 * s["all"]["accuracy"], 100 * n["all"]["accuracy"]
+            out.append(f"| {name} | - | {s:.1f} | {s:.1f} | {n:.1f} |")
+    elif base:  # files made before issue 41: the better of the majority label and the word-overlap stump
         best = {t: 100 * max(base[t]["majority"], base[t]["overlap_stump"]) for t in ("sop", "nsp")}
         out.append(f"| no network (majority or word overlap) | - | {best['sop']:.1f} | {best['sop']:.1f} | "
                    f"{best['nsp']:.1f} |")
     return "\n".join(out)
+
+
+def _stratum(score: dict) -> str:
+    low, high = score["wilson"]
+    return f"{100 * score['accuracy']:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def table5_strata(result: dict, length: int = 64) -> str:
+    """SOP of the pre-registered analysis's models on all held-out pairs and on the quote strata (pairs whose
+    segments hold a double quotation mark, and pairs without one; albert_mini.study.sop_strata), each with its pair
+    count and 95% Wilson interval: the primary probe and the own head of the trunk at its branch point, the seed-0
+    SOP branch and the continued trunk; below them the no-network readers of the same pairs (sentence_task.json
+    `baselines`: the majority training label, the quote-state rule, the surface-feature regression)."""
+    tail = "" if length == 64 else f"_{length}"
+    trunk = result["trunk"]
+    models = [(f"trunk at step {trunk['branch_point']}",
+               next(p for p in trunk["points"] if p["step"] == trunk["branch_point"]))]
+    if result.get("pilot"):
+        models.append((f"SOP branch, seed 0, to step {result['pilot']['steps']}", result["pilot"]))
+    if result.get("continued_trunk"):
+        last = result["continued_trunk"]["points"][-1]
+        models.append((f"trunk continued to step {last['step']}", last))
+    rows = [(name, scored_by, m["strata"][f"sop{key}{tail}"]) for name, m in models
+            for scored_by, key in (("probe", ""), ("own head", "_head")) if f"sop{key}{tail}" in m["strata"]]
+    base = result.get("baselines", {}).get("sop", {}).get("no_network", {}).get(str(length))
+    if base:
+        rule = base["quote_state_rule"]
+        rows += [("no network: majority training label", "-", base["majority"]),
+                 (f"no network: quote-state rule (answers {rule['decided']:,} pairs, {rule['right_when_decided']:,} "
+                  "right)", "-", rule),
+                 ("no network: surface-feature regression", "-", base["surface_regression"])]
+    counts = rows[0][2]
+    out = [f"| model ({length} tokens, held-out SOP) | scored by | all {counts['all']['pairs']:,} pairs | quote "
+           f"({counts['quote']['pairs']:,}) | quote-free ({counts['no_quote']['pairs']:,}) |", "|---|---|---|---|---|"]
+    out += [f"| {name} | {scored_by} | {_stratum(s['all'])} | {_stratum(s['quote'])} | {_stratum(s['no_quote'])} |"
+            for name, scored_by, s in rows]
+    return "\n".join(out)
+
+
+def table5_strata_lines(section: dict, length: int = 64) -> list[str]:
+    """Each row of a Table 5 section (its "exploratory" part, say) on SOP, seed by seed, on all held-out pairs and
+    on the quote strata with their pair counts: the primary probe, and the row's own head where it trained one."""
+    tail = "" if length == 64 else f"_{length}"
+    lines = []
+    for trained, row in section["rows"].items():
+        seeds = row["per_seed"]
+        for scored_by, key in (("probe", ""), ("own head", "_head")):
+            if f"sop{key}{tail}" not in seeds[next(iter(seeds))]["strata"]:
+                continue
+            split = [seeds[s]["strata"][f"sop{key}{tail}"] for s in seeds]
+            parts = []
+            for stratum, label in (("all", "all pairs"), ("quote", "quote"), ("no_quote", "quote-free")):
+                values = ", ".join(f"{100 * x[stratum]['accuracy']:.1f}" for x in split)
+                parts.append(f"{label} {values}% of {split[0][stratum]['pairs']:,}")
+            lines.append(f"{trained} row on SOP ({scored_by}), seeds {', '.join(seeds)}: " + "; ".join(parts))
+    return lines
 
 
 def contrast_lines(result: dict) -> list[str]:

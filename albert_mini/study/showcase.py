@@ -19,10 +19,12 @@ from ..text.corpus import load_corpus
 from ..text.instances import Instance, build_instances
 from ..text.padding import pad_batch
 from ..text.tokenizer import WORD_BOUNDARY, Tokenizer
+from .sop_strata import PairText, pair_texts
 from .stats import wilson_interval
 
 # What chapters import from here (the module's public face; albert_mini/README.md).
-__all__ = ["fill_mask", "held_out_clozes", "held_out_pairs", "p_in_order", "pair_text", "sop_accuracy", "swapped"]
+__all__ = ["fill_mask", "held_out_clozes", "held_out_pair_texts", "held_out_pairs", "p_in_order", "pair_text",
+           "sop_accuracy", "swapped"]
 
 
 @functools.cache
@@ -89,6 +91,15 @@ def held_out_pairs(seq_len: int = 128, splits=("validation", "test"), seed: int 
     return [x for split in splits for x in build_instances(documents(split), "sop", seq_len, seed=seed)]
 
 
+def held_out_pair_texts(seq_len: int = 128, splits=("validation", "test"), seed: int = 1) -> list[PairText]:
+    """The pairs of `held_out_pairs(seq_len, splits, seed)`, in the same order, as albert_mini.study.sop_strata reads
+    them (decoded text: the quote strata and the quote-state rule)."""
+    tokenizer = Tokenizer.default()
+    return [t for split in splits
+            for t in pair_texts(build_instances(documents(split), "sop", seq_len, seed=seed), documents(split),
+                                tokenizer)]
+
+
 def swapped(x: Instance) -> Instance:
     """The same two segments in the other order (the label flips)."""
     a, b = x.segments()
@@ -110,14 +121,16 @@ def p_in_order(model: AlbertForPreTraining, instances: list[Instance], chunk: in
 
 
 def sop_accuracy(model: AlbertForPreTraining, instances: list[Instance]) -> dict:
-    """Held-out SOP accuracy with its 95% Wilson interval, and how often the model says "in order"."""
+    """Held-out SOP accuracy with its 95% Wilson interval, how often the model says "in order", and `right`: per
+    pair, 1 where the model is right (for albert_mini.study.sop_strata.stratified)."""
     p = p_in_order(model, instances)
     labels = np.array([x.label for x in instances])
     predicted = (p < 0.5).astype(int)  # label 1 = swapped
     correct = int((predicted == labels).sum())
     low, high = wilson_interval(correct, len(instances))
     return {"pairs": len(instances), "correct": correct, "accuracy": correct / len(instances), "interval": (low, high),
-            "says_in_order": float((predicted == 0).mean()), "in_order_pairs": float((labels == 0).mean())}
+            "says_in_order": float((predicted == 0).mean()), "in_order_pairs": float((labels == 0).mean()),
+            "right": (predicted == labels).astype(int)}
 
 
 def pair_text(tokenizer, x: Instance, width: int = 70) -> tuple[str, str]:

@@ -91,6 +91,48 @@ def test_contrast_lines_read_the_seed_differences():
     assert line.endswith("(A ahead)")
 
 
+def strata(all_right, quote_right, free_right, quote=6, free=4):
+    """A stratified() result of hand-made counts: `quote` quote pairs and `free` quote-free pairs."""
+    def score(right, n):
+        return {"pairs": n, "correct": right, "accuracy": right / n, "wilson": list(wilson_interval(right, n))}
+    return {"all": score(all_right, quote + free), "quote": score(quote_right, quote),
+            "no_quote": score(free_right, free)}
+
+
+def test_table5_strata_put_each_model_and_each_no_network_reader_on_the_quote_strata():
+    point = {"step": 3000, "strata": {"sop": strata(5, 3, 2), "sop_head": strata(4, 2, 2)}}
+    rule = {**strata(7, 5, 2), "decided": 3, "right_when_decided": 3}
+    result = {"trunk": {"branch_point": 3000, "points": [point]},
+              "baselines": {"sop": {"no_network": {"64": {"majority": strata(6, 4, 2), "quote_state_rule": rule,
+                                                          "surface_regression": strata(6, 5, 1)}}}}}
+    lines = results.table5_strata(result).splitlines()
+    assert lines[0] == "| model (64 tokens, held-out SOP) | scored by | all 10 pairs | quote (6) | quote-free (4) |"
+    assert lines[2].startswith("| trunk at step 3000 | probe | 50.0 [") and "| 50.0 [" in lines[2]
+    assert lines[3].startswith("| trunk at step 3000 | own head | 40.0 [")
+    assert "quote-state rule (answers 3 pairs, 3 right)" in lines[5] and "| 83.3 [" in lines[5]
+    assert len(lines) == 2 + 2 + 3  # header, two scores of one model, three readers
+
+
+def test_table5_strata_lines_give_every_seed_on_every_stratum_with_its_pair_count():
+    seeds = {"0": {"strata": {"sop": strata(5, 3, 2)}}, "1": {"strata": {"sop": strata(6, 6, 0)}}}
+    lines = results.table5_strata_lines({"rows": {"nsp": {"per_seed": seeds}}})
+    assert lines == ["nsp row on SOP (probe), seeds 0, 1: all pairs 50.0, 60.0% of 10; quote 50.0, 100.0% of 6; "
+                     "quote-free 50.0, 0.0% of 4"]
+
+
+def test_table5_glance_gives_each_task_its_own_no_network_reader():
+    point = {"step": 3000, "mlm_acc": 0.3, "sop_head": 0.5, "sop": 0.5, "nsp": 0.5,
+             "sop_head_wilson": [0.4, 0.6], "sop_wilson": [0.4, 0.6]}
+    base = {t: {"majority": 0.51, "overlap_stump": 0.47 if t == "sop" else 0.60} for t in ("sop", "nsp")}
+    result = {"trunk": {"branch_point": 3000, "points": [point]}, "baselines": base}
+    assert results.table5_glance(result).endswith("| no network (majority or word overlap) | - | 51.0 | 51.0 | 60.0 |")
+    base["sop"]["no_network"] = {"64": {"majority": strata(5, 3, 2), "surface_regression": strata(6, 4, 2)}}
+    base["nsp"]["no_network"] = {"64": {"majority": strata(5, 3, 2), "topic_regression": strata(7, 4, 3)}}
+    last = results.table5_glance(result).splitlines()[-2:]
+    assert last == ["| no network: majority label | - | 50.0 | 50.0 | 50.0 |",
+                    "| no network: surface features (SOP), topic features (NSP) | - | 60.0 | 60.0 | 70.0 |"]
+
+
 def test_smoothness_reading_adds_up_the_layer_to_layer_changes():
     curve = {"trained": {"degrees": {"mean": [10.0, 8.0, 9.0, 5.0]}, "l2": {"mean": [1.0, 0.5, 0.5, 0.75]}}}
     reading = results.smoothness_reading({"m": curve})["m"]

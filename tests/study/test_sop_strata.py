@@ -181,3 +181,15 @@ def test_the_card_section_is_replaced_not_repeated():
     once = with_strata_section(card, strata, "m")
     assert once.index(STRATA_BEGIN) < once.index("## Limits") and "80.0 (49.0-94.0%)" in once
     assert with_strata_section(once, strata, "m") == once  # a second run replaces its own section
+
+
+def test_the_showcase_pair_texts_follow_its_held_out_pairs_pair_for_pair():
+    from albert_mini.study.showcase import held_out_pair_texts, held_out_pairs
+
+    pairs, texts = held_out_pairs(64, splits=("validation",)), held_out_pair_texts(64, splits=("validation",))
+    tokenizer = Tokenizer.default()
+    assert len(pairs) == len(texts) > 100
+    for x, t in zip(pairs, texts):
+        a, b = x.segments()
+        assert (t.tokens_a, t.tokens_b, t.a, t.b) == (x.len_a, x.len_b, tokenizer.decode(a), tokenizer.decode(b))
+    assert 0 < quote_strata(texts)["quote"].sum() < len(texts)
