@@ -19,6 +19,14 @@ def read_utf8(path: str | Path, error: type[Exception], allow_bom: bool = False,
     with open(path, "rb") as f:
         f.seek(start)
         data = f.read() if end is None else f.read(end - start)
+    return decode_utf8(data, path, error, allow_bom, start)
+
+
+def decode_utf8(data: bytes, path: str | Path, error: type[Exception], allow_bom: bool = False,
+                start: int = 0) -> str:
+    """`read_utf8` of bytes already read from `path` at offset `start` (the token cache checks a piece's bytes
+    against its digest before decoding them, so that what it encodes is what it hashed)."""
+    path = Path(path)
     skip = len(codecs.BOM_UTF8) if allow_bom and start == 0 and data.startswith(codecs.BOM_UTF8) else 0
     try:
         text = data[skip:].decode("utf-8")

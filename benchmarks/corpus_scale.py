@@ -7,6 +7,9 @@ many files (100x: 329 MB). For each size, in one run on one machine:
 - cold: `pretrain --corpus` with an empty token cache, from process start to the first batch in hand: it prepares
   the text (all cores), builds the first passes of instances and the model;
 - warm: the same command again (a new --out, the same cache): it maps what the cold run prepared;
+- check: what the warm start spends proving the cache (`TokenCache(folder)`: the manifest's fields, the size and
+  crc32 of every file, the arrays' agreement), timed alone in this process, best of three (the files are in the
+  page cache, as on a warm start; from a cold disk it is the disk's read speed);
 - in memory (--baseline): the text read and tokenized in one process without the cache, as before the cache
   (`tokenize_documents(load_text_files(...))`), the instances counted and the first batch built the same way.
 Each run is a fresh process; its peak resident memory (ru_maxrss) includes the pages of the mapped files it read.
@@ -102,6 +105,27 @@ def sentencepiece_alone(folder: Path, tokenizer: str) -> float:
     return size / 1e6 / best
 
 
+def check_seconds(cache: Path) -> float:
+    """Seconds to open (and so check) the prepared folder in `cache`, best of three."""
+    from albert_mini.text.token_cache import TokenCache
+
+    folder = next(p for p in cache.iterdir() if (p / "manifest.json").is_file())
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        TokenCache(folder)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def cache_mb(cache: Path) -> float:
+    """MB of the files the check reads (tokens and index, not the passes)."""
+    from albert_mini.text.token_cache import CONTENT_NAMES
+
+    folder = next(p for p in cache.iterdir() if (p / "manifest.json").is_file())
+    return sum((folder / name).stat().st_size for name in CONTENT_NAMES) / 1e6
+
+
 def run_child(folder: Path, tokenizer: str, out: Path, mode: str, cache: Path) -> dict:
     env = {**os.environ, "ALBERT_MINI_CACHE": str(cache)}
     done = subprocess.run([sys.executable, __file__, "--child", str(folder), tokenizer, str(out), mode], env=env,
@@ -137,7 +161,8 @@ def main() -> None:
     print(f"machine: {cpu_name()}, {default_workers()} cores usable, load average "
           f"{os.getloadavg()[0]:.1f} at the start; Python {platform.python_version()}")
     print(f"{'text':>6} {'MB':>7} | {'SP alone':>9} | {'cold s':>7} {'MB/s':>6} {'x SP':>5} {'peak MB':>8} | "
-          f"{'warm s':>7} {'peak MB':>8}" + (f" | {'memory s':>8} {'peak MB':>8}" if args.baseline else ""))
+          f"{'warm s':>7} {'peak MB':>8} {'check s':>8} {'cache MB':>8}" +
+          (f" | {'memory s':>8} {'peak MB':>8}" if args.baseline else ""))
     try:
         for scale in args.scales:
             folder = work / f"austen-x{scale}"
@@ -153,7 +178,8 @@ def main() -> None:
             rate = manifest["text_bytes"] / 1e6 / manifest["prepared"]["seconds"]  # reading, splitting, encoding
             warm = run_child(folder, tokenizer, work / f"run-warm-x{scale}", "cache", cache)
             row = (f"{scale:>5}x {size:7.1f} | {alone:6.1f}/cpu | {cold['seconds']:7.1f} {rate:6.1f} "
-                   f"{rate / alone:5.2f} {cold['peak_mb']:8.0f} | {warm['seconds']:7.1f} {warm['peak_mb']:8.0f}")
+                   f"{rate / alone:5.2f} {cold['peak_mb']:8.0f} | {warm['seconds']:7.1f} {warm['peak_mb']:8.0f} "
+                   f"{check_seconds(cache):8.2f} {cache_mb(cache):8.1f}")
             if args.baseline:
                 memory = run_child(folder, tokenizer, work / f"run-memory-x{scale}", "baseline", cache)
                 row += f" | {memory['seconds']:8.1f} {memory['peak_mb']:8.0f}"

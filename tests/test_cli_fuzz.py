@@ -8,11 +8,14 @@ data, the test also checks that the file is untouched.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from albert_mini.commands import COMMANDS
@@ -59,6 +62,15 @@ class Files:
         if weights:
             (folder / weights).write_bytes(b"\0" * 16)
         return folder
+
+    @property
+    def busy_port(self) -> int:
+        """A port a server listens on for as long as the test runs."""
+        if not hasattr(self, "_server"):
+            self._server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self._server.bind(("127.0.0.1", 0))
+            self._server.listen()
+        return self._server.getsockname()[1]
 
     @property
     def results(self) -> Path:
@@ -108,6 +120,29 @@ CASES = [
      lambda f: NANO + ["--steps", "1", "--short-fraction", "nan", "--out", f.root / "o"], "--short-fraction"),
     ("pretrain-steps-zero", "pretrain", lambda f: NANO + ["--steps", "0", "--out", f.root / "o"],
      "--steps must be >= 1"),
+    # pretraining: --config values the model cannot use (issue 42): sizes that cannot fit, refused before any
+    # allocation with the estimate; values the data cannot feed
+    ("pretrain-config-hidden-size-beyond-memory", "pretrain",
+     lambda f: NANO + ["--steps", "1", "--config", "hidden_size=100000000", "--out", f.root / "o"],
+     "albert-nano with --config hidden_size=100000000 at --batch-size 2 x --seq-len 16 needs about"),
+    ("pretrain-config-positions-beyond-memory", "pretrain",
+     lambda f: NANO + ["--steps", "1", "--config", "max_position_embeddings=10000000000", "--out", f.root / "o"],
+     "TiB to train (weights, gradients and lamb's states"),
+    ("pretrain-batch-beyond-memory", "pretrain",
+     lambda f: ["--preset", "albert-base", "--corpus", "synthetic", "--seq-len", "128", "--batch-size", "500000",
+                "--steps", "1", "--out", f.root / "o"], "TiB), more than"),
+    ("pretrain-config-vocab-size-5", "pretrain",
+     lambda f: NANO + ["--steps", "1", "--config", "vocab_size=5", "--out", f.root / "o"],
+     "--config vocab_size=5: ids 0-4 are the special tokens"),
+    ("pretrain-config-type-vocab-size-1-sop", "pretrain",
+     lambda f: NANO + ["--steps", "1", "--config", "type_vocab_size=1", "--out", f.root / "o"],
+     "--task sop pairs two segments, whose tokens have token types 0 and 1"),
+    ("pretrain-config-type-vocab-size-1-synthetic", "pretrain",
+     lambda f: NANO + ["--steps", "1", "--task", "none", "--config", "type_vocab_size=1", "--out", f.root / "o"],
+     "the synthetic corpus has two segments"),
+    ("pretrain-config-pad-token-id", "pretrain",
+     lambda f: NANO + ["--steps", "1", "--config", "pad_token_id=5", "--out", f.root / "o"],
+     "the data pads with id 0 ([PAD]), so the model's pad_token_id must be 0"),
     # pretraining: paths
     ("pretrain-out-below-a-file", "pretrain",
      lambda f: NANO + ["--steps", "1", "--out", f.a_file / "run"], "is a file, not a folder"),
@@ -192,6 +227,8 @@ CASES = [
      "--seeds"),
     ("lab-port-too-big", "lab", lambda f: ["--port", "99999", "--no-browser"], "--port: must be a TCP port"),
     ("lab-port-negative", "lab", lambda f: ["--port", "-1", "--no-browser"], "--port"),
+    ("lab-port-busy", "lab", lambda f: ["--port", str(f.busy_port), "--no-browser"],
+     "is already in use by another program"),
     ("student-out-below-a-file", "exercises",
      lambda f: [REPO / "chapters" / "00_setup.py", "--out", f.a_file / "student"], "is a file, not a folder"),
     ("student-out-chapters", "exercises",
@@ -311,9 +348,112 @@ def test_a_step_of_100000_micro_batches_keeps_a_time_budget(tmp_path):
     assert [p.name for p in (tmp_path / "run" / "checkpoints").iterdir()] == ["step-0000000"]  # no step half done
 
 
+@pytest.mark.slow  # a subprocess or a retrain: make test runs it, test-fast does not
+def test_one_step_longer_than_the_minutes_is_cut_inside_and_a_rerun_appends_nothing(tmp_path):
+    """Issue 42: --minutes was ignored when one step is long (10,000 layers here: seconds of forward and backward
+    even on a fast CPU). The budget is watched inside the passes: the step is undone, nothing is trained, the
+    final evaluation (as long again) is skipped and the run says why; the same command then finds it finished."""
+    command = ["pretrain", *NANO, "--steps", "3", "--minutes", "0.01", "--eval-batches", "1", "--config",
+               "num_hidden_layers=10000", "--out", tmp_path / "run"]
+    done = run_command(*command, timeout=240)  # TimeoutExpired, not a pass, if the budget is ignored
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "the time budget (--minutes 0.01) ran out inside step 1, which was undone" in done.stdout
+    assert [p.name for p in (tmp_path / "run" / "checkpoints").iterdir()] == ["step-0000000"]
+    assert not (tmp_path / "run" / "metrics.jsonl").exists()  # no step, and no evaluation
+    again = run_command(*command, timeout=240)
+    assert (again.returncode, again.stdout, again.stderr) == (0, "", "")  # finished: nothing to say (--quiet)
+    assert [p.name for p in (tmp_path / "run" / "checkpoints").iterdir()] == ["step-0000000"]
+    assert not (tmp_path / "run" / "metrics.jsonl").exists()
+
+
+def test_synthetic_data_with_a_vocab_size_of_its_own_trains(tmp_path, capsys):
+    """--config vocab_size on synthetic data was a traceback once it differed from the preset's (the start-up line
+    named the tokenizer's file, and there is no tokenizer)."""
+    code, out, err = run_case("pretrain", NANO + ["--steps", "1", "--config", "vocab_size=6", "--out",
+                                                  tmp_path / "run"], capsys)
+    assert code == 0 and err == "", err
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["vocab_size"] == 6
+
+
 def test_a_step_too_large_to_hold_in_memory_is_refused_before_any_work(tmp_path, capsys):
     code, _, err = run_case("pretrain", NANO + ["--steps", "1", "--accumulate", "10000000", "--out",
                                                 str(tmp_path / "run")], capsys)
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
     assert "--accumulate 10000000 x 32 tokens per micro-batch" in err and "use --accumulate 2097152 or less" in err
     assert not (tmp_path / "run").exists()
+
+
+# ---------------------------------------------------------------------- a token cache that proves what it maps
+def _manifest(folder: Path, **changes) -> None:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    for name, value in changes.items():
+        manifest.pop(name) if value is None else manifest.__setitem__(name, value)
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _all_ids_replaced(folder: Path) -> None:  # the right size, a valid id, and not a word of the text
+    dtype = json.loads((folder / "manifest.json").read_text())["dtype"]
+    size = (folder / "tokens.bin").stat().st_size // np.dtype(dtype).itemsize
+    np.full(size, 5, dtype).tofile(folder / "tokens.bin")
+
+
+def _another_texts_tokens(folder: Path) -> None:
+    other = folder.parent / "other"
+    (other / "text.txt").parent.mkdir(parents=True)
+    (other / "text.txt").write_text("Another text entirely. It has two sentences.\n\nAnd a second document.\n")
+    os.environ["ALBERT_MINI_CACHE"], before = str(other / "cache"), os.environ["ALBERT_MINI_CACHE"]
+    try:
+        assert albert_mini_main(["prepare", "--corpus", str(other / "text.txt"), "--tokenizer", str(TOKENIZER),
+                                 "--split-by", "blank-line", "--quiet"]) in (None, 0)
+    finally:
+        os.environ["ALBERT_MINI_CACHE"] = before
+    shutil.rmtree(folder)
+    shutil.copytree(next(p for p in (other / "cache").iterdir() if p.is_dir()), folder)
+
+
+DAMAGED_CACHES = [  # (id, damage to the folder of a prepared text, a phrase of the one error line)
+    ("ids-all-replaced", _all_ids_replaced, "has a tokens.bin whose bytes changed since they were written"),
+    ("another-texts-tokens", _another_texts_tokens, "the folder holds another text's tokens"),
+    ("manifest-shards-string", lambda f: _manifest(f, shards="602"), "field shards is unknown"),
+    ("manifest-bogus-dtype", lambda f: _manifest(f, dtype="bogus"), 'dtype is "bogus"'),
+    ("manifest-missing-key", lambda f: _manifest(f, key=None), "field key is missing"),
+    ("garbage-sentences", lambda f: (f / "sentences.npy").write_bytes(b"\x93NUMPY garbage" * 100),
+     "has a sentences.npy of 1,400 bytes"),
+    ("unigram-longer-than-the-vocabulary",
+     lambda f: np.save(f / "unigram.npy", np.concatenate([np.load(f / "unigram.npy"), [1]])), "has a unigram.npy of"),
+    ("negative-unigram-count",
+     lambda f: np.save(f / "unigram.npy", np.load(f / "unigram.npy") * np.where(np.arange(8000) == 9, -1, 1)),
+     "has a unigram.npy whose bytes changed"),
+]
+
+
+@pytest.mark.parametrize("command", ["prepare", "pretrain"])
+@pytest.mark.parametrize("damage", DAMAGED_CACHES, ids=[d[0] for d in DAMAGED_CACHES])
+def test_a_damaged_token_cache_is_one_error_line_naming_the_folder_to_delete(damage, command, tmp_path, capsys,
+                                                                            monkeypatch):
+    _, damaged, phrase = damage
+    monkeypatch.setenv("ALBERT_MINI_CACHE", str(tmp_path / "cache"))
+    text = Files(tmp_path).text
+    flags = ["--corpus", text, "--tokenizer", TOKENIZER, "--split-by", "blank-line", "--quiet"]
+    assert run_case("prepare", flags, capsys)[0] in (None, 0)
+    folder = next(p for p in (tmp_path / "cache").iterdir() if p.is_dir())
+    damaged(folder)
+    argv = flags if command == "prepare" else [*flags, "--preset", "albert-nano", "--steps", "1", "--seq-len", "16",
+                                               "--batch-size", "2", "--eval-batches", "1", "--out", tmp_path / "run"]
+    code, _, err = run_case(command, argv, capsys)
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: ") and "Traceback" not in err, err
+    assert phrase in err and f"delete {folder} and rerun" in err, err
+    assert not (tmp_path / "run" / "checkpoints").exists()  # refused before any training
+
+
+@pytest.mark.parametrize("command", ["prepare", "pretrain"])
+def test_a_token_cache_root_that_is_a_symlink_loop_is_one_error_line(command, tmp_path, capsys, monkeypatch):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    monkeypatch.setenv("ALBERT_MINI_CACHE", str(loop))
+    flags = ["--corpus", Files(tmp_path).text, "--tokenizer", TOKENIZER, "--split-by", "blank-line", "--quiet"]
+    code, _, err = run_case(command, flags + ([] if command == "prepare" else
+                                              ["--preset", "albert-nano", "--steps", "1", "--out", tmp_path / "r"]),
+                            capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"the token cache folder {loop} ($ALBERT_MINI_CACHE) is a loop of symbolic links" in err, err

@@ -45,7 +45,8 @@ def _main(argv: list[str]) -> None:
     parser.add_argument("--split-by", choices=list(SPLIT_BY), default="file",
                         help="one document per file (default) or per blank-line block, as pretrain's --split-by")
     parser.add_argument("--workers", type=positive_int, default=default_workers(),
-                        help=f"worker processes (default: all cores, here {default_workers()})")
+                        help=f"worker processes (default: all cores, here {default_workers()}; more are capped at "
+                             "the cores, and say so)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     texts = {flag: expand_text_paths(spec) for flag, spec in (("--corpus", args.corpus),

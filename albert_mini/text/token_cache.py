@@ -5,21 +5,31 @@ lines, and worker processes split each piece into documents and sentences and en
 What they write is the same TokenDocuments that `tokenize_documents(load_text_files(...))` gives, laid out flat:
 
     <cache>/<key>/
-      manifest.json        what the folder holds: version, key, files (sha256 in order), tokenizer, counts, shards
-      tokens-00000.bin ... token ids of every sentence, one shard per piece (uint16, or uint32 for vocabularies
-                           over 65,535 pieces), read with numpy.memmap
-      sentences.npy        (S + 1,) int64: where sentence s starts in the shards laid end to end, then the end
+      manifest.json        what the folder holds: version, key, files (sha256 in order), tokenizer, counts, and
+                           the size and crc32 of every file below, taken from the bytes as they were written
+      tokens.bin           token ids of every sentence, end to end (uint16, or uint32 for vocabularies over
+                           65,535 pieces), read with numpy.memmap
+      sentences.npy        (S + 1,) int64: where sentence s starts in tokens.bin, then the end
       documents.npy        (D + 1,) int64: the first sentence of document d, then S
       document_sha256.npy  (D, 32) uint8: sha256 of each document's text (the held-out documents are chosen by it)
       unigram.npy          (V,) int64: how often each id occurs (the MLM output bias starts from it)
-      passes/              instance rows of the large passes runs have built (`MappedDocuments.store_rows`)
+      passes/              instance rows of the large passes runs have built (`MappedDocuments.store_rows`),
+                           each with its size and crc32 beside it
 
 The key is the sha256 of (PREPARE_VERSION, how files are cut into documents, the tokenizer model's sha256, the
 sha256 of every text file in order): change a byte of any of them and the text is prepared again into a new
-folder; move or rename the files and the cache still applies. A folder appears whole or not at all (written
-under a temporary name, then renamed), and a lock file lets one process prepare while the others (DDP ranks,
-a second run) wait and then map the result. The cache root is $ALBERT_MINI_CACHE, else `cache/tokens` in the
-checkout. Deleting a key folder is always safe: it is rebuilt on demand.
+folder; move or rename the files and the cache still applies. What is encoded is what was hashed: one reading
+pass takes each file's sha256 and the crc32 of each piece from the same bytes, and a worker refuses a piece whose
+bytes no longer match (a file edited while it is prepared is an error, never cached under its old key).
+
+A folder appears whole or not at all (written under a temporary name, then renamed), and a lock file lets one
+process prepare while the others (DDP ranks, a second run) wait and then map the result. Mapping a folder checks
+every field of its manifest and the size and crc32 of every file (about 0.1 s per 100 MB), so a damaged or
+swapped file is one line naming the folder to delete, never a traceback or a run on other tokens. The cache
+root is $ALBERT_MINI_CACHE, else `cache/tokens` in the checkout. Deleting a key folder is always safe: it is
+rebuilt on demand. Preparing holds a bounded number of files open whatever the corpus (one per process, and
+the few files of the folder being written), uses at most one worker per core, and its workers end with it
+however it ends (kill -9 included).
 
 How this compares with the anchors: nanoGPT's `prepare.py` writes one uint16 memmap of a corpus with worker
 processes; Megatron-LM's `preprocess_data.py` writes `.bin` token files with an `.idx` of document and sentence
@@ -28,18 +38,24 @@ boundaries, and its datasets cache their sample indices as `.npy` files beside t
 
 from __future__ import annotations
 
+import collections
+import ctypes
+import errno
 import hashlib
 import io
 import itertools
 import json
 import os
 import re
-import shutil
+import secrets
 import signal
 import sys
+import threading
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
@@ -48,25 +64,38 @@ import numpy as np
 from filelock import FileLock
 
 from ..paths import CACHE_ROOT, sha256_file
-from ..safe_files import atomic_write_bytes
-from ..textfile import read_utf8
+from ..safe_files import atomic_write_bytes, atomic_write_text
+from ..textfile import decode_utf8
 from .corpus import TEXT_MODES, CorpusError, paragraphs_of_text, split_sentences
 from .instances import ROW_FIELDS, TokenDocuments
 
-# Bump when the reading, splitting or encoding rules change: old folders stop matching and are prepared again.
+# Bump when the reading, splitting or encoding rules or the folder's layout change: old folders stop matching
+# and are prepared again (the key holds the version; a run's record holds the files' sha256, never the key, so
+# finished runs stay valid).
 # 2: CRLF and lone CR line ends are read as LF (textfile.universal_newlines), so a CRLF file's blank lines cut it
 # into the documents and paragraphs of its LF twin (version 1 missed those blank lines, merging documents).
-PREPARE_VERSION = 2
+# 3: one tokens.bin instead of a shard per piece (a corpus of 100,000 files mapped 100,000 files, past the usual
+# limit of 1,024 open files), and the size and crc32 of every file in the manifest.
+PREPARE_VERSION = 3
 CACHE_ENV = "ALBERT_MINI_CACHE"
 PIECE_BYTES = 8 << 20  # text per work item: small enough to spread 2 cores, large enough to amortise a call
-WINDOW_BYTES = 1 << 20  # how far a cut looks for a blank line at a time
+MIN_JOB_BYTES = 64 << 10  # small files are grouped into work items of at least this much text (one call each)
+WINDOW_BYTES = 1 << 20  # how much the reading pass reads at a time (a blank line may straddle two reads)
 # A blank line in the bytes, LF or CRLF (a lone CR file is not cut: one piece). A match ends after an LF, so a
 # cut never falls between the CR and the LF of a line end, and every piece reads as it does inside the whole file.
 BLANK_LINE_BYTES = re.compile(rb"\r?\n[ \t]*\r?\n")
 MANIFEST_NAME = "manifest.json"
+TOKENS_NAME = "tokens.bin"
+INDEX_NAMES = ("sentences.npy", "documents.npy", "document_sha256.npy", "unigram.npy")
+CONTENT_NAMES = (TOKENS_NAME, *INDEX_NAMES)  # what the manifest records the size and crc32 of
+PASSES_NAME = "passes"
+# A pass's rows (.npy) and their size and crc32 (.json), as `_pass_path` names them, or the temp file of an
+# atomic write of either (safe_files.temp_name): what the cache may delete in a passes/ folder, and nothing else.
+PASS_FILE = re.compile(r"\.?[a-z_]+-\d+-[-+.0-9a-z_]+-\d+-[0-9a-f]{16}-v\d+\.(npy|json)(\.tmp-\d+)?")
 # A pass with at least this many instances is kept on disk (building it takes a second or more); smaller ones are
 # rebuilt in memory, so a long run over a small text does not fill the disk with one file per epoch.
 DISK_PASS_ROWS = 50_000
+READ_CHUNK = 8 << 20  # how much a crc32 check reads at a time
 
 
 class CacheError(CorpusError):
@@ -74,9 +103,25 @@ class CacheError(CorpusError):
 
 
 def cache_root() -> Path:
-    """Where prepared texts live: $ALBERT_MINI_CACHE, else cache/tokens in the checkout (git-ignored)."""
+    """Where prepared texts live: $ALBERT_MINI_CACHE, else cache/tokens in the checkout (git-ignored).
+
+    A root that cannot be a folder for a reason the write rule does not name (a symbolic link to itself or to
+    nothing) is a CacheError naming the variable to set."""
     override = os.environ.get(CACHE_ENV, "").strip()
-    return Path(override).expanduser() if override else CACHE_ROOT / "tokens"
+    root = Path(override).expanduser() if override else CACHE_ROOT / "tokens"
+    where = f"${CACHE_ENV}" if override else f"the default (${CACHE_ENV} is not set)"
+    try:
+        os.stat(root)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise CacheError(f"the token cache folder {root} ({where}) is a loop of symbolic links; set "
+                             f"{CACHE_ENV} to a folder you may write to") from None
+        if err.errno == errno.ENOENT and os.path.islink(root):
+            raise CacheError(f"the token cache folder {root} ({where}) is a symbolic link to nothing "
+                             f"({os.readlink(root)}); create that folder, or set {CACHE_ENV} to a folder you may "
+                             "write to") from None
+        # absent (created when needed), or a path through a file: the write rule's and mkdir's lines say which
+    return root
 
 
 def cache_key(file_sha256: Sequence[str], tokenizer_sha256: str, mode: str) -> str:
@@ -87,66 +132,151 @@ def cache_key(file_sha256: Sequence[str], tokenizer_sha256: str, mode: str) -> s
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:32]
 
 
+def crc32_hex(data, crc: int = 0) -> str:
+    return f"{zlib.crc32(data, crc):08x}"
+
+
+def crc32_file(path: Path) -> str:
+    """The crc32 of a file's bytes, read a few MB at a time into one buffer (about 1 GB/s on one core)."""
+    crc, buffer = 0, bytearray(READ_CHUNK)
+    view = memoryview(buffer)
+    with open(path, "rb") as f:
+        while size := f.readinto(buffer):
+            crc = zlib.crc32(view[:size], crc)
+    return f"{crc:08x}"
+
+
 # ---------------------------------------------------------------------------------------------- preparing
 @dataclass(frozen=True)
 class Piece:
-    """Bytes [start, end) of one file: a whole file (mode "file"), or a run of its documents cut at blank lines."""
+    """Bytes [start, end) of one file: a whole file (mode "file"), or a run of its documents cut at blank lines;
+    `crc32` of those bytes as the reading pass read them (a worker refuses other bytes)."""
 
     file: str
     start: int
     end: int
+    crc32: str
 
 
-def cut_pieces(paths: Sequence[Path], mode: str, piece_bytes: int | None = None) -> list[Piece]:
-    """Work items in file order. In mode "blank_line" a file is cut after a blank line near every
-    `piece_bytes`, which gives the same documents as reading it whole (see corpus.paragraphs_of_text)."""
-    piece_bytes = piece_bytes or PIECE_BYTES
+class TextChanged(CorpusError):
+    """A text file that changed while it was being prepared: its tokens would not be those of its key."""
+
+
+def changed_while_read(path, how: str) -> TextChanged:
+    return TextChanged(f"{path} changed while it was being prepared ({how}); nothing was cached: rerun once no "
+                       "program writes to it")
+
+
+def cut_pieces(paths: Sequence[Path], mode: str, piece_bytes: int | None = None,
+               file_sha256: Sequence[str] | None = None) -> list[Piece]:
+    """Work items in file order, from one reading pass over each file (one file open at a time). In mode
+    "blank_line" a file is cut after a blank line near every `piece_bytes`, which gives the same documents as
+    reading it whole (see corpus.paragraphs_of_text). The same pass takes each file's sha256: a file whose
+    sha256 is not its `file_sha256` (the one its cache key was made from) changed since, a TextChanged."""
     pieces = []
-    for path in paths:
-        size = path.stat().st_size
-        if mode == "file" or size <= piece_bytes:
-            pieces.append(Piece(str(path), 0, size))
-            continue
-        with open(path, "rb") as f:
-            start = 0
-            while start < size:
-                end = _cut_after(f, start + piece_bytes, size)
-                pieces.append(Piece(str(path), start, end))
-                start = end
+    for i, path in enumerate(paths):
+        found, digest = _scan(Path(path), mode, piece_bytes or PIECE_BYTES)
+        if file_sha256 is not None and digest != file_sha256[i]:
+            raise changed_while_read(path, "its sha256 is not the one read a moment before")
+        pieces += found
     return pieces
 
 
-def _cut_after(f, position: int, size: int) -> int:
-    """The end of the first blank line at or after `position`, or `size` when none follows."""
-    while position < size:
-        f.seek(position)
-        window = f.read(WINDOW_BYTES)
-        found = BLANK_LINE_BYTES.search(window)
-        if found:
-            return position + found.end()
-        if len(window) < WINDOW_BYTES:
-            break
-        # A blank line may straddle the window's edge: look again from the window's last newline. (A cut may
-        # come later than the first blank line; any blank line is a correct place to cut.)
-        last_newline = window.rfind(b"\n")
-        position += last_newline if last_newline > 0 else len(window)
-    return size
+def _scan(path: Path, mode: str, piece_bytes: int) -> tuple[list[Piece], str]:
+    """(pieces, sha256) of one file, read once from start to end, WINDOW_BYTES at a time."""
+    whole, crc, pieces = hashlib.sha256(), 0, []
+    start = offset = 0  # where the current piece starts; where the window just read starts, in the file
+    carry = b""  # the end of the previous windows where a blank line may have begun (a line end, then blanks)
+    with open(path, "rb") as f:
+        while window := f.read(WINDOW_BYTES):
+            whole.update(window)
+            hashed = 0  # how much of this window the current piece's crc32 holds
+            if mode == "blank_line":
+                data, base = carry + window, offset - len(carry)
+                at = max(0, start + piece_bytes - base)  # a cut ends the first blank line starting here or later
+                while at < len(data) and (found := BLANK_LINE_BYTES.search(data, at)):
+                    cut = base + found.end()
+                    crc = zlib.crc32(window[hashed:cut - offset], crc)
+                    pieces.append(Piece(str(path), start, cut, f"{crc:08x}"))
+                    start, hashed, crc = cut, cut - offset, 0
+                    at = max(found.end(), start + piece_bytes - base)
+                carry = _blank_tail(data)
+            crc = zlib.crc32(window[hashed:], crc)
+            offset += len(window)
+    if offset > start or not pieces:  # the rest of the file (or an empty file: one empty piece)
+        pieces.append(Piece(str(path), start, offset, f"{crc:08x}"))
+    return pieces, whole.hexdigest()
+
+
+def _blank_tail(data: bytes) -> bytes:
+    """The end of `data` a blank line may have begun in and go on past: from its last LF (or the CR before it)
+    when only spaces, tabs and CRs follow, or a final CR; else nothing."""
+    last = data.rfind(b"\n")
+    if last >= 0 and not data[last + 1:].strip(b" \t\r"):
+        return data[last - 1 if last and data[last - 1:last] == b"\r" else last:]
+    return data[-1:] if data.endswith(b"\r") else b""
 
 
 def read_piece(piece: Piece) -> str:
-    """The text of a piece; a byte that is not UTF-8 (or a NUL) is a CorpusError naming the file and offset."""
-    return read_utf8(piece.file, CorpusError, start=piece.start, end=piece.end)
+    """The text of a piece, once its bytes are checked against the crc32 the reading pass took (a file changed
+    since is a TextChanged); a byte that is not UTF-8 (or a NUL) is a CorpusError naming the file and offset."""
+    with open(piece.file, "rb") as f:
+        f.seek(piece.start)
+        data = f.read(piece.end - piece.start)
+    if len(data) != piece.end - piece.start or crc32_hex(data) != piece.crc32:
+        raise changed_while_read(piece.file, f"its bytes {piece.start:,} to {piece.end:,} are not those read first")
+    return decode_utf8(data, piece.file, CorpusError, start=piece.start)
+
+
+def group_pieces(pieces: Sequence[Piece], workers: int) -> list[list[Piece]]:
+    """Work items: consecutive pieces up to a size that keeps every worker busy (at least 4 items each) while
+    amortising a call (at least MIN_JOB_BYTES unless a piece is smaller): 100,000 small files are a few hundred
+    items, not 100,000. How pieces are grouped changes nothing in what is written."""
+    total = sum(p.end - p.start for p in pieces)
+    target = min(PIECE_BYTES, max(MIN_JOB_BYTES, -(-total // (4 * workers))))
+    jobs, job, size = [], [], 0
+    for piece in pieces:
+        if job and size + piece.end - piece.start > target:
+            jobs.append(job)
+            job, size = [], 0
+        job.append(piece)
+        size += piece.end - piece.start
+    return jobs + ([job] if job else [])
 
 
 _worker_processor = None  # the SentencePiece model of a worker process, loaded once by `_start_worker`
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent (the thread that forked it) ends
 
 
-def _start_worker(model: bytes) -> None:
+def _start_worker(model: bytes, parent: int) -> None:
     """The initializer of a worker process."""
     # Ctrl-C reaches every process of the terminal's group: the parent alone stops the work (cancelling the
     # pieces not started, see _run_jobs) and says so in one line; a worker would print a traceback each.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(parent)
     _load_processor(model)
+
+
+def die_with_parent(parent: int) -> None:
+    """End this process when process `parent` ends, however it ends: a SIGTERM or a kill -9 runs no cleanup code
+    in the parent, and a worker left waiting on its queue would live on (about 180 MB each). On Linux the kernel
+    does it (prctl PR_SET_PDEATHSIG: SIGKILL at the parent's death); elsewhere a thread watches the parent's pid."""
+    if sys.platform.startswith("linux"):
+        try:
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+            if prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0:
+                if os.getppid() != parent:  # it died before the death signal was set: nothing would send it
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass  # no prctl in this libc: watch instead
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="watch-parent").start()
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:  # an orphan is adopted by another process (init, or a subreaper)
+        time.sleep(0.5)
+    os._exit(1)
 
 
 def _load_processor(model: bytes) -> None:
@@ -156,21 +286,21 @@ def _load_processor(model: bytes) -> None:
     _worker_processor = spm.SentencePieceProcessor(model_proto=model)
 
 
-def _prepare_piece(job: tuple[Piece, str, str, int, str]) -> dict:
-    """Tokenize one piece into its shard file; return its sentence lengths, documents, digests and counts."""
+def _prepare_job(job: tuple[list[Piece], str, str]) -> dict:
+    """Tokenize some pieces: their tokens end to end, sentence lengths, documents, digests and counts."""
     from .tokenizer import preprocess_text
 
-    piece, mode, folder, index, dtype = job
+    pieces, mode, dtype = job
     sentence_counts, digests = [], []
-    shard = Path(folder) / shard_name(index)
     vocab = _worker_processor.get_piece_size()
     sentences, per_document = [], []
-    for paragraphs in paragraphs_of_text(read_piece(piece), mode):
-        digests.append(hashlib.sha256("\n\n".join(paragraphs).encode("utf-8")).digest())
-        before = len(sentences)
-        sentences += [preprocess_text(s) for p in paragraphs for s in split_sentences(p)]
-        per_document.append(len(sentences) - before)
-    # One call for the whole piece, on one thread: the cores are busy with the other pieces.
+    for piece in pieces:  # one file open at a time
+        for paragraphs in paragraphs_of_text(read_piece(piece), mode):
+            digests.append(hashlib.sha256("\n\n".join(paragraphs).encode("utf-8")).digest())
+            before = len(sentences)
+            sentences += [preprocess_text(s) for p in paragraphs for s in split_sentences(p)]
+            per_document.append(len(sentences) - before)
+    # One call for the whole job, on one thread: the cores are busy with the other jobs.
     encoded = _worker_processor.encode(sentences, num_threads=1)
     position = 0
     for count in per_document:
@@ -180,15 +310,10 @@ def _prepare_piece(job: tuple[Piece, str, str, int, str]) -> dict:
     encoded = [ids for ids in encoded if ids]
     sentence_lengths = [len(ids) for ids in encoded]
     flat = np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int32, count=sum(sentence_lengths))
-    counts = np.bincount(flat, minlength=vocab).astype(np.int64)
-    flat.astype(dtype).tofile(shard)
-    return {"lengths": np.array(sentence_lengths, dtype=np.int64), "sentences": np.array(sentence_counts, np.int64),
-            "digests": np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(-1, 32), "counts": counts,
-            "bytes": piece.end - piece.start}
-
-
-def shard_name(index: int) -> str:
-    return f"tokens-{index:05d}.bin"
+    return {"tokens": flat.astype(dtype), "lengths": np.array(sentence_lengths, dtype=np.int64),
+            "sentences": np.array(sentence_counts, np.int64), "counts": np.bincount(flat, minlength=vocab),
+            "digests": np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(-1, 32),
+            "bytes": sum(p.end - p.start for p in pieces)}
 
 
 def token_dtype(vocab_size: int) -> str:
@@ -203,9 +328,10 @@ def default_workers() -> int:
 def prepare(paths: Sequence[Path], tokenizer, mode: str, file_sha256: Sequence[str] | None = None,
             workers: int | None = None, root: Path | None = None, progress: bool = True,
             say: Callable[[str], None] = print) -> TokenCache:
-    """The cache of these files, prepared now unless a complete one exists (then it is only opened).
+    """The cache of these files, prepared now unless a complete one exists (then it is only opened, and checked).
 
-    `file_sha256`: the files' digests when the caller has them already (a run records them anyway)."""
+    `file_sha256`: the files' digests when the caller has them already (a run records them anyway); preparing
+    reads every file again and refuses one whose bytes are no longer those digests."""
     paths = [Path(p) for p in paths]
     file_sha256 = list(file_sha256) if file_sha256 is not None else [sha256_file(p) for p in paths]
     model = tokenizer.sp.serialized_model_proto()
@@ -214,7 +340,11 @@ def prepare(paths: Sequence[Path], tokenizer, mode: str, file_sha256: Sequence[s
     folder = root / key
     if (folder / MANIFEST_NAME).is_file():
         return TokenCache(folder)
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise CacheError(f"the token cache folder {root} is not a folder (a file, or a link to none); set "
+                         f"{CACHE_ENV} to a folder you may write to") from None
     with FileLock(str(root / f"{key}.lock")):
         if (folder / MANIFEST_NAME).is_file():  # another process prepared it while this one waited
             return TokenCache(folder)
@@ -225,32 +355,83 @@ def prepare(paths: Sequence[Path], tokenizer, mode: str, file_sha256: Sequence[s
 def _write(folder: Path, paths, file_sha256, model: bytes, tokenizer, mode: str, workers: int | None,
            progress: bool, say) -> None:
     start = time.perf_counter()
-    for stale in folder.parent.glob(f"{folder.name}.partial-*"):  # left by a killed preparation; ours alone
-        shutil.rmtree(stale, ignore_errors=True)
-    partial = folder.parent / f"{folder.name}.partial-{os.getpid()}"
+    for stale in folder.parent.glob(f"{folder.name}.partial-*"):  # left by a killed preparation of this key
+        if stale.is_dir() and not stale.is_symlink():
+            clear_folder(stale)  # what the cache wrote there (anything else stays, harmless under that name)
+    if folder.is_symlink() and not (folder / MANIFEST_NAME).is_file():
+        raise CacheError(f"{folder} is a symbolic link, not a token cache folder; delete the link and rerun, and the "
+                         "text is prepared again")
+    if folder.is_dir():  # a folder of this key without its manifest: damaged (a file deleted by hand)
+        left = clear_folder(folder)
+        if left:
+            raise CacheError(f"{folder} is an incomplete token cache (no {MANIFEST_NAME}) holding files the cache "
+                             f"does not write ({', '.join(left[:3])}{', ...' if len(left) > 3 else ''}); move them "
+                             "out of it and rerun, and the text is prepared again")
+    # A name no other process uses (pids are reused across machines sharing the cache), made with the usual
+    # permissions (mkdtemp's 0700 would keep other users of a shared cache out of the finished folder).
+    partial = folder.parent / f"{folder.name}.partial-{os.getpid()}-{secrets.token_hex(4)}"
     partial.mkdir()
     try:
-        pieces = cut_pieces(paths, mode)
+        pieces = cut_pieces(paths, mode, file_sha256=file_sha256)
         dtype = token_dtype(tokenizer.vocab_size)
-        jobs = [(piece, mode, str(partial), i, dtype) for i, piece in enumerate(pieces)]
+        cores = default_workers()
+        asked = workers or cores
+        workers = max(1, min(asked, cores, len(pieces)))
+        capped = f" ({asked} asked: at most one per core, {cores} here)" if asked > cores else ""
+        jobs = [(job, mode, dtype) for job in group_pieces(pieces, workers)]
+        workers = min(workers, len(jobs))
         total = sum(p.end - p.start for p in pieces)
-        workers = max(1, min(workers or default_workers(), len(pieces)))
-        say(f"preparing {total / 1e6:,.1f} MB of text in {len(paths)} file(s) with {workers} worker(s) into "
-            f"{folder}")
-        results = list(_run_jobs(jobs, model, workers, total, progress))
+        say(f"preparing {total / 1e6:,.1f} MB of text in {len(paths)} file(s) with {workers} worker(s){capped} "
+            f"into {folder}")
+        results = _run_jobs(jobs, model, workers, total, progress)
+        try:
+            summary = _collect(results, partial, tokenizer.vocab_size)
+        finally:
+            results.close()  # an error while writing ends the workers now, not when the generator is collected
         took = {"workers": workers, "seconds": round(time.perf_counter() - start, 3)}
-        _finish(partial, results, paths, file_sha256, model, tokenizer, mode, dtype, folder.name, took)
-        if folder.is_dir():  # a folder of this key without its manifest: damaged (a file deleted by hand)
-            shutil.rmtree(folder)
+        _finish(partial, summary, paths, file_sha256, model, tokenizer, mode, dtype, folder.name, took)
         os.replace(partial, folder)
     except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
+        if partial.is_dir():  # (not once renamed into place: then the cache is whole)
+            clear_folder(partial)
         raise
     seconds = time.perf_counter() - start
     say(f"prepared in {seconds:.1f} s ({total / 1e6 / max(seconds, 1e-9):.1f} MB/s); later runs map it from disk")
 
 
+def clear_folder(folder: Path) -> list[str]:
+    """Delete what the token cache writes in `folder` (a partial or damaged key folder), then the folder if that
+    empties it; the names of anything else, which stay where they are (no command deletes a file it did not
+    write). Symbolic links are never followed."""
+    left = []
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        if entry.name == PASSES_NAME and entry.is_dir(follow_symlinks=False):
+            kept = [f"{PASSES_NAME}/{name}" for name in _clear_passes(Path(entry.path))]
+            left += kept
+        elif entry.name in (MANIFEST_NAME, *CONTENT_NAMES) and entry.is_file(follow_symlinks=False):
+            os.unlink(entry.path)
+        else:
+            left.append(entry.name)
+    if not left:
+        folder.rmdir()
+    return left
+
+
+def _clear_passes(passes: Path) -> list[str]:
+    left = []
+    for entry in os.scandir(passes):
+        if PASS_FILE.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+            os.unlink(entry.path)
+        else:
+            left.append(entry.name)
+    if not left:
+        passes.rmdir()
+    return sorted(left)
+
+
 def _run_jobs(jobs, model: bytes, workers: int, total: int, progress: bool):
+    """The jobs' results in order. At most two jobs per worker are queued or held at a time, so memory stays
+    bounded whatever the number of jobs; a Ctrl-C or an error ends the workers at once."""
     from tqdm.auto import tqdm
 
     bar = tqdm(total=total, unit="B", unit_scale=True, desc="prepare", disable=not progress, leave=False)
@@ -258,21 +439,45 @@ def _run_jobs(jobs, model: bytes, workers: int, total: int, progress: bool):
         if workers == 1:
             _load_processor(model)  # in this process, whose Ctrl-C must still stop it
             for job in jobs:
-                result = _prepare_piece(job)
+                result = _prepare_job(job)
                 bar.update(result["bytes"])
                 yield result
             return
         with ProcessPoolExecutor(workers, mp_context=worker_context(), initializer=_start_worker,
-                                 initargs=(model,)) as pool:
+                                 initargs=(model, os.getpid())) as pool:
+            waiting, upcoming = collections.deque(), iter(jobs)
             try:
-                for result in pool.map(_prepare_piece, jobs):
+                for job in itertools.islice(upcoming, 2 * workers):
+                    waiting.append(pool.submit(_prepare_job, job))
+                while waiting:
+                    result = waiting.popleft().result()
+                    for job in itertools.islice(upcoming, 1):
+                        waiting.append(pool.submit(_prepare_job, job))
                     bar.update(result["bytes"])
                     yield result
-            except BaseException:  # Ctrl-C or an error: the pieces not started are dropped, not prepared
-                pool.shutdown(wait=True, cancel_futures=True)
+            except BrokenProcessPool:
+                raise CacheError("a worker process of the preparation died (out of memory, or killed); rerun, or "
+                                 "if memory is short prepare the text with `albert-mini prepare --workers 1`") from None
+            except BaseException:  # Ctrl-C, an error or an abandoned generator: no piece more is prepared
+                _end_workers(pool)
                 raise
     finally:
         bar.close()
+
+
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """Cancel the pieces not started and kill the pool's workers now, rather than wait for the pieces they are
+    encoding (seconds each). What Python 3.14's `kill_workers` does, done by hand before it: the workers are
+    listed first (shutdown forgets them), and the pool's own thread cancels the futures (one cancelled here could
+    be failed there too once the killed workers break the pool: InvalidStateError, a traceback in that thread)."""
+    kill = getattr(pool, "kill_workers", None)
+    if kill is not None:
+        kill()
+        return
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in workers:
+        process.kill()  # (one that has ended already is left alone)
 
 
 def worker_context():
@@ -283,27 +488,70 @@ def worker_context():
     return get_context("fork" if sys.platform.startswith("linux") else "spawn")
 
 
-def _finish(partial: Path, results: list[dict], paths, file_sha256, model: bytes, tokenizer, mode: str,
+class _Recorded:
+    """A file being written whose size and crc32 follow every write: the manifest records what was written."""
+
+    def __init__(self, path: Path):
+        self.file, self.size, self.crc = open(path, "wb"), 0, 0
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        self.crc = zlib.crc32(view, self.crc)
+        self.size += view.nbytes
+        return self.file.write(view)
+
+    def close(self) -> dict:
+        self.file.close()
+        return {"bytes": self.size, "crc32": f"{self.crc:08x}"}
+
+
+def _collect(results, partial: Path, vocab_size: int) -> dict:
+    """Write the jobs' tokens to tokens.bin as they come, in order; keep their boundaries, digests and counts."""
+    lengths, per_document, digests, text_bytes = [], [], [], 0
+    counts = np.zeros(vocab_size, dtype=np.int64)
+    tokens = _Recorded(partial / TOKENS_NAME)
+    try:
+        for result in results:
+            tokens.write(np.ascontiguousarray(result["tokens"]))
+            lengths.append(result["lengths"])
+            per_document.append(result["sentences"])
+            digests.append(result["digests"])
+            counts[:len(result["counts"])] += result["counts"]
+            text_bytes += result["bytes"]
+    finally:
+        written = tokens.close()
+    return {"lengths": np.concatenate(lengths), "per_document": np.concatenate(per_document),
+            "digests": np.concatenate(digests), "counts": counts, "text_bytes": text_bytes, TOKENS_NAME: written}
+
+
+def _save(path: Path, array: np.ndarray) -> dict:
+    """np.save, with the size and crc32 of the bytes written."""
+    out = _Recorded(path)
+    try:
+        np.save(out, np.ascontiguousarray(array))
+    finally:
+        written = out.close()
+    return written
+
+
+def _finish(partial: Path, summary: dict, paths, file_sha256, model: bytes, tokenizer, mode: str,
             dtype: str, key: str, took: dict) -> None:
-    lengths = np.concatenate([r["lengths"] for r in results])
-    per_document = np.concatenate([r["sentences"] for r in results])
+    lengths, per_document = summary["lengths"], summary["per_document"]
     if not len(per_document):
         names = ", ".join(str(p) for p in paths)
         raise CorpusError(f"no text found in {names}: every file is empty or holds only whitespace")
     sentences = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     documents = np.concatenate([[0], np.cumsum(per_document)]).astype(np.int64)
-    np.save(partial / "sentences.npy", sentences)
-    np.save(partial / "documents.npy", documents)
-    np.save(partial / "document_sha256.npy", np.concatenate([r["digests"] for r in results]))
-    np.save(partial / "unigram.npy", sum(r["counts"] for r in results))
-    (partial / "passes").mkdir()
-    shards = [int(r["lengths"].sum()) for r in results]
+    contents = {TOKENS_NAME: summary[TOKENS_NAME]}
+    for name, array in zip(INDEX_NAMES, (sentences, documents, summary["digests"], summary["counts"])):
+        contents[name] = _save(partial / name, array)
+    (partial / PASSES_NAME).mkdir()
     manifest = {
         "version": PREPARE_VERSION, "key": key, "mode": mode, "dtype": dtype,
         "tokenizer_sha256": hashlib.sha256(model).hexdigest(), "vocab_size": tokenizer.vocab_size,
         "files": [{"name": Path(p).name, "sha256": sha} for p, sha in zip(paths, file_sha256)],
         "documents": int(len(per_document)), "sentences": int(len(lengths)), "tokens": int(sentences[-1]),
-        "text_bytes": int(sum(r["bytes"] for r in results)), "shards": shards,
+        "text_bytes": int(summary["text_bytes"]), "contents": contents,
         "prepared": took,  # how long reading, splitting and encoding took, with how many worker processes
     }
     (partial / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n")
@@ -311,43 +559,83 @@ def _finish(partial: Path, results: list[dict], paths, file_sha256, model: bytes
 
 # ---------------------------------------------------------------------------------------------- reading
 class TokenCache:
-    """A prepared text, memory-mapped: token shards, sentence and document boundaries, digests, counts."""
+    """A prepared text, memory-mapped: token ids, sentence and document boundaries, digests, counts.
+
+    Opening one proves what it maps: every field of the manifest is checked, the folder's name is the key its
+    fields make, every file has the size and crc32 the manifest recorded when it was written, and the arrays agree
+    with each other. Anything else is a CacheError, one line naming the folder to delete (nothing is rebuilt in
+    its place silently: a damaged cache may mean a failing disk)."""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         try:
-            self.manifest = json.loads((self.folder / MANIFEST_NAME).read_text())
+            self.manifest = json.loads((self.folder / MANIFEST_NAME).read_text(encoding="utf-8"))
         except (OSError, ValueError) as err:
-            raise CacheError(f"{self.folder} is not a complete token cache ({err}); delete that folder and rerun, "
-                             "and the text is prepared again") from None
+            raise self.damaged(f"has no readable {MANIFEST_NAME} ({getattr(err, 'strerror', None) or err})") from None
+        if not isinstance(self.manifest, dict):
+            raise self.damaged(f"has a {MANIFEST_NAME} that is not a JSON object")
         if self.manifest.get("version") != PREPARE_VERSION:
-            raise CacheError(f"{self.folder} was prepared by version {self.manifest.get('version')} of the token "
-                             f"cache, this is {PREPARE_VERSION}; delete that folder and rerun")
-        self.sentences = np.load(self.folder / "sentences.npy", mmap_mode="r")  # (S + 1,)
-        self.documents = np.load(self.folder / "documents.npy", mmap_mode="r")  # (D + 1,)
-        self.digests = np.load(self.folder / "document_sha256.npy", mmap_mode="r")  # (D, 32)
-        sizes = self.manifest["shards"]
-        self.shard_starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        itemsize = np.dtype(self.manifest["dtype"]).itemsize
-        self.shards = []
-        for i, size in enumerate(sizes):
-            path = self.folder / shard_name(i)
-            if not path.is_file() or path.stat().st_size != size * itemsize:
-                raise CacheError(f"{path} is missing or has the wrong size; delete {self.folder} and rerun")
-            # an empty shard cannot be mapped; it holds no document's tokens, so nothing reads it
-            self.shards.append(np.memmap(path, dtype=self.manifest["dtype"], mode="r") if size else
-                               np.zeros(0, self.manifest["dtype"]))
-        if int(self.sentences[-1]) != int(self.shard_starts[-1]) or len(self.documents) != len(self.digests) + 1:
-            raise CacheError(f"{self.folder}: its index and its shards disagree; delete that folder and rerun")
+            raise self.damaged(f"was prepared by version {self.manifest.get('version')!r} of the token cache, this is "
+                               f"{PREPARE_VERSION}")
+        problem = manifest_problem(self.manifest, self.folder.name)
+        if problem:
+            raise self.damaged(f"has a {MANIFEST_NAME} whose {problem}")
+        m = self.manifest
+        for name, recorded in m["contents"].items():
+            path = self.folder / name
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                raise self.damaged(f"has no {name}") from None
+            if size != recorded["bytes"]:
+                raise self.damaged(f"has a {name} of {size:,} bytes where {recorded['bytes']:,} were written")
+            crc = crc32_file(path)
+            if crc != recorded["crc32"]:
+                raise self.damaged(f"has a {name} whose bytes changed since they were written (crc32 {crc}, "
+                                   f"written {recorded['crc32']})")
+        self.sentences = self._load("sentences.npy", (m["sentences"] + 1,), np.int64)  # (S + 1,)
+        self.documents = self._load("documents.npy", (m["documents"] + 1,), np.int64)  # (D + 1,)
+        self.digests = self._load("document_sha256.npy", (m["documents"], 32), np.uint8)  # (D, 32)
+        counts = self._load("unigram.npy", (m["vocab_size"],), np.int64)  # (V,)
+        dtype = np.dtype(m["dtype"])
+        if m["contents"][TOKENS_NAME]["bytes"] != m["tokens"] * dtype.itemsize:
+            raise self.damaged(f"has a {TOKENS_NAME} of {m['contents'][TOKENS_NAME]['bytes']:,} bytes, not "
+                               f"{m['tokens']:,} {m['dtype']} ids")
+        # an empty file cannot be mapped; it holds no document's tokens, so nothing reads it
+        self.ids = np.memmap(self.folder / TOKENS_NAME, dtype=dtype, mode="r") if m["tokens"] else np.zeros(0, dtype)
+        for problem, wrong in (
+                ("sentences.npy that does not start at 0 and end at the last token",
+                 self.sentences[0] != 0 or self.sentences[-1] != m["tokens"]),
+                ("sentences.npy with a sentence of no tokens (or going back)",
+                 bool(np.any(np.diff(self.sentences) < 1))),
+                ("documents.npy that does not start at 0 and end at the last sentence",
+                 self.documents[0] != 0 or self.documents[-1] != m["sentences"]),
+                ("documents.npy that goes back", bool(np.any(np.diff(self.documents) < 0))),
+                ("unigram.npy with a negative count", bool(np.any(counts < 0))),
+                ("unigram.npy that does not count every token once", int(counts.sum()) != m["tokens"])):
+            if wrong:
+                raise self.damaged(f"has a {problem}")
+
+    def damaged(self, problem: str) -> CacheError:
+        return CacheError(f"the token cache {self.folder} {problem}; delete {self.folder} and rerun, and the text is "
+                          "prepared again")
+
+    def _load(self, name: str, shape: tuple, dtype) -> np.ndarray:
+        try:
+            array = np.load(self.folder / name, mmap_mode="r")
+        except (OSError, ValueError, EOFError) as err:
+            raise self.damaged(f"has a {name} that is not a NumPy array file ({err})") from None
+        if array.shape != shape or array.dtype != np.dtype(dtype):
+            raise self.damaged(f"has a {name} of shape {array.shape} and dtype {array.dtype}, not {shape} "
+                               f"{np.dtype(dtype)}")
+        return array
 
     def __len__(self) -> int:
         return len(self.digests)
 
     def tokens(self, start: int, end: int) -> np.ndarray:
-        """Tokens [start, end) of the shards laid end to end; a range never spans two shards (no document does)."""
-        shard = int(np.searchsorted(self.shard_starts, start, side="right")) - 1
-        offset = int(self.shard_starts[shard])
-        return self.shards[shard][start - offset:end - offset]
+        """Tokens [start, end) of the text, a view of the map (no copy)."""
+        return self.ids[start:end]
 
     def digest_hex(self, doc: int) -> str:
         return bytes(self.digests[doc]).hex()
@@ -357,8 +645,63 @@ class TokenCache:
         return MappedDocuments(self, np.arange(len(self)) if selection is None else np.asarray(selection))
 
 
+HEX = re.compile(r"[0-9a-f]+")
+MANIFEST_FIELDS = ("version", "key", "mode", "dtype", "tokenizer_sha256", "vocab_size", "files", "documents",
+                   "sentences", "tokens", "text_bytes", "contents", "prepared")
+
+
+def manifest_problem(m: dict, folder_name: str) -> str | None:
+    """What is wrong with a manifest's fields (as the end of "a manifest whose ..."), or None: every field is
+    present with its type and range, none is unknown, and the folder's name is the key its fields make."""
+    def count(value, least: int = 0) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+    def hex_of(value, length: int) -> bool:
+        return isinstance(value, str) and len(value) == length and HEX.fullmatch(value) is not None
+
+    def fields(names: list[str]) -> str:
+        return f"field {names[0]} is" if len(names) == 1 else f"fields {', '.join(names)} are"
+
+    missing = [name for name in MANIFEST_FIELDS if name not in m]
+    if missing:
+        return f"{fields(missing)} missing"
+    unknown = sorted(set(m) - set(MANIFEST_FIELDS))
+    if unknown:
+        return f"{fields(unknown)} unknown to this version"
+    checks = [
+        ("mode", m["mode"] in TEXT_MODES, f"one of {', '.join(TEXT_MODES)}"),
+        ("tokenizer_sha256", hex_of(m["tokenizer_sha256"], 64), "a sha256 (64 hex digits)"),
+        ("vocab_size", count(m["vocab_size"], 1), "a whole number >= 1"),
+        ("dtype", count(m["vocab_size"], 1) and m["dtype"] == token_dtype(m["vocab_size"]),
+         "the token type of its vocabulary (uint16 up to 65,536 ids, else uint32)"),
+        ("files", isinstance(m["files"], list) and len(m["files"]) > 0 and all(
+            isinstance(f, dict) and set(f) == {"name", "sha256"} and isinstance(f["name"], str)
+            and hex_of(f["sha256"], 64) for f in m["files"]), "a list of {name, sha256} (one per text file)"),
+        ("documents", count(m["documents"], 1), "a whole number >= 1"),
+        ("sentences", count(m["sentences"]), "a whole number >= 0"),
+        ("tokens", count(m["tokens"]), "a whole number >= 0"),
+        ("text_bytes", count(m["text_bytes"]), "a whole number >= 0"),
+        ("contents", isinstance(m["contents"], dict) and set(m["contents"]) == set(CONTENT_NAMES) and all(
+            isinstance(c, dict) and set(c) == {"bytes", "crc32"} and count(c["bytes"]) and hex_of(c["crc32"], 8)
+            for c in m["contents"].values()), f"the size and crc32 of each of {', '.join(CONTENT_NAMES)}"),
+        ("prepared", isinstance(m["prepared"], dict), "an object"),
+        ("key", hex_of(m["key"], 32), "a key (32 hex digits)"),
+    ]
+    for name, good, should in checks:
+        if not good:
+            shown = json.dumps(m[name])
+            return f"{name} is {shown if len(shown) <= 60 else shown[:57] + '...'}, not {should}"
+    made = cache_key([f["sha256"] for f in m["files"]], m["tokenizer_sha256"], m["mode"])
+    if m["key"] != folder_name:
+        return f"key is {m['key']}, not the folder's name {folder_name}: the folder holds another text's tokens"
+    if made != folder_name:
+        return (f"files, tokenizer and mode make the key {made}, not the folder's name: the folder holds another "
+                "text's tokens")
+    return None
+
+
 class _DocumentStreams:
-    """`docs.streams[d]`: document d's tokens, a view of the shard (no copy)."""
+    """`docs.streams[d]`: document d's tokens, a view of tokens.bin's map (no copy)."""
 
     def __init__(self, docs: MappedDocuments):
         self.docs = docs
@@ -446,7 +789,7 @@ class MappedDocuments(TokenDocuments):
     def _pass_path(self, key: tuple) -> Path:
         task, max_seq_len, short_seq_prob, seed = key
         name = f"{task}-{max_seq_len}-{short_seq_prob!r}-{seed}-{self.selection_sha256}-v{PREPARE_VERSION}.npy"
-        return self.cache.folder / "passes" / name
+        return self.cache.folder / PASSES_NAME / name
 
     def stored_rows(self, key: tuple) -> np.ndarray | None:
         """A pass built before, by this process or an earlier run on the same text and selection."""
@@ -455,10 +798,13 @@ class MappedDocuments(TokenDocuments):
         path = self._pass_path(key)
         if not path.is_file():
             return None
-        try:
+        try:  # the rows as they were written, by their size and crc32 (recorded beside them), else rebuilt
+            recorded = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+            if recorded != {"bytes": path.stat().st_size, "crc32": crc32_file(path)}:
+                return None
             rows = np.load(path, mmap_mode="r")
-        except (OSError, ValueError):
-            return None  # a damaged file is rebuilt (and replaced) below
+        except (OSError, ValueError, EOFError):
+            return None  # a damaged or unrecorded file is rebuilt (and replaced) below
         if rows.ndim != 2 or rows.shape[1] != len(ROW_FIELDS):
             return None
         self._rows[key] = rows
@@ -472,8 +818,10 @@ class MappedDocuments(TokenDocuments):
         path = self._pass_path(key)
         buffer = io.BytesIO()
         np.save(buffer, np.ascontiguousarray(rows))
-        try:
-            atomic_write_bytes(path, buffer.getvalue())
+        data = buffer.getvalue()
+        try:  # the record last: rows without their record (a kill in between) are rebuilt, never trusted
+            atomic_write_bytes(path, data)
+            atomic_write_text(path.with_suffix(".json"), json.dumps({"bytes": len(data), "crc32": crc32_hex(data)}))
             rows = np.load(path, mmap_mode="r")
         except OSError:
             pass  # a read-only cache still trains: the pass stays in memory

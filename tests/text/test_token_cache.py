@@ -1,8 +1,12 @@
 """The token cache gives the tokens, instances and batches of the in-memory pipeline, bit for bit, and is safe to
-share: keyed by content, written whole or not at all, refused when damaged, reused by later runs."""
+share: keyed by content, written whole or not at all, refused when damaged, reused by later runs; it encodes the
+bytes it hashed, holds a bounded number of files open, and deletes nothing it did not write."""
 
 import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +19,7 @@ from albert_mini.text.corpus import CorpusError, load_corpus, load_text_files
 from albert_mini.text.instances import SENTENCE_TASKS, build_instances
 from albert_mini.text.tokenizer import Tokenizer
 from albert_mini.training.pretrain_inputs import held_out_indices, hold_out
+from cli_helpers import REPO
 
 
 @pytest.fixture(scope="module")
@@ -60,23 +65,42 @@ def assert_same_documents(mapped, memory):
 @pytest.mark.parametrize("mode", ["blank_line", "file"])
 def test_cache_holds_the_in_memory_tokens_when_cut_into_many_pieces(texts, tokenizer, tmp_path, monkeypatch, mode):
     monkeypatch.setattr(token_cache, "PIECE_BYTES", 5_000)  # dozens of cuts inside every file
+    monkeypatch.setattr(token_cache, "MIN_JOB_BYTES", 5_000)  # and as many work items
     monkeypatch.setattr(token_cache, "WINDOW_BYTES", 64)  # and blank lines found across window edges
     cache = prepare(texts, tokenizer, tmp_path, mode, workers=2)
     memory = tokenize_documents(load_text_files(texts, mode=mode), tokenizer)
     assert_same_documents(cache.documents_view(), memory)
-    assert len(cache.manifest["shards"]) == (2 if mode == "file" else len(token_cache.cut_pieces(texts, mode)))
+    pieces = token_cache.cut_pieces(texts, mode)
+    assert len(pieces) == 2 if mode == "file" else len(pieces) > 20
     assert np.array_equal(cache.documents_view().token_counts(tokenizer.vocab_size),
                           memory.token_counts(tokenizer.vocab_size))
+    # How the pieces are grouped into work items changes nothing written: one worker, one item, the same bytes.
+    monkeypatch.setattr(token_cache, "MIN_JOB_BYTES", 1 << 30)
+    one = token_cache.prepare(texts, tokenizer, mode, root=tmp_path / "one", workers=1, progress=False,
+                              say=lambda *a: None)
+    assert one.manifest["contents"] == cache.manifest["contents"] and one.folder.name == cache.folder.name
 
 
-def test_every_cut_lands_after_a_blank_line(texts):
-    data = texts[0].read_bytes()
-    pieces = token_cache.cut_pieces([texts[0]], "blank_line", piece_bytes=3_000)
-    assert len(pieces) > 5 and pieces[0].start == 0 and pieces[-1].end == len(data)
-    assert all(a.end == b.start for a, b in zip(pieces, pieces[1:]))
-    for piece in pieces[:-1]:
-        assert token_cache.BLANK_LINE_BYTES.search(data[piece.start:piece.end]).end() <= piece.end - piece.start
-        assert data[piece.end - 1:piece.end] == b"\n"
+@pytest.mark.parametrize("window", [7, 64, 1 << 20])
+def test_every_cut_lands_after_a_blank_line(texts, monkeypatch, tmp_path, window):
+    """The reading pass reads `window` bytes at a time: blank lines straddling two reads (a run of spaces longer
+    than a read, a CRLF split between reads) are found; each piece carries the crc32 of its bytes."""
+    monkeypatch.setattr(token_cache, "WINDOW_BYTES", window)
+    odd = tmp_path / "odd.txt"
+    odd.write_bytes(b"One. Two.\r\n" + b" " * 40 + b"\r\nThree.\n\n\n\nFour.\r\r\nFive.\n \t \nSix.\n" * 30)
+    for path in (texts[0], odd):
+        data = path.read_bytes()
+        pieces = token_cache.cut_pieces([path], "blank_line", piece_bytes=3_000 if path == texts[0] else 50)
+        assert len(pieces) > 5 and pieces[0].start == 0 and pieces[-1].end == len(data)
+        assert all(a.end == b.start for a, b in zip(pieces, pieces[1:]))
+        for piece in pieces:
+            assert piece.crc32 == token_cache.crc32_hex(data[piece.start:piece.end])
+        for piece in pieces[:-1]:
+            found = token_cache.BLANK_LINE_BYTES.search(data, piece.start + 3_000 if path == texts[0] else
+                                                        piece.start + 50)
+            assert found.end() == piece.end  # the first blank line at or after the piece's size, exactly
+            assert data[piece.end - 1:piece.end] == b"\n"
+    assert token_cache.cut_pieces([odd], "file")[0].end == odd.stat().st_size
 
 
 @pytest.mark.parametrize("task", list(SENTENCE_TASKS))
@@ -150,17 +174,184 @@ def test_a_killed_preparation_leaves_nothing_a_later_run_trusts(texts, tokenizer
     assert (rebuilt.folder / token_cache.MANIFEST_NAME).is_file() and not stale.exists()
 
 
-def test_a_damaged_cache_is_refused_with_the_folder_to_delete(texts, tokenizer, tmp_path):
-    cache = prepare(texts, tokenizer, tmp_path)
-    shard = cache.folder / token_cache.shard_name(0)
-    shard.write_bytes(shard.read_bytes()[:-2])
-    with pytest.raises(token_cache.CacheError, match=f"delete {cache.folder}"):
-        token_cache.TokenCache(cache.folder)
-    manifest = json.loads((cache.folder / "manifest.json").read_text())
-    manifest["version"] = token_cache.PREPARE_VERSION + 1
-    (cache.folder / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(token_cache.CacheError, match="delete that folder"):
-        token_cache.TokenCache(cache.folder)
+def damage_tokens(folder):  # every id replaced by one valid id: the size is right, the tokens are not
+    ids = np.fromfile(folder / "tokens.bin", dtype=json.loads((folder / "manifest.json").read_text())["dtype"])
+    ids[:] = 5
+    ids.tofile(folder / "tokens.bin")
+
+
+def edit_manifest(**changes):
+    def edit(folder):
+        manifest = json.loads((folder / "manifest.json").read_text())
+        for name, value in changes.items():
+            if value is None:
+                del manifest[name]
+            else:
+                manifest[name] = value
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+    return edit
+
+
+def save_array(name, make):
+    def edit(folder):
+        np.save(folder / name, make(np.load(folder / name)))
+    return edit
+
+
+# (id, damage to a prepared folder, a phrase of the one-line refusal); issue 42's cases first
+DAMAGES = [
+    ("ids-replaced", damage_tokens, "has a tokens.bin whose bytes changed since they were written"),
+    ("manifest-shards-string", edit_manifest(shards="602"), "field shards is unknown to this version"),
+    ("manifest-bogus-dtype", edit_manifest(dtype="bogus"), 'dtype is "bogus", not the token type'),
+    ("manifest-missing-key", edit_manifest(key=None), "field key is missing"),
+    ("manifest-tokens-string", edit_manifest(tokens="602"), 'tokens is "602", not a whole number'),
+    ("manifest-contents-list", edit_manifest(contents=[]), "contents is [], not the size and crc32"),
+    ("manifest-not-json", lambda f: (f / "manifest.json").write_text("{not json"), "has no readable manifest.json"),
+    ("manifest-a-list", lambda f: (f / "manifest.json").write_text("[]"), "that is not a JSON object"),
+    ("manifest-other-version", edit_manifest(version=token_cache.PREPARE_VERSION + 1), "was prepared by version"),
+    ("garbage-sentences", lambda f: (f / "sentences.npy").write_bytes(os.urandom(5000)),
+     "has a sentences.npy of 5,000 bytes"),
+    ("unigram-longer", save_array("unigram.npy", lambda u: np.concatenate([u, [1, 2, 3]])), "unigram.npy of"),
+    ("unigram-negative", save_array("unigram.npy", lambda u: np.where(np.arange(len(u)) == 7, -1000, u)),
+     "has a unigram.npy whose bytes changed"),
+    ("tokens-missing", lambda f: (f / "tokens.bin").unlink(), "has no tokens.bin"),
+    ("tokens-truncated", lambda f: (f / "tokens.bin").write_bytes((f / "tokens.bin").read_bytes()[:-2]),
+     "has a tokens.bin of"),
+]
+
+
+@pytest.fixture(scope="module")
+def pristine(texts, tokenizer, tmp_path_factory):
+    """A prepared folder that each damage case copies."""
+    root = tmp_path_factory.mktemp("pristine")
+    return token_cache.prepare(texts, tokenizer, "blank_line", root=root, progress=False, say=lambda *a: None).folder
+
+
+@pytest.mark.parametrize("damage", DAMAGES, ids=[d[0] for d in DAMAGES])
+def test_a_damaged_cache_is_refused_with_the_folder_to_delete(pristine, tmp_path, damage):
+    _, damaged, phrase = damage
+    folder = shutil.copytree(pristine, tmp_path / pristine.name)
+    token_cache.TokenCache(folder)  # the copy maps
+    damaged(folder)
+    with pytest.raises(token_cache.CacheError) as refused:
+        token_cache.TokenCache(folder)
+    message = str(refused.value)
+    assert phrase in message and f"delete {folder} and rerun" in message and "\n" not in message, message
+
+
+def test_a_consistent_but_forged_index_is_refused_by_its_meaning(pristine, tmp_path):
+    """Arrays rewritten with their new crc32 in the manifest (a forgery, not damage) still have to agree."""
+    for name, make, phrase in (("unigram.npy", lambda u: u - (np.arange(len(u)) == 7) * (u[7] + 1),
+                                "has a unigram.npy with a negative count"),
+                               ("sentences.npy", lambda s: s[::-1].copy(),
+                                "has a sentences.npy that does not start at 0")):
+        folder = shutil.copytree(pristine, tmp_path / name / pristine.name)
+        np.save(folder / name, make(np.load(folder / name)))
+        manifest = json.loads((folder / "manifest.json").read_text())
+        manifest["contents"][name] = {"bytes": (folder / name).stat().st_size,
+                                      "crc32": token_cache.crc32_file(folder / name)}
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+        with pytest.raises(token_cache.CacheError, match=phrase):
+            token_cache.TokenCache(folder)
+
+
+def test_a_key_folder_holding_another_texts_tokens_is_refused(texts, tokenizer, tmp_path):
+    mine = prepare(texts, tokenizer, tmp_path)
+    other = prepare(texts[:1], tokenizer, tmp_path)
+    shutil.rmtree(mine.folder)
+    shutil.copytree(other.folder, mine.folder)  # the other text's folder, under this text's key
+    with pytest.raises(token_cache.CacheError, match="the folder holds another text's tokens"):
+        prepare(texts, tokenizer, tmp_path)
+    manifest = json.loads((mine.folder / "manifest.json").read_text())
+    manifest["key"] = mine.folder.name  # its key field made to match too: the files' sha256 still tell
+    (mine.folder / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(token_cache.CacheError, match=f"make the key {other.folder.name}, not the folder's name"):
+        prepare(texts, tokenizer, tmp_path)
+
+
+def test_a_text_edited_while_it_is_prepared_is_refused_and_never_cached(texts, tokenizer, tmp_path, monkeypatch):
+    """Issue 42: the key is the sha256 of the bytes the reading pass read, and the workers encode only those bytes;
+    a file edited after that pass (and restored later) stops the preparation, and nothing is cached."""
+    text = tmp_path / "edited.txt"
+    original = texts[0].read_bytes()
+    text.write_bytes(original)
+    group = token_cache.group_pieces
+
+    def edit_after_the_reading_pass(pieces, workers):
+        text.write_bytes(original.replace(b"the", b"XQZ"))
+        return group(pieces, workers)
+
+    monkeypatch.setattr(token_cache, "group_pieces", edit_after_the_reading_pass)
+    with pytest.raises(token_cache.TextChanged, match=f"{text} changed while it was being prepared"):
+        prepare([text], tokenizer, tmp_path, workers=2)
+    text.write_bytes(original)  # restored
+    assert not [p for p in (tmp_path / "cache").iterdir() if p.is_dir()]
+    monkeypatch.undo()
+    cache = prepare([text], tokenizer, tmp_path)  # the original's tokens, under the original's key
+    assert_same_documents(cache.documents_view(), tokenize_documents(load_text_files([text], "blank_line"),
+                                                                     tokenizer))
+    with pytest.raises(token_cache.TextChanged, match="its sha256 is not the one read a moment before"):
+        token_cache.prepare([text], tokenizer, "file", file_sha256=["0" * 64], root=tmp_path / "cache",
+                            progress=False, say=lambda *a: None)
+
+
+def test_a_users_file_in_a_key_folder_is_never_deleted(texts, tokenizer, tmp_path):
+    """A key folder without its manifest is prepared again, deleting only the cache's own files; one that holds
+    a user's file too is refused, naming it, and the file stays. A partial folder is cleaned the same way."""
+    folder = prepare(texts, tokenizer, tmp_path).folder
+    (folder / "manifest.json").unlink()
+    (folder / "notes.txt").write_text("mine")
+    with pytest.raises(token_cache.CacheError, match=r"holding files the cache does not write \(notes.txt\)"):
+        prepare(texts, tokenizer, tmp_path)
+    assert (folder / "notes.txt").read_text() == "mine"
+    (folder / "notes.txt").rename(tmp_path / "notes.txt")
+    stale = tmp_path / "cache" / f"{folder.name}.partial-12345"
+    (stale / "passes").mkdir(parents=True)
+    (stale / "tokens.bin").write_bytes(b"12")
+    (stale / "passes" / "mine.npy").write_bytes(b"mine")
+    assert (prepare(texts, tokenizer, tmp_path).folder / "manifest.json").is_file()
+    assert sorted(p.relative_to(stale).as_posix() for p in stale.rglob("*")) == ["passes", "passes/mine.npy"]
+
+
+def test_workers_are_capped_at_the_cores(texts, tokenizer, tmp_path, monkeypatch):
+    monkeypatch.setattr(token_cache, "PIECE_BYTES", 2_000)
+    monkeypatch.setattr(token_cache, "MIN_JOB_BYTES", 2_000)  # hundreds of work items: enough for 1,000 workers
+    said = []
+    cache = token_cache.prepare(texts, tokenizer, "blank_line", root=tmp_path, workers=1000, progress=False,
+                                say=said.append)
+    cores = token_cache.default_workers()
+    assert cache.manifest["prepared"]["workers"] == cores
+    assert f"with {cores} worker(s) (1000 asked: at most one per core, {cores} here)" in said[0]
+
+
+MANY_FILES = """
+import resource, sys
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), hard))
+from albert_mini.commands import main
+main(sys.argv[2:])
+"""
+
+
+@pytest.mark.slow  # a subprocess or a retrain: make test runs it, test-fast does not
+def test_more_files_than_the_open_file_limit_prepare_and_train(tokenizer, tmp_path):
+    """Issue 42: 1,500 files under a limit of 1,024 open files (the usual soft limit), in prepare and in a first
+    pretrain --corpus: a bounded number of files is open at a time, whatever the corpus."""
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(1500):
+        (folder / f"{i:05d}.txt").write_text(f"File {i} says one thing. It says another.\n\nAnd {i} more.\n")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "ALBERT_MINI_CACHE": str(tmp_path / "cache")}
+    common = ["--corpus", str(folder), "--tokenizer", str(tokenizer.path), "--split-by", "blank-line"]
+    for argv in (["prepare", *common, "--workers", "2", "--quiet"],
+                 ["pretrain", *common, "--preset", "albert-nano", "--steps", "1", "--seq-len", "16", "--batch-size",
+                  "2", "--eval-batches", "1", "--quiet", "--out", str(tmp_path / "run")]):
+        shutil.rmtree(tmp_path / "cache", ignore_errors=True)
+        done = subprocess.run([sys.executable, "-c", MANY_FILES, "1024", *argv], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, (argv[0], done.stderr[-2000:])
+        manifest = json.loads(next((tmp_path / "cache").glob("*/manifest.json")).read_text())
+        assert len(manifest["files"]) == 1500 and manifest["documents"] == 3000
 
 
 def test_a_pass_is_built_once_and_then_read_from_the_cache(texts, tokenizer, tmp_path, monkeypatch):
@@ -181,6 +372,12 @@ def test_a_pass_is_built_once_and_then_read_from_the_cache(texts, tokenizer, tmp
     assert [i.tokens.tolist() for i in again] == [i.tokens.tolist() for i in rows]
     with pytest.raises(AssertionError, match="built again"):
         build_instances(fresh, "sop", 64, seed=12)  # another seed is another pass
+    # Rows changed on disk (a valid file, other values) no longer match their recorded crc32: built again.
+    tampered = np.load(stored[0])
+    tampered[:, -1] = 1 - tampered[:, -1]  # every sentence-order label flipped
+    np.save(stored[0], tampered)
+    with pytest.raises(AssertionError, match="built again"):
+        build_instances(token_cache.TokenCache(stored[0].parent.parent).documents_view(), "sop", 64, seed=11)
 
 
 def test_text_that_is_not_utf8_names_the_file_and_its_byte_offset(tokenizer, tmp_path, monkeypatch):

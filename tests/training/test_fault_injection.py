@@ -15,12 +15,22 @@ own step k by the same kind of fault (it starts by sweeping what the first fault
 directory is still a run's (nothing in it is foreign), every checkpoint verifies, nothing committed is lost,
 and resuming once more ends bit-identical to the uninterrupted run, with a metrics log that reads as its log.
 18 + 20 kill points x 3 kinds: 114 single faults and 114 double ones.
+
+Preparing a text into the token cache (issue 42) is stopped the same three ways at each of its 8 points
+(encoding, each file written, before and after the rename into place): the rerun refuses nothing, leaves no
+partial folder and writes the bytes an uninterrupted preparation writes. And a `prepare` or a first
+`pretrain --corpus` whose worker processes are busy is stopped by SIGTERM, SIGINT or kill -9: no worker outlives it.
+
+A folder of outputs (`html`'s book, `exercises`' hand-out) being written is stopped the same three ways before and
+after each of its file-system steps (every atomic write's rename, every deletion), for `html` once or twice in a
+row: the same command run again finishes it without --overwrite, and the folder holds that output exactly.
 """
 
 from __future__ import annotations
 
 import copy
 import errno
+import json
 import os
 import random
 import shutil
@@ -28,6 +38,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -35,6 +46,7 @@ import torch
 from safetensors.torch import load_file
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
+from albert_mini.text import token_cache
 from albert_mini.text.synthetic import SyntheticBatches
 from albert_mini.training.checkpoint import (
     CheckpointError,
@@ -446,3 +458,334 @@ def test_the_fault_cases_are_counted(scenario):
     """The closing count of the docstring: kill points of the two saves x kinds, once and twice."""
     points = {2: 18, 4: 20}[scenario[1]]
     assert len(scenario[4]) == points
+
+
+# ---------------------------------------------------------------------- preparing a text (issue 42)
+PREPARE_POINTS = ("encoding the second work item", "after tokens.bin", *(f"after {name}" for name in
+                  token_cache.INDEX_NAMES), "before the rename into place", "after the rename into place")
+PREPARE_ERROR = {"exception": InjectedFault, "full disk": OSError}
+
+
+@pytest.fixture(scope="module")
+def prepared_text(tmp_path_factory):
+    """Austen's validation text in four files (four work items), and what an uninterrupted preparation writes."""
+    from albert_mini.text.tokenizer import Tokenizer
+
+    folder = tmp_path_factory.mktemp("prepare-text")
+    blocks = (REPO / "data" / "austen" / "validation.txt").read_text(encoding="utf-8").split("\n\n")
+    files = []
+    for i in range(4):
+        files.append(folder / f"part-{i}.txt")
+        files[-1].write_text("\n\n".join(blocks[i * len(blocks) // 4:(i + 1) * len(blocks) // 4]), encoding="utf-8")
+    tokenizer = Tokenizer.default()
+    straight = prepare_into(folder / "straight", files, tokenizer)
+    return files, tokenizer, straight.manifest["contents"]
+
+
+def prepare_into(root, files, tokenizer, workers=1):
+    return token_cache.prepare(files, tokenizer, "blank_line", root=root, workers=workers, progress=False,
+                               say=lambda *a: None)
+
+
+def stop_prepare_at(point: str, fault, patch) -> None:
+    """Make the next preparation call `fault(point)` at `point`; `patch(owner, name, value)` sets an attribute."""
+    if point == PREPARE_POINTS[0]:
+        job, calls = token_cache._prepare_job, []
+
+        def encode(work):
+            calls.append(work)
+            if len(calls) == 2:
+                fault(point)
+            return job(work)
+        patch(token_cache, "_prepare_job", encode)
+    elif point == "after tokens.bin":
+        collect = token_cache._collect
+
+        def collect_then_stop(*args):
+            summary = collect(*args)
+            fault(point)
+            return summary
+        patch(token_cache, "_collect", collect_then_stop)
+    elif point.startswith("after ") and point[6:] in token_cache.INDEX_NAMES:
+        save = token_cache._save
+
+        def save_then_stop(path, array):
+            written = save(path, array)
+            if path.name == point[6:]:
+                fault(point)
+            return written
+        patch(token_cache, "_save", save_then_stop)
+    else:
+        replace = os.replace
+
+        def rename(source, destination):
+            if point.startswith("before"):
+                fault(point)
+            replace(source, destination)
+            if point.startswith("after"):
+                fault(point)
+        patch(os, "replace", rename)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_preparation_stopped_at_every_point_leaves_nothing_a_rerun_refuses(kind, prepared_text, tmp_path,
+                                                                            monkeypatch):
+    files, tokenizer, straight = prepared_text
+    for point in PREPARE_POINTS:
+        root = tmp_path / point.replace(" ", "-")
+
+        def stopped(patch, point=point, root=root):
+            stop_prepare_at(point, fault_of(kind), patch)
+            prepare_into(root, files, tokenizer)
+
+        if kind == "kill -9":
+            in_a_child_killed(lambda: stopped(setattr), f"the preparation killed {point}")
+        else:
+            with pytest.raises(PREPARE_ERROR[kind], match=point):
+                stopped(monkeypatch.setattr)
+            monkeypatch.undo()
+        again = prepare_into(root, files, tokenizer)  # the same command: maps, or prepares anew
+        assert again.manifest["contents"] == straight, (kind, point)
+        assert sorted(p.name for p in root.iterdir()) == sorted([again.folder.name, f"{again.folder.name}.lock"])
+
+
+STUCK_WORKERS = """
+import os, sys, time
+from pathlib import Path
+from albert_mini.text import token_cache
+
+def stuck(job):  # a worker marks that it started, then works for an hour: only its parent's end can end it
+    Path(sys.argv[1], str(os.getpid())).touch()
+    time.sleep(3600)
+
+token_cache._prepare_job = stuck
+from albert_mini.commands import main
+main(sys.argv[2:])
+"""
+
+
+def started(pid: int) -> str | None:
+    """A process's start time (field 22 of /proc/PID/stat) while it runs, None once it is gone or a zombie: with
+    its pid, it names one process even if the pid is reused."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+@pytest.mark.slow  # a subprocess or a retrain: make test runs it, test-fast does not
+@pytest.mark.skipif(not sys.platform.startswith("linux") or token_cache.default_workers() < 2,
+                    reason="reads /proc; needs two cores for two worker processes")
+@pytest.mark.parametrize("command, stop", [("prepare", signal.SIGTERM), ("prepare", signal.SIGINT),
+                                           ("prepare", signal.SIGKILL), ("pretrain", signal.SIGTERM),
+                                           ("pretrain", signal.SIGKILL)],
+                         ids=["prepare-sigterm", "prepare-sigint", "prepare-kill-9", "pretrain-sigterm",
+                              "pretrain-kill-9"])
+def test_no_worker_outlives_a_stopped_preparation(command, stop, prepared_text, tmp_path):
+    """Issue 42: the workers of `prepare` (or of a first `pretrain --corpus`) end with their parent, however it
+    ends; the partial folder a kill leaves is cleaned by the next run, which prepares the same bytes."""
+    files, tokenizer, straight = prepared_text
+    marks, folder = tmp_path / "marks", tmp_path / "texts"
+    marks.mkdir()
+    folder.mkdir()
+    for path in files:
+        shutil.copy(path, folder)
+    argv = [command, "--corpus", str(folder), "--tokenizer", str(tokenizer.path), "--split-by", "blank-line"]
+    argv += (["--workers", "2", "--quiet"] if command == "prepare" else
+             ["--preset", "albert-nano", "--steps", "1", "--quiet", "--out", str(tmp_path / "run")])
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "ALBERT_MINI_CACHE": str(tmp_path / "cache")}
+    with open(tmp_path / "stderr", "w") as stderr:
+        parent = subprocess.Popen([sys.executable, "-c", STUCK_WORKERS, str(marks), *argv], cwd=REPO, env=env,
+                                  stdout=subprocess.DEVNULL, stderr=stderr)
+    workers = {}
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(marks.iterdir())) < 2:
+            assert parent.poll() is None, (tmp_path / "stderr").read_text()[-2000:]
+            assert time.monotonic() < deadline, "the workers never started"
+            time.sleep(0.05)
+        workers = {int(p.name): started(int(p.name)) for p in marks.iterdir()}
+        os.kill(parent.pid, stop)
+        parent.wait(timeout=60)
+        deadline = time.monotonic() + 30  # not a speed goal: how long a hang may take to show
+        while any(started(pid) == start for pid, start in workers.items()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        alive = [pid for pid, start in workers.items() if started(pid) == start]
+    finally:
+        parent.kill()
+        for pid in [pid for pid, start in workers.items() if started(pid) == start]:
+            os.kill(pid, signal.SIGKILL)  # so that a failure leaves no process behind either
+    assert alive == [], f"{len(alive)} worker(s) outlived their parent"
+    if stop == signal.SIGINT:
+        err = (tmp_path / "stderr").read_text()
+        assert parent.returncode == 130 and err.count("\n") == 1 and "interrupted" in err, err
+    else:
+        assert parent.returncode == -stop
+    again = prepare_into(tmp_path / "cache", sorted(folder.glob("*.txt")), tokenizer, workers=2)
+    assert again.manifest["contents"] == straight
+    assert not list((tmp_path / "cache").glob("*.partial-*"))
+
+
+# ---------------------------------------------------------------------- folders of outputs (issue 42)
+OUTPUT_STEPS = ("replace", "unlink", "rmdir")  # what writing a folder of outputs does to the file system
+OUTPUT_ERROR = {"exception": InjectedFault, "full disk": OSError}
+
+
+def stop_outputs_at(k: int, fault, patch) -> list[str]:
+    """Make the next writes call `fault` at event k: just before or just after a file-system step (os.replace,
+    os.unlink, os.rmdir: every atomic write's rename, every deletion), counted together. Returns the events."""
+    events, real_steps = [], {name: getattr(os, name) for name in OUTPUT_STEPS}
+    for name in OUTPUT_STEPS:
+        def step(*args, name=name, **kwargs):
+            real = real_steps[name]
+            shown = Path(args[1] if name == "replace" else args[0]).name
+            events.append(f"before {name} {shown}")
+            if len(events) == k + 1:
+                fault(events[-1])
+            result = real(*args, **kwargs)
+            events.append(f"after {name} {shown}")
+            if len(events) == k + 1:
+                fault(events[-1])
+            return result
+        patch(os, name, step)
+    return events
+
+
+def output_events(work) -> list[str]:
+    """Every event at which `work()` can be stopped (a run of it with a fault that never fires)."""
+    with pytest.MonkeyPatch.context() as patches:
+        events = stop_outputs_at(-1, None, patches.setattr)
+        work()
+    return events
+
+
+def stopped_at(kind, k, work, what) -> None:
+    """`work()` stopped at event k by a fault of `kind`: in a child killed by it (kill -9), or raised here."""
+    def run(patch):
+        stop_outputs_at(k, fault_of(kind), patch)
+        work()
+
+    if kind == "kill -9":
+        in_a_child_killed(lambda: run(setattr), what)
+        return
+    with pytest.MonkeyPatch.context() as patches, pytest.raises(OUTPUT_ERROR[kind]):
+        run(patches.setattr)
+
+
+def folder_contents(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def assert_exactly(out: Path, files: dict[str, bytes], command: str, case) -> None:
+    """`out` holds `files` and the record listing them, nothing else, and the record expects no more writes."""
+    from albert_mini.paths import sha256_bytes
+    from albert_mini.safe_files import OUTPUT_RECORD
+
+    record = json.loads((out / OUTPUT_RECORD).read_text())
+    assert {**files, OUTPUT_RECORD: (out / OUTPUT_RECORD).read_bytes()} == folder_contents(out), case
+    assert record["files"] == {name: sha256_bytes(data) for name, data in files.items()}, case
+    assert "writing" not in record and record["command"] == command, case
+
+
+def books(root: Path) -> list[Path]:
+    """Three small books, as Sphinx would leave them in its temp folder: the second drops and adds pages."""
+    pages = [{"index.html": "old index", "_static/a.js": "a", "chapters/01.html": "one", "chapters/02.html": "two"},
+             {"index.html": "new index", "_static/a.js": "a", "_static/b.js": "b", "search.html": "search"},
+             {"index.html": "third index", "_static/b.js": "b3", "search.html": "search", "notes.html": "notes"}]
+    folders = []
+    for i, book in enumerate(pages):
+        folders.append(root / f"built-{i}")
+        for name, text in book.items():
+            (folders[-1] / name).parent.mkdir(parents=True, exist_ok=True)
+            (folders[-1] / name).write_text(text)
+    return folders
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_html_build_stopped_at_every_step_of_its_copy_is_finished_by_the_same_command(kind, tmp_path):
+    """Issue 42: `html` killed while it replaces its old book (once, or twice in a row with another book each
+    time) leaves only files its record knows; the next build replaces them, without a word about "files that no
+    book build wrote", and the folder is that book exactly. A file of the user's is still refused after a kill."""
+    from albert_mini.book import html_book
+
+    first, second, third = books(tmp_path)
+    template = tmp_path / "template"
+    html_book.replace_book(template, first, html_book.check_out_dir(template))
+
+    def build(out, book):
+        return lambda: html_book.replace_book(out, book, html_book.check_out_dir(out))
+
+    def events_of(out, book):  # on a copy of `out`
+        scratch = tmp_path / "scratch"
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.copytree(out, scratch)
+        return output_events(build(scratch, book))
+
+    events = events_of(template, second)
+    assert len(events) >= 16 and "before unlink 01.html" in events and "before rmdir chapters" in events, events
+    for k, event in enumerate(events):
+        out = tmp_path / f"out-{k}"
+        shutil.copytree(template, out)
+        stopped_at(kind, k, build(out, second), f"html killed {event}")
+        if k % 2:  # a second build, of another book, stopped at the same step or its last
+            again = min(k, len(events_of(out, third)) - 1)
+            stopped_at(kind, again, build(out, third), f"the rebuild killed at step {again} after {event}")
+        (out / "notes.txt").write_text("mine")
+        with pytest.raises(html_book.BookBuildError, match=r"\(notes.txt\)"):
+            html_book.check_out_dir(out)
+        (out / "notes.txt").unlink()
+        build(out, third)()
+        assert_exactly(out, folder_contents(third), "html", (kind, event))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_hand_out_stopped_at_every_step_is_finished_by_the_same_command_without_overwrite(kind, tmp_path,
+                                                                                            monkeypatch):
+    """Issue 42: `exercises` killed at any step of writing its hand-out (a first one, or over an earlier one) is
+    finished by the same command, without --overwrite, and the folder is that hand-out exactly. A learner's file
+    that --overwrite allowed to replace, but that the kill left unreplaced, still needs --overwrite."""
+    from albert_mini.book.exercises import student
+    from albert_mini.safe_files import OutputRecord, UnsafeWriteError
+
+    chapter = REPO / "chapters" / "05_sentence_order_prediction.py"
+    files = student.handout_files([chapter], tmp_path / "x", with_solutions=True)  # fixed bytes for every run
+    monkeypatch.setattr(student, "handout_files", lambda chapters, out, *args: {
+        out / target.relative_to(tmp_path / "x"): value for target, value in files.items()})
+    expected = {target.relative_to(tmp_path / "x").as_posix(): data or source.read_bytes()
+                for target, (source, data) in files.items()}
+    notebook = "chapters/05_sentence_order_prediction.ipynb"
+    templates = {"first": tmp_path / "first", "rerun": tmp_path / "rerun", "learner": tmp_path / "learner"}
+    templates["first"].mkdir()
+    (templates["learner"] / "chapters").mkdir(parents=True)
+    (templates["learner"] / notebook).write_text("my answers")
+    student.write_handout([chapter], templates["rerun"], with_solutions=True, say=lambda *a: None)
+    (templates["rerun"] / notebook).write_bytes(b"{}")  # as an earlier version of the chapter made it
+    record = OutputRecord(templates["rerun"], "exercises")
+    record.add(templates["rerun"] / notebook)
+    record.save()
+    cases = 0
+    for name, template in templates.items():
+        overwrite = name == "learner"
+
+        def write(out, overwrite=overwrite):
+            return lambda: student.write_handout([chapter], out, with_solutions=True, say=lambda *a: None,
+                                                 overwrite=overwrite)
+
+        scratch = tmp_path / f"scratch-{name}"
+        shutil.copytree(template, scratch)
+        events = output_events(write(scratch))
+        assert len(events) >= 10, events
+        for k, event in enumerate(events):
+            out = tmp_path / f"{name}-{k}"
+            shutil.copytree(template, out)
+            stopped_at(kind, k, write(out), f"exercises killed {event}")
+            learners = (out / notebook).is_file() and (out / notebook).read_bytes() == b"my answers"
+            if learners:
+                with pytest.raises(UnsafeWriteError, match="05_sentence_order_prediction.ipynb already exists"):
+                    write(out, overwrite=False)()
+                assert (out / notebook).read_bytes() == b"my answers"
+                cases += 1
+            write(out, overwrite=learners)()
+            assert_exactly(out, expected, "exercises", (kind, name, event))
+    assert cases > 0  # the learner's file was met unreplaced at some stop
