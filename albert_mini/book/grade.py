@@ -63,6 +63,7 @@ GRADER_VERSION = 2  # part of every journal key: a change to how notebooks are j
 MAX_NOTEBOOK_BYTES = 50_000_000
 MAX_ANSWER_BYTES = 200_000_000
 NO_SANDBOX_NOTE = "graded without a sandbox (--no-sandbox)"
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet would run such a cell (a student's folder name)
 INSIDE = Path("/tmp/albert-mini-grading")  # where the scratch folder appears inside the sandbox
 IO_ENV = "ALBERT_MINI_GRADING_IO"  # the folder of the grader's requests and the kernel's answers
 RUNNER = "import sys; from albert_mini.book.grade_runner import main; sys.exit(main(sys.argv[1:]))"
@@ -85,7 +86,8 @@ class Row:
     def cells(self) -> list[str]:
         message = re.sub(r"\.?[ \t]*\n\s*", "; ", self.message.strip())  # one line: a spreadsheet shows it whole
         message = re.sub(r"[ \t]+", " ", message)  # the checks align their lines with spaces
-        return [self.student, self.chapter, self.exercise, "yes" if self.passed else "no", message]
+        cells = [self.student, self.chapter, self.exercise, "yes" if self.passed else "no", message]
+        return ["'" + cell if cell[:1] in FORMULA_STARTS else cell for cell in cells]
 
 
 @dataclass

@@ -337,3 +337,10 @@ def test_every_chapters_solutions_get_full_marks_through_the_sandbox(tmp_path):
     expected = sum(len(chapter_exercises(n)) for n in chapters_with_exercises())
     assert len(rows) == expected == 24
     assert [r for r in rows if r["passed"] != "yes"] == []
+
+
+def test_a_cell_a_spreadsheet_would_run_as_a_formula_is_written_as_text():
+    row = grade.Row("=HYPERLINK(\"http://x\")", "03", "mlm_head_params", False, "-1 is not the count")
+    assert grade.gradebook_text([row]).splitlines()[1].startswith("\"'=HYPERLINK(")
+    assert row.cells()[4] == "'-1 is not the count"
+    assert grade.Row("ada", "03", "x", True, "x: Well done!").cells()[0] == "ada"
