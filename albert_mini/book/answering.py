@@ -291,8 +291,7 @@ def call_case(function, request: dict, arrays: dict[str, np.ndarray], encoder: _
         for _ in range(repeat):
             args, kwargs = decode_arguments(request, arrays, rngs)
             inputs = [*args, *kwargs.values()]
-            before = [_Encoder().encode(v) if keep_inputs else None for v in inputs]
-            before_arrays = [_snapshot(v) for v in inputs] if keep_inputs else []
+            before = [_state(v) for v in inputs] if keep_inputs else []
             try:
                 result = function(*args, **kwargs)
             except NotImplementedError:
@@ -302,8 +301,7 @@ def call_case(function, request: dict, arrays: dict[str, np.ndarray], encoder: _
             except Exception as error:  # the learner's bug: its type and message
                 return {"raised": f"{type(error).__name__}: {error}"[:2000]}
             if keep_inputs:
-                changed = sorted(set(changed) | {i for i, (b, a, v) in enumerate(zip(before, before_arrays, inputs))
-                                                 if _changed(a, v) or (a is None and b != _Encoder().encode(v))})
+                changed = sorted(set(changed) | {i for i, (b, v) in enumerate(zip(before, inputs)) if _differs(b, v)})
             if aliased is None:
                 aliased = _same_object(result, inputs)
             values.append(encoder.encode(result))
@@ -332,6 +330,19 @@ def _snapshot(value: Any) -> Any:
     if _is_tensor(value):
         return value.detach().clone()
     return None
+
+
+def _state(value: Any) -> Any:
+    """An input as it was before the call: a copy of an array or tensor, else its plain encoding."""
+    snapshot = _snapshot(value)
+    return snapshot if snapshot is not None else _Encoder().encode(value)
+
+
+def _differs(before: Any, value: Any) -> bool:
+    """Whether an input changed since `_state` took `before`."""
+    if isinstance(before, np.ndarray) or _is_tensor(before):
+        return _changed(before, value)
+    return before != _Encoder().encode(value)
 
 
 def _changed(snapshot: Any, value: Any) -> bool:

@@ -411,13 +411,13 @@ class Grader:
             plans[name] = (cases, requests, arrays, exercise.expected(requests, arrays))
         for attempt in range(1, KERNEL_TRIES + 1):
             with tempfile.TemporaryDirectory(prefix="albert-mini-grade-") as scratch:
-                report, answers = self._execute(Path(scratch), task, run, plans)
+                report, answers = self._execute(Path(scratch), task, run, plans, exercises)
             if report.get("status") != "kernel-start" or self.stopping.is_set():
                 break
             time.sleep(2 * attempt)
         return self._rows(task, exercises, plans, report, answers, origin, graded_at, prefix)
 
-    def _execute(self, scratch: Path, task: Task, run, plans: dict) -> tuple[dict, dict]:
+    def _execute(self, scratch: Path, task: Task, run, plans: dict, exercises: dict) -> tuple[dict, dict]:
         """Run the notebook (in the sandbox); its report and the answers it wrote, read as plain data."""
         import nbformat
         import numpy as np
@@ -427,9 +427,6 @@ class Grader:
         home.mkdir()
         _copy_student_folder(task.path.parent, scratch / "work")
         nbformat.write(run, io_dir / "run.ipynb")
-        from .exercises import chapter_exercises
-
-        exercises = chapter_exercises(task.chapter)
         requests = {}
         for name, (_, request_list, request_arrays, _) in plans.items():
             requests[name] = {"requests": request_list, "unavailable": list(exercises[name].unavailable),

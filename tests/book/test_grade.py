@@ -276,7 +276,7 @@ def test_a_kernel_that_will_not_start_is_retried_then_reported_as_a_grading_erro
     [task], _ = grade.plan_class(tmp_path)
     calls = []
 
-    def never_starts(self, scratch, task, run, plans):
+    def never_starts(self, scratch, task, run, plans, exercises):
         calls.append(1)
         return {"status": "kernel-start", "detail": "Kernel didn't respond in 60 seconds"}, {}
 
