@@ -34,18 +34,31 @@ help:
 
 venv: $(STAMP)
 
+# Where pip may also look for torch (opt-in). Left empty, torch comes from PyPI, whose Linux x86_64 wheel is the
+# CUDA build and brings its nvidia-* and triton wheels: over 1.8 GB to download (README, "What the install
+# downloads"). `make venv TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu` (on a fresh clone, or after
+# `rm -rf .venv`) adds PyTorch's CPU index, whose torch==2.13.0+cpu (192 MB) pip prefers to PyPI's 2.13.0: a
+# local version label sorts after the plain version, and constraints.txt's ==2.13.0 allows it. Everything else
+# still comes from PyPI.
+TORCH_INDEX_URL ?=
+TORCH_INDEX := $(if $(strip $(TORCH_INDEX_URL)),--extra-index-url $(strip $(TORCH_INDEX_URL)))
+
 # The stamp depends on what decides the install, so a second run installs nothing.
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[test]'
+	$(PY) -m pip install --quiet $(TORCH_INDEX) -c constraints.txt -e '.[test]'
 	$(CLI) lab --install-settings  # JupyterLab's settings and the chapters' kernel, albert-mini, into .venv
 	touch $@
 
+# Both runs use every core (pytest-xdist; TEST_WORKERS=0 runs in one process): a worker takes whole files
+# (pyproject's --dist loadfile), the tests' longest files first (tests/conftest.py LONGEST_FIRST, kept in that order
+# by --no-loadscope-reorder), the notebooks largest first (xdist's default order).
+TEST_WORKERS ?= auto
 test: $(STAMP) polarity
 	$(VENV)/bin/ruff check
-	$(PY) -m pytest -q tests
-	$(if $(NOTEBOOKS),ALBERT_MINI_FAST=1 $(PY) -m pytest -q --nbval-lax -p no:cacheprovider $(NOTEBOOKS))
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --no-loadscope-reorder tests
+	$(if $(NOTEBOOKS),ALBERT_MINI_FAST=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --nbval-lax -p no:cacheprovider $(NOTEBOOKS))
 
 # The package's tests without those marked slow or browser (pyproject.toml), and no chapters: 117 s on 2 cores
 # (Intel Xeon, load average about 1; 1,468 tests). A test of several seconds is marked slow: make test runs it.
@@ -148,6 +161,7 @@ benchmark: $(STAMP)
 	$(PY) benchmarks/data_pipeline.py
 	$(PY) benchmarks/trainer_loop.py
 	$(PY) benchmarks/padding.py
+	$(PY) benchmarks/pretrain_cpu.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

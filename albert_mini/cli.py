@@ -7,7 +7,8 @@ Expected errors are the subclasses of errors.UserError (ConfigError, CorpusError
 TokenizerError, UsageError, RunDirError, ...), argparse's own complaints, and every OSError (a path that cannot be
 read or written, a full disk), which is reported with the file and what to do. Ctrl-C is one line too, with exit
 status 130 (128 + SIGINT, as shells report it), from the first line of the package on: while the command line
-imports (torch alone takes seconds, before `run` is reached) `hold_interrupts` ends the process the same way.
+starts, and whenever it imports a module (a command imports torch, seconds, once its flags are read),
+`hold_interrupts` and `release_interrupts` end the process the same way, at once.
 Anything else is a bug and keeps its traceback. The argparse types below check numbers at the boundary, once:
 `positive_float` and friends refuse NaN and infinity, which pass every `<= 0` test.
 """
@@ -58,7 +59,7 @@ def run(command: Callable[[list[str]], Result], argv: list[str] | None = None) -
     `error: interrupted ...` and SystemExit(130)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        release_interrupts()  # inside the try: from here on Ctrl-C is a KeyboardInterrupt, caught below
+        release_interrupts()  # inside the try: from here on Ctrl-C is a KeyboardInterrupt (outside imports)
         return command(argv)
     except KeyboardInterrupt:
         if DEBUG_FLAG in argv:
@@ -92,17 +93,30 @@ def _interrupted_while_starting(signum, frame):
 def hold_interrupts() -> None:
     """In the command line only, and first thing (albert_mini/__init__ imports this module before torch): Ctrl-C
     ends the process with the one line and status 130 until `run` starts, where `release_interrupts` makes it a
-    KeyboardInterrupt again (caught there, so a command cleans up). Nothing is under way to clean up before that.
-    A program that imports the package keeps its own Ctrl-C (a notebook's stops a cell, not the kernel)."""
+    KeyboardInterrupt again outside imports (caught there, so a command cleans up). Nothing is under way to clean
+    up before that. A program that imports the package keeps its own Ctrl-C (a notebook's stops a cell, not the
+    kernel)."""
     held = launched_as_command() and DEBUG_FLAG not in sys.argv  # --debug: Python's traceback, as `run` gives it
     if held and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _interrupted_while_starting)
 
 
+def _interrupted_unless_importing(signum, frame):
+    # Inside an import the KeyboardInterrupt could be swallowed (see above) and the command go on: end at once.
+    caller = frame
+    while caller is not None:
+        if caller.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
+            _interrupted_while_starting(signum, frame)
+        caller = caller.f_back
+    signal.default_int_handler(signum, frame)
+
+
 def release_interrupts() -> None:
-    """Ctrl-C raises KeyboardInterrupt again, as Python's default does (after `hold_interrupts`; else nothing)."""
+    """Ctrl-C raises KeyboardInterrupt again, as Python's default does (after `hold_interrupts`; else nothing),
+    except while a module is being imported: a command imports its modules (torch) once its flags are read, so
+    that `--help` answers at once, and there Ctrl-C still ends the process with the one line and status 130."""
     if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, _interrupted_unless_importing)
 
 
 _OS_FIXES = {

@@ -19,27 +19,18 @@ from pathlib import Path
 
 import torch
 
+from .choices import DEVICE_CHOICES as DEVICE_CHOICES  # the --device names, kept where the command line reads them
+from .choices import check_device_name
 from .errors import UsageError
 
 # What chapters import from here (the module's public face; albert_mini/README.md).
 __all__ = ["cpu_model"]
-
-DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
 
 
 def mps_available() -> bool:
     """Whether Apple's GPU (Metal Performance Shaders) can run this torch's tensors."""
     mps = getattr(torch.backends, "mps", None)
     return bool(mps is not None and mps.is_available())
-
-
-def check_device_name(name: str) -> str:
-    """`name` when it is auto, cpu, cuda, cuda:N or mps (whether that device exists is `resolve_device`'s
-    question); else UsageError listing the choices."""
-    kind, colon, index = str(name).partition(":")
-    if kind not in DEVICE_CHOICES or (colon and not (kind == "cuda" and index.isdigit())):
-        raise UsageError(f"--device must be one of {', '.join(DEVICE_CHOICES)} (or cuda:N), got {name!r}")
-    return str(name)
 
 
 def resolve_device(name: str | torch.device = "auto", local_rank: int | None = None) -> torch.device:
@@ -68,6 +59,11 @@ def resolve_device(name: str | torch.device = "auto", local_rank: int | None = N
             raise UsageError("--device mps runs one process: several processes (torchrun) cannot share Apple's GPU; "
                              "use --device cpu under torchrun, or run one process")
         return torch.device("mps")
+    return _cuda_device(name, index, local_rank)
+
+
+def _cuda_device(name: str, index: str, local_rank: int | None) -> torch.device:
+    """The CUDA device --device `name` (GPU `index`, "" for the current one) stands for; UsageError if not here."""
     if not torch.cuda.is_available():
         built = "" if torch.version.cuda else f" (this torch, {torch.__version__}, is built without CUDA)"
         raise UsageError(f"--device {name}: no CUDA GPU is available here{built}; use --device cpu, or --device auto "

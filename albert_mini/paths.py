@@ -38,6 +38,7 @@ def repo_root() -> Path:
 REPO_ROOT = repo_root()
 DATA_ROOT = REPO_ROOT / "data"
 CACHE_ROOT = REPO_ROOT / "cache"  # git-ignored: downloads, fast-mode outputs
+CACHE_ENV = "ALBERT_MINI_CACHE"  # the token cache's folder (text.token_cache.cache_root), else CACHE_ROOT / "tokens"
 FIGURES_ROOT = REPO_ROOT / "figures"
 PRETRAINED_ROOT = DATA_ROOT / "pretrained"
 PRETRAINED_MODEL = PRETRAINED_ROOT / "albert-mini-austen"  # the shipped classroom model; fine-tuning's default --init

@@ -156,6 +156,21 @@ class WritePlan:
     folders: list[Path] = field(default_factory=list)
 
 
+def _check_out_folder(flag: str, folder: Path, sources: Inputs) -> Path:
+    """`folder` once a command may write files into it: absent or a writable folder, holding none of its inputs."""
+    kind = special_kind(folder)
+    if folder.exists() and kind != "a folder":
+        what = "a file" if kind is None else kind
+        raise UnsafeWriteError(f"{flag} {folder} is {what}, not a folder; give a folder path (it is created if "
+                               "absent)")
+    held = sources.held_by(folder)
+    if held is not None:
+        raise UnsafeWriteError(f"{flag} {folder} holds {held}, one of this command's inputs; choose a folder "
+                               "apart from the files it reads")
+    check_folder_writable(folder, flag)
+    return folder
+
+
 def check_writes(command: str, files: Iterable[tuple[str, str | Path]] = (),
                  folders: Iterable[tuple[str, str | Path]] = (), inputs: Iterable[str | Path | None] = (),
                  overwrite: bool = False, regenerates: Iterable[str | Path] = (), own: Iterable[str | Path] = (),
@@ -175,19 +190,7 @@ def check_writes(command: str, files: Iterable[tuple[str, str | Path]] = (),
     regenerated = [Path(p).resolve() for p in regenerates]
     owned = {Path(p).resolve() for p in own}
     plan, flags = WritePlan(command), []
-    for flag, folder in folders:
-        folder = Path(folder)
-        kind = special_kind(folder)
-        if folder.exists() and kind != "a folder":
-            what = "a file" if kind is None else kind
-            raise UnsafeWriteError(f"{flag} {folder} is {what}, not a folder; give a folder path (it is created if "
-                                   "absent)")
-        held = sources.held_by(folder)
-        if held is not None:
-            raise UnsafeWriteError(f"{flag} {folder} holds {held}, one of this command's inputs; choose a folder "
-                                   "apart from the files it reads")
-        check_folder_writable(folder, flag)
-        plan.folders.append(folder)
+    plan.folders += [_check_out_folder(flag, Path(folder), sources) for flag, folder in folders]
     for flag, path in files:
         path = Path(path)
         kind = special_kind(path)
@@ -237,12 +240,6 @@ class Writes:
     def check(self, **kwargs) -> WritePlan:
         """`check_writes` for this command (same arguments)."""
         return check_writes(self.command, **kwargs)
-
-
-def check_new_file(path: str | Path, flag: str, overwrite: bool = False, inputs: Iterable[str | Path] = (),
-                   command: str = "") -> Path:
-    """`path` once a command may write it (the write rule for one file); UnsafeWriteError otherwise."""
-    return check_writes(command, files=[(flag, path)], inputs=inputs, overwrite=overwrite).files[0]
 
 
 def check_out_folder(folder: str | Path, flag: str = "--out", inputs: Iterable[str | Path] = (),

@@ -54,17 +54,17 @@ def child(folder: str, tokenizer: str, out: str, mode: str) -> None:
     """One start-up, as a fresh process would do it: print its seconds to the first batch and its peak memory."""
     from albert_mini.commands.pretrain import build_parser
     from albert_mini.training.distributed import init_distributed
-    from albert_mini.training.launch import build_run
+    from albert_mini.training.run import Run
     from albert_mini.training.setup import PretrainingSetup
 
     argv = ["--corpus", folder, "--tokenizer", tokenizer, "--out", out, *FLAGS]
     setup = PretrainingSetup.from_args(build_parser().parse_args(argv))
     if mode == "baseline":
         use_memory_pipeline()
-    trainer = build_run(setup, init_distributed("cpu"), lambda *a, **k: None)
-    next(trainer.batch_iter)
+    run = Run.build(setup, init_distributed("cpu"), lambda *a, **k: None)
+    next(run.trainer.batch_iter)
     seconds = time.perf_counter() - START
-    trainer.run_lock.release()
+    run.close()
     print(json.dumps({"seconds": seconds, "peak_mb": peak_mb()}))
 
 

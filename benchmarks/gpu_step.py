@@ -5,11 +5,15 @@ The engineer's path, item 6, as one prepared script for a lent GPU, run once:
 1. the machine: torch, CUDA device, nvidia-smi's name and driver, the CPU (lscpu);
 2. parity: our albert-base (fixed seed) converted with `to_hf`, both run on the same padded batch in eval mode,
    fp32 and under bf16 autocast (max abs differences of the MLM and sentence logits, and of the fp32 loss);
-3. training-step throughput, ours beside HF with the same weights, batch and optimizer (fused AdamW on CUDA; LAMB
-   reads two norms on the host per tensor, a sync HF's side would not pay the same way): fp32, bf16 autocast and
-   bf16 autocast + torch.compile; a step = forward, MLM + sentence loss, backward, optimizer step. Compile and
-   warm-up time is reported apart; the timed blocks alternate ours/HF (ABBA), median of the repeats, tokens/s
-   and peak memory. albert-base first, then albert-large if the time budget allows;
+3. training-step throughput, ours beside HF with the same weights, batch and optimizer (fused AdamW on CUDA):
+   fp32, bf16 autocast and bf16 autocast + torch.compile; a step = forward, MLM + sentence loss, backward,
+   optimizer step. Ours is called as the run calls it (the MLM head at `max_predictions` gathered positions per
+   sequence, a static shape). Three columns beside it: HF's AlbertForPreTraining (MLM logits at every position),
+   "hf_gathered" (HF's encoder, then HF's MLM head only at the masked positions, gathered as ours: the same work
+   as ours), and "run": the run's own step, `albert-mini pretrain` on Austen in that mode (Trainer, LAMB, the
+   DataLoader, clipping, metrics; its tokens/s from metrics.jsonl, the first log window left out). Compile and
+   warm-up time is reported apart; the timed blocks alternate (ABBA), median of the repeats, tokens/s and peak
+   memory. albert-base first, then albert-large if the time budget allows;
 4. end to end: `python -m albert_mini pretrain --help`, then a short real pretraining run on the Austen corpus
    with `--device cuda --bf16` into a temporary run directory (wall time, final loss from metrics.jsonl).
 
@@ -18,7 +22,7 @@ Results are rewritten after each measurement to OUT/gpu_step.json and OUT/gpu_st
 compile, albert-large) start only while the time budget (--budget-s) allows; a stuck part is stopped by an alarm.
 Without CUDA it runs on the CPU with the --quick sizes and says so.
 
-    PYTHONPATH=. python3 benchmarks/gpu_step.py --out $OUT                  # GPU: about 3-4 minutes on an H100
+    PYTHONPATH=. python3 benchmarks/gpu_step.py --out $OUT                  # GPU: about 7-8 minutes on an H100
     .venv/bin/python benchmarks/gpu_step.py --quick --out /tmp/gpu_quick    # tiny sizes; runs on the CPU too
 """
 
@@ -66,6 +70,7 @@ if NEEDS_LOCK_SHIM:
     exec(LOCK_SHIM)
 try:  # a package that does not import is recorded; the machine record is written all the same
     from albert_mini import AlbertConfig, AlbertForPreTraining
+    from albert_mini.model.albert import masked_positions
     from albert_mini.model.hf import to_hf
     from albert_mini.specials import IGNORE_INDEX, PAD_ID
     IMPORT_ERROR = None
@@ -97,16 +102,19 @@ class Plan:
     large_s: float  # albert-large is started only with this much budget left
     e2e_flags: list[str] = field(default_factory=list)  # pretrain flags, --device and --out added
     e2e_timeout_s: float = 90.0
+    run_steps: int = 40  # steps of the "run" column's pretrain run (per model and mode)
+    run_log_every: int = 10  # its log windows: the first (warm-up, compile) is left out
+    run_timeout_s: float = 150.0
 
 
 GPU_PLAN = Plan(
     preset="albert-base", overrides={}, batch=(32, 512), parity_batch=(8, 512),
     large_preset="albert-large", large_overrides={}, large_batch=(16, 512),
-    warmup=2, steps=8, repeats=3, budget_s=300, compile_s=90, large_s=60,
+    warmup=2, steps=8, repeats=3, budget_s=480, compile_s=90, large_s=60,
     e2e_flags=["--preset", "albert-base", "--corpus", "austen", "--task", "sop", "--steps", "60", "--minutes", "1",
                "--batch-size", "32", "--seq-len", "128", "--eval-every", "0", "--eval-batches", "4",
                "--save-every", "0", "--log-every", "10", "--seed", "0"],
-    e2e_timeout_s=90,
+    e2e_timeout_s=90, run_steps=40, run_log_every=10, run_timeout_s=150,
 )
 QUICK_PLAN = Plan(
     preset="albert-nano", overrides={}, batch=(4, 64), parity_batch=(2, 64),
@@ -115,7 +123,7 @@ QUICK_PLAN = Plan(
     e2e_flags=["--preset", "albert-nano", "--corpus", "austen", "--task", "sop", "--steps", "6", "--batch-size", "4",
                "--seq-len", "64", "--eval-every", "0", "--eval-batches", "1", "--save-every", "0", "--log-every", "2",
                "--seed", "0"],
-    e2e_timeout_s=60,
+    e2e_timeout_s=60, run_steps=4, run_log_every=2, run_timeout_s=90,
 )
 
 
@@ -229,10 +237,40 @@ def forward(model, batch: dict, hf: bool, with_labels: bool = True):
     return out.loss, out.mlm_logits, out.sentence_logits
 
 
-def train_step(model, optimizer, batch: dict, hf: bool, bf16: bool, device: torch.device) -> None:
+class HFGathered(torch.nn.Module):
+    """HF's encoder, then HF's MLM head only at the masked positions (gathered as ours, padded to max_predictions)
+    and its SOP head: the work our model does, on HF's modules."""
+
+    def __init__(self, hf):
+        super().__init__()
+        self.hf = hf
+
+    def forward(self, input_ids, attention_mask, token_type_ids, labels, sentence_order_label, max_predictions):
+        out = self.hf.albert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+        h = out.last_hidden_state
+        positions, targets = masked_positions(labels, max_predictions)
+        logits = self.hf.predictions(h.gather(1, positions[..., None].expand(-1, -1, h.size(-1))))
+        mlm = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), reduction="sum")
+        sentence_logits = self.hf.sop_classifier(out.pooler_output)
+        sentence = torch.nn.functional.cross_entropy(sentence_logits.float(), sentence_order_label.view(-1))
+        return mlm / (labels != IGNORE_INDEX).sum().clamp(min=1) + sentence, logits, sentence_logits
+
+
+def step_loss(model, batch: dict, kind: str):
+    """The training loss of one implementation: "ours" (as the run calls it), "hf" or "hf_gathered"."""
+    if kind == "hf":
+        return forward(model, batch, hf=True)[0]
+    inputs = dict(labels=batch["labels"], sentence_order_label=batch["sentence_order_label"],
+                  max_predictions=batch["max_predictions"])
+    if kind == "hf_gathered":
+        return model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"], **inputs)[0]
+    return model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"], **inputs).loss
+
+
+def train_step(model, optimizer, batch: dict, kind: str, bf16: bool, device: torch.device) -> None:
     """Forward under autocast when bf16, MLM + sentence loss, backward, optimizer step."""
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-        loss = forward(model, batch, hf)[0]
+        loss = step_loss(model, batch, kind)
     loss.backward()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
@@ -244,7 +282,7 @@ def dynamo_counts() -> dict:
     return {"graph_breaks": sum(counters["graph_break"].values()), "graphs": counters["stats"]["unique_graphs"]}
 
 
-def timed_block(model, optimizer, batch, hf, bf16, device, steps) -> tuple[float, float | None, float | None]:
+def timed_block(model, optimizer, batch, kind, bf16, device, steps) -> tuple[float, float | None, float | None]:
     """Seconds per step over `steps` steps, with the peak and resident memory (GiB) on CUDA."""
     sync(device)
     resident = None
@@ -253,7 +291,7 @@ def timed_block(model, optimizer, batch, hf, bf16, device, steps) -> tuple[float
         resident = torch.cuda.memory_allocated(device) / GIB
     start = time.perf_counter()
     for _ in range(steps):
-        train_step(model, optimizer, batch, hf, bf16, device)
+        train_step(model, optimizer, batch, kind, bf16, device)
     sync(device)
     seconds = (time.perf_counter() - start) / steps
     peak = torch.cuda.max_memory_allocated(device) / GIB if device.type == "cuda" else None
@@ -345,26 +383,30 @@ def parity(report: Report, node: dict, device: torch.device) -> None:
               flush=True)
 
 
-def throughput(report: Report, node: dict, device: torch.device, preset: str, overrides: dict,
-               shape: tuple[int, int], no_compile: str | None) -> None:
-    """Ours and HF's training step side by side in each mode (see MODES); fills node["modes"] as it goes."""
+# C901 (complexity 18): one branch per mode and column of its table; split it once issue 43's rewrite settles.
+def throughput(report: Report, node: dict, device: torch.device, preset: str, overrides: dict,  # noqa: C901
+               shape: tuple[int, int], no_compile: str | None, workdir: Path) -> None:
+    """Ours, HF's and HF gathered training step side by side in each mode (see MODES), then the run's own step;
+    fills node["modes"] as it goes."""
     plan = report.plan
     torch._dynamo.reset()
     config = AlbertConfig.from_preset(preset, **overrides)
     ours, hf = build_pair(config, device)
-    ours.train()
-    hf.train()
-    models = {"ours": ours, "hf": hf}
+    gathered = HFGathered(to_hf(ours.cpu()).to(device))  # its own copy of the weights, for its own optimizer
+    ours.to(device)
+    models = {"ours": ours.train(), "hf": hf.train(), "hf_gathered": gathered.train()}
     fused = device.type == "cuda"
     optimizers = {key: torch.optim.AdamW(m.parameters(), lr=1e-4, weight_decay=0.01, fused=fused)
                   for key, m in models.items()}
     batch = make_batch(config, *shape, device)
+    # The most masked tokens of a row: the static width of the gathered heads (read once, before any timing).
+    batch["max_predictions"] = int((batch["labels"] != IGNORE_INDEX).sum(1).max())
     tokens = shape[0] * shape[1]
     node.update(preset=preset, overrides=overrides, batch_size=shape[0], seq_len=shape[1], tokens_per_step=tokens,
                 parameters=sum(p.numel() for p in ours.parameters()), optimizer=f"AdamW (fused={fused})",
                 steps_per_block=plan.steps, blocks=plan.repeats, hf_attention=getattr(hf.config,
                                                                                       "_attn_implementation", None),
-                modes={})
+                max_predictions=batch["max_predictions"], modes={})
     for mode, bf16, compiled in MODES:
         entry = node["modes"].setdefault(mode, {})
         if compiled and no_compile:
@@ -372,7 +414,6 @@ def throughput(report: Report, node: dict, device: torch.device, preset: str, ov
             continue
         runners = {}
         for key, model in models.items():
-            hf_side = key == "hf"
             if compiled and report.left() < plan.compile_s:
                 entry[key] = {"skipped": f"time budget: {report.left():.0f} s left, a compile may take "
                                          f"{plan.compile_s:.0f} s"}
@@ -382,12 +423,12 @@ def throughput(report: Report, node: dict, device: torch.device, preset: str, ov
                 runner = torch.compile(model) if compiled else model
                 sync(device)
                 start = time.perf_counter()
-                train_step(runner, optimizers[key], batch, hf_side, bf16, device)  # the compile, when compiled
+                train_step(runner, optimizers[key], batch, key, bf16, device)  # the compile, when compiled
                 sync(device)
                 first = time.perf_counter() - start
                 start = time.perf_counter()
                 for _ in range(plan.warmup):
-                    train_step(runner, optimizers[key], batch, hf_side, bf16, device)
+                    train_step(runner, optimizers[key], batch, key, bf16, device)
                 sync(device)
                 entry[key] = {"first_step_s": round(first, 2), "warmup_s": round(time.perf_counter() - start, 2)}
                 if compiled:
@@ -403,7 +444,7 @@ def throughput(report: Report, node: dict, device: torch.device, preset: str, ov
         for r in range(plan.repeats):
             for key in (list(runners) if r % 2 == 0 else list(runners)[::-1]):  # ABBA: drifts hit both sides
                 try:
-                    seconds, peak, resident = timed_block(runners[key], optimizers[key], batch, key == "hf", bf16,
+                    seconds, peak, resident = timed_block(runners[key], optimizers[key], batch, key, bf16,
                                                           device, plan.steps)
                 except Exception as error:
                     entry[key].update(failure(error))
@@ -423,27 +464,72 @@ def throughput(report: Report, node: dict, device: torch.device, preset: str, ov
             median = statistics.median(times)
             entry[key].update(ms_per_step=round(1000 * median, 2), tokens_per_s=round(tokens / median),
                               ms_per_step_blocks=[round(1000 * t, 2) for t in times])
-        if "ours" in blocks and "hf" in blocks:
-            entry["ours_over_hf"] = round(entry["ours"]["tokens_per_s"] / entry["hf"]["tokens_per_s"], 3)
+        for other in ("hf", "hf_gathered"):
+            if "ours" in blocks and other in blocks:
+                entry[f"ours_over_{other}"] = round(entry["ours"]["tokens_per_s"] / entry[other]["tokens_per_s"], 3)
+        if report.left() >= (plan.compile_s if compiled else 0):
+            run_step(report, entry, device, preset, overrides, shape, bf16, compiled, workdir / f"run-{preset}-{mode}")
+        else:
+            entry["run"] = {"skipped": f"time budget: {report.left():.0f} s left"}
         line = ", ".join(f"{key} {entry[key]['tokens_per_s']:,} tok/s ({entry[key]['ms_per_step']} ms/step"
                          + (f", peak {entry[key]['peak_gib']} GiB" if "peak_gib" in entry[key] else "")
                          + (f", compile {entry[key]['compile_s']} s" if "compile_s" in entry[key] else "") + ")"
                          for key in blocks)
-        ratio = f"; ours/HF {entry['ours_over_hf']}x" if "ours_over_hf" in entry else ""
+        ratio = "".join(f"; ours/{k[10:]} {entry[k]}x" for k in ("ours_over_hf", "ours_over_hf_gathered") if k in entry)
+        run = entry.get("run", {})
+        ratio += f"; run {run['tokens_per_s']:,} tok/s ({run.get('run_over_ours')} of ours)" if "tokens_per_s" in run \
+            else ""
         print(f"   {preset} {mode}: {line or 'nothing measured'}{ratio}", flush=True)
         report.save()
+
+
+def pretrain_command(workdir: Path) -> tuple[list[str], dict]:
+    """How to start `albert-mini pretrain` here (with the filelock stand-in where needed), and its environment."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", ALBERT_MINI_CACHE=str(workdir / "cache"),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    if NEEDS_LOCK_SHIM:  # the stand-in lock first, then the command as `python -m albert_mini` runs it
+        launcher = LOCK_SHIM + "import runpy\nrunpy.run_module('albert_mini', run_name='__main__', alter_sys=True)"
+        return [sys.executable, "-c", launcher, "pretrain"], env
+    return [sys.executable, "-m", "albert_mini", "pretrain"], env
+
+
+def run_step(report: Report, entry: dict, device: torch.device, preset: str, overrides: dict,
+             shape: tuple[int, int], bf16: bool, compiled: bool, workdir: Path) -> None:
+    """The run's own step in this mode: `albert-mini pretrain` on Austen (its tokenizer's vocabulary, masking at
+    most the setup's 20 tokens a sequence), tokens/s of its log windows after the first, beside ours."""
+    plan = report.plan
+    base, env = pretrain_command(workdir)
+    config = [f"{k}={v}" for k, v in overrides.items()]
+    cmd = [*base, "--preset", preset, *(["--config", *config] if config else []), "--corpus", "austen",
+           "--batch-size", str(shape[0]), "--seq-len", str(shape[1]), "--steps", str(plan.run_steps),
+           "--log-every", str(plan.run_log_every), "--eval-every", "0", "--save-every", "0", "--eval-batches", "1",
+           "--device", device.type, *(["--bf16"] if bf16 else []), *(["--compile"] if compiled else []),
+           "--quiet", "--out", str(workdir / "run")]
+    node = entry.setdefault("run", {})
+    node["command"] = shlex.join(["python3", "-m", "albert_mini", *cmd[len(base) - 1:]])
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=plan.run_timeout_s, cwd=REPO, env=env)
+        node["rc"], node["stderr_tail"] = done.returncode, done.stderr.splitlines()[-8:]
+    except subprocess.TimeoutExpired:
+        node["rc"], node["timed_out"] = None, True
+    node["wall_s"] = round(time.perf_counter() - start, 1)
+    metrics = workdir / "run" / "metrics.jsonl"
+    rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()] if metrics.exists() else []
+    rates = [row["tokens_per_s"] for row in rows if row.get("type") == "train"][1:]
+    if rates:
+        node["tokens_per_s"] = round(statistics.median(rates))
+        node["windows_tokens_per_s"] = [round(r) for r in rates]
+        if "tokens_per_s" in entry.get("ours", {}):
+            node["run_over_ours"] = round(node["tokens_per_s"] / entry["ours"]["tokens_per_s"], 3)
+    elif node.get("rc") not in (0, None):
+        node["error"] = "pretrain failed: " + " | ".join(node.get("stderr_tail", [])[-3:])
 
 
 def end_to_end(report: Report, node: dict, device: torch.device, workdir: Path) -> None:
     """`pretrain --help`, then a short real pretraining run on Austen (bf16 on CUDA) as a subprocess."""
     plan = report.plan
-    env = dict(os.environ, PYTHONUNBUFFERED="1", ALBERT_MINI_CACHE=str(workdir / "cache"),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    if NEEDS_LOCK_SHIM:  # the stand-in lock first, then the command as `python -m albert_mini` runs it
-        launcher = LOCK_SHIM + "import runpy\nrunpy.run_module('albert_mini', run_name='__main__', alter_sys=True)"
-        base = [sys.executable, "-c", launcher, "pretrain"]
-    else:
-        base = [sys.executable, "-m", "albert_mini", "pretrain"]
+    base, env = pretrain_command(workdir)
     start = time.perf_counter()
     shown = subprocess.run([*base, "--help"], capture_output=True, text=True, timeout=60, cwd=REPO, env=env)
     node["help"] = {"rc": shown.returncode, "seconds": round(time.perf_counter() - start, 1),
@@ -542,7 +628,7 @@ def markdown(data: dict) -> str:
                   "Median of the timed blocks (ours and HF alternate, ABBA). Peak: max_memory_allocated during the "
                   "model's steps, everything resident included (both models' weights and optimizer states: the "
                   "resident column); step = peak - resident. First step: the compile, for compiled modes.", "",
-                  "| model | batch | mode | impl | tokens/s | ms/step | ours/HF | peak GiB | step GiB | resident GiB "
+                  "| model | batch | mode | impl | tokens/s | ms/step | ours/it | peak GiB | step GiB | resident GiB "
                   "| first step s | warm-up s |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for _, t in runs:
             label = t["preset"] + (f" ({', '.join(f'{k}={v}' for k, v in t['overrides'].items())})"
@@ -552,11 +638,12 @@ def markdown(data: dict) -> str:
                     lines.append(f"| {label} | {t['batch_size']}x{t['seq_len']} | {mode} | both | skipped: "
                                  f"{entry['skipped']} | | | | | | | |")
                     continue
-                for key in ("ours", "hf"):
+                for key in ("ours", "hf", "hf_gathered", "run"):
                     e = entry.get(key, {})
                     speed = fmt(e.get("tokens_per_s"), ",") if "tokens_per_s" in e else (
                         "skipped" if "skipped" in e else "error" if "error" in e else "-")
-                    ratio = fmt(entry.get("ours_over_hf")) if key == "ours" else ""
+                    ratio = (fmt(entry.get(f"ours_over_{key}")) if key.startswith("hf") else
+                             f"run/ours {fmt(e.get('run_over_ours'))}" if key == "run" else "")
                     lines.append(f"| {label} | {t['batch_size']}x{t['seq_len']} | {mode} | {key} | {speed} | "
                                  f"{fmt(e.get('ms_per_step'))} | {ratio} | {fmt(e.get('peak_gib'))} | "
                                  f"{fmt(e.get('step_gib'))} | {fmt(e.get('resident_gib'))} | "
@@ -564,7 +651,10 @@ def markdown(data: dict) -> str:
         t = runs[0][1]
         lines += ["", f"Optimizer {t.get('optimizer')}; {t.get('steps_per_block')} steps per block, "
                       f"{t.get('blocks')} blocks; HF attention: {t.get('hf_attention')}. Ours computes MLM logits at "
-                      "the masked positions only, HF at every position."]
+                      f"the masked positions only ({t.get('max_predictions')} gathered a sequence), HF at every "
+                      "position, hf_gathered as ours on HF's modules (the same work). run: `albert-mini pretrain` in "
+                      "that mode on Austen (LAMB, the Trainer, the DataLoader; the tokenizer's 8000-piece vocabulary, "
+                      "at most 20 masked tokens a sequence), tokens/s of its log windows after the first."]
     skipped = [f"- {name} skipped: {node['skipped']}" for name, node in s.items() if "skipped" in node]
     lines += ["", *skipped] if skipped else []
     e = s.get("end_to_end", {})
@@ -591,7 +681,7 @@ def main() -> None:
     parser.add_argument("--out", required=True, type=Path, help="folder for gpu_step.json and gpu_step.md")
     parser.add_argument("--quick", action="store_true", help="tiny sizes and few steps (runs on the CPU too)")
     parser.add_argument("--skip-compile", action="store_true", help="leave out the torch.compile mode")
-    parser.add_argument("--budget-s", type=float, help="time budget for the optional parts (default 300, quick 170)")
+    parser.add_argument("--budget-s", type=float, help="time budget for the optional parts (default 480, quick 170)")
     args = parser.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     quick = args.quick or device.type != "cuda"
@@ -613,14 +703,15 @@ def main() -> None:
             report.save()
             sys.exit(1)
         report.section("parity", parity, device, limit_s=120)
-        report.section("throughput", throughput, device, plan.preset, plan.overrides, plan.batch, no_compile)
+        report.section("throughput", throughput, device, plan.preset, plan.overrides, plan.batch, no_compile,
+                       Path(tmp))
         report.section("end_to_end", end_to_end, device, Path(tmp), limit_s=plan.e2e_timeout_s + 60)
         if report.left() >= plan.large_s:
             need = plan.large_s + 2 * plan.compile_s  # compile albert-large only when both sides fit
             too_little = f"time budget: {report.left():.0f} s left, compiling both sides needs {need:.0f} s"
             large_no_compile = no_compile or (too_little if report.left() < need else None)
             report.section("throughput_large", throughput, device, plan.large_preset, plan.large_overrides,
-                           plan.large_batch, large_no_compile)
+                           plan.large_batch, large_no_compile, Path(tmp))
         else:
             report.data["sections"]["throughput_large"] = {
                 "skipped": f"time budget: {report.left():.0f} s left, albert-large needs {plan.large_s:.0f} s"}

@@ -111,7 +111,7 @@ for number, item in enumerate(questions, start=1):
 # for question 3 form one batch of four rows:
 
 # %% tags=["nbval-check-output"]
-from albert_mini.text.tokenizer import Tokenizer
+from albert_mini import Tokenizer
 
 
 def question_with_option(question: str, option: str) -> str:

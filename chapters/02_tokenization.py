@@ -76,9 +76,9 @@ for split, counts in stats["splits"].items():
 import textwrap
 from collections import Counter
 
+from albert_mini import load_corpus
 from albert_mini.text.corpus import (
     SPLITS,
-    load_corpus,
     split_of,  # the rule the corpus was built with
 )
 
@@ -117,7 +117,7 @@ print(textwrap.fill("first sentence: " + first.sentences()[0], 88))
 # sentence of the chapter printed above, as pieces and as ids:
 
 # %% tags=["nbval-check-output"]
-from albert_mini.text.tokenizer import Tokenizer
+from albert_mini import Tokenizer
 
 tokenizer = Tokenizer.default()
 opening = first.sentences()[0]
@@ -192,7 +192,7 @@ check_albert_preprocess(albert_preprocess);
 # Strings that tell the steps apart, through the package's `preprocess_text` (yours gives the same):
 
 # %% tags=["nbval-check-output"]
-from albert_mini.text.tokenizer import preprocess_text
+from albert_mini import preprocess_text
 
 tricky = [
     "  Caf\u00e9\t\u00c5NGSTR\u00d6M \n ``quoted''  ",
@@ -413,8 +413,8 @@ import string
 
 import numpy as np
 
+from albert_mini import load_corpus
 from albert_mini.text.batches import tokenize_documents
-from albert_mini.text.corpus import load_corpus
 
 # the reference's own spelling
 OFFICIAL_PUNCTUATION = set('!"#$%&()*+,-./:;?@[\\]^_`{|}~')

@@ -375,7 +375,7 @@ for (sharing, E), (printed, avg) in TABLE3.items():
 # %%
 from IPython.display import Markdown, display
 
-from albert_mini.model.counting import format_parameter_table
+from albert_mini import format_parameter_table
 from albert_mini.study.paper import paper_parameter_table
 
 table3_configs = {

@@ -62,10 +62,8 @@ from collections import Counter
 
 import numpy as np
 
+from albert_mini import Tokenizer, build_instances, load_corpus
 from albert_mini.text.batches import tokenize_documents
-from albert_mini.text.corpus import load_corpus
-from albert_mini.text.instances import build_instances
-from albert_mini.text.tokenizer import Tokenizer
 
 tokenizer = Tokenizer.default()
 val_chapters = load_corpus("austen", "validation")

@@ -41,10 +41,8 @@
 # %% tags=["nbval-check-output"]
 import numpy as np
 
+from albert_mini import Tokenizer, build_instances, load_corpus
 from albert_mini.text.batches import tokenize_documents
-from albert_mini.text.corpus import load_corpus
-from albert_mini.text.instances import build_instances
-from albert_mini.text.tokenizer import Tokenizer
 
 tokenizer = Tokenizer.default()
 documents = tokenize_documents(load_corpus("austen", "train"), tokenizer)
@@ -65,8 +63,8 @@ print(
 # %% tags=["nbval-check-output"]
 from pprint import pprint
 
+from albert_mini import Masker
 from albert_mini.specials import IGNORE_INDEX
-from albert_mini.text.masking import Masker
 
 # the reference's defaults: 15%, at most 20, n <= 3, whole words
 masker = Masker.from_tokenizer(tokenizer)

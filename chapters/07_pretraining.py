@@ -120,8 +120,7 @@ print(f"relative change of w per step: {moved:.2e} (the learning rate: 1e-3)")
 # `albert_mini.training.optim.param_groups`.
 
 # %% tags=["nbval-check-output"]
-from albert_mini import AlbertConfig, AlbertForPreTraining
-from albert_mini.training.optim import param_groups
+from albert_mini import AlbertConfig, AlbertForPreTraining, param_groups
 
 torch.manual_seed(0)
 mini_config = AlbertConfig.from_preset("albert-mini")
@@ -188,8 +187,8 @@ check_warmup_poly_lr(warmup_poly_lr);
 import matplotlib.pyplot as plt
 import numpy as np
 
+from albert_mini import WarmupPolyDecay
 from albert_mini.paths import save_figure
-from albert_mini.training.optim import WarmupPolyDecay
 
 paper_schedule = WarmupPolyDecay(
     peak_lr=0.00176, total_steps=125_000, warmup_steps=3125
@@ -244,7 +243,7 @@ plt.show()
 # clipping (logged as `grad_norm`).
 
 # %% tags=["nbval-check-output"]
-from albert_mini.training.optim import clip_grad_global_norm
+from albert_mini import clip_grad_global_norm
 
 a, b = torch.nn.Parameter(torch.zeros(2)), torch.nn.Parameter(torch.zeros(3))
 # global norm 5
@@ -271,14 +270,14 @@ print(f"a.grad = {a.grad.tolist()}, b.grad = {b.grad.tolist()}")
 # %% tags=["nbval-check-output"]
 import math
 
-from albert_mini import evaluate
-from albert_mini.text.batches import (
+from albert_mini import (
     PretrainingBatches,
+    Tokenizer,
     build_pretraining_dataset,
-    unigram_log_prior,
+    evaluate,
+    load_corpus,
 )
-from albert_mini.text.corpus import load_corpus
-from albert_mini.text.tokenizer import Tokenizer
+from albert_mini.text.batches import unigram_log_prior
 from albert_mini.training.pretraining_model import build_pretraining_model
 
 tokenizer = Tokenizer.default()
@@ -340,7 +339,7 @@ print(inspect.getsource(pretraining_loop))
 # numbers and adds accumulation, several processes, logging, evaluation and exact resume.
 
 # %%
-from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
+from albert_mini import WarmupPolyDecay, build_optimizer
 
 nano_config = AlbertConfig.from_preset("albert-nano").replace(
     vocab_size=mini_config.vocab_size

@@ -35,12 +35,11 @@ import textwrap
 import numpy as np
 import torch
 
-from albert_mini import AlbertConfig, load_pretrained
+from albert_mini import AlbertConfig, Tokenizer, load_pretrained
 
 # the shipped encoder: data/pretrained/...
 from albert_mini.paths import PRETRAINED_MODEL, save_figure
 from albert_mini.settings import pick
-from albert_mini.text.tokenizer import Tokenizer
 
 tokenizer = Tokenizer.default()
 
@@ -66,9 +65,8 @@ tokenizer = Tokenizer.default()
 # pretraining `Trainer` with a task objective (`albert_mini.tasks.finetuning`), sized for albert-mini:
 
 # %% tags=["nbval-check-output"]
+from albert_mini import TASKS, FinetuneSettings
 from albert_mini.study.results import finetune_plan
-from albert_mini.tasks.finetuning import FinetuneSettings
-from albert_mini.tasks.registry import TASKS
 
 defaults = FinetuneSettings(steps=1, batch_size=1)
 print(
@@ -182,7 +180,7 @@ for name, model in heads.items():
 # pretrained and a random model differ in their encoder and nowhere else:
 
 # %% tags=["nbval-check-output"]
-from albert_mini.tasks.finetuning import build_task_model
+from albert_mini import build_task_model
 
 for kind in ("classification", "multiple_choice", "span"):
     from_pretraining = build_task_model(kind, PRETRAINED_MODEL, seed=0)
@@ -302,8 +300,8 @@ for feature in classification_features(tokenizer, mine, max_length=128):
 import math
 import time
 
+from albert_mini import run_task
 from albert_mini.study.stats import compare_paired
-from albert_mini.tasks.finetuning import run_task
 from albert_mini.tasks.scoring import answers, constant_head, correctness
 
 live_settings = pick(

@@ -35,8 +35,8 @@
 import numpy as np
 import torch
 
-from albert_mini.text.corpus import SPLITS, load_corpus
-from albert_mini.text.tokenizer import Tokenizer, preprocess_text
+from albert_mini import Tokenizer, load_corpus, preprocess_text
+from albert_mini.text.corpus import SPLITS
 
 corpus = {split: load_corpus("austen", split) for split in SPLITS}
 tokenizer = Tokenizer.default()

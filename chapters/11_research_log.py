@@ -43,15 +43,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from albert_mini.paths import repo_root, save_figure
-from albert_mini.text.batches import (
+from albert_mini import (
     PretrainingBatches,
+    Tokenizer,
+    build_instances,
     build_pretraining_dataset,
-    tokenize_documents,
+    load_corpus,
 )
-from albert_mini.text.corpus import load_corpus
-from albert_mini.text.instances import build_instances
-from albert_mini.text.tokenizer import Tokenizer
+from albert_mini.paths import repo_root, save_figure
+from albert_mini.text.batches import tokenize_documents
 
 tokenizer = Tokenizer.default()
 train_docs = tokenize_documents(load_corpus("austen", "train"), tokenizer)
@@ -268,7 +268,8 @@ plt.show()
 # Not checked by nbval: training arithmetic differs in the last bits between
 # thread counts and CPUs.
 from albert_mini.study.controls import train_sentence_path
-from albert_mini.training import build
+from albert_mini.training.run import build_model
+from albert_mini.training.run_data import phase_batches, validation_batches
 from albert_mini.training.setup import in_process
 
 nano = in_process(
@@ -281,17 +282,17 @@ nano = in_process(
     betas=(0.9, 0.98),
     masking="static",  # pairs masked once: the same 128 pairs every epoch
 )
-nano_model = build.build_model(nano.replace(output_bias="zeros"))  # MLM head unused
+nano_model = build_model(nano.replace(output_bias="zeros"))  # MLM head unused
 first_chapters = {
     split: tokenize_documents(load_corpus("austen", split)[:10], tokenizer)
     for split in ("train", "validation")
 }
 # 4 batches of 32: the 128 training pairs.
-nano_pairs = build.phase_batches(
+nano_pairs = phase_batches(
     nano, first_chapters["train"], tokenizer, 64, 32
 ).take(4)
 # 128 held-out pairs, masked with seed 1 as the recipe search's held-out pairs are.
-nano_held_out = build.validation_batches(
+nano_held_out = validation_batches(
     nano, first_chapters["validation"], tokenizer, seed=1, count=4
 )
 nano_fit = train_sentence_path(
@@ -417,13 +418,14 @@ for r in lexical["rows"]:
 # %% tags=["nbval-check-output"]
 from albert_mini import load_pretrained
 from albert_mini.study import results as committed
-from albert_mini.training import build
+from albert_mini.training.run import build_model
+from albert_mini.training.run_data import phase_batches, validation_batches
 from albert_mini.training.setup import in_process
 
 runs = repo_root() / "data/results/experiment-runs"
 trunk = load_pretrained(next(runs.glob("trunk-*/checkpoints/step-0003000")))
 fresh_setup = in_process(preset="albert-mini", task="sop", steps=5000, seed=0)
-fresh = build.build_model(fresh_setup.replace(output_bias="zeros"))  # MLM head unused
+fresh = build_model(fresh_setup.replace(output_bias="zeros"))  # MLM head unused
 for name, model in (("fresh, seed 0", fresh), ("trunk at step 3,000", trunk)):
     w = model.sop_classifier.classifier.weight.detach()  # (2, H): in order, swapped
     print(f"head {name:20s} |w_in_order - w_swapped| = {(w[0] - w[1]).norm():.2f}")

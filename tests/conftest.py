@@ -7,6 +7,44 @@ import numpy as np
 import pytest
 import torch
 
+from albert_mini.text.token_cache import default_workers
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (`make test` runs `-n auto`) each worker gets its share of the cores for torch: two
+    workers each starting a thread per core would fight over the cores instead of using them."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    if workers > 1:
+        torch.set_num_threads(max(1, default_workers() // workers))
+
+
+# The modules that take longest, longest first (pytest --durations per folder, 2 cores). `make test` hands each
+# worker whole modules (--dist loadfile: a module's fixtures are built once) in collection order
+# (--no-loadscope-reorder), so these start first and no worker is left alone with one of them at the end. A module
+# missing here only starts later; a name here that no longer exists changes nothing.
+LONGEST_FIRST = (
+    "tests/study/test_experiments.py",
+    "tests/book/test_grade.py",
+    "tests/book/test_nbgrader.py",
+    "tests/book/test_browser.py",
+    "tests/training/test_fault_injection.py",
+    "tests/training/test_multinode.py",
+    "tests/study/test_levers.py",
+    "tests/study/test_numerics_guard.py",
+    "tests/training/test_rundir_recovery.py",
+    "tests/test_cli_errors.py",
+    "tests/test_cli_fuzz.py",
+    "tests/tasks/test_finetune.py",
+    "tests/training/test_ddp.py",
+)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """Collect the LONGEST_FIRST modules first; each module's tests stay together and in their order."""
+    rank = {module: i for i, module in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _token_cache_in_a_temp_folder(tmp_path_factory):

@@ -274,7 +274,7 @@ def test_the_table_covers_every_command_that_takes_paths_or_numbers_from_a_user(
     covered = {command for _, command, _, _ in CASES}
     assert covered <= set(COMMANDS)
     assert set(COMMANDS) - covered <= {"corpus", "book", "html", "grade", "numerics", "recipe-search", "leak-control",
-                                       "lexical-sop", "time-to-quality", "model-card"}
+                                       "lexical-sop", "time-to-quality", "model-card", "env"}
 
 
 def test_a_diverged_loss_is_one_line_naming_the_step(capsys, tmp_path):

@@ -20,7 +20,7 @@ def test_the_package_imports_where_fcntl_does_not_exist(tmp_path):
     code = ("import sys\n"
             "sys.modules['fcntl'] = None\n"
             "import albert_mini\n"
-            "from albert_mini.training import launch, rundir\n"
+            "from albert_mini.training import run, rundir\n"
             "from albert_mini.tasks import finetuning\n"
             f"with rundir.RunLock({str(tmp_path / 'run')!r}):\n"
             "    pass\n"
@@ -66,7 +66,7 @@ def test_install_files_agree_with_each_other():
     environment = (REPO_ROOT / "environment.yml").read_text()
     assert re.search(rf"^\s*- python={re.escape(minimum)}\b", environment, re.M)
     assert re.search(r"^channels:\n  - conda-forge\n  - nodefaults\b", environment, re.M)
-    assert "- -c constraints.txt" in environment
+    assert "-e .[book]" in environment  # its pins against constraints.txt: tests/test_install.py
     # every dependency of the package and its extras is pinned, except the extras' self-reference
     names = [re.split(r"[<>=!~;\[ ]", requirement)[0].lower()
              for requirement in project["dependencies"] + sum(project["optional-dependencies"].values(), [])]

@@ -51,13 +51,12 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..choices import DEFAULT_MEMORY_GB, DEFAULT_TIME_LIMIT
 from ..errors import MissingFileError, UserError
 from ..paths import repo_root
 from .answering import ANSWERS, REQUESTS, requests_arrays_name
 
 COLUMNS = ("student", "chapter", "exercise", "passed", "message")
-DEFAULT_TIME_LIMIT = 600.0
-DEFAULT_MEMORY_GB = 4.0
 KERNEL_TRIES = 3  # a kernel that fails to start is the machine's doing: try again before reporting it
 GRADER_VERSION = 2  # part of every journal key: a change to how notebooks are judged regrades them
 MAX_NOTEBOOK_BYTES = 50_000_000
@@ -176,6 +175,47 @@ def _walk_student(folder: Path):
                 yield path, None
 
 
+def _chapter_notebooks(entry: Path, chapters: list[str] | None, exercises: dict, files: dict[str, str],
+                       rows: list[Row]) -> dict[str, list[tuple[Path, str]]]:
+    """A student folder's notebooks by chapter (path, as shown), of `chapters` if given; a row for each other file
+    that needs one (unreadable, not a chapter's)."""
+    found: dict[str, list[tuple[Path, str]]] = {}
+    for path, problem in _walk_student(entry):
+        shown = path.relative_to(entry).as_posix()
+        if problem:
+            rows.append(Row(entry.name, "", "", False, f"{shown} {problem}"))
+            continue
+        try:
+            chapter = identify_chapter(_read_notebook(path), path, exercises, files)
+        except Exception:  # unreadable: graded by name, where its rows say why
+            chapter = path.name[:2] if path.name[:2] in exercises else None
+        if chapter is None:
+            rows.append(Row(entry.name, "", "", False, f"{shown}: not a chapter notebook (no exercise of any "
+                                                       "chapter found in it); not graded"))
+            continue
+        if chapters and chapter not in chapters:
+            continue
+        found.setdefault(chapter, []).append((path, shown))
+    return found
+
+
+def _grading_tasks(entry: Path, found: dict[str, list[tuple[Path, str]]], files: dict[str, str]) -> list[Task]:
+    """One task per notebook found, noting a renamed notebook and a chapter handed in more than once."""
+    tasks = []
+    for chapter, notebooks in sorted(found.items()):
+        for path, shown in notebooks:
+            notes = []
+            if path.name != files[chapter]:
+                notes.append(f"{shown} graded as {files[chapter]} (renamed)")
+            if len(notebooks) > 1:
+                others = ", ".join(s for _, s in notebooks if s != shown)
+                notes.append(f"{shown} is one of {len(notebooks)} notebooks for chapter {chapter} (also: "
+                             f"{others}); each is graded")
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            tasks.append(Task(entry.name, path, shown, chapter, "; ".join(notes), digest))
+    return tasks
+
+
 def plan_class(submissions: Path, chapters: list[str] | None = None) -> tuple[list[Task], list[Row]]:
     """The notebooks to grade, and the rows that need no run (links, hidden folders, missing chapters)."""
     from .exercises import chapter_exercises, chapters_with_exercises
@@ -200,34 +240,8 @@ def plan_class(submissions: Path, chapters: list[str] | None = None) -> tuple[li
             rows.append(Row(entry.name, "", "", False, "a hidden folder; not graded (a student folder's name must "
                                                        "not start with a dot)"))
             continue
-        found: dict[str, list[tuple[Path, str]]] = {}
-        for path, problem in _walk_student(entry):
-            shown = path.relative_to(entry).as_posix()
-            if problem:
-                rows.append(Row(entry.name, "", "", False, f"{shown} {problem}"))
-                continue
-            try:
-                chapter = identify_chapter(_read_notebook(path), path, exercises, files)
-            except Exception:  # unreadable: graded by name, where its rows say why
-                chapter = path.name[:2] if path.name[:2] in exercises else None
-            if chapter is None:
-                rows.append(Row(entry.name, "", "", False, f"{shown}: not a chapter notebook (no exercise of any "
-                                                           "chapter found in it); not graded"))
-                continue
-            if chapters and chapter not in chapters:
-                continue
-            found.setdefault(chapter, []).append((path, shown))
-        for chapter, notebooks in sorted(found.items()):
-            for path, shown in notebooks:
-                notes = []
-                if path.name != files[chapter]:
-                    notes.append(f"{shown} graded as {files[chapter]} (renamed)")
-                if len(notebooks) > 1:
-                    others = ", ".join(s for _, s in notebooks if s != shown)
-                    notes.append(f"{shown} is one of {len(notebooks)} notebooks for chapter {chapter} (also: "
-                                 f"{others}); each is graded")
-                digest = hashlib.sha256(path.read_bytes()).hexdigest()
-                tasks.append(Task(entry.name, path, shown, chapter, "; ".join(notes), digest))
+        found = _chapter_notebooks(entry, chapters, exercises, files, rows)
+        tasks += _grading_tasks(entry, found, files)
         for chapter in chapters or []:
             if chapter not in found:
                 rows += [Row(entry.name, chapter, name, False, f"missing: no notebook for chapter {chapter} "

@@ -6,13 +6,22 @@
 # `error: ...`, exit status 2. This is the top layer: nothing else in the package imports it, and a command's module
 # is imported only when that command runs.
 #
-# Adding a command: a module here with `main(argv)` (building its parser with `command_parser(name)`), and one line
-# in COMMANDS (name -> (module, what it does, in one line)). The table's order is the order --help lists them in.
+# Adding a command: a module here with `main(argv)` (building its parser with `command_parser(name)`), one line in
+# COMMANDS (name -> (module, what it does, in one line)) and its name in the group of AUDIENCES it serves: --help
+# lists the commands by audience, in that group's order.
+#
+# `--help`, `--version` (`-V`) and `help` import no torch (seconds): this module imports only albert_mini.cli and
+# albert_mini.errors, and albert_mini/__init__ leaves the public names out in the command line. `help COMMAND`
+# (COMMAND --help) imports no torch either: a command's module imports at its top only what its parser needs (the
+# names it offers come from albert_mini/choices.py and harness/choices.py, a library module's docstring from
+# `docstring_of`), and the modules that do the work once its flags are read (tests/test_cli_start.py).
 
 from __future__ import annotations
 
+import ast
 import difflib
 import importlib
+from pathlib import Path
 
 from ..cli import ERROR_STATUS, Parser
 from ..cli import run as run_cli
@@ -40,6 +49,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lexical-sop": ("lexical_sop", "research: a no-network SOP baseline on the tokens at the segments' edges"),
     "time-to-quality": ("time_to_quality", "research: held-out accuracy against minutes, old recipe against new"),
     "model-card": ("model_card", "research: score an exported model and write its card (README.md)"),
+    "env": ("env", "the versions, devices, threads and folders to paste into a bug report"),
+}
+
+# Who each command is for, in the README's words (learners, teachers, ML engineers who pretrain, and the project's
+# research: the paper's experiments and the data they are built from).
+AUDIENCES: dict[str, tuple[str, ...]] = {
+    "learners (the chapters)": ("lab", "html", "polarity", "env"),  # env: what a learner's bug report needs
+    "teachers (a class)": ("exercises", "grade", "book"),
+    "pretraining (your own model)": ("pretrain", "prepare", "finetune", "tokenizer"),
+    "research (the paper's experiments and the project's data)": (
+        "experiments", "numerics", "recipe-search", "leak-control", "lexical-sop", "time-to-quality", "model-card",
+        "corpus", "austen-tasks"),
 }
 
 
@@ -48,27 +69,37 @@ def command_parser(name: str, description: str | None = None, **kwargs) -> Parse
     return Parser(prog=f"{PROG} {name}", description=description or COMMANDS[name][1], **kwargs)
 
 
+def docstring_of(module: str) -> str:
+    """The docstring of the package's module `module` (e.g. "book.grade"), read from its source, not imported: a
+    command whose parser shows a library module's docstring builds it without torch (`albert-mini help COMMAND`)."""
+    path = Path(__file__).resolve().parents[1].joinpath(*module.split("."))
+    source = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    return ast.get_docstring(ast.parse(source.read_text(encoding="utf-8")), clean=False) or ""
+
+
 def module_of(name: str):
     """The module of command `name` (imported now)."""
     return importlib.import_module(f"{__name__}.{COMMANDS[name][0]}")
 
 
 def help_text() -> str:
+    """`albert-mini --help`: the commands grouped by audience."""
     from .. import __version__
 
     width = max(map(len, COMMANDS)) + 2
     lines = [f"usage: {PROG} COMMAND [ARGS...]",
              "",
              f"albert-mini {__version__}: ALBERT (Lan et al., ICLR 2020) built to be read, run and pretrained on a "
-             "laptop CPU.",
-             "",
-             "commands:"]
-    lines += [f"  {name:<{width}}{summary}" for name, (_, summary) in COMMANDS.items()]
+             "laptop CPU."]
+    for audience, names in AUDIENCES.items():
+        lines += ["", f"for {audience}:"]
+        lines += [f"  {name:<{width}}{COMMANDS[name][1]}" for name in names]
     lines += ["",
-              f"`{PROG} COMMAND --help` shows a command's flags; `python -m albert_mini COMMAND ...` is the same "
-              "command.",
-              "Bad flags, files or folders end with one line `error: ...` and exit status "
-              f"{ERROR_STATUS}; --debug (after the command) shows the traceback."]
+              f"`{PROG} COMMAND --help` (or `{PROG} help COMMAND`) shows a command's flags; `{PROG} -V` its "
+              "version.",
+              "`python -m albert_mini COMMAND ...` is the same command. Bad flags, files or folders end with one "
+              "line `error: ...`",
+              f"and exit status {ERROR_STATUS}; --debug (after the command) shows the traceback."]
     return "\n".join(lines)
 
 
@@ -78,16 +109,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    if argv[:1] in (["-h"], ["--help"]):
+    if argv[:1] in (["-h"], ["--help"]) or argv == ["help"]:
         print(help_text())
         return 0
-    if argv[:1] == ["--version"]:
+    if argv[:1] in (["-V"], ["--version"]):
         from .. import __version__
 
         print(f"{PROG} {__version__}")
         return 0
     if not argv:
         raise UsageError(f"give a command, e.g. `{PROG} pretrain --help`; `{PROG} --help` lists them all")
+    if argv[0] == "help":  # `albert-mini help COMMAND`, as git and pip have it: the command's own --help
+        if len(argv) > 2:
+            raise UsageError(f"`{PROG} help` takes one command, got {' '.join(argv[1:])!r} (see {PROG} --help)")
+        argv = [argv[1], "--help"]
     name, args = argv[0], argv[1:]
     if name not in COMMANDS:
         close = difflib.get_close_matches(name, COMMANDS, n=1)

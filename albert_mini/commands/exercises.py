@@ -8,10 +8,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..book.exercises import student
 from ..cli import run as run_cli
 from ..safe_files import Writes
-from . import command_parser
+from . import command_parser, docstring_of
 
 WRITES = Writes("exercises", outputs="--out DIR: chapters/NN_name.ipynb (or source/NN_name/), solutions, the "
                 "figures they link, and a record of them (a rerun replaces only unchanged files it wrote; "
@@ -25,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    parser = command_parser("exercises", description=student.__doc__,
+    parser = command_parser("exercises", description=docstring_of("book.exercises.student"),
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("chapters", nargs="+", type=Path, help="chapter sources (chapters/NN_name.py)")
     parser.add_argument("--out", type=Path, default=Path("build/student"), help="the hand-out folder")
@@ -36,6 +35,8 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("--overwrite", action="store_true",
                         help="replace files in --out that this command did not write, or that were edited since")
     args = parser.parse_args(argv)
+    from ..book.exercises import student  # numpy and torch (the exercises' checks): once the flags are read
+
     figures = student.write_handout(args.chapters, args.out, args.with_solutions, args.nbgrader_source,
                                     overwrite=args.overwrite, writes=WRITES)
     if args.nbgrader_source:

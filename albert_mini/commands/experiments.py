@@ -19,15 +19,11 @@ import argparse
 import time
 from pathlib import Path
 
+from ..choices import DEVICE_CHOICES
 from ..cli import run as run_cli
 from ..cli import seed
-from ..devices import DEVICE_CHOICES
 from ..errors import UsageError
-from ..harness.experiments import EXPERIMENTS, OPT_IN, checked_tables, command_line, results_dir, run
-from ..harness.experiments.budget import FULL, SEEDS, current_budget
-from ..harness.experiments.estimate import describe, estimate
-from ..harness.experiments.provenance import use_device
-from ..harness.experiments.runs import RunCache, Runner, cache_dir
+from ..harness.choices import EXPERIMENT_NAMES, SEEDS
 from ..paths import CACHE_ROOT, DATA_ROOT, FIGURES_ROOT
 from ..safe_files import Writes
 from ..settings import fast_mode
@@ -44,6 +40,8 @@ WRITES = Writes("experiments", outputs="--out DIR (default data/results): NAME.j
 def outputs(names: list[str], out: Path, budget) -> list[tuple[str, Path]]:
     """(flag, path) of the files that running `names` writes: each result, and its figure (run() puts a figure of
     the full budget in the book's figures folder, fast mode's cache folder in fast mode, others beside the JSON)."""
+    from ..harness.experiments.budget import FULL
+
     figures = (CACHE_ROOT / "figures-fast" if fast_mode() else FIGURES_ROOT) if budget == FULL else out
     return [item for name in names for item in (("--out", out / f"{name}.json"),
                                                  ("its figure", figures / f"experiment_{name}.png"))]
@@ -56,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     parser = command_parser("experiments", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("names", nargs="+", choices=[*EXPERIMENTS, "all", "tables"],
+    parser.add_argument("names", nargs="+", choices=[*EXPERIMENT_NAMES, "all", "tables"],
                         help="experiments to run; `tables` prints markdown tables of the results in --out")
     parser.add_argument("--out", type=Path, default=None, help="results folder (default: data/results)")
     parser.add_argument("--seeds", type=seed, nargs="+", default=list(SEEDS),
@@ -69,6 +67,13 @@ def _main(argv: list[str]) -> int:
                         help="where to train: auto = a CUDA GPU if there is one, else Apple's GPU (MPS), else the CPU "
                              "(default); every run records its device, and finished runs count on any device")
     args = parser.parse_args(argv)
+    # The experiments load torch (seconds): imported once the flags are read, so --help answers at once.
+    from ..harness.experiments import EXPERIMENTS, OPT_IN, checked_tables, command_line, results_dir, run
+    from ..harness.experiments.budget import current_budget
+    from ..harness.experiments.estimate import describe, estimate
+    from ..harness.experiments.provenance import use_device
+    from ..harness.experiments.runs import RunCache, Runner, cache_dir
+
     if "tables" in args.names and args.names != ["tables"]:
         raise UsageError("`tables` prints the results and runs nothing; give it alone, or drop it")
     if args.names == ["tables"]:

@@ -10,27 +10,25 @@ files and the run directory, records the run and calls `run_task`.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..choices import DEVICE_CHOICES
 from ..cli import positive_float, positive_int
 from ..cli import run as run_cli
 from ..cli import seed as seed_type
-from ..devices import DEVICE_CHOICES
 from ..errors import UsageError
 from ..model.config import AlbertConfig
-from ..paths import PRETRAINED_MODEL
-from ..safe_files import Writes, atomic_write_bytes, atomic_write_text
+from ..paths import PRETRAINED_MODEL, recorded_path
+from ..safe_files import Writes, atomic_write_bytes
 from ..tasks.austen_tasks import TASKS_DIR
-from ..tasks.finetuning import FinetuneSettings, run_task
 from ..tasks.polarity import CACHE_DIR as POLARITY_DIR
 from ..tasks.registry import FILE_FORMATS, TASKS, file_task, get_task
-from ..text.tokenizer import DEFAULT_DIR as TOKENIZER_DIR
-from ..text.tokenizer import Tokenizer
-from ..training import rundir
-from ..training.checkpoint import weights_bytes
 from ..training.setup import FREE_ON_RESUME
 from . import command_parser
+
+if TYPE_CHECKING:  # the run's modules load torch: imported where the run starts, so --help answers at once
+    from ..training.run import RunDirectory
 
 WRITES = Writes("finetune", outputs="--save FILE (the weights; --overwrite to replace one); --out DIR (a run "
                 "directory: its own files only)",
@@ -41,6 +39,8 @@ WRITES = Writes("finetune", outputs="--save FILE (the weights; --overwrite to re
 def inputs_of(args) -> list:
     """Every file a fine-tuning run reads, defaults resolved: the --init model (a folder: every file in it), the
     tokenizer, and the task's files (a built-in task's folders: data/tasks/, cache/polarity/)."""
+    from ..text.tokenizer import DEFAULT_DIR as TOKENIZER_DIR
+
     init = None if args.init == "random" else args.init
     tokenizer = args.tokenizer or TOKENIZER_DIR / "spiece.model"
     task_files = [args.train_file, args.test_file] if args.format else [TASKS_DIR, POLARITY_DIR]
@@ -102,24 +102,28 @@ def _main(argv: list[str]) -> int:
     if args.save and Path(args.save).is_dir():
         example = Path(args.save) / "model.safetensors"
         raise UsageError(f"--save {args.save} is a directory; give a file path, e.g. {example}")
-    out = Path(args.out) if args.out else None
-    if out is not None:
-        rundir.check_run_dir(out)  # at once, before the task is read
-    # before the training, not after it: a refused --save must not cost the run
-    WRITES.check(files=[("--save", args.save)] if args.save else [],
-                 folders=[("--out", out)] if out is not None else [], inputs=inputs_of(args), overwrite=args.overwrite)
-    locks = []  # one run per directory: an existing --out is locked at once, a new one when it is created
-    if out is not None:
-        if out.is_dir():
-            locks.append(rundir.RunLock(out))
+    # The run-directory rule at once, before the task is read; an existing --out is locked now, a new one when
+    # it is created (training/run.py's RunDirectory, as pretraining's).
+    from ..training.run import RunDirectory
+
+    directory = RunDirectory.open(args.out) if args.out else None
     try:
-        return _finetune(args, out, locks)
+        # before the training, not after it: a refused --save must not cost the run
+        WRITES.check(files=[("--save", args.save)] if args.save else [],
+                     folders=[("--out", args.out)] if args.out else [], inputs=inputs_of(args),
+                     overwrite=args.overwrite)
+        return _finetune(args, directory)
     finally:
-        for lock in locks:
-            lock.release()
+        if directory is not None:
+            directory.release()
 
 
-def _finetune(args, out: Path | None, locks: list) -> int:
+def _finetune(args, directory: RunDirectory | None) -> int:
+    from ..tasks.finetuning import FinetuneSettings, run_task
+    from ..text.tokenizer import Tokenizer
+    from ..training.checkpoint import weights_bytes
+    from ..training.run import recorded_command
+
     task = get_task(args.task) if args.task else file_task(args.format, args.train_file, args.test_file)
     tokenizer = Tokenizer.from_file(args.tokenizer) if args.tokenizer else Tokenizer.default()
     config = AlbertConfig.from_preset(args.preset) if args.init == "random" else None
@@ -127,18 +131,12 @@ def _finetune(args, out: Path | None, locks: list) -> int:
                                 max_train_examples=args.max_train_examples, max_eval_examples=args.max_eval_examples,
                                 device=args.device)
     resume = False
-    if out is not None:
+    if directory is not None:
         record = {"kind": "finetune", "settings": run_settings(args),
-                  "tokenizer": tokenizer.file_reference(), "command": " ".join(sys.argv)}
-        if not locks:
-            locks.append(rundir.RunLock(out))
-        resume = rundir.resumable(out, record, args.overwrite, defaults={})
-        if not resume:
-            rundir.clear(out, rundir.RUN)
-        out.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out / rundir.RUN_FILE, json.dumps(record, indent=2) + "\n")
-    result = run_task(task, args.init, settings, tokenizer=tokenizer, config=config, out_dir=out, progress=True,
-                      resume=resume)
+                  "tokenizer": tokenizer.file_reference(), "command": recorded_command()}
+        resume = directory.settle(record, args.overwrite, setting_defaults={})
+    result = run_task(task, args.init, settings, tokenizer=tokenizer, config=config,
+                      out_dir=directory.out if directory else None, progress=True, resume=resume)
     model = result.pop("model")
     if args.save:
         atomic_write_bytes(args.save, weights_bytes(model, {"task": result["task"]}))
@@ -148,11 +146,10 @@ def _finetune(args, out: Path | None, locks: list) -> int:
 
 
 def run_settings(args) -> dict:
-    """The flags that decide a fine-tuning run, with paths made absolute (what run.json records)."""
+    """The flags that decide a fine-tuning run, each file named as pretraining's run.json names one (relative to
+    the repository root inside it, else as given)."""
     settings = {k: v for k, v in sorted(vars(args).items()) if k not in FREE_ON_RESUME}
-    for key in ("train_file", "test_file", "tokenizer"):
-        if settings[key] is not None:
-            settings[key] = str(Path(settings[key]).resolve())
-    if settings["init"] != "random":
-        settings["init"] = str(Path(settings["init"]).resolve())
+    for key in ("train_file", "test_file", "tokenizer", "init"):
+        if settings[key] is not None and settings[key] != "random":
+            settings[key] = recorded_path(settings[key])
     return settings

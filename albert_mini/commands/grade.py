@@ -11,13 +11,13 @@ import sys
 import time
 from pathlib import Path
 
-from ..book import grade
+from ..choices import DEFAULT_MEMORY_GB, DEFAULT_TIME_LIMIT
 from ..cli import INTERRUPTED_STATUS, positive_float
 from ..cli import run as run_cli
 from ..errors import MissingFileError, UsageError
 from ..paths import sha256_bytes
 from ..safe_files import OutputRecord, Writes, atomic_write_text
-from . import command_parser
+from . import command_parser, docstring_of
 
 WRITES = Writes("grade", outputs="--out FILE, the gradebook CSV (default SUBMISSIONS/gradebook.csv; a rerun "
                 "replaces its own, --overwrite any other), and its journal .FILE.journal.jsonl beside it",
@@ -40,20 +40,21 @@ def _positive_int(text: str) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    parser = command_parser("grade", description=grade.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("grade", description=docstring_of("book.grade"),
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("submissions", type=Path, help="a folder with one sub-folder of notebooks per student")
     parser.add_argument("--out", type=Path, default=None, help="the gradebook CSV (default SUBMISSIONS/gradebook.csv)")
     parser.add_argument("--overwrite", action="store_true", help="replace a gradebook this command did not write")
-    parser.add_argument("--time-limit", type=positive_float, default=grade.DEFAULT_TIME_LIMIT,
+    parser.add_argument("--time-limit", type=positive_float, default=DEFAULT_TIME_LIMIT,
                         help="seconds one notebook may run, kernel start included "
-                             f"(default {grade.DEFAULT_TIME_LIMIT:g})")
+                             f"(default {DEFAULT_TIME_LIMIT:g})")
     parser.add_argument("--chapters", nargs="+", default=None, metavar="NN",
                         help="grade only these chapters, e.g. --chapters 03 05; a student without one of them "
                              "gets 'missing' rows (default: every chapter handed in, no 'missing' rows)")
     parser.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1,
                         help="notebooks graded side by side (default: the number of cores)")
-    parser.add_argument("--memory-limit", type=positive_float, default=grade.DEFAULT_MEMORY_GB, metavar="GB",
-                        help=f"memory one notebook may use, in GB (default {grade.DEFAULT_MEMORY_GB:g})")
+    parser.add_argument("--memory-limit", type=positive_float, default=DEFAULT_MEMORY_GB, metavar="GB",
+                        help=f"memory one notebook may use, in GB (default {DEFAULT_MEMORY_GB:g})")
     parser.add_argument("--no-sandbox", action="store_true",
                         help="grade without bubblewrap (student code then runs with your rights; every row says so)")
     parser.add_argument("--full", action="store_true", help="run the chapters at full settings, not fast mode")
@@ -61,6 +62,7 @@ def _main(argv: list[str]) -> int:
                         help="copy each executed notebook (as graded, with its outputs) to FOLDER/student/, a new "
                              "or empty folder")
     args = parser.parse_args(argv)
+    from ..book import grade  # numpy (the answers' arrays): once the flags are read
     from ..book.exercises import chapters_with_exercises
 
     if not args.submissions.is_dir():

@@ -6,11 +6,10 @@ import argparse
 import time
 from pathlib import Path
 
-from ..book import html_book
 from ..cli import run as run_cli
 from ..paths import repo_root
 from ..safe_files import Writes
-from . import command_parser
+from . import command_parser, docstring_of
 
 WRITES = Writes("html", outputs="--out DIR (default build/html): the book's pages, and a record of them (a rebuild "
                 "deletes only unchanged files it wrote; any other file in DIR is refused)",
@@ -23,10 +22,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    parser = command_parser("html", description=html_book.__doc__,
+    parser = command_parser("html", description=docstring_of("book.html_book"),
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: build/html)")
     args = parser.parse_args(argv)
+    from ..book import html_book  # numpy and torch (the exercises' solutions): once the flags are read
+
     root = repo_root()
     start = time.perf_counter()
     index = html_book.build(args.out or root / "build" / "html", root, writes=WRITES)

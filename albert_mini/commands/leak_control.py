@@ -10,12 +10,9 @@ from __future__ import annotations
 import json
 
 from ..cli import run as run_cli
-from ..harness.experiments.provenance import command_line
-from ..harness.research import leak_control
-from ..harness.research.recipe_space import Recipe, nano_recipe
 from ..paths import DATA_ROOT
 from ..safe_files import Writes, atomic_write_text
-from . import command_parser
+from . import command_parser, docstring_of
 
 WRITES = Writes("leak-control", outputs="--out FILE, the record (--overwrite to replace one)",
                 inputs="the Austen corpus", regenerates="data/results/leak_control.json, with --overwrite")
@@ -27,16 +24,20 @@ def main(argv: list[str] | None = None):
 
 
 def _main(argv: list[str]) -> dict:
-    p = command_parser("leak-control", description=leak_control.__doc__.splitlines()[0])
+    p = command_parser("leak-control", description=docstring_of("harness.research.leak_control").splitlines()[0])
     p.add_argument("--steps", type=int, default=600, help="updates of the sentence loss (default 600)")
     p.add_argument("--every", type=int, default=50, help="held-out evaluation every this many updates")
     p.add_argument("--nano", action="store_true", help="albert-nano at 64 tokens (seconds, for a quick look)")
     p.add_argument("--out", default=None, help="write the record (JSON) here")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     args = p.parse_args(argv)
+    from ..harness.experiments.provenance import command_line  # torch: once the flags are read
+    from ..harness.research import leak_control
+    from ..harness.research.recipe_space import Recipe, nano_recipe
+
     WRITES.check(files=[("--out", args.out)] if args.out else [], inputs=[DATA_ROOT / "austen"],
                  overwrite=args.overwrite, regenerates=[DATA_ROOT / "results" / "leak_control.json"])
-    recipe = nano_recipe(seq_len=64, warmup=10) if args.nano else Recipe()
+    recipe = nano_recipe(seq_len=64, warmup=10) if args.nano else Recipe.of()
     record = leak_control.run_leak_control(recipe, args.steps, args.every,
                                            command=command_line("leak-control", argv))
     for name in ("constant_answer", "surface_probe", "network"):

@@ -11,10 +11,9 @@ import json
 
 from ..cli import run as run_cli
 from ..errors import UsageError
-from ..harness.research import lexical_sop
 from ..paths import DATA_ROOT
 from ..safe_files import Writes, atomic_write_text
-from . import command_parser
+from . import command_parser, docstring_of
 
 WRITES = Writes("lexical-sop", outputs="--out FILE (default data/results/lexical_sop.json; --overwrite to replace "
                 "it)", inputs="the Austen corpus", regenerates="data/results/lexical_sop.json, with --overwrite")
@@ -26,7 +25,7 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def _main(argv: list[str]) -> dict:
-    p = command_parser("lexical-sop", description=lexical_sop.__doc__.split("\n")[0])
+    p = command_parser("lexical-sop", description=docstring_of("harness.research.lexical_sop").split("\n")[0])
     p.add_argument("--out", default=str(DATA_ROOT / "results" / "lexical_sop.json"),
                    help="the results file (default data/results/lexical_sop.json, in the checkout)")
     p.add_argument("--steps", type=int, default=400, help="full-batch Adam steps (default 400)")
@@ -37,6 +36,8 @@ def _main(argv: list[str]) -> dict:
         raise UsageError(f"--steps must be >= 1 and --l2 >= 0, got {args.steps} and {args.l2}")
     WRITES.check(files=[("--out", args.out)], inputs=[DATA_ROOT / "austen"], overwrite=args.overwrite,
                  regenerates=[DATA_ROOT / "results" / "lexical_sop.json"])
+    from ..harness.research import lexical_sop  # torch: once the flags are read
+
     result = lexical_sop.lexical_baselines(l2=args.l2, steps=args.steps)
     atomic_write_text(args.out, json.dumps(result, indent=1) + "\n")
     for r in result["rows"]:

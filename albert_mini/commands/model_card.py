@@ -9,17 +9,12 @@ import json
 import re
 from pathlib import Path
 
-import torch
-
 from ..cli import run as run_cli
 from ..errors import UsageError
-from ..harness.experiments.provenance import cpu_model
-from ..harness.research import model_card
 from ..paths import FIGURES_ROOT
 from ..safe_files import Writes, atomic_write_text, shipped_folder
-from ..training.checkpoint import load_pretrained
 from ..training.rundir import MODEL_CARD_FILE, SCORES_FILE, read_run
-from . import command_parser
+from . import command_parser, docstring_of
 
 WRITES = Writes("model-card", outputs="MODEL_DIR/README.md and MODEL_DIR/scores.json (not with --reuse-scores), "
                 "figures/FIGURE (--overwrite to replace them)",
@@ -50,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str]) -> None:
-    p = command_parser("model-card", description=model_card.__doc__.splitlines()[0])
+    p = command_parser("model-card", description=docstring_of("harness.research.model_card").splitlines()[0])
     p.add_argument("model_dir", help="an exported model directory (with run.json and metrics.jsonl)")
     p.add_argument("--compare", nargs="*", default=[], metavar="LABEL=RUN_DIR",
                    help="other run directories (or exported models) to draw beside this one")
@@ -68,6 +63,13 @@ def _main(argv: list[str]) -> None:
                    help=f"replace an existing {MODEL_CARD_FILE}, {SCORES_FILE} or figure (a shipped one only when it "
                         "is this card's)")
     args = p.parse_args(argv)
+    # Scoring and drawing load torch and matplotlib (seconds): imported once the flags are read.
+    import torch
+
+    from ..harness.experiments.provenance import cpu_model
+    from ..harness.research import model_card
+    from ..training.checkpoint import load_pretrained
+
     model_dir = Path(args.model_dir)
     if args.figure is None:
         shipped = shipped_folder(model_dir) == "data"
@@ -114,6 +116,11 @@ def _main(argv: list[str]) -> None:
 def strata_only(model_dir: Path, overwrite: bool) -> None:
     """Add the quote strata and their baselines to an existing card and scores.json, from the model's weights
     (no training, nothing else rescored): the rest of a hand-finished card stays as it is."""
+    import torch
+
+    from ..harness.research import model_card
+    from ..training.checkpoint import load_pretrained
+
     card, scores_file = model_dir / MODEL_CARD_FILE, model_dir / SCORES_FILE
     for path in (card, scores_file):
         if not path.is_file():

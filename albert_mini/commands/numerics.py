@@ -14,7 +14,7 @@ import json
 
 from ..cli import run as run_cli
 from ..errors import UsageError
-from ..harness.experiments import numerics
+from ..harness.choices import GUARD_FILE
 from ..safe_files import Writes
 from . import command_parser
 
@@ -29,11 +29,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     parser = command_parser("numerics", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help=f"record the values in {numerics.GUARD_FILE.name}")
+    parser.add_argument("--write", action="store_true", help=f"record the values in {GUARD_FILE.name}")
     parser.add_argument("--force", action="store_true",
                         help="with --write: record every measured value, also those within the tolerance and those "
                         "of a kind whose version was not bumped")
     args = parser.parse_args(argv)
+    from ..harness.experiments import numerics  # torch: once the flags are read
+
     if args.force and not args.write:
         raise UsageError("--force only goes with --write; add --write to record the values")
     if args.write:  # before the values are measured

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 
+from ..choices import default_workers
 from ..cli import positive_int
 from ..cli import run as run_cli
+from ..paths import CACHE_ENV
 from ..safe_files import Writes
 from ..text.corpus import expand_text_paths
-from ..text.token_cache import CACHE_ENV, cache_root, default_workers, prepare
-from ..text.tokenizer import Tokenizer
 from ..training.setup import SPLIT_BY
 from . import command_parser
 
@@ -49,6 +49,9 @@ def _main(argv: list[str]) -> None:
                              "the cores, and say so)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
+    from ..text.token_cache import cache_root, prepare
+    from ..text.tokenizer import Tokenizer
+
     texts = {flag: expand_text_paths(spec) for flag, spec in (("--corpus", args.corpus),
                                                               ("--validation", args.validation)) if spec}
     WRITES.check(folders=[(f"the token cache (${CACHE_ENV})", cache_root())],

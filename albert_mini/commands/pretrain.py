@@ -6,31 +6,27 @@
     torchrun --standalone --nproc_per_node 2 -m albert_mini pretrain ...   # DDP: training/distributed.py
 
 The flags are the fields of PretrainingSetup (training/setup.py), checked there once; whether the model and batch
-can fit in the device's memory is checked here (`check_fits`: it needs the device, and albert_mini.study.memory's
-estimate); training/launch.py builds the run and its directory (run.json, config.json, metrics.jsonl,
-checkpoints/) with training/build.py and trains it.
+can fit in the device's memory is checked here (`check_fits`: albert_mini.study.memory's estimate, which the
+library does not import), called by the run once its model config is resolved; training/run.py builds the run and
+its directory (run.json, config.json, metrics.jsonl, checkpoints/) and trains it.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..cli import run as run_cli
-from ..devices import memory_capacity
 from ..errors import UsageError
 from ..paths import DATA_ROOT
 from ..safe_files import Writes
-from ..study.memory import training_memory
 from ..text.corpus import expand_text_paths
-from ..text.masking import prediction_budget
-from ..text.tokenizer import DEFAULT_DIR as TOKENIZER_DIR
-from ..training import rundir
-from ..training.distributed import cleanup, init_distributed
-from ..training.launch import run
 from ..training.setup import PretrainingSetup, add_flags
-from ..training.trainer import TrainResult
 from . import command_parser
+
+if TYPE_CHECKING:  # the run's modules load torch: imported where the run starts, so --help answers at once
+    from ..training.trainer import TrainResult
 
 EPILOG = """\
 effective batch per optimizer step = --batch-size x world size x --accumulate
@@ -77,6 +73,9 @@ several processes (DDP: gloo on CPU, nccl on GPUs; each process reads its own sh
 and shows progress):
   torchrun --standalone --nproc_per_node 2 -m albert_mini pretrain --corpus synthetic --steps 20 --out runs/ddp
   on a node with 8 GPUs: torchrun --standalone --nproc_per_node 8 -m albert_mini pretrain ... (one GPU each)
+  on several machines: torchrun --nnodes N --node_rank i --nproc_per_node G --master_addr HOST --master_port
+  PORT -m albert_mini pretrain ... on each, with one --out that every machine mounts (a shared file system):
+  rank 0 writes the run and every rank resumes from its checkpoints; a node that does not see it stops the run
 """
 
 
@@ -89,6 +88,8 @@ def inputs_of(setup: PretrainingSetup) -> list:
     """Every file the run reads, defaults resolved."""
     if setup.corpus == "synthetic":
         return []
+    from ..text.tokenizer import DEFAULT_DIR as TOKENIZER_DIR
+
     texts = expand_text_paths(setup.corpus) if setup.own_text else [DATA_ROOT / setup.corpus]
     validation = expand_text_paths(setup.validation) if setup.validation else []
     return [*texts, *validation, setup.tokenizer or TOKENIZER_DIR / "spiece.model"]
@@ -108,13 +109,16 @@ def main(argv: list[str] | None = None) -> TrainResult:
 
 def _main(argv: list[str]) -> TrainResult:
     setup = PretrainingSetup.from_args(build_parser().parse_args(argv))  # checked there, once
+    from ..training import rundir
+    from ..training.distributed import cleanup, init_distributed
+    from ..training.run import pretrain
+
     if setup.out:  # the run-directory rule first (its messages), then the write rule
         rundir.check_run_dir(Path(setup.out))
     WRITES.check(folders=[("--out", setup.out)] if setup.out else [], inputs=inputs_of(setup))
     info = init_distributed(setup.device)
     try:
-        check_fits(setup, info.device)
-        return run(setup, info)
+        return pretrain(setup, info, check_memory=check_fits)
     finally:
         cleanup(info)
 
@@ -128,17 +132,20 @@ def _size(n: int) -> str:
     return ""  # not reached
 
 
-def check_fits(setup: PretrainingSetup, device) -> None:
+def check_fits(setup: PretrainingSetup, config, device) -> None:
     """Refuse a model and batch whose training step cannot fit on `device`, before anything is allocated (else
     the allocator fails with a traceback, or the kernel kills the process): the closed-form estimate of one fp32
     step (albert_mini.study.memory: weights, gradients, optimizer states, activations) against the device's total
     memory. The estimate leaves out what it cannot know (the data, the framework), so it errs low: a run refused
-    here could not have fitted. The vocabulary is the preset's or --config's (a tokenizer's changes it little)."""
+    here could not have fitted. `config` is the run's model, its vocabulary the tokenizer's."""
+    from ..devices import memory_capacity
+    from ..study.memory import training_memory
+    from ..text.masking import prediction_budget
+
     capacity = memory_capacity(device)
     if capacity is None:
         return
     limit, where = capacity
-    config = setup.model_config()
     cap = setup.max_predictions or 20
     need = max((training_memory(config, p.batch_size, p.seq_len, prediction_budget(p.seq_len, setup.mask_prob, cap),
                                 setup.optimizer) for p in setup.phases()), key=lambda report: report.total)

@@ -10,22 +10,14 @@ albert_mini.harness.research.recipe_results's (`write_results`).
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
-
-import torch
 
 from ..cli import Parser
 from ..cli import run as run_cli
 from ..errors import UsageError
-from ..harness.experiments.provenance import command_line
-from ..harness.research import recipe_search
-from ..harness.research.recipe_results import write_results
-from ..harness.research.recipe_space import Recipe, parse_settings
 from ..paths import DATA_ROOT, FIGURES_ROOT
 from ..safe_files import Writes
-from ..study.collapse import RULES
-from . import command_parser
+from . import command_parser, docstring_of
 
 WRITES = Writes("recipe-search", outputs="probe/control: --out DIR/NAME.json (control-NAME.json); results: --out "
                 "FILE and --figure FILE (--overwrite to replace any of them)",
@@ -36,27 +28,28 @@ SHIPPED = [DATA_ROOT / "results" / "recipe_search", DATA_ROOT / "results" / "rec
            FIGURES_ROOT / "recipe_search.png"]
 
 
+class FlagsWhenUsed(Parser):
+    """A subcommand's parser whose flags `add_flags(parser)` adds when it parses (its --help included): probe's
+    and control's name the Recipe's fields and the control's rules, whose modules load torch, which
+    `albert-mini recipe-search --help` then does not."""
+
+    add_flags = None
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self.add_flags is not None:
+            add_flags, self.add_flags = self.add_flags, None
+            add_flags(self)
+        return super().parse_known_args(args, namespace)
+
+
 def build_parser() -> Parser:
-    p = command_parser("recipe-search", description=recipe_search.__doc__.split("\n")[0])
-    sub = p.add_subparsers(dest="command", required=True)
+    p = command_parser("recipe-search", description=docstring_of("harness.research.recipe_search").split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True, parser_class=FlagsWhenUsed)
     probe = sub.add_parser("probe", help="train one recipe for a fixed number of tokens")
     control = sub.add_parser("control", help="train the sentence loss alone on a learnable label")
     for s in (probe, control):
         s.error = p.error  # one-line errors from the subcommands too
-        s.add_argument("name", help="the record's name: <out>/<name>.json (controls: control-<name>.json)")
-        s.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
-                       help=f"Recipe fields to change: {', '.join(f.name for f in dataclasses.fields(Recipe))}")
-        s.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
-        s.add_argument("--out", default="cache/recipe", help="folder of the records (default cache/recipe)")
-        s.add_argument("--overwrite", action="store_true", help="replace an existing record of the same name")
-    probe.add_argument("--tokens", type=float, default=1.6e6, help="training tokens (default 1.6e6)")
-    probe.add_argument("--eval-points", type=int, default=8, help="evaluations along the way (default 8)")
-    control.add_argument("--steps", type=int, default=400, help="updates (default 400)")
-    control.add_argument("--rule", default="longer", choices=RULES + ("sop",),
-                         help="longer: label = A longer than B (default); sop: the real sentence order")
-    control.add_argument("--every", type=int, default=10, help="steps between diagnostics (default 10)")
-    control.add_argument("--train-pairs", type=int, default=None,
-                         help="revisit this many fixed pairs instead of fresh ones (e.g. 256 with --rule sop)")
+    probe.add_flags, control.add_flags = _probe_flags, _control_flags
     results = sub.add_parser("results", help="build data/results/recipe_search.json and its figure from records")
     results.error = p.error
     results.add_argument("--records", default=str(SHIPPED[0]),
@@ -67,6 +60,36 @@ def build_parser() -> Parser:
     return p
 
 
+def _recipe_flags(s: Parser) -> None:
+    """The flags probe and control share."""
+    from ..harness.research.recipe_space import RECORD_NAMES
+
+    s.add_argument("name", help="the record's name: <out>/<name>.json (controls: control-<name>.json)")
+    s.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
+                   help=f"Recipe fields to change: {', '.join(RECORD_NAMES)}")
+    s.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    s.add_argument("--out", default="cache/recipe", help="folder of the records (default cache/recipe)")
+    s.add_argument("--overwrite", action="store_true", help="replace an existing record of the same name")
+
+
+def _probe_flags(probe: Parser) -> None:
+    _recipe_flags(probe)
+    probe.add_argument("--tokens", type=float, default=1.6e6, help="training tokens (default 1.6e6)")
+    probe.add_argument("--eval-points", type=int, default=8, help="evaluations along the way (default 8)")
+
+
+def _control_flags(control: Parser) -> None:
+    from ..study.collapse import RULES
+
+    _recipe_flags(control)
+    control.add_argument("--steps", type=int, default=400, help="updates (default 400)")
+    control.add_argument("--rule", default="longer", choices=RULES + ("sop",),
+                         help="longer: label = A longer than B (default); sop: the real sentence order")
+    control.add_argument("--every", type=int, default=10, help="steps between diagnostics (default 10)")
+    control.add_argument("--train-pairs", type=int, default=None,
+                         help="revisit this many fixed pairs instead of fresh ones (e.g. 256 with --rule sop)")
+
+
 def main(argv: list[str] | None = None):
     """Command line (see --help); bad flags end with one error line and exit status 2."""
     return run_cli(_main, argv)
@@ -74,6 +97,14 @@ def main(argv: list[str] | None = None):
 
 def _main(argv: list[str]):
     args = build_parser().parse_args(argv)
+    # The probes train (torch): imported once the flags are read.
+    import torch
+
+    from ..harness.experiments.provenance import command_line
+    from ..harness.research import recipe_search
+    from ..harness.research.recipe_results import write_results
+    from ..harness.research.recipe_space import parse_settings
+
     if args.command == "results":
         records = Path(args.records)
         if not records.is_dir():

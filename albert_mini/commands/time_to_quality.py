@@ -10,11 +10,9 @@ import json
 from pathlib import Path
 
 from ..cli import run as run_cli
-from ..harness.experiments.provenance import command_line
-from ..harness.research import time_to_quality
 from ..paths import DATA_ROOT, FIGURES_ROOT
 from ..safe_files import Writes
-from . import command_parser
+from . import command_parser, docstring_of
 
 WRITES = Writes("time-to-quality", outputs="results: --out FILE and --figure FILE (--overwrite to replace them)",
                 inputs="the OLD and NEW run directories",
@@ -28,7 +26,7 @@ def main(argv: list[str] | None = None):
 
 
 def _main(argv: list[str]):
-    p = command_parser("time-to-quality", description=time_to_quality.__doc__.split("\n")[0])
+    p = command_parser("time-to-quality", description=docstring_of("harness.research.time_to_quality").split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     results = sub.add_parser("results", help="time_to_quality.json and its figure from two run directories")
     results.error = p.error
@@ -42,6 +40,9 @@ def _main(argv: list[str]):
     args = p.parse_args(argv)
     WRITES.check(files=[("--out", args.out), ("--figure", args.figure)], inputs=[args.old, args.new],
                  overwrite=args.overwrite, regenerates=SHIPPED)
+    from ..harness.experiments.provenance import command_line  # torch: once the flags are read
+    from ..harness.research import time_to_quality
+
     result = time_to_quality.write_results(Path(args.old), Path(args.new), Path(args.out), Path(args.figure),
                                            command_line("time-to-quality", argv), args.machine)
     print(json.dumps({k: result[k] for k in ("at_common_minutes", "tokens_to_old_final_mlm")}, indent=1))

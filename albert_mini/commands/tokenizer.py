@@ -18,15 +18,6 @@ from ..paths import DATA_ROOT
 from ..safe_files import Writes
 from ..specials import SPECIAL_PIECES
 from ..text.corpus import SPLITS, expand_text_paths, load_corpus
-from ..text.tokenizer import (
-    DEFAULT_DIR,
-    Tokenizer,
-    destinations,
-    save_model,
-    train_sentencepiece,
-    training_texts,
-    vocab_path,
-)
 from . import command_parser
 
 WRITES = Writes("tokenizer", outputs="--out FILE.model and FILE.vocab beside it (--overwrite to replace them); the "
@@ -56,6 +47,16 @@ def _main(argv: list[str]) -> None:
                                                  "or glob patterns; then pretrain with --corpus and the same paths")
     train.add_argument("--seed", type=seed_type, default=0, help="seed of SentencePiece's training")
     args = parser.parse_args(argv)
+    from ..text.tokenizer import (  # SentencePiece, once the flags are read
+        DEFAULT_DIR,
+        Tokenizer,
+        destinations,
+        save_model,
+        train_sentencepiece,
+        training_texts,
+        vocab_path,
+    )
+
     if args.vocab_size <= len(SPECIAL_PIECES):
         raise UsageError(f"--vocab-size must be more than the {len(SPECIAL_PIECES)} special pieces, got "
                          f"{args.vocab_size}; e.g. --vocab-size 8000")

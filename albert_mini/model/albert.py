@@ -338,7 +338,8 @@ class PreTrainingOutput:
     too, for a trainer that averages over a batch split across micro-batches and processes (see
     albert_mini.training.objectives). With `labels` given, `mlm_logits` holds only the masked positions, (N, V)
     in row-major order of the batch, as the original gathers them; without labels it covers every position,
-    (B, T, V).
+    (B, T, V). With `max_predictions=P` as well, it holds P positions per sequence, (B, P, V): the masked ones in
+    order, then padding whose `mlm_labels` are IGNORE_INDEX (a static shape: see `masked_positions`).
 
     Differs from HF: `AlbertForPreTrainingOutput` calls these `prediction_logits` and `sop_logits`. We say
     `mlm_logits` because the HF name hides which task the logits are for, and `sentence_logits` because the same
@@ -354,9 +355,10 @@ class PreTrainingOutput:
     hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor, ...] | None = None
     mlm_loss_sum: torch.Tensor | None = None  # cross-entropy summed over the N masked positions
-    mlm_count: int = 0  # N
+    mlm_count: int | torch.Tensor = 0  # N (a 0-d tensor, never read on the host, when max_predictions is given)
     sentence_loss_sum: torch.Tensor | None = None  # cross-entropy summed over the labelled sequences
     sentence_count: int = 0
+    mlm_labels: torch.Tensor | None = None  # the targets of mlm_logits, IGNORE_INDEX at padding (shape (N,) or (B, P))
 
 
 class AlbertForPreTraining(AlbertPreTrainedModel):
@@ -385,14 +387,25 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
     def forward(
         self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
         labels=None, sentence_order_label=None,
-        output_hidden_states: bool = False, output_attentions: bool = False,
+        output_hidden_states: bool = False, output_attentions: bool = False, max_predictions: int | None = None,
     ) -> PreTrainingOutput:
+        """`max_predictions`: the most masked tokens any sequence holds (the masker's cap); with it, the MLM head
+        runs at that many positions per sequence, a shape known before the data (see `masked_positions`)."""
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
                           output_attentions)
         h = out.last_hidden_state  # (B, T, H)
         mlm_loss = sentence_loss = mlm_sum = sentence_sum = None
         mlm_count = sentence_count = 0
-        if labels is not None:
+        targets = None
+        if labels is not None and max_predictions is not None:
+            positions, targets = masked_positions(labels, max_predictions)  # (B, P) each
+            gathered = h.gather(1, positions[..., None].expand(-1, -1, h.size(-1)))  # (B, P, H)
+            mlm_logits = self.predictions(gathered)  # (B, P, V): the masked positions, then padding
+            # Padding has the target IGNORE_INDEX, so it adds exactly 0 to the sum: the same loss as below.
+            mlm_sum = F.cross_entropy(mlm_logits.flatten(0, 1), targets.flatten(), reduction="sum")
+            mlm_count = (labels != IGNORE_INDEX).sum()  # a 0-d tensor: counting on the host would wait for it
+            mlm_loss = mlm_sum / mlm_count.clamp(min=1)
+        elif labels is not None:
             selected = labels != IGNORE_INDEX  # (B, T)
             targets = labels[selected]  # (N,)
             mlm_logits = self.predictions(h[selected])  # (N, V): only the masked positions
@@ -410,4 +423,22 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
         parts = [x for x in (mlm_loss, sentence_loss) if x is not None]
         loss = sum(parts) if parts else None
         return PreTrainingOutput(loss, mlm_loss, sentence_loss, mlm_logits, sentence_logits, out.hidden_states,
-                                 out.attentions, mlm_sum, mlm_count, sentence_sum, sentence_count)
+                                 out.attentions, mlm_sum, mlm_count, sentence_sum, sentence_count, targets)
+
+
+def masked_positions(labels: torch.Tensor, max_predictions: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(positions, targets), each (B, P) with P = min(max_predictions, T): the masked positions of every sequence in
+    order, then unmasked ones as padding, and their labels (IGNORE_INDEX at padding).
+
+    `labels[labels != IGNORE_INDEX]` does the same work with a shape that depends on the data: the GPU must tell the
+    host how many tokens were masked before the head can run (a sync every step), and torch.compile breaks its
+    graph there. Padding to the masker's cap keeps every shape fixed, as the reference's `masked_lm_positions` do.
+    A sequence with more masked tokens than `max_predictions` is an error (raised on the device, without a sync),
+    never a silent drop.
+    """
+    selected = labels != IGNORE_INDEX  # (B, T)
+    torch._assert_async(selected.sum(1).max() <= max_predictions,
+                        "a sequence has more masked tokens than max_predictions; pass the masker's cap")
+    # A stable sort of "not masked" puts the masked positions first, each group in its order along the sequence.
+    positions = torch.sort((~selected).to(torch.uint8), dim=1, stable=True).indices[:, :max_predictions]
+    return positions, labels.gather(1, positions)  # an unmasked position's label is IGNORE_INDEX already

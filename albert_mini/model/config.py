@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import UserError, lookup
 from ..specials import PAD_ID
 from .sharing import STRATEGIES, SharingStrategy
 
@@ -32,10 +32,8 @@ class ConfigError(UserError, ValueError):
 
 
 def strategy_named(name: str) -> SharingStrategy:
-    """The row of the sharing table called `name`; an unknown name raises ConfigError listing the known ones."""
-    if name not in STRATEGIES:
-        raise ConfigError(f"unknown sharing {name!r}; choose one of {', '.join(STRATEGIES)}")
-    return STRATEGIES[name]
+    """The row of the sharing table called `name`; an unknown name raises UnknownNameError listing the known ones."""
+    return lookup(STRATEGIES, name, "sharing")
 
 
 @dataclass
@@ -71,30 +69,7 @@ class AlbertConfig:
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
         """Raise ConfigError naming the field and the fix when the config describes no valid model."""
-        positive = (
-            "vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-            "intermediate_size", "num_hidden_groups", "inner_group_num", "max_position_embeddings",
-            "type_vocab_size",
-        )
-        for name in positive:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        # Every float field: a real number (not a string, not a bool), finite, and in its range. NaN fails every
-        # comparison, so a test of the form `not low <= value < high` is what refuses it.
-        for name, (low, high, closed_low, rule) in FLOAT_RANGES.items():
-            value = getattr(self, name)
-            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-            if not numeric or not math.isfinite(value) or not (low <= value if closed_low else low < value) \
-                    or not value < high:
-                raise ConfigError(f"{name} must be {rule} (a finite number), got {value!r}")
-        for name in ("sharing", "hidden_act"):
-            if not isinstance(getattr(self, name), str):
-                raise ConfigError(f"{name} must be a string, got {getattr(self, name)!r}")
-        if not isinstance(self.embedding_projection, bool):
-            raise ConfigError(f"embedding_projection must be true or false, got {self.embedding_projection!r}")
-        if isinstance(self.pad_token_id, bool) or not isinstance(self.pad_token_id, int):
-            raise ConfigError(f"pad_token_id must be an integer, got {self.pad_token_id!r}")
+        self._check_field_types()
         if self.hidden_size % self.num_attention_heads:
             raise ConfigError(
                 f"hidden_size {self.hidden_size} is not divisible by num_attention_heads "
@@ -124,6 +99,33 @@ class AlbertConfig:
                 f"and {self.hidden_size}); keep the projection to factorize the embeddings"
             )
 
+    def _check_field_types(self) -> None:
+        """Each field of its type and range: counts positive, floats finite and in range, names strings."""
+        positive = (
+            "vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+            "intermediate_size", "num_hidden_groups", "inner_group_num", "max_position_embeddings",
+            "type_vocab_size",
+        )
+        for name in positive:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        # Every float field: a real number (not a string, not a bool), finite, and in its range. NaN fails every
+        # comparison, so a test of the form `not low <= value < high` is what refuses it.
+        for name, (low, high, closed_low, rule) in FLOAT_RANGES.items():
+            value = getattr(self, name)
+            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not numeric or not math.isfinite(value) or not (low <= value if closed_low else low < value) \
+                    or not value < high:
+                raise ConfigError(f"{name} must be {rule} (a finite number), got {value!r}")
+        for name in ("sharing", "hidden_act"):
+            if not isinstance(getattr(self, name), str):
+                raise ConfigError(f"{name} must be a string, got {getattr(self, name)!r}")
+        if not isinstance(self.embedding_projection, bool):
+            raise ConfigError(f"embedding_projection must be true or false, got {self.embedding_projection!r}")
+        if isinstance(self.pad_token_id, bool) or not isinstance(self.pad_token_id, int):
+            raise ConfigError(f"pad_token_id must be an integer, got {self.pad_token_id!r}")
+
     # ------------------------------------------------------------------ derived facts
     @property
     def sharing_strategy(self) -> SharingStrategy:
@@ -150,13 +152,12 @@ class AlbertConfig:
     @classmethod
     def from_preset(cls, name: str, **overrides) -> AlbertConfig:
         """Build a named preset, e.g. ``AlbertConfig.from_preset("albert-base", hidden_dropout_prob=0.1)``."""
-        if name not in PRESETS:
-            raise ConfigError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}")
+        preset = lookup(PRESETS, name, "preset")
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(overrides) - fields)
         if unknown:
             raise ConfigError(f"unknown config field(s) {unknown}; valid fields: {', '.join(sorted(fields))}")
-        return cls(**{**PRESETS[name], **overrides})
+        return cls(**{**preset, **overrides})
 
     def replace(self, **changes) -> AlbertConfig:
         """A validated copy with some fields changed."""

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 import torch
 import torch.nn.functional as F
 
-from ..training import build
 from ..training.optim import clip_grad_global_norm
+from ..training.run import build_optimization
 from ..training.setup import PretrainingSetup
 from .collapse import RULES, diagnose, relabel
 
@@ -75,7 +75,7 @@ def train_sentence_path(model, setup: PretrainingSetup, held_out: list[dict], ba
     if rule != "sop":
         held_out = [relabel(b, rule) for b in held_out]
         fixed = [relabel(b, rule) for b in fixed] if fixed else None
-    optimizer, schedule = build.build_optimization(setup, model)
+    optimizer, schedule = build_optimization(setup, model)
     log = []
     model.train()
     for step in range(setup.steps):

@@ -12,7 +12,7 @@ from pathlib import Path
 from ..paths import DATA_ROOT
 from .glance import Difference
 from .paper import table3_row, table4_row
-from .stats import paired_by_seed, seed_summary, wilson_interval
+from .stats import seed_summary
 
 # What chapters import from here (the module's public face; albert_mini/README.md).
 __all__ = ["contrast", "contrast_lines", "finetune_differences", "finetune_plan", "finetune_rows", "load", "setting",
@@ -95,18 +95,6 @@ def variant_markdown(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def mlm_spread(rows: list[dict]) -> dict:
-    """The numbers a chapter's reading of a variant table quotes: the range of MLM means and the largest std."""
-    means = [r["mlm"]["mean"] for r in rows]
-    stds = [r["mlm"]["std"] for r in rows if r["mlm"].get("std") is not None]
-    best = max(rows, key=lambda r: r["mlm"]["mean"])
-    worst = min(rows, key=lambda r: r["mlm"]["mean"])
-    losses = [r["mlm_loss"]["mean"] for r in rows if r.get("mlm_loss")]
-    return {"low": min(means), "high": max(means), "best": best["model"], "worst": worst["model"],
-            "largest_std": max(stds) if stds else None, "seeds": rows[0]["mlm"]["n"],
-            "loss_low": min(losses) if losses else None, "loss_high": max(losses) if losses else None}
-
-
 def loss_verdict(interval: list[float] | None) -> str:
     """What a 95% interval of a loss difference (row - baseline) says: a lower loss is the better model."""
     return verdict(interval, "higher loss (worse)", "lower loss (better)")
@@ -116,47 +104,6 @@ def seeds_agreeing(differences: list[float]) -> str:
     """"3 of 3 seeds lower" style count of the sign of per-seed differences."""
     lower = sum(d < 0 for d in differences)
     return f"lower in {lower} of {len(differences)} seeds"
-
-
-def paired_lines(rows: list[dict]) -> list[str]:
-    """One line per row that has a baseline row: its MLM loss (primary) and accuracy differences to it, seed by
-    seed, with 95% t intervals over seeds and verdicts. SOP is left out where a head answered one class."""
-    lines = []
-    for row in rows:
-        loss, mlm = row.get("mlm_loss_vs_baseline"), row.get("mlm_vs_baseline")
-        if not mlm:
-            continue
-        text = f"{row['model']} - {row['baseline']}:"
-        if loss:
-            text += f" MLM loss {loss['mean']:+.3f}"
-            if loss.get("ci95"):
-                text += f" [{loss['ci95'][0]:+.3f}, {loss['ci95'][1]:+.3f}]"
-            text += f", {seeds_agreeing(loss['values'])} ({loss_verdict(loss.get('ci95'))});"
-        text += f" MLM acc {100 * mlm['mean']:+.1f} points"
-        if mlm.get("ci95"):
-            low, high = mlm["ci95"]
-            text += f" [{100 * low:+.1f}, {100 * high:+.1f}]"
-        text += f" ({verdict(mlm.get('ci95'), 'ahead', 'behind')})"
-        sop = row.get("sop_vs_baseline")
-        if sop:
-            low, high = sop["ci95"]
-            text += (f"; SOP {100 * sop['difference']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}], McNemar p = "
-                     f"{row['sop_mcnemar_p']:.2g} ({verdict(sop['ci95'], 'ahead', 'behind')})")
-        lines.append(text)
-    return lines
-
-
-def verdict_counts(rows: list[dict]) -> dict[str, dict[str, int]]:
-    """How many rows are ahead of, behind or level with their baseline row: MLM loss, MLM accuracy, SOP."""
-    counts = {"mlm_loss": {}, "mlm": {}, "sop": {}}
-    for row in rows:
-        for metric, key in (("mlm_loss", "mlm_loss_vs_baseline"), ("mlm", "mlm_vs_baseline"),
-                            ("sop", "sop_vs_baseline")):
-            if row.get(key):
-                interval = row[key].get("ci95")
-                v = loss_verdict(interval) if metric == "mlm_loss" else verdict(interval, "ahead", "behind")
-                counts[metric][v] = counts[metric].get(v, 0) + 1
-    return counts
 
 
 def row_difference(rows: list[dict], a: str, b: str, key: str = "mlm_loss") -> dict:
@@ -205,17 +152,6 @@ def finetune_differences(rows: list[dict], against: str = "random") -> list[Diff
                                   f"{row['task']} {row['metric']}, {unit}", "higher", row["scale"], 1,
                                   label=row["task"]))
     return out
-
-
-def seeds_above_chance(correct: list[str], chance: float = 0.5) -> dict:
-    """Per seed, the accuracy and its Wilson 95% interval on the held-out examples; how many lie above `chance`."""
-    per_seed = []
-    for bits in correct:
-        right = bits.count("1")
-        low, high = wilson_interval(right, len(bits))
-        per_seed.append({"accuracy": right / len(bits), "ci95": [low, high], "examples": len(bits)})
-    return {"per_seed": per_seed, "above": sum(s["ci95"][0] > chance for s in per_seed),
-            "below": sum(s["ci95"][1] < chance for s in per_seed), "seeds": len(per_seed)}
 
 
 def table5_reading(section: dict) -> list[str]:
@@ -356,14 +292,6 @@ def contrast_lines(result: dict) -> list[str]:
         lines.append(f"+{c['a'].upper()} - +{c['b'].upper()} on {c['task'].upper()}: seeds {per_seed}; mean "
                      f"{100 * d['mean']:+.1f}{interval} ({verdict(d.get('ci95'), 'A ahead', 'B ahead')})")
     return lines
-
-
-def mlm_against(result: dict, baseline: str = "none") -> dict[str, dict]:
-    """Per sentence-task model, its held-out MLM accuracy minus the `baseline` model's, seed by seed (mean, t
-    interval over the seeds): what training a sentence task beside MLM costs or gains the masked-token task."""
-    rows = result["rows"]
-    return {task: paired_by_seed(row["per_seed"], rows[baseline]["per_seed"], "mlm_acc")
-            for task, row in rows.items() if task != baseline and "per_seed" in row}
 
 
 def smoothness_curves(folder: Path | None = None) -> dict[str, dict]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -85,7 +84,3 @@ def plot_smoothness(results: dict[str, Smoothness], title: str = "Layer input vs
     return fig
 
 
-def angle_degrees(a: torch.Tensor, b: torch.Tensor) -> float:
-    """Angle between two vectors in degrees (a small helper for chapter demos and exercise checks)."""
-    cosine = float(torch.dot(a.flatten(), b.flatten()) / (a.norm() * b.norm()))
-    return math.degrees(math.acos(max(-1.0, min(1.0, cosine))))

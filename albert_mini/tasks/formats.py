@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import MissingFileError, UserError
+from ..errors import MissingFileError, UserError, lookup
 from ..safe_files import atomic_write_text
 from ..textfile import read_utf8
 
@@ -164,9 +164,7 @@ GLUE_FORMATS = {
 
 
 def _glue_format(task: str) -> GlueFormat:
-    if task not in GLUE_FORMATS:
-        raise ValueError(f"unknown GLUE task {task!r}; supported: {', '.join(sorted(GLUE_FORMATS))}")
-    return GLUE_FORMATS[task]
+    return lookup(GLUE_FORMATS, task, "GLUE task")
 
 
 def load_glue_tsv(path: str | Path, task: str) -> list[ClassificationExample]:
@@ -218,51 +216,6 @@ def load_glue_tsv(path: str | Path, task: str) -> list[ClassificationExample]:
         examples.append(ClassificationExample(record, texts[0], texts[1] if len(texts) > 1 else None, label))
     _check_unique_ids(examples, path)
     return examples
-
-
-def write_glue_tsv(examples: list[ClassificationExample], path: str | Path, task: str) -> Path:
-    """Write `examples` in GLUE's layout for `task`; `load_glue_tsv` reads back the same examples.
-
-    Labelled SST-2 uses the train/dev header `sentence<TAB>label`, with an `index` column in front when the ids
-    are not the row numbers 0, 1, 2, ...; unlabelled SST-2 uses the test header `index<TAB>sentence`. MNLI uses
-    the train layout (labelled) or the test layout (unlabelled), with the id in `pairID` and the columns this
-    project does not use (parses, genre, promptID) left empty.
-    """
-    spec = _glue_format(task)
-    path = Path(path)
-    _check_unique_ids(examples, path)
-    labelled = [e.label is not None for e in examples]
-    if any(labelled) and not all(labelled):
-        first = examples[labelled.index(False)]
-        raise _record_error(path, first.id, "has no label while others do; a GLUE file is all labelled or none")
-    has_labels = bool(examples) and all(labelled)
-    for example in examples:
-        texts = [example.text_a] + ([example.text_b] if len(spec.text_columns) > 1 else [])
-        if any(t is None or not t.strip() for t in texts):
-            raise _record_error(path, example.id, f"a {task} record needs {len(texts)} non-empty text(s)")
-        if any(c in t for t in texts + [example.id] for c in "\t\r\n"):
-            raise _record_error(path, example.id, "a tab or line break in its text or id cannot be stored in a TSV")
-        if has_labels and not 0 <= example.label < len(spec.labels):
-            raise _record_error(path, example.id, f"label {example.label} is out of range 0..{len(spec.labels) - 1}")
-    if task == "sst2":
-        rows_are_ids = all(e.id == str(i) for i, e in enumerate(examples))
-        header = (["sentence", "label"] if rows_are_ids else ["index", "sentence", "label"]) if has_labels \
-            else ["index", "sentence"]
-        rows = []
-        for e in examples:
-            values = {"index": e.id, "sentence": e.text_a, "label": spec.labels[e.label] if has_labels else ""}
-            rows.append([values[c] for c in header])
-    else:
-        header = list(MNLI_TRAIN_COLUMNS if has_labels else MNLI_TEST_COLUMNS)
-        rows = []
-        for i, e in enumerate(examples):
-            values = dict.fromkeys(header, "")
-            values.update(index=str(i), pairID=e.id, sentence1=e.text_a, sentence2=e.text_b)
-            if has_labels:
-                values["label1"] = values["gold_label"] = spec.labels[e.label]
-            rows.append([values[c] for c in header])
-    atomic_write_text(path, "".join("\t".join(r) + "\n" for r in [header, *rows]))
-    return path
 
 
 # --------------------------------------------------------------------------- RACE JSON
@@ -325,27 +278,29 @@ def _race_article(article: dict, file: Path, default_id: str | None, num_options
         found = ", ".join(f"{n} {key}" for key, n in counts.items())
         raise _record_error(file, file_id, f"found {found}; there must be one options list and one answer per question")
     expected = num_options if num_options is not None else (len(options[0]) if options else 0)
-    examples = []
-    for q, question in enumerate(questions):
-        record = f"{file_id}-{q}"
-        choices = options[q]
-        if not isinstance(question, str) or not question.strip():
-            raise _record_error(file, record, "the question is empty")
-        if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
-            raise _record_error(file, record, "options must be a list of strings")
-        if len(choices) != expected:
-            rule = f"RACE questions have {expected}" if num_options is not None \
-                else f"the first question of this file has {expected}"
-            raise _record_error(file, record, f"found {len(choices)} options, but {rule}")
-        answer = None
-        if answers is not None:
-            letters = [chr(ord("A") + i) for i in range(expected)]
-            letter = answers[q]
-            if not isinstance(letter, str) or letter.strip().upper() not in letters:
-                raise _record_error(file, record, f"answer {letter!r} is not one of the letters {', '.join(letters)}")
-            answer = letters.index(letter.strip().upper())
-        examples.append(MultipleChoiceExample(record, article["article"], question, list(choices), answer))
-    return examples
+    rule = f"RACE questions have {expected}" if num_options is not None \
+        else f"the first question of this file has {expected}"
+    return [_race_question(file, f"{file_id}-{q}", article["article"], question, options[q],
+                           answers is not None, answers[q] if answers is not None else None, expected, rule)
+            for q, question in enumerate(questions)]
+
+
+def _race_question(file: Path, record: str, passage: str, question, choices, labelled: bool, letter, expected: int,
+                   rule: str) -> MultipleChoiceExample:
+    """One RACE question, checked: its text, `expected` string options and, when `labelled`, its answer letter."""
+    if not isinstance(question, str) or not question.strip():
+        raise _record_error(file, record, "the question is empty")
+    if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+        raise _record_error(file, record, "options must be a list of strings")
+    if len(choices) != expected:
+        raise _record_error(file, record, f"found {len(choices)} options, but {rule}")
+    answer = None
+    if labelled:
+        letters = [chr(ord("A") + i) for i in range(expected)]
+        if not isinstance(letter, str) or letter.strip().upper() not in letters:
+            raise _record_error(file, record, f"answer {letter!r} is not one of the letters {', '.join(letters)}")
+        answer = letters.index(letter.strip().upper())
+    return MultipleChoiceExample(record, passage, question, list(choices), answer)
 
 
 def write_race_json(examples: list[MultipleChoiceExample], path: str | Path) -> Path:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..errors import lookup
 from ..model.config import AlbertConfig
 from ..model.heads import AlbertForMultipleChoice, AlbertForQuestionAnswering, AlbertForSequenceClassification
 from .features import (
@@ -107,6 +108,4 @@ TASK_KINDS: dict[str, TaskKind] = {
 
 def task_kind(name: str) -> TaskKind:
     """The registered kind `name`; an unknown name is an error that lists the known ones."""
-    if name not in TASK_KINDS:
-        raise ValueError(f"unknown task kind {name!r}; choose one of {sorted(TASK_KINDS)}")
-    return TASK_KINDS[name]
+    return lookup(TASK_KINDS, name, "task kind")

@@ -10,11 +10,15 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..errors import lookup
 from .austen_tasks import load_austen_mc, load_austen_span
 from .formats import GLUE_FORMATS, load_glue_tsv, load_race_json, load_squad_json
-from .kinds import TaskKind, task_kind
 from .polarity import load_polarity
+
+if TYPE_CHECKING:  # the kinds build torch heads: a task's name and files need no torch (albert-mini help finetune)
+    from .kinds import TaskKind
 
 # What chapters import from here (the module's public face; albert_mini/README.md).
 __all__ = ["TASKS", "get_task"]
@@ -37,6 +41,8 @@ class Task:
     @property
     def spec(self) -> TaskKind:
         """The kind's head, features, collation and score."""
+        from .kinds import task_kind
+
         return task_kind(self.kind)
 
     def load(self, split: str) -> list:
@@ -85,9 +91,7 @@ FILE_FORMATS: dict[str, FileFormat] = {
 
 def file_task(fmt: str, train_path: str | Path, test_path: str | Path, max_length: int = 128) -> Task:
     """A task read from official-format files: RACE JSON, SQuAD v1.1 JSON, or GLUE TSV (SST-2, MNLI)."""
-    if fmt not in FILE_FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FILE_FORMATS)}")
-    spec = FILE_FORMATS[fmt]
+    spec = lookup(FILE_FORMATS, fmt, "format")
     files = {"train": str(train_path), "test": str(test_path)}
     return Task(f"{fmt}:{Path(train_path).name}", spec.kind, ("train", "test"), lambda split: spec.load(files[split]),
                 max_length=max_length, num_labels=spec.num_labels)
@@ -95,6 +99,4 @@ def file_task(fmt: str, train_path: str | Path, test_path: str | Path, max_lengt
 
 def get_task(name: str) -> Task:
     """A shipped task by name."""
-    if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
-    return TASKS[name]
+    return lookup(TASKS, name, "task")

@@ -7,6 +7,11 @@ position plus the settings, and `load_state_dict()` refuses a position saved und
 
 from __future__ import annotations
 
+from collections import deque
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
 
 class BatchSource:
     """Base class: a subclass defines `batch(epoch, index)` and `batches_in_epoch(epoch)`; this class walks.
@@ -37,13 +42,27 @@ class BatchSource:
         return self
 
     def __next__(self) -> dict:
+        return self.build(self.plan())
+
+    def plan(self) -> tuple:
+        """Move past the next batch without building it; returns what `build` needs to build it (a ticket)."""
         while self.index >= self.batches_in_epoch(self.epoch):
             if self.num_epochs is not None and self.epoch + 1 >= self.num_epochs:
                 raise StopIteration
             self.epoch, self.index = self.epoch + 1, 0
-        batch = self.batch(self.epoch, self.index)
         self.index += 1
-        return batch
+        return self.epoch, self.index - 1
+
+    def build(self, ticket: tuple) -> dict:
+        """The batch a ticket of `plan` names: a pure function of it, so another process builds the same bits."""
+        return self.batch(*ticket)
+
+    def position(self) -> tuple:
+        """Where the walk stands, as plain values (`set_position` goes back there)."""
+        return self.epoch, self.index
+
+    def set_position(self, position: tuple) -> None:
+        self.epoch, self.index = position
 
     def take(self, n: int) -> list[dict]:
         """The first n batches of the current epoch as a list (a re-iterable validation set)."""
@@ -77,11 +96,29 @@ class PhasedBatches(BatchSource):
         super().__init__()
         self.first, self.then, self.switch_after, self.drawn = first, then, switch_after, 0
 
-    def __next__(self) -> dict:
-        source = self.first if self.drawn < self.switch_after else self.then
-        batch = next(source)
+    def plan(self) -> tuple:
+        phase = 0 if self.drawn < self.switch_after else 1
+        ticket = (self.first, self.then)[phase].plan()
         self.drawn += 1
-        return batch
+        return phase, ticket
+
+    def build(self, ticket: tuple) -> dict:
+        phase, inner = ticket
+        return (self.first, self.then)[phase].build(inner)
+
+    def position(self) -> tuple:
+        return self.drawn, self.first.position(), self.then.position()
+
+    def set_position(self, position: tuple) -> None:
+        self.drawn, first, then = position
+        self.first.set_position(first)
+        self.then.set_position(then)
+
+    @property
+    def max_predictions(self) -> int | None:
+        """The larger cap of the two phases (None when either has none)."""
+        caps = [getattr(self.first, "max_predictions", None), getattr(self.then, "max_predictions", None)]
+        return None if None in caps else max(caps)
 
     def take(self, n: int) -> list[dict]:
         return self.then.take(n)
@@ -100,3 +137,102 @@ class PhasedBatches(BatchSource):
         self.first.load_state_dict(state["first"])
         self.then.load_state_dict(state["then"])
         self.drawn = int(state["drawn"])
+
+
+class _Tickets(Dataset):
+    """A map-style view of a source for a DataLoader: item `ticket` is the batch `source.build(ticket)`."""
+
+    def __init__(self, source: BatchSource):
+        self.source = source
+
+    def __getitem__(self, ticket):
+        return self.source.build(ticket)
+
+
+class LoadedBatches:
+    """A BatchSource fed like a GPU job: a torch DataLoader whose `workers` processes build the next batches while
+    the model trains, into pinned memory when `pin_memory` (for copies to a CUDA device that do not block).
+
+    This process plans the walk (`plan`: positions only, cheap) and the workers build each batch from its ticket, a
+    pure function of it, so the batches are the same bits with and without workers, in the same order, and a
+    checkpoint's data position is the source's own: `state_dict()` is where the batches handed out so far end, not
+    how far the workers have read ahead, and `load_state_dict` starts the loader again from there.
+    """
+
+    def __init__(self, source: BatchSource, workers: int = 0, pin_memory: bool = False, prefetch: int = 2):
+        if workers < 0:
+            raise ValueError(f"workers must be >= 0, got {workers}")
+        self.source, self.workers, self.pin_memory, self.prefetch = source, workers, pin_memory, prefetch
+        self._iter = None
+
+    @property
+    def max_predictions(self) -> int | None:
+        return getattr(self.source, "max_predictions", None)
+
+    def _start(self) -> None:
+        self._given = self.source.position()  # after the last batch handed out
+        self._after: deque = deque()  # the position after each ticket the loader has asked for, in order
+
+        def tickets():
+            while True:
+                try:
+                    ticket = self.source.plan()
+                except StopIteration:
+                    return
+                self._after.append(self.source.position())
+                yield ticket
+
+        # Its own generator: the worker seeds a DataLoader draws would otherwise come from torch's global RNG and
+        # shift every dropout mask after it (the batches themselves use no global RNG).
+        loader = DataLoader(_Tickets(self.source), batch_size=None, sampler=_Iterable(tickets),
+                            num_workers=self.workers, pin_memory=self.pin_memory,
+                            prefetch_factor=self.prefetch if self.workers else None,
+                            generator=torch.Generator().manual_seed(0))
+        self._iter = iter(loader)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> dict:
+        if self._iter is None:
+            self._start()
+        batch = next(self._iter)
+        self._given = self._after.popleft()
+        return batch
+
+    def take(self, n: int) -> list[dict]:
+        return self.source.take(n)
+
+    def state_dict(self) -> dict:
+        """The source's state at the end of the batches handed out (the workers may have planned further)."""
+        if self._iter is None:
+            return self.source.state_dict()
+        ahead = self.source.position()
+        self.source.set_position(self._given)
+        try:
+            return self.source.state_dict()
+        finally:
+            self.source.set_position(ahead)
+
+    def load_state_dict(self, state: dict) -> None:
+        """Go to a saved position; the batches read ahead are dropped and the loader starts again from there."""
+        self.close()
+        self.source.load_state_dict(state)
+
+    def close(self) -> None:
+        """Stop the workers and give the batches they read ahead back to the source."""
+        if self._iter is not None:
+            if hasattr(self._iter, "_shutdown_workers"):
+                self._iter._shutdown_workers()
+            self._iter = None
+            self.source.set_position(self._given)
+
+
+class _Iterable:
+    """A sampler from a generator function: each `iter` starts the walk where the source stands."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def __iter__(self):
+        return self.make()

@@ -276,6 +276,12 @@ class PretrainingBatches(BatchSource):
             raise ValueError(f"epoch {self.epoch} has {len(dataset)} examples, fewer than one batch of "
                              f"{batch_size}; lower batch_size or use more text")
 
+    @property
+    def max_predictions(self) -> int:
+        """The most masked tokens of any sequence (the masker's cap): the trainer's MLM head runs at that many."""
+        dataset = self.dataset.dataset if isinstance(self.dataset, DatasetShard) else self.dataset
+        return dataset.masker.max_predictions
+
     def batches_in_epoch(self, epoch: int) -> int:
         """Full batches in `epoch` (dynamic epochs differ slightly in size)."""
         self.dataset.set_epoch(epoch)

@@ -381,17 +381,11 @@ def fingerprint_files(paths, digests: dict | None = None) -> dict:
 
 
 def fingerprint_changes(old: dict, new: dict) -> list[str]:
-    """One `path (modified|new|missing)` entry per file that differs between two fingerprints. An older record
-    that named files of the repository by their absolute path is read with the names a record gives them now."""
-    def named(name: str) -> str:  # a relative name is already a recorded one (resolving it would use the cwd)
-        return recorded_path(name) if Path(name).is_absolute() else name
-
-    before = {named(name): digest for name, digest in old.get("files", {}).items()}
-    after = {named(name): digest for name, digest in new.get("files", {}).items()}
-    renamed = list(before) != list(old.get("files", {})) or list(after) != list(new.get("files", {}))
+    """One `path (modified|new|missing)` entry per file that differs between two fingerprints."""
+    before, after = old.get("files", {}), new.get("files", {})
     changes = [f"{name} (modified)" for name in sorted(before.keys() & after.keys()) if before[name] != after[name]]
     changes += [f"{name} (new)" for name in sorted(after.keys() - before.keys())]
     changes += [f"{name} (missing)" for name in sorted(before.keys() - after.keys())]
-    if not changes and not renamed and old.get("sha256") != new.get("sha256"):
+    if not changes and old.get("sha256") != new.get("sha256"):
         changes.append("the fingerprint differs though every listed file matches (a different fingerprint format)")
     return changes

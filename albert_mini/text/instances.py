@@ -34,6 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..choices import SENTENCE_TASK_NAMES
+from ..errors import lookup
 from ..specials import CLS_ID, IGNORE_INDEX, SEP_ID
 
 # What chapters import from here (the module's public face; albert_mini/README.md).
@@ -374,20 +376,20 @@ class SentenceTask:
         return self.pairs
 
 
-# Adding a sentence task: write its `build` function above and register it here; the CLI, the data pipeline,
-# the pretraining recipe and the experiments read this table.
+# Adding a sentence task: write its `build` function above, name it in SENTENCE_TASK_NAMES (albert_mini/choices.py,
+# where the command line reads the names without numpy) and register it here under that name; the CLI, the data
+# pipeline, the pretraining recipe and the experiments read this table.
+_SOP, _NSP, _NONE = SENTENCE_TASK_NAMES
 SENTENCE_TASKS: dict[str, SentenceTask] = {
-    "sop": SentenceTask("sop", _sop_instances, pairs=True, min_documents=1,
-                        description="sentence-order prediction (ALBERT): two consecutive segments, half swapped"),
-    "nsp": SentenceTask("nsp", _nsp_instances, pairs=True, min_documents=2,
-                        description="next-sentence prediction (BERT): B follows A, or comes from another document"),
-    "none": SentenceTask("none", _single_segment_instances, pairs=False, min_documents=1,
-                         description="MLM only: single segments, no sentence label"),
+    _SOP: SentenceTask(_SOP, _sop_instances, pairs=True, min_documents=1,
+                       description="sentence-order prediction (ALBERT): two consecutive segments, half swapped"),
+    _NSP: SentenceTask(_NSP, _nsp_instances, pairs=True, min_documents=2,
+                       description="next-sentence prediction (BERT): B follows A, or comes from another document"),
+    _NONE: SentenceTask(_NONE, _single_segment_instances, pairs=False, min_documents=1,
+                        description="MLM only: single segments, no sentence label"),
 }
 
 
 def sentence_task(name: str) -> SentenceTask:
     """The registered sentence task `name`; an unknown name is an error that lists the known ones."""
-    if name not in SENTENCE_TASKS:
-        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(SENTENCE_TASKS)}")
-    return SENTENCE_TASKS[name]
+    return lookup(SENTENCE_TASKS, name, "task")

@@ -46,7 +46,3 @@ def pad_batch(columns: dict[str, Sequence[Sequence[int]]], pad_to: int | None = 
     return batch
 
 
-def real_token_share(batch: dict[str, torch.Tensor]) -> float:
-    """The fraction of a batch's positions that hold real tokens; the rest is compute spent on padding."""
-    mask = batch["attention_mask"]
-    return float(mask.sum()) / mask.numel()

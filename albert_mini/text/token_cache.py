@@ -41,6 +41,8 @@ from __future__ import annotations
 import collections
 import ctypes
 import errno
+import functools
+import gc
 import hashlib
 import io
 import itertools
@@ -63,10 +65,11 @@ from pathlib import Path
 import numpy as np
 from filelock import FileLock
 
-from ..paths import CACHE_ROOT, sha256_file
+from ..choices import default_workers
+from ..paths import CACHE_ENV, CACHE_ROOT
 from ..safe_files import atomic_write_bytes, atomic_write_text
-from ..textfile import decode_utf8
-from .corpus import TEXT_MODES, CorpusError, paragraphs_of_text, split_sentences
+from ..textfile import decode_utf8, universal_newlines
+from .corpus import _ASCII_PUNCTUATION, ABBREVIATIONS, BLANK_LINE, TEXT_MODES, CorpusError
 from .instances import ROW_FIELDS, TokenDocuments
 
 # Bump when the reading, splitting or encoding rules or the folder's layout change: old folders stop matching
@@ -77,7 +80,6 @@ from .instances import ROW_FIELDS, TokenDocuments
 # 3: one tokens.bin instead of a shard per piece (a corpus of 100,000 files mapped 100,000 files, past the usual
 # limit of 1,024 open files), and the size and crc32 of every file in the manifest.
 PREPARE_VERSION = 3
-CACHE_ENV = "ALBERT_MINI_CACHE"
 PIECE_BYTES = 8 << 20  # text per work item: small enough to spread 2 cores, large enough to amortise a call
 MIN_JOB_BYTES = 64 << 10  # small files are grouped into work items of at least this much text (one call each)
 WINDOW_BYTES = 1 << 20  # how much the reading pass reads at a time (a blank line may straddle two reads)
@@ -173,13 +175,20 @@ def cut_pieces(paths: Sequence[Path], mode: str, piece_bytes: int | None = None,
     "blank_line" a file is cut after a blank line near every `piece_bytes`, which gives the same documents as
     reading it whole (see corpus.paragraphs_of_text). The same pass takes each file's sha256: a file whose
     sha256 is not its `file_sha256` (the one its cache key was made from) changed since, a TextChanged."""
-    pieces = []
+    return cut_and_hash(paths, mode, piece_bytes, file_sha256)[0]
+
+
+def cut_and_hash(paths: Sequence[Path], mode: str, piece_bytes: int | None = None,
+                 file_sha256: Sequence[str] | None = None) -> tuple[list[Piece], list[str]]:
+    """`cut_pieces`, and the sha256 of every file its pass took."""
+    pieces, digests = [], []
     for i, path in enumerate(paths):
         found, digest = _scan(Path(path), mode, piece_bytes or PIECE_BYTES)
         if file_sha256 is not None and digest != file_sha256[i]:
             raise changed_while_read(path, "its sha256 is not the one read a moment before")
         pieces += found
-    return pieces
+        digests.append(digest)
+    return pieces, digests
 
 
 def _scan(path: Path, mode: str, piece_bytes: int) -> tuple[list[Piece], str]:
@@ -254,7 +263,27 @@ def _start_worker(model: bytes, parent: int) -> None:
     # pieces not started, see _run_jobs) and says so in one line; a worker would print a traceback each.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(parent)
+    # The objects inherited from the parent (torch's among them) are left out of garbage collection here: a full
+    # collection writes to every object it visits, and each write copies a page the fork shared.
+    gc.freeze()
+    keep_freed_memory()
     _load_processor(model)
+
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt(3)
+
+
+def keep_freed_memory() -> None:
+    """Let this process's allocator keep the memory it frees for the next work item (glibc): by default an
+    array of a few MB is mapped from the system and handed back when freed, so each item faulted its pages in
+    anew (about a tenth of a worker's CPU time was the kernel's). The peak stays that of the largest item."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None)
+            libc.mallopt(M_MMAP_THRESHOLD, 64 << 20)
+            libc.mallopt(M_TRIM_THRESHOLD, 256 << 20)
+        except (OSError, AttributeError):
+            pass  # another C library: its defaults
 
 
 def die_with_parent(parent: int) -> None:
@@ -286,32 +315,163 @@ def _load_processor(model: bytes) -> None:
     _worker_processor = spm.SentencePieceProcessor(model_proto=model)
 
 
-def _prepare_job(job: tuple[list[Piece], str, str]) -> dict:
-    """Tokenize some pieces: their tokens end to end, sentence lengths, documents, digests and counts."""
+# ---------------------------------------------------------------------------------------------- reading in bulk
+# A worker reads a piece by the rules of corpus.paragraphs_of_text, corpus.split_sentences and
+# tokenizer.preprocess_text, applied to the whole piece at once: a few passes of str.replace, re and NumPy over
+# megabytes instead of Python calls per line, sentence and word, which took half of each worker's time (issue 43).
+# In the piece's text a NUL ends each document (decode_utf8 refuses a NUL in a file, so none is the text's own),
+# and a line end each paragraph, then each sentence. tests/text/test_token_cache.py checks the result against
+# those three functions on Austen's text and on random text made of the characters their rules look at.
+DOCUMENT_END = "\0"
+# normalize_paragraph's replacements but the no-break space's: that is whitespace, which every rule collapses
+# anyway (and replaced before the blank lines are found, a line of it would become a blank line).
+PUNCTUATION = {chr(code): plain for code, plain in _ASCII_PUNCTUATION.items() if not chr(code).isspace()}
+# Every character str.isspace() names but " ", "\n" and "\r" (gone once line ends are read as LF), the ASCII ones
+# first; and those of them str.splitlines() ends a line at. test_the_bulk_reader_knows_every_space checks both.
+SPACES = ("\t\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+          "\u200a\u2028\u2029\u202f\u205f\u3000")
+ASCII_SPACES = 7
+LINE_ENDS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+SEPARATORS = np.array([0, ord(" "), ord("\n"), ord(DOCUMENT_END)], dtype=np.uint8)  # by rank (see below)
+
+
+def read_sentences(text: str, mode: str) -> tuple[list[bytes], list[int], list[str]]:
+    """What the cache keeps of a piece's text: for each document (as `paragraphs_of_text` cuts it), the sha256 of
+    its paragraphs joined by blank lines and its number of sentences; and every sentence, preprocessed."""
+    text, data = _paragraph_lines(text, mode)
+    if not text:
+        return [], [], []
+    digests = [hashlib.sha256(doc.replace(b"\n", b"\n\n")).digest() for doc in data.split(DOCUMENT_END.encode())]
+    data = _sentence_lines(text, data).encode("utf-8")
+    codes = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero((codes == SEPARATORS[2]) | (codes == SEPARATORS[3]))  # of every sentence but the last
+    last = np.searchsorted(ends, np.flatnonzero(codes == SEPARATORS[3]))  # each document's last sentence (not the
+    # last document's: it ends with the text)
+    per_document = np.diff(np.concatenate([[-1], last, [len(ends)]])).tolist()
+    return digests, per_document, _preprocessed(data, codes, ends)
+
+
+def _paragraph_lines(text: str, mode: str) -> tuple[str, bytes]:
+    """The documents of a piece's text with each paragraph normalized (`normalize_paragraph`) on a line of its
+    own, DOCUMENT_END between documents, empty paragraphs and documents left out; as text and as UTF-8."""
+    text = universal_newlines(text)
+    for char, plain in PUNCTUATION.items():
+        if char in text:
+            text = text.replace(char, plain)
+    text = BLANK_LINE.sub(DOCUMENT_END, text)  # ends a document (mode "blank_line") or a paragraph ("file")
+    line_ends = LINE_ENDS if mode == "blank_line" else ""
+    for char in SPACES if not text.isascii() else SPACES[:ASCII_SPACES]:
+        if char in text:
+            text = text.replace(char, "\n" if char in line_ends else " ")
+    if mode == "file":
+        text = text.replace("\n", " ")  # a block's lines are one paragraph
+    text, data = _collapse_separators(text)
+    if mode == "file":  # one document, of the blocks
+        return text.replace(DOCUMENT_END, "\n"), data.replace(DOCUMENT_END.encode(), b"\n")
+    return text, data
+
+
+def _collapse_separators(text: str) -> tuple[str, bytes]:
+    """`text` with each run of spaces, line ends and DOCUMENT_ENDs as the highest ranked of them (DOCUMENT_END,
+    then a line end, then a space), and none at either end: what normalizing every line, then leaving out empty
+    lines and empty documents gives. Done on the UTF-8 bytes with NumPy (the three are ASCII, so no other
+    character holds their bytes), as str.replace() searches slowly for a needle of two characters with a space."""
+    text = text.strip(" \n" + DOCUMENT_END)
+    data = text.encode("utf-8")
+    codes = np.frombuffer(data, dtype=np.uint8)
+    low = codes <= SEPARATORS[1]  # the three, and control characters (rare in text): a quick first look
+    if not np.any(low[1:] & low[:-1]):
+        return text, data  # every separator stands alone, as it would be written
+    found = [codes == byte for byte in SEPARATORS[1:]]
+    separator = found[0] | found[1] | found[2]
+    if not np.any(separator[1:] & separator[:-1]):
+        return text, data
+    rank = np.zeros(len(codes), dtype=np.uint8)  # (uint8 throughout: mixing in Python ints makes int64 arrays)
+    for value, where in enumerate(found, start=1):
+        rank[where] = value
+    first = separator.copy()  # the first byte of every run
+    first[1:] &= ~separator[:-1]
+    starts = np.flatnonzero(first)
+    collapsed = codes.copy()
+    collapsed[starts] = SEPARATORS[np.maximum.reduceat(rank, starts)]  # (a run's bytes, then others' of rank 0)
+    keep = ~separator
+    keep[starts] = True
+    data = collapsed[keep].tobytes()
+    return data.decode("utf-8"), data
+
+
+def _sentence_lines(text: str, data: bytes) -> str:
+    """Paragraph lines (`text`, and `data`, its UTF-8) cut into sentence lines where `split_sentences` cuts."""
+    initials = "A-HJ-Z"
+    if not data.isascii():  # other capitals the text holds, read from its bytes of other characters
+        codes = np.frombuffer(data, dtype=np.uint8)
+        others = set(codes[codes >= 0x80].tobytes().decode("utf-8"))
+        initials += "".join(sorted(c for c in others if c.isupper() and c.isalnum()))
+    for mark, boundary in zip(".!?", _sentence_boundaries(initials)):
+        if mark in text:
+            parts = boundary.split(text)  # text, the end of a sentence, text, ...
+            parts[1::2] = [end + "\n" for end in parts[1::2]]
+            text = "".join(parts)
+    return text
+
+
+@functools.lru_cache(maxsize=64)
+def _sentence_boundaries(initials: str) -> list[re.Pattern]:
+    """split_sentences' boundary (corpus._BOUNDARY on normalized text, where whitespace is one space) and its
+    exceptions, as three patterns: a run of marks starting with a dot, "!" or "?", each led by a literal that re
+    finds fast. `initials`: the capitals that make a one-letter word before a dot an initial.
+
+    Group 1 ends the sentence (the run of marks, closing quotes or brackets, and a "--"); the space after it is
+    the rest of the match. A run is matched from its first mark only, as split_sentences' finditer does, since it
+    goes on from the previous match's end (a skipped abbreviation's included)."""
+    by_length = {}
+    for word in sorted(ABBREVIATIONS):
+        by_length.setdefault(len(word), []).append(word)  # a lookbehind has one width
+    # A dot not followed by another, after a whole word (the word characters and apostrophes _word_before
+    # finds) that is a title, an initial, or "No" before a number.
+    titles = "|".join(rf"(?<=(?<![\w'])(?:{'|'.join(words)})\.)" for words in by_length.values())
+    skip = (rf"(?!\.)(?:{titles}|(?<=(?<![\w'])[{initials}]\.)"
+            r"""|(?<=(?<![\w'])No\.)[.!?]*["')\]]*(?: |--)[0-9])""")
+    rest = r"""[.!?]*["')\]]*(?:--)?)(?:(?<=--)|(?<!--) )(?=["'(\[]*[A-Z0-9])"""
+    return [re.compile(rf"(\.(?<![.!?]\.)(?!{skip}){rest}"), re.compile(rf"(!(?<![.!?]!){rest}"),
+            re.compile(rf"(\?(?<![.!?]\?){rest}")]
+
+
+def _preprocessed(data: bytes, codes: np.ndarray, ends: np.ndarray) -> list[str]:
+    """`preprocess_text` of every sentence of `data` (UTF-8; its bytes as `codes`, its sentences ending at
+    `ends` but the last): the ASCII ones in bulk (preprocessing a stripped, single-spaced ASCII sentence only
+    replaces `` and '' and lowers it; bytes.lower() lowers ASCII letters only), then the others one by one."""
     from .tokenizer import preprocess_text
 
+    lowered = data.replace(b"``", b'"') if b"`" in data else data  # (one byte is found fast, two are not)
+    lowered = lowered.replace(b"''", b'"').replace(DOCUMENT_END.encode(), b"\n").lower()
+    sentences = lowered.decode("utf-8").split("\n")
+    starts = np.concatenate([[0], ends + 1])
+    for i in np.unique(np.searchsorted(ends, np.flatnonzero(codes >= 0x80))).tolist():
+        end = int(ends[i]) if i < len(ends) else len(data)
+        sentences[i] = preprocess_text(data[starts[i]:end].decode("utf-8"))
+    return sentences
+
+
+def _prepare_job(job: tuple[list[Piece], str, str]) -> dict:
+    """Tokenize some pieces: their tokens end to end, sentence lengths, documents, digests and counts."""
     pieces, mode, dtype = job
-    sentence_counts, digests = [], []
-    vocab = _worker_processor.get_piece_size()
-    sentences, per_document = [], []
+    digests, per_document, sentences = [], [], []
     for piece in pieces:  # one file open at a time
-        for paragraphs in paragraphs_of_text(read_piece(piece), mode):
-            digests.append(hashlib.sha256("\n\n".join(paragraphs).encode("utf-8")).digest())
-            before = len(sentences)
-            sentences += [preprocess_text(s) for p in paragraphs for s in split_sentences(p)]
-            per_document.append(len(sentences) - before)
+        found = read_sentences(read_piece(piece), mode)
+        digests += found[0]
+        per_document += found[1]
+        sentences += found[2]
     # One call for the whole job, on one thread: the cores are busy with the other jobs.
     encoded = _worker_processor.encode(sentences, num_threads=1)
-    position = 0
-    for count in per_document:
-        kept = sum(1 for ids in encoded[position:position + count] if ids)  # empty sentences are dropped
-        sentence_counts.append(kept)
-        position += count
-    encoded = [ids for ids in encoded if ids]
-    sentence_lengths = [len(ids) for ids in encoded]
-    flat = np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int32, count=sum(sentence_lengths))
-    return {"tokens": flat.astype(dtype), "lengths": np.array(sentence_lengths, dtype=np.int64),
-            "sentences": np.array(sentence_counts, np.int64), "counts": np.bincount(flat, minlength=vocab),
+    lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+    flat = np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int32, count=int(lengths.sum()))
+    # Empty sentences (nothing left once preprocessed) are dropped; their document counts the others.
+    kept = np.concatenate([[0], np.cumsum(lengths > 0)])
+    ends = np.cumsum(per_document, dtype=np.int64)
+    return {"tokens": flat.astype(dtype), "lengths": lengths[lengths > 0],
+            "sentences": kept[ends] - kept[ends - np.asarray(per_document, dtype=np.int64)],
+            "counts": np.bincount(flat, minlength=_worker_processor.get_piece_size()),
             "digests": np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(-1, 32),
             "bytes": sum(p.end - p.start for p in pieces)}
 
@@ -320,20 +480,19 @@ def token_dtype(vocab_size: int) -> str:
     return "uint16" if vocab_size <= np.iinfo(np.uint16).max + 1 else "uint32"
 
 
-def default_workers() -> int:
-    """All the cores this process may use."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def prepare(paths: Sequence[Path], tokenizer, mode: str, file_sha256: Sequence[str] | None = None,
             workers: int | None = None, root: Path | None = None, progress: bool = True,
             say: Callable[[str], None] = print) -> TokenCache:
     """The cache of these files, prepared now unless a complete one exists (then it is only opened, and checked).
 
     `file_sha256`: the files' digests when the caller has them already (a run records them anyway); preparing
-    reads every file again and refuses one whose bytes are no longer those digests."""
+    reads every file again and refuses one whose bytes are no longer those digests. Without them, the pass that
+    takes them also cuts the files into work items (one pass over the text before the workers start, not two)."""
     paths = [Path(p) for p in paths]
-    file_sha256 = list(file_sha256) if file_sha256 is not None else [sha256_file(p) for p in paths]
+    pieces = None
+    if file_sha256 is None:
+        pieces, file_sha256 = cut_and_hash(paths, mode)
+    file_sha256 = list(file_sha256)
     model = tokenizer.sp.serialized_model_proto()
     key = cache_key(file_sha256, hashlib.sha256(model).hexdigest(), mode)
     root = Path(root) if root is not None else cache_root()
@@ -348,12 +507,12 @@ def prepare(paths: Sequence[Path], tokenizer, mode: str, file_sha256: Sequence[s
     with FileLock(str(root / f"{key}.lock")):
         if (folder / MANIFEST_NAME).is_file():  # another process prepared it while this one waited
             return TokenCache(folder)
-        _write(folder, paths, file_sha256, model, tokenizer, mode, workers, progress, say)
+        _write(folder, paths, file_sha256, model, tokenizer, mode, workers, progress, say, pieces)
     return TokenCache(folder)
 
 
 def _write(folder: Path, paths, file_sha256, model: bytes, tokenizer, mode: str, workers: int | None,
-           progress: bool, say) -> None:
+           progress: bool, say, pieces: list[Piece] | None = None) -> None:
     start = time.perf_counter()
     for stale in folder.parent.glob(f"{folder.name}.partial-*"):  # left by a killed preparation of this key
         if stale.is_dir() and not stale.is_symlink():
@@ -372,7 +531,8 @@ def _write(folder: Path, paths, file_sha256, model: bytes, tokenizer, mode: str,
     partial = folder.parent / f"{folder.name}.partial-{os.getpid()}-{secrets.token_hex(4)}"
     partial.mkdir()
     try:
-        pieces = cut_pieces(paths, mode, file_sha256=file_sha256)
+        if pieces is None:
+            pieces = cut_pieces(paths, mode, file_sha256=file_sha256)
         dtype = token_dtype(tokenizer.vocab_size)
         cores = default_workers()
         asked = workers or cores

@@ -4,10 +4,11 @@
 
 runs the same command in 2 processes: nccl on CUDA GPUs (--device auto finds them; rank r then uses GPU r of its
 node, so on an 8-GPU node `--nproc_per_node 8` is all it takes; across nodes add `--nnodes N --node_rank i
---rdzv_endpoint host:port`), gloo on the CPU otherwise (never MPS: one Apple GPU cannot serve several processes;
-albert_mini.devices says which device a process takes). Each rank reads its own shard of the data; rank 0 alone
-writes files and shows progress. torchrun gives every process OMP_NUM_THREADS=1, so on a 2-core machine 2 ranks
-use both cores.
+--master_addr host --master_port port` and give every node the same --out on a shared file system: rank 0 decides
+and writes, every rank checks it sees that folder, training/run.py), gloo on the CPU otherwise (never MPS: one
+Apple GPU cannot serve several processes; albert_mini.devices says which device a process takes). Each rank reads
+its own shard of the data; rank 0 alone writes files and shows progress. torchrun gives every process
+OMP_NUM_THREADS=1, so on a 2-core machine 2 ranks use both cores.
 
 Effective batch per optimizer step = per-rank batch size x world size x accumulation steps.
 
@@ -41,14 +42,14 @@ class DistInfo:
     world_size: int = 1
     local_rank: int = 0
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    # Derived once (plain fields, read at every log line and save): whether this is rank 0, and whether there are
+    # several processes.
+    is_main: bool = field(init=False)
+    is_distributed: bool = field(init=False)
 
-    @property
-    def is_main(self) -> bool:
-        return self.rank == 0
-
-    @property
-    def is_distributed(self) -> bool:
-        return self.world_size > 1
+    def __post_init__(self):
+        object.__setattr__(self, "is_main", self.rank == 0)
+        object.__setattr__(self, "is_distributed", self.world_size > 1)
 
     @property
     def reduce_device(self) -> torch.device:
@@ -120,6 +121,15 @@ def broadcast_flag(flag: bool, info: DistInfo) -> bool:
     t = torch.tensor([int(flag)], device=info.reduce_device)
     dist.broadcast(t, src=0)
     return bool(t.item())
+
+
+def broadcast_object(obj, info: DistInfo):
+    """Rank 0's `obj` on every rank (small plain data: a decision, a name)."""
+    if not info.is_distributed:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=0, device=info.reduce_device)
+    return box[0]
 
 
 def gather_objects(obj, info: DistInfo) -> list:

@@ -2,7 +2,8 @@
 
 This is what `albert_mini.training.trainer.Trainer` does on one process with one micro-batch per step, and it
 gives the very same numbers. The Trainer adds gradient accumulation, several processes, logging, evaluation,
-checkpoints and exact resume around these lines.
+checkpoints and exact resume around these lines, and what a GPU needs to stay busy (a source with a masking cap has
+its MLM head run at fixed positions: the same loss up to rounding; see albert_mini.training.trainer).
 """
 
 from __future__ import annotations

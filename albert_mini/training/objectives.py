@@ -28,17 +28,39 @@ def pretraining_objective(out, batch: dict, mlm_denominator: float, sentence_den
     """
     if out.mlm_loss_sum is None:
         raise ValueError("the model was called without labels; a pretraining batch needs 'labels'")
-    labels = batch["labels"]
-    targets = labels[labels != IGNORE_INDEX]  # (N,), row-major like out.mlm_logits
-    loss = _weighted(mlm_weight, out.mlm_loss_sum / max(mlm_denominator, 1.0))
+    targets = out.mlm_labels
+    if targets is None:  # a model that does not say its targets: the masked ones, row-major like its mlm_logits
+        labels = batch["labels"]
+        targets = labels[labels != IGNORE_INDEX]
+    loss = _weighted(mlm_weight, out.mlm_loss_sum / at_least_one(mlm_denominator, out.mlm_loss_sum))
+    # Padding's target IGNORE_INDEX is no token id, so argmax never counts it as correct.
     stats = [out.mlm_loss_sum.detach(), (out.mlm_logits.argmax(-1) == targets).sum(), out.mlm_count]
     if out.sentence_loss_sum is not None:
         y = batch["sentence_order_label"].view(-1)
-        loss = loss + _weighted(sentence_weight, out.sentence_loss_sum / max(sentence_denominator, 1.0))
+        loss = loss + _weighted(sentence_weight, out.sentence_loss_sum / at_least_one(sentence_denominator,
+                                                                                       out.sentence_loss_sum))
         stats += [out.sentence_loss_sum.detach(), (out.sentence_logits.argmax(-1) == y).sum(), out.sentence_count]
     else:
         stats += [0.0, 0, 0]
-    return loss, torch.tensor([float(s) for s in stats], dtype=torch.float64)
+    return loss, stats_vector(stats, out.mlm_loss_sum.device)
+
+
+def at_least_one(count, like: torch.Tensor):
+    """max(count, 1) as a divisor of `like`: a number stays a number; a tensor stays on its device in `like`'s dtype
+    (an exact integer there), so dividing by it is the same arithmetic as dividing by the number, without a sync."""
+    if isinstance(count, torch.Tensor):
+        return count.clamp(min=1).to(like.dtype)
+    return max(count, 1.0)
+
+
+def stats_vector(values, device) -> torch.Tensor:
+    """Numbers and 0-d tensors as one float64 vector on `device` (the CPU when it has no float64: MPS), built
+    without reading any of them on the host, so a step's metrics cost the GPU no wait."""
+    if device.type == "mps":
+        device = torch.device("cpu")
+    # A number is filled in on the device: copying it there from the host would wait for the GPU as well.
+    return torch.stack([v.detach().to(device=device, dtype=torch.float64) if isinstance(v, torch.Tensor)
+                        else torch.full((), v, dtype=torch.float64, device=device) for v in values])
 
 
 def _weighted(weight: float, loss: torch.Tensor) -> torch.Tensor:
@@ -72,10 +94,12 @@ class PretrainingObjective:
     def __init__(self, mlm_weight: float = 1.0, sentence_weight: float = 1.0):
         self.mlm_weight, self.sentence_weight = mlm_weight, sentence_weight
 
-    def denominators(self, batch: dict) -> list[float]:
-        """Masked tokens and labelled sequences of one micro-batch."""
-        sequences = float(batch["sentence_order_label"].numel()) if "sentence_order_label" in batch else 0.0
-        return [float((batch["labels"] != IGNORE_INDEX).sum()), sequences]
+    def denominators(self, batch: dict) -> torch.Tensor:
+        """Masked tokens and labelled sequences of one micro-batch, a float64 vector on the batch's device (counted
+        there: reading the count on the host would make the host wait for the GPU every step)."""
+        labels = batch["labels"]
+        sequences = batch["sentence_order_label"].numel() if "sentence_order_label" in batch else 0
+        return stats_vector([(labels != IGNORE_INDEX).sum(), sequences], labels.device)
 
     def __call__(self, out, batch: dict, denominators) -> tuple[torch.Tensor, torch.Tensor]:
         return pretraining_objective(out, batch, *denominators, self.mlm_weight, self.sentence_weight)

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..choices import OPTIMIZERS
+
 # What chapters import from here (the module's public face; albert_mini/README.md).
 __all__ = ["WarmupPolyDecay", "build_optimizer", "clip_grad_global_norm", "param_groups"]
 
 # Any parameter whose name contains one of these gets neither weight decay nor the trust ratio.
 NO_DECAY_PATTERNS = ("LayerNorm", "layer_norm", "bias")
-OPTIMIZERS = ("lamb", "adamw")
 
 
 class Lamb(torch.optim.Optimizer):
@@ -64,15 +65,19 @@ class Lamb(torch.optim.Optimizer):
                 update = m / (v.sqrt() + group["eps"])
                 if group["weight_decay"]:
                     update.add_(w, alpha=group["weight_decay"])
-                ratio = trust_ratio(w, update) if group["adapt"] else 1.0
-                w.add_(update, alpha=-group["lr"] * ratio)
+                if group["adapt"]:
+                    # The ratio stays a tensor on the weights' device: reading it on the host (`.item()`, twice per
+                    # tensor) would stall a GPU once per weight tensor of every step.
+                    w.add_(update.mul_(trust_ratio(w, update) * -group["lr"]))
+                else:
+                    w.add_(update, alpha=-group["lr"])
         return loss
 
 
-def trust_ratio(weight: torch.Tensor, update: torch.Tensor) -> float:
-    """||w|| / ||u|| for one tensor, or 1 when either norm is 0 (a fresh bias, a zero update)."""
-    w_norm, u_norm = weight.norm().item(), update.norm().item()
-    return w_norm / u_norm if w_norm > 0 and u_norm > 0 else 1.0
+def trust_ratio(weight: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
+    """||w|| / ||u|| for one tensor, or 1 when either norm is 0 (a fresh bias, a zero update), as a 0-d tensor."""
+    w_norm, u_norm = weight.norm(), update.norm()
+    return torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, torch.ones_like(w_norm))
 
 
 def is_excluded(name: str) -> bool:

@@ -14,6 +14,7 @@ import math
 
 import torch
 
+from ..choices import OUTPUT_BIASES, POSITION_INITS
 from ..model.albert import AlbertForPreTraining
 from ..model.config import AlbertConfig
 from ..text.batches import unigram_log_prior
@@ -21,9 +22,6 @@ from ..text.instances import sentence_task
 
 # What chapters import from here (the module's public face; albert_mini/README.md).
 __all__ = ["build_pretraining_model"]
-
-OUTPUT_BIASES = ("unigram", "zeros")
-POSITION_INITS = ("normal", "sinusoidal")
 
 
 def build_pretraining_model(config: AlbertConfig, task: str = "sop", train_documents=None,

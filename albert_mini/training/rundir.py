@@ -43,7 +43,6 @@ from filelock import lock_descriptor
 
 from ..errors import UserError
 from ..model.config import AlbertConfig, config_differences
-from ..paths import recorded_path
 from ..safe_files import TEMP_NAME, atomic_write_text, check_out_folder, fsync_folder
 from ..text.corpus import fingerprint_changes
 
@@ -275,17 +274,7 @@ def record_differences(old: dict, new: dict, defaults: dict) -> list[str]:
     parts = {"settings": (old_settings, new_settings)}
     for part in ("model", "tokenizer"):
         parts[part] = (old.get(part) or {}, new.get(part) or {})
-    parts["tokenizer"] = tuple(_recorded_tokenizer(t) for t in parts["tokenizer"])
     return [f"{part}.{line}" for part, (a, b) in parts.items() for line in config_differences(a, b)]
-
-
-def _recorded_tokenizer(reference: dict) -> dict:
-    """A tokenizer record with its path as records name it now: an older run.json named a file of the repository
-    by its absolute path (a relative one is already recorded so, and resolving it would use the cwd)."""
-    path = reference.get("path")
-    if isinstance(path, str) and Path(path).is_absolute():
-        return {**reference, "path": recorded_path(path)}
-    return reference
 
 
 _DAMAGED = {}  # what _read_record returns for a run.json that does not parse, or is not shaped as runs write it

@@ -2,7 +2,7 @@
 
 The command line's flags are its fields (`add_flags` derives the parser, as Hugging Face's HfArgumentParser does
 from TrainingArguments); the experiments' budgets, the trunk and the recipe probes are overrides of it
-(`dataclasses.replace`). Whatever builds a run from a setup (albert_mini.training.build) may trust it: a setup
+(`dataclasses.replace`). Whatever builds a run from a setup (albert_mini.training.run) may trust it: a setup
 that exists has passed `check`, so no later layer checks a flag again.
 
     setup = PretrainingSetup(steps=600, out="runs/mini", short_seq_len=64)
@@ -17,15 +17,12 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
+from ..choices import DEVICE_CHOICES, OPTIMIZERS, OUTPUT_BIASES, POSITION_INITS, SENTENCE_TASK_NAMES, check_device_name
 from ..cli import SEED_MAX, nonnegative_float, positive_float
 from ..cli import seed as seed_number
-from ..devices import DEVICE_CHOICES, check_device_name
-from ..errors import UsageError
+from ..errors import UnknownNameError, UsageError
 from ..model.config import PRESETS, AlbertConfig, ConfigError
 from ..specials import FIRST_ORDINARY_ID, PAD_ID
-from ..text.instances import SENTENCE_TASKS
-from .optim import OPTIMIZERS
-from .pretraining_model import OUTPUT_BIASES, POSITION_INITS
 
 # What chapters import from here (the module's public face; albert_mini/README.md).
 __all__ = ["PretrainingSetup", "in_process"]
@@ -114,7 +111,7 @@ class PretrainingSetup:
         f"whatever the file order or seed (default {DEFAULT_HOLDOUT:g}, at least one)", type=float))
     task: str = field(default="sop", metadata=flag(
         "sentence task beside MLM: sop (ALBERT), nsp (BERT) or none (MLM only); default sop",
-        choices=list(SENTENCE_TASKS)))
+        choices=list(SENTENCE_TASK_NAMES)))
     steps: int = field(default=0, metadata=flag(
         "optimizer steps; also the length of the learning-rate decay, which reaches 0 here", type=int, required=True))
     minutes: float | None = field(default=None, metadata=flag(
@@ -226,7 +223,7 @@ class PretrainingSetup:
         overrides = config_overrides(self.config)
         try:
             return AlbertConfig.from_preset(self.preset, **{**overrides, **fixed})
-        except ConfigError as err:
+        except (ConfigError, UnknownNameError) as err:
             if not overrides:
                 raise
             raise UsageError(f"--config {' '.join(self.config)}: {err}") from None
@@ -307,10 +304,6 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--" + f.name.replace("_", "-"), **options)
 
 
-def max_seq_len(preset: str) -> int:
-    return PRESETS[preset].get("max_position_embeddings", 512)
-
-
 CONFIG_FIELDS = {f.name: f for f in dataclasses.fields(AlbertConfig)}
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 
@@ -368,7 +361,27 @@ def canonical_config(items) -> tuple[str, ...]:
 
 def check(s: PretrainingSetup) -> None:
     """Refuse settings that cannot work, naming the flag and a valid choice: the one place a setup is checked."""
-    choices = {"--preset": (s.preset, PRESETS), "--task": (s.task, SENTENCE_TASKS), "--optimizer": (s.optimizer,
+    _check_choices(s)
+    _check_counts(s)
+    _check_numbers(s)
+    if not 0 <= s.seed <= SEED_MAX:
+        raise UsageError(f"--seed must be in [0, {SEED_MAX}], got {s.seed}")
+    if s.warmup is not None and not 0 <= s.warmup <= s.steps:
+        raise UsageError(f"--warmup must be in [0, --steps={s.steps}], got {s.warmup}")
+    if "vocab_size" in config_overrides(s.config) and s.corpus != "synthetic":
+        raise UsageError("--config vocab_size: with a text corpus the tokenizer decides vocab_size (its number of "
+                         "pieces); leave vocab_size out, or use --corpus synthetic")
+    model_config = s.model_config()  # the --config fields checked by the config itself
+    _check_model_for_data(s, model_config)
+    _check_lengths(s, model_config.max_position_embeddings)
+    _check_masking_and_betas(s)
+    _check_step_memory(s)
+    _check_corpus(s)
+
+
+def _check_choices(s: PretrainingSetup) -> None:
+    """Each setting that names one of a list (a preset, a task, an optimizer, ...) names one on it."""
+    choices = {"--preset": (s.preset, PRESETS), "--task": (s.task, SENTENCE_TASK_NAMES), "--optimizer": (s.optimizer,
                OPTIMIZERS), "--output-bias": (s.output_bias, OUTPUT_BIASES), "--masking": (s.masking,
                MASKINGS), "decay": (s.decay, DECAYS), "position_init": (s.position_init, POSITION_INITS)}
     for name, (value, known) in choices.items():
@@ -377,6 +390,10 @@ def check(s: PretrainingSetup) -> None:
     check_device_name(s.device)
     if s.split_by is not None and s.split_by not in SPLIT_BY:
         raise UsageError(f"--split-by must be one of {', '.join(SPLIT_BY)}, got {s.split_by!r}")
+
+
+def _check_counts(s: PretrainingSetup) -> None:
+    """Steps, sizes and intervals: whole numbers in their ranges."""
     positive = {"--steps": s.steps, "--batch-size": s.batch_size, "--seq-len": s.seq_len,
                 "--accumulate": s.accumulate, "--keep": s.keep, "--log-every": s.log_every,
                 "--eval-batches": s.eval_batches}
@@ -388,6 +405,10 @@ def check(s: PretrainingSetup) -> None:
             raise UsageError(f"{name} must be >= 0 (0 means only at the end), got {value}")
     if s.dupe_factor < 1 or (s.dupe_factor > 1 and s.masking != "static"):
         raise UsageError(f"--dupe-factor {s.dupe_factor} needs --masking static (and must be >= 1)")
+
+
+def _check_numbers(s: PretrainingSetup) -> None:
+    """The optimizer's and the text's real numbers: finite, positive, and within what float32 holds."""
     floats = {"--minutes": s.minutes, "--lr": s.lr, "--clip-norm": s.clip_norm, "--weight-decay": s.weight_decay,
               "--holdout-fraction": s.holdout_fraction, "--short-fraction": s.short_fraction}
     for name, value in floats.items():  # the parser checks most; this is for a setup built in code
@@ -402,30 +423,33 @@ def check(s: PretrainingSetup) -> None:
         raise UsageError(f"--lr {s.lr:g} x --weight-decay {s.weight_decay:g} = {s.lr * s.weight_decay:g} >= 1: "
                          "AdamW multiplies every weight by (1 - lr x weight-decay) at each step, which would zero or "
                          "flip them all; lower --weight-decay (default 0.01) or --lr")
-    if not 0 <= s.seed <= SEED_MAX:
-        raise UsageError(f"--seed must be in [0, {SEED_MAX}], got {s.seed}")
-    if s.warmup is not None and not 0 <= s.warmup <= s.steps:
-        raise UsageError(f"--warmup must be in [0, --steps={s.steps}], got {s.warmup}")
-    if "vocab_size" in config_overrides(s.config) and s.corpus != "synthetic":
-        raise UsageError("--config vocab_size: with a text corpus the tokenizer decides vocab_size (its number of "
-                         "pieces); leave vocab_size out, or use --corpus synthetic")
-    model_config = s.model_config()  # the --config fields checked by the config itself
-    _check_model_for_data(s, model_config)
-    longest = model_config.max_position_embeddings
+
+
+def _check_lengths(s: PretrainingSetup, longest: int) -> None:
+    """--seq-len within the model's positions, and the curriculum's short length and fraction."""
     if not 8 <= s.seq_len <= longest:
         model = f"{s.preset} with --config {' '.join(s.config)}" if s.config else s.preset
         raise UsageError(f"--seq-len must be in [8, {longest}] for {model}, got {s.seq_len}")
-    if s.short_seq_len is not None:
-        if not 8 <= s.short_seq_len < s.seq_len or (s.seq_len % s.short_seq_len and s.short_batch_size is None):
-            raise UsageError(f"--short-seq-len must be in [8, --seq-len={s.seq_len}) and divide it, "
-                             f"got {s.short_seq_len}; e.g. --short-seq-len {s.seq_len // 2}")
-        if not 0 < s.short_fraction < 1:
-            raise UsageError(f"--short-fraction must be in (0, 1), got {s.short_fraction}")
+    if s.short_seq_len is None:
+        return
+    if not 8 <= s.short_seq_len < s.seq_len or (s.seq_len % s.short_seq_len and s.short_batch_size is None):
+        raise UsageError(f"--short-seq-len must be in [8, --seq-len={s.seq_len}) and divide it, "
+                         f"got {s.short_seq_len}; e.g. --short-seq-len {s.seq_len // 2}")
+    if not 0 < s.short_fraction < 1:
+        raise UsageError(f"--short-fraction must be in (0, 1), got {s.short_fraction}")
+
+
+def _check_masking_and_betas(s: PretrainingSetup) -> None:
+    """The recipe probes' knobs: a masking rate, n-gram length and cap that mask something; Adam's two betas."""
     if not (0 < s.mask_prob < 1 and s.ngram >= 1 and (s.max_predictions or 1) >= 1):
         raise UsageError(f"mask_prob must be in (0, 1), ngram and max_predictions >= 1; got {s.mask_prob}, "
                          f"{s.ngram}, {s.max_predictions}")
     if len(s.betas) != 2 or not all(0 <= b < 1 for b in s.betas):
         raise UsageError(f"betas must be two numbers in [0, 1), got {s.betas}")
+
+
+def _check_step_memory(s: PretrainingSetup) -> None:
+    """One step's token ids fit in memory at once."""
     # The trainer draws a step's micro-batches before computing them (so a time budget can undo a step cut short):
     # their token ids are in memory together, 24 bytes a token (three int64 tensors), before any activation.
     per_micro_batch = max(p.batch_size * p.seq_len for p in s.phases())
@@ -434,7 +458,6 @@ def check(s: PretrainingSetup) -> None:
                          f"{per_micro_batch * s.accumulate:,} tokens held at once for one step, more than "
                          f"{STEP_TOKENS_MAX:,} ({STEP_TOKENS_MAX * 24 / 2**30:.1f} GiB of ids); use --accumulate "
                          f"{max(1, STEP_TOKENS_MAX // per_micro_batch)} or less, or more processes (torchrun)")
-    _check_corpus(s)
 
 
 STEP_TOKENS_MAX = 2**26  # tokens of one step in one process: 64M, 1.5 GiB of ids (the paper's step: 4096 x 512 = 2M)

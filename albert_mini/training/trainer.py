@@ -15,7 +15,20 @@ norm 1.0. What is optimised and reported is the objective's (albert_mini.trainin
 the default.
 
 Devices. The model may sit on any device (albert_mini.devices: CPU, CUDA, Apple's MPS); the metric sums are float64
-tensors on the CPU, whatever the device (MPS has no float64), and go to a GPU only for an nccl all-reduce. A
+tensors on that device (on the CPU for MPS, which has no float64), read on the host only at log steps.
+
+Host syncs. On a GPU the host queues work ahead of the device; every value it reads back (`.item()`, `float()`,
+`.tolist()`, a copy to the CPU, a branch on a tensor) makes it wait until the GPU has caught up, and the GPU then
+idles while the host queues the next work. An optimizer step reads one value: the gradient norm (clipping and the
+divergence check need it). The loss denominators, the metric sums, LAMB's trust ratios and the MLM head's masked
+positions (`max_predictions`, below) stay on the device; log, evaluation and save steps read what they report.
+Under DDP a step also reads whether any rank ran out of data. tests/training/test_host_syncs.py counts them.
+
+Feeding. With `TrainConfig.workers` > 0, or on a CUDA device, batches come through a torch DataLoader
+(albert_mini.text.batch_source.LoadedBatches: worker processes build the next batches while the model trains,
+pinned memory on CUDA, copies that do not block); the batches are the same bits, so resuming stays exact. A source
+that says `max_predictions` (PretrainingBatches does: its masker's cap) has the MLM head run at that many positions
+per sequence, a static shape (albert_mini.model.albert.masked_positions). A
 checkpoint records the device that computed it: resuming on another one works (checkpoints load on the CPU first),
 and is said on stdout, in the resume line of metrics.jsonl and in run.json's notes, since the steps after it
 are not bit-identical to those the first device would have computed.
@@ -60,6 +73,7 @@ from ..devices import describe_device
 from ..model.hf import non_finite_tensors
 from ..paths import recorded_path
 from ..settings import static_output
+from ..text.batch_source import BatchSource, LoadedBatches
 from .checkpoint import (
     CheckpointError,
     capture_rng_state,
@@ -73,6 +87,8 @@ from .objectives import PretrainingObjective
 from .optim import WarmupPolyDecay, build_optimizer, clip_grad_global_norm
 from .rundir import METRICS_FILE, amend_record, read_metrics, sweep_interrupted, truncate_metrics
 
+# DataLoader workers on a CUDA device when TrainConfig.workers is None: enough to build batches ahead of the GPU.
+GPU_WORKERS = 2
 # Changing these between a run and its resumption would change the arithmetic, so resuming refuses it.
 RESUME_MUST_MATCH = ("accumulate", "clip_norm", "bf16")
 
@@ -94,6 +110,12 @@ class TrainConfig:
     bf16: bool = False  # bf16 autocast: for GPUs and AMX CPUs; about 5x slower on AVX2-only CPUs
     compile: bool = False  # torch.compile the model
     progress: bool = True  # tqdm bar on a terminal or in a Jupyter kernel, rank 0; never under CI or `make book`
+    # DataLoader worker processes building batches ahead (0: built in this process; None: GPU_WORKERS on a CUDA
+    # device, else 0). The CPU gets none by default: there the step's own threads already use every core and
+    # building a batch is a small part of a step, so a worker gained nothing beyond noise (1.06x on 2 loaded cores,
+    # benchmarks/pretrain_cpu.py), while it costs a process per run (started again on every resume, and spawned,
+    # re-importing the package, where fork is not the default: macOS, Windows, some notebooks).
+    workers: int | None = None
     echo: bool = False  # also print one line per log step and evaluation (never when CI=true)
 
     def __post_init__(self):
@@ -106,6 +128,7 @@ class TrainConfig:
             (self.max_minutes is None or self.max_minutes > 0, f"max_minutes must be > 0, got {self.max_minutes}"),
             (self.clip_norm is None or self.clip_norm > 0, f"clip_norm must be > 0 or None, got {self.clip_norm}"),
             (self.eval_batches is None or self.eval_batches >= 1, "eval_batches must be >= 1 or None"),
+            (self.workers is None or self.workers >= 0, f"workers must be >= 0 or None, got {self.workers}"),
             (not self.save_every or self.out_dir, "save_every needs out_dir: checkpoints are written there"),
         ]
         for ok, message in checks:
@@ -147,7 +170,13 @@ def _to_device(batch: dict, device: torch.device, objective=None) -> dict:
     missing = [k for k in objective.required if k not in batch]
     if missing:
         raise KeyError(f"batch lacks {missing}; a batch source must yield dicts with keys {objective.inputs}")
-    return {k: batch[k].to(device) for k in objective.inputs if k in batch}
+    # Not blocking: from pinned memory (LoadedBatches on CUDA) the copy overlaps the work already queued.
+    return {k: batch[k].to(device, non_blocking=True) for k in objective.inputs if k in batch}
+
+
+def _sums_device(device: torch.device) -> torch.device:
+    """Where the metric sums are kept: the model's device, or the CPU for MPS (it has no float64)."""
+    return torch.device("cpu") if device.type == "mps" else device
 
 
 @torch.no_grad()
@@ -206,22 +235,28 @@ class Trainer:
         self.dist = dist or DistInfo(device=self.device)
         self.ddp_model = wrap_model(model, self.dist)
         self.forward_model = torch.compile(self.ddp_model) if config.compile else self.ddp_model
-        self.source = batches
-        self.batch_iter = batches if hasattr(batches, "__next__") else iter(batches)
         self.val_batches = val_batches
         if config.out_dir and not (hasattr(batches, "state_dict") and hasattr(batches, "load_state_dict")):
             raise TypeError(
                 f"{type(batches).__name__} has no state_dict()/load_state_dict(), so a checkpoint could not record "
                 "the data position; give a source that has them (see albert_mini.text.batch_source) or set out_dir=None"
             )
+        cuda = self.device.type == "cuda"
+        workers = config.workers if config.workers is not None else GPU_WORKERS if cuda else 0
+        if (workers or cuda) and isinstance(batches, BatchSource):
+            batches = LoadedBatches(batches, workers, pin_memory=cuda)
+        self.source = batches
+        self.batch_iter = batches if hasattr(batches, "__next__") else iter(batches)
+        # The masker's cap, when the source says it: the MLM head then runs at a fixed number of positions.
+        cap = getattr(batches, "max_predictions", None)
+        self._forward_options = {"max_predictions": cap} if cap is not None else {}
         self.step = 0
         self.elapsed = 0.0  # training wall time of the whole run, across resumptions
         self.tokens_seen = 0
         self.last_saved_step: int | None = None
-        self.moved_from: str | None = None  # the device of the checkpoint resumed from, when it was another one
         self.history: list[dict] = []
         # The objective's stats vector + tokens seen, since the last log line.
-        self._sums = torch.zeros(self.objective.n_stats + 1, dtype=torch.float64)
+        self._sums = torch.zeros(self.objective.n_stats + 1, dtype=torch.float64, device=_sums_device(self.device))
         self._norms: list[float] = []
         self._window_seconds = 0.0  # data + train-step time since the last log line (evals and saves excluded)
         self._lr = 0.0
@@ -243,16 +278,25 @@ class Trainer:
     def _global_counts(self, micro: list[dict] | None) -> tuple:
         """The objective's denominators over the effective batch, then whether any rank ran out of data.
 
-        Pretraining: (masked tokens, labelled sequences, exhausted). One all-reduce per step carries them all,
-        so every rank agrees on the denominators and on stopping.
+        Pretraining: (masked tokens, labelled sequences, exhausted), the counts as 0-d tensors on the device. One
+        all-reduce per step carries them all under DDP, so every rank agrees on the denominators and on stopping.
         """
         k = self.objective.n_denominators
+        parts = [] if micro is None else [self.objective.denominators(b) for b in micro]
+        if parts and all(isinstance(p, torch.Tensor) for p in parts):
+            # Counted on the device (pretraining): the totals stay there, and one process knows without asking
+            # whether it ran out of data. Under DDP only that flag is read back.
+            totals = torch.stack(parts).sum(0)
+            if not self.dist.is_distributed:
+                return (*totals, False)
+            reduced = all_reduce_sum(torch.cat([totals, totals.new_zeros(1)]).to(self.dist.reduce_device), self.dist)
+            return (*reduced[:k].to(totals.device), bool(reduced[k] > 0))
         counts = torch.zeros(k + 1, dtype=torch.float64)
         if micro is None:
             counts[k] = 1.0
         else:
-            for b in micro:
-                counts[:k] += torch.tensor(self.objective.denominators(b), dtype=torch.float64)
+            for p in parts:
+                counts[:k] += torch.as_tensor(p, dtype=torch.float64)
         *totals, exhausted = all_reduce_sum(counts.to(self.dist.reduce_device), self.dist).tolist()
         return (*totals, exhausted > 0)
 
@@ -277,10 +321,10 @@ class Trainer:
                             else self.ddp_model.no_sync())
                     with sync:
                         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.config.bf16):
-                            out = self.forward_model(**batch)
+                            out = self.forward_model(**batch, **self._forward_options)
                         loss, stats = self.objective(out, batch, totals)
                         (loss * self.dist.world_size).backward()  # DDP averages over ranks; we want the sum
-                    self._sums[:-1] += _on_cpu(stats)
+                    self._sums[:-1] += stats.detach().to(self._sums.device, torch.float64)
                     self._sums[-1] += batch["input_ids"].numel()
         except _BudgetSpent:
             self.optimizer.zero_grad(set_to_none=True)
@@ -506,7 +550,7 @@ class Trainer:
             "rng": gather_objects(capture_rng_state(), self.dist),
             "data": gather_objects(self.source.state_dict(), self.dist),
             # Stats of the steps since the last log line, so the next line covers the same steps after a resume.
-            "window": gather_objects({"sums": self._sums.clone(), "grad_norms": list(self._norms),
+            "window": gather_objects({"sums": self._sums.cpu().clone(), "grad_norms": list(self._norms),
                                       "seconds": self._window_seconds}, self.dist),
             "elapsed_seconds": self.elapsed,
             "tokens_seen": self.tokens_seen,
@@ -554,7 +598,7 @@ class Trainer:
         restore_rng_state(state["rng"][self.dist.rank])
         self.source.load_state_dict(state["data"][self.dist.rank])
         window = state["window"][self.dist.rank]
-        self._sums, self._norms = window["sums"].clone(), list(window["grad_norms"])
+        self._sums, self._norms = window["sums"].to(_sums_device(self.device)).clone(), list(window["grad_norms"])
         self._window_seconds = window["seconds"]
         self.step, self.elapsed, self.tokens_seen = state["step"], state["elapsed_seconds"], state["tokens_seen"]
         self.last_saved_step, self._last_eval_step = self.step, state["last_eval_step"]
@@ -581,7 +625,6 @@ class Trainer:
 
     def _note_device_change(self, before: str, device: str) -> None:
         """Say that the run continues on another device, on stdout and in run.json's notes (rank 0)."""
-        self.moved_from = before
         if not self.dist.is_main:
             return
         note = (f"step {self.step}: resumed on {device}; the steps up to here ran on {before}, so the run is not "

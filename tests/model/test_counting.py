@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from albert_mini import AlbertConfig, AlbertForPreTraining, AlbertModel, count_parameters
-from albert_mini.model.config import ConfigError
+from albert_mini.errors import UnknownNameError
 from albert_mini.model.counting import COMPONENTS, closed_form_breakdown, format_parameter_table, parameter_table
 
 PAPER = ["albert-base", "albert-large", "albert-xlarge", "albert-xxlarge", "bert-base", "bert-large", "bert-xlarge"]
@@ -88,7 +88,7 @@ def test_parameter_table_components_follow_pooler_and_heads():
 def test_parameter_table_rejects_bad_input():
     with pytest.raises(TypeError, match=r"write \['albert-base'\]"):
         parameter_table("albert-base")
-    with pytest.raises(ConfigError, match="unknown preset 'albert-huge'"):
+    with pytest.raises(UnknownNameError, match="unknown preset 'albert-huge'"):
         parameter_table(["albert-huge"])
     with pytest.raises(TypeError, match="entry 'x' is a str, not an AlbertConfig"):
         parameter_table({"x": "albert-base"})

@@ -4,15 +4,16 @@ import pytest
 import torch
 
 from albert_mini import AlbertConfig, AlbertModel, ConfigError, count_parameters
+from albert_mini.errors import UnknownNameError
 from albert_mini.model.config import embedding_variant, strategy_named
 from albert_mini.model.sharing import BLOCK_MODULES, STRATEGIES, whole_layer_sharing
 
 
 def test_unknown_strategy_is_one_error_listing_the_known_ones():
-    with pytest.raises(ConfigError, match="unknown sharing 'layers'; choose one of all, attention, ffn, none"):
+    with pytest.raises(UnknownNameError, match="unknown sharing 'layers'; choose one of all, attention, ffn, none"):
         strategy_named("layers")
-    with pytest.raises(ConfigError, match="choose one of all, attention, ffn, none"):
-        AlbertConfig.from_preset("albert-nano", sharing="both")
+    with pytest.raises(UnknownNameError, match="unknown sharing 'both'; choose one of all, attention, ffn, none"):
+        AlbertConfig.from_preset("albert-nano", sharing="both")  # the same lookup checks a config
 
 
 @pytest.mark.parametrize("name", STRATEGIES)

@@ -262,11 +262,11 @@ def test_results_tables_put_ours_next_to_the_paper(results, tmp_path):
 
 @pytest.mark.slow
 def test_command_line_prints_the_estimate_first_and_checks_seeds(capsys, monkeypatch, tmp_path):
-    from albert_mini.commands import experiments as command
     from albert_mini.commands.experiments import main
 
     monkeypatch.setenv("ALBERT_MINI_FAST", "1")
-    monkeypatch.setattr(command, "cache_dir", lambda: tmp_path)  # runs finished earlier must not count
+    # Runs finished earlier must not count (the command takes cache_dir from there once its flags are read).
+    monkeypatch.setattr("albert_mini.harness.experiments.runs.cache_dir", lambda: tmp_path)
     assert main(["smoothness", "--seeds", "0", "--estimate"]) == 0
     out = capsys.readouterr().out
     assert "expected duration:" in out and "3 runs to train" in out and "tokens/s at 64" in out
@@ -283,11 +283,11 @@ def test_chapter_readers_read_what_the_experiments_write(results, tmp_path):
         (tmp_path / f"{name}.json").write_text(json.dumps(result))
     for name in ("sharing", "embedding_size"):
         rows = readers.variant_table(name, tmp_path)
-        lines = readers.paired_lines(rows)
+        differences = readers.variant_differences(rows, "mlm")
         # baseline rows: all-shared at E = 128 (sharing), E = 128 for each sharing setting (embedding size)
         baselines = sum(r["baseline"] == r["model"] for r in rows)
         assert baselines == {"sharing": 1, "embedding_size": 2}[name]
-        assert len(lines) == sum(r["mlm_vs_baseline"] is not None for r in rows) == len(rows) - baselines
+        assert len(differences) == sum(r["mlm_vs_baseline"] is not None for r in rows) == len(rows) - baselines
         assert all(r["mlm_loss"]["n"] == len(TEST_SEEDS) for r in rows)
         assert all(r["mlm"]["n"] == len(TEST_SEEDS) for r in rows)
     table5 = readers.table5_reading(readers.load("sentence_task", tmp_path))

@@ -84,7 +84,7 @@ def test_a2_gives_nsp_batches_until_step_500_then_the_sop_rows_batches():
 
     def source(task):  # the v3 row's batches of this task and seed, built afresh
         setup = trunk_module.FAST_TRUNK.setup(task, trunk_module.BRANCH_DATA_SEED + 0)
-        return trunk_module.build.training_batches(setup, documents, tokenizer, phases=phases)
+        return trunk_module.training_batches(setup, documents, tokenizer, phases=phases)
 
     switched = levers.A2.batches(trunk_module.FAST_TRUNK, 0, documents, tokenizer, phases)
     nsp, sop = source("nsp"), source("sop")

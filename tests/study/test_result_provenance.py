@@ -124,7 +124,6 @@ def test_the_time_to_quality_command_rebuilds_the_committed_file_from_its_runs()
 @pytest.mark.parametrize("path", sorted((RESULTS / "recipe_search").glob("*.json")), ids=lambda p: p.name)
 def test_a_recipe_record_s_command_parses_back_to_its_recipe_and_length(path):
     """The records' commands were reconstructed from the records (issue 42): each gives back what the record ran."""
-    import dataclasses
 
     from albert_mini.commands.recipe_search import build_parser
     from albert_mini.harness.research.recipe_space import parse_settings
@@ -132,7 +131,7 @@ def test_a_recipe_record_s_command_parses_back_to_its_recipe_and_length(path):
     record = json.loads(path.read_text(encoding="utf-8"))
     args = build_parser().parse_args(shlex.split(record["command"])[2:])
     recipe = parse_settings(args.set)
-    given = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(recipe).items()}
+    given = {k: list(v) if isinstance(v, tuple) else v for k, v in recipe.record().items()}
     assert {k: given[k] for k in record["recipe"]} == record["recipe"]
     assert (f"{args.name}.json" if args.command == "probe" else f"control-{args.name}.json") == path.name
     if args.command == "probe":

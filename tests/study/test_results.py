@@ -27,21 +27,12 @@ def variant_file(folder, loss_diffs, mlm_diffs, sop_a=None, sop_b=None):
     return results.variant_table("sharing", folder)
 
 
-def test_paired_lines_call_a_difference_only_when_its_interval_excludes_zero(tmp_path):
-    clear = variant_file(tmp_path, [-0.040, -0.041, -0.042], [0.020, 0.021, 0.022],
-                         ["1" * 80 + "0" * 20], ["1" * 40 + "0" * 60])
-    line, = results.paired_lines(clear)
-    assert line.startswith("E=128 none - E=128 all: MLM loss -0.041 [-0.043, -0.039], lower in 3 of 3 seeds "
-                           "(lower loss (better)); MLM acc +2.1 points [+1.9, +2.3] (ahead)")
-    assert "SOP +40.0" in line and line.endswith("(ahead)")
-    assert results.verdict_counts(clear) == {"mlm_loss": {"lower loss (better)": 1}, "mlm": {"ahead": 1},
-                                             "sop": {"ahead": 1}}
-
-    noisy = variant_file(tmp_path, [0.03, -0.02, 0.00], [0.03, -0.02, 0.00])
-    line, = results.paired_lines(noisy)
-    assert "lower in 1 of 3 seeds (no clear difference)" in line and "SOP" not in line
-    assert results.verdict_counts(noisy)["mlm"] == {"no clear difference": 1}
-    table = results.variant_markdown(noisy)
+def test_variant_table_pairs_each_row_with_its_baseline_and_marks_constant_heads(tmp_path):
+    rows = variant_file(tmp_path, [0.03, -0.02, 0.00], [0.03, -0.02, 0.00])
+    (loss,) = results.variant_differences(rows)
+    assert (loss.a, loss.b, loss.better) == ("E=128 none", "E=128 all", "lower")
+    assert list(loss.values) == pytest.approx([0.03, -0.02, 0.00])
+    table = results.variant_markdown(rows)
     assert "| E=128 all | 0.00M | 5.810 ± 0.010 | 11.0 ± 1.0 | constant in 3 of 3 |" in table
 
 
@@ -50,14 +41,6 @@ def test_row_difference_pairs_two_rows_seed_by_seed(tmp_path):
             {"model": "b", "per_seed": {"0": {"mlm_loss": 5.1}, "1": {"mlm_loss": 5.4}}}]
     d = results.row_difference(rows, "a", "b")
     assert d["values"] == pytest.approx([-0.1, -0.2]) and d["mean"] == pytest.approx(-0.15)
-
-
-def test_seeds_above_chance_use_each_seeds_wilson_interval():
-    # 62 of 100 is above 50% (Wilson low 0.522); 55 of 100 is not (0.452); 35 of 100 is below (high 0.449).
-    assert wilson_interval(62, 100)[0] > 0.5 > wilson_interval(55, 100)[0] and wilson_interval(35, 100)[1] < 0.5
-    check = results.seeds_above_chance(["1" * 62 + "0" * 38, "1" * 55 + "0" * 45, "1" * 35 + "0" * 65])
-    assert (check["above"], check["below"], check["seeds"]) == (1, 1, 3)
-    assert [s["accuracy"] for s in check["per_seed"]] == [0.62, 0.55, 0.35]
 
 
 def test_table5_reading_names_each_branch_task_method_and_constant_heads():
@@ -145,14 +128,6 @@ def test_smoothness_reading_adds_up_the_layer_to_layer_changes():
     curve["trained"]["degrees"]["values"] = [[3.0, 2.0, 1.0, 0.5], [10.0, 8.0, 9.0, 5.0]]
     reading = results.smoothness_reading({"m": curve})["m"]
     assert (reading["seeds"], reading["seeds_falling_every_layer"]) == (2, 1)
-
-
-def test_mlm_against_subtracts_the_mlm_only_model_seed_by_seed():
-    per_seed = {"none": {"0": 0.10, "1": 0.12}, "nsp": {"0": 0.07, "1": 0.10}}
-    result = {"rows": {task: {"per_seed": {s: {"mlm_acc": v} for s, v in seeds.items()}}
-                       for task, seeds in per_seed.items()}}
-    versus = results.mlm_against(result)["nsp"]
-    assert versus["values"] == pytest.approx([-0.03, -0.02]) and versus["mean"] == pytest.approx(-0.025)
 
 
 def test_finetune_rows_take_intervals_over_seeds(tmp_path):

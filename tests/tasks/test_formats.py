@@ -9,6 +9,8 @@ import pytest
 
 from albert_mini.tasks.formats import (
     MNLI_LABELS,
+    MNLI_TEST_COLUMNS,
+    MNLI_TRAIN_COLUMNS,
     Answer,
     ClassificationExample,
     MultipleChoiceExample,
@@ -17,7 +19,6 @@ from albert_mini.tasks.formats import (
     load_glue_tsv,
     load_race_json,
     load_squad_json,
-    write_glue_tsv,
     write_race_json,
     write_squad_json,
 )
@@ -53,23 +54,28 @@ def test_glue_round_trip_labelled_and_unlabelled(tmp_path, task):
                 for i in range(5)]
     unlabelled = [ClassificationExample(e.id, e.text_a, e.text_b, None) for e in labelled]
     for examples in (labelled, unlabelled):
-        path = write_glue_tsv(examples, tmp_path / f"{task}.tsv", task)
+        path = tmp_path / f"{task}.tsv"
+        path.write_text(glue_tsv(examples, task))
         assert load_glue_tsv(path, task) == examples
 
 
-def test_sst2_writer_uses_the_official_train_header_for_row_ids(tmp_path):
-    examples = [ClassificationExample(str(i), f"text {i}", None, 1) for i in range(3)]
-    path = write_glue_tsv(examples, tmp_path / "train.tsv", "sst2")
-    assert path.read_text().splitlines()[:2] == ["sentence\tlabel", "text 0\t1"]
-    unlabelled = write_glue_tsv([ClassificationExample("7", "t", None, None)], tmp_path / "test.tsv", "sst2")
-    assert unlabelled.read_text() == "index\tsentence\n7\tt\n"  # GLUE's test.tsv layout
-
-
-def test_mnli_writer_uses_the_glue_train_columns(tmp_path):
-    path = write_glue_tsv([ClassificationExample("5n", "a", "b", 2)], tmp_path / "m.tsv", "mnli")
-    header, row = path.read_text().splitlines()
-    assert header.split("\t")[8:] == ["sentence1", "sentence2", "label1", "gold_label"]
-    assert row.split("\t")[2] == "5n" and row.split("\t")[-1] == "neutral"
+def glue_tsv(examples, task):
+    """`examples` as GLUE lays them out: SST-2 by index, MNLI in its train or test columns, labels by name."""
+    labels = {"sst2": ("0", "1"), "mnli": MNLI_LABELS}[task]
+    labelled = examples[0].label is not None
+    if task == "sst2":
+        header = ["index", "sentence"] + (["label"] if labelled else [])
+        rows = [[e.id, e.text_a] + ([labels[e.label]] if labelled else []) for e in examples]
+    else:
+        header = list(MNLI_TRAIN_COLUMNS if labelled else MNLI_TEST_COLUMNS)
+        rows = []
+        for i, e in enumerate(examples):
+            values = dict.fromkeys(header, "") | {"index": str(i), "pairID": e.id, "sentence1": e.text_a,
+                                                  "sentence2": e.text_b}
+            if labelled:
+                values["label1"] = values["gold_label"] = labels[e.label]
+            rows.append([values[c] for c in header])
+    return "".join("\t".join(row) + "\n" for row in [header, *rows])
 
 
 def test_glue_test_file_without_labels_gives_none(tmp_path):
@@ -113,14 +119,6 @@ def test_glue_empty_text_is_rejected(tmp_path):
     path.write_text("sentence\tlabel\nok .\t1\n \t0\n")
     with pytest.raises(RecordError, match=r"record '1'.*column sentence is empty"):
         load_glue_tsv(path, "sst2")
-
-
-def test_glue_writer_refuses_tabs_and_mixed_labels(tmp_path):
-    with pytest.raises(RecordError, match=r"record 'a'.*tab or line break"):
-        write_glue_tsv([ClassificationExample("a", "x\ty", None, 0)], tmp_path / "t.tsv", "sst2")
-    mixed = [ClassificationExample("a", "x", None, 0), ClassificationExample("b", "y", None, None)]
-    with pytest.raises(RecordError, match=r"record 'b'.*no label"):
-        write_glue_tsv(mixed, tmp_path / "t.tsv", "sst2")
 
 
 def test_glue_unknown_task_and_missing_file(tmp_path):

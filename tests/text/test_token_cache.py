@@ -2,8 +2,10 @@
 share: keyed by content, written whole or not at all, refused when damaged, reused by later runs; it encodes the
 bytes it hashed, holds a bounded number of files open, and deletes nothing it did not write."""
 
+import hashlib
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -15,10 +17,10 @@ import torch
 
 from albert_mini.text import token_cache
 from albert_mini.text.batches import PretrainingBatches, build_pretraining_dataset, tokenize_documents
-from albert_mini.text.corpus import CorpusError, load_corpus, load_text_files
+from albert_mini.text.corpus import CorpusError, load_corpus, load_text_files, paragraphs_of_text, split_sentences
 from albert_mini.text.instances import SENTENCE_TASKS, build_instances
-from albert_mini.text.tokenizer import Tokenizer
-from albert_mini.training.pretrain_inputs import held_out_indices, hold_out
+from albert_mini.text.tokenizer import Tokenizer, preprocess_text
+from albert_mini.training.run_data import held_out_indices, hold_out
 from cli_helpers import REPO
 
 
@@ -79,6 +81,100 @@ def test_cache_holds_the_in_memory_tokens_when_cut_into_many_pieces(texts, token
     one = token_cache.prepare(texts, tokenizer, mode, root=tmp_path / "one", workers=1, progress=False,
                               say=lambda *a: None)
     assert one.manifest["contents"] == cache.manifest["contents"] and one.folder.name == cache.folder.name
+
+
+def reference_reading(text: str, mode: str) -> tuple[list[bytes], list[int], list[str]]:
+    """What the workers did before issue 43, line by line: the corpus rules themselves, one call per paragraph
+    and sentence (the reference the bulk reader must equal)."""
+    digests, per_document, sentences = [], [], []
+    for paragraphs in paragraphs_of_text(text, mode):
+        digests.append(hashlib.sha256("\n\n".join(paragraphs).encode("utf-8")).digest())
+        before = len(sentences)
+        sentences += [preprocess_text(s) for p in paragraphs for s in split_sentences(p)]
+        per_document.append(len(sentences) - before)
+    return digests, per_document, sentences
+
+
+def reference_job(pieces, mode: str, dtype: str, processor) -> dict:
+    """token_cache._prepare_job as it was before issue 43 (per-sentence Python around one batch encode)."""
+    digests, per_document, sentences = [], [], []
+    for piece in pieces:
+        found = reference_reading(token_cache.read_piece(piece), mode)
+        digests, per_document, sentences = digests + found[0], per_document + found[1], sentences + found[2]
+    encoded = processor.encode(sentences, num_threads=1)
+    counts, position = [], 0
+    for count in per_document:
+        counts.append(sum(1 for ids in encoded[position:position + count] if ids))
+        position += count
+    encoded = [ids for ids in encoded if ids]
+    flat = np.array([i for ids in encoded for i in ids], dtype=np.int32)
+    return {"tokens": flat.astype(dtype), "lengths": np.array([len(ids) for ids in encoded], dtype=np.int64),
+            "sentences": np.array(counts, np.int64), "counts": np.bincount(flat, minlength=processor.get_piece_size()),
+            "digests": np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(-1, 32),
+            "bytes": sum(p.end - p.start for p in pieces)}
+
+
+# Every character the reading rules look at: line ends and blank lines of every kind, whitespace of every kind,
+# sentence marks, closers and openers, dashes, titles, initials (ASCII and not), "No" before a number, "I",
+# apostrophes in words, `` and '' pairs, curly quotes, accents and lone combining marks (a sentence of nothing
+# once preprocessed), a spacing diaeresis (NFKD makes it a space), capital sigma (its lower case depends on what
+# follows), a dotted capital I (two characters lower-cased).
+ALPHABET = [*".!?\"')]([-' \n\t\r\xa0\x0b\x0c\x1c\x1f\x85\u2028\u3000\u2019\u201c\u201d\u2013\u2014\u2026`",
+            *"AINoMrsxa5_\u00e9\u00c9\u00c0\u0301\u00a8\u03a3\u03c3\u0130\u00a3", "Mr", "Mrs", "No", "Dr", "St",
+            "Esq", "Lieut", "Messrs", "viz", "ibid", "I", " ", " ", "\n\n", "...", "\n \n", "``", "''", "--", " 7"]
+
+
+# Cases random text seldom makes: each rule of split_sentences at a boundary and just off it.
+EDGES = ["See No. 5 now. Then", "See No. five. Then", "No.. 5 X", "Mr.! Smith", "Mr.!. Smith", "Mr.. Smith",
+         "A. W. Smith. Then", "I. Then", "\u00c9. Then", "\u00e9. Then", "O'Mr. X", "'Mr. X", "_Mr. X", "ibid. X",
+         "viz. X", "end.--Next", "end.-- Next", "end.---Next", 'end." Next', "end.\"') (Next", "Dr. No. 7 X",
+         "one.\ntwo. Three", "x\u03a3. Y\u03a3", "line \n\n\n\n para", " \xa0 \n\xa0\n x . Y"]
+
+
+@pytest.mark.parametrize("mode", ["blank_line", "file"])
+def test_the_bulk_reader_reads_as_the_corpus_rules(texts, mode):
+    """read_sentences (a piece in a few passes over all of it) gives the documents' digests, sentence counts and
+    preprocessed sentences the rules give paragraph by paragraph: on Austen, on cases at each rule's edge, and on
+    random text of every character the rules look at (8,000 strings, each mixing many of the cases)."""
+    for text in [path.read_text(encoding="utf-8") for path in texts] + EDGES + ["\n\n".join(EDGES)]:
+        assert token_cache.read_sentences(text, mode) == reference_reading(text, mode), repr(text)
+    rng = random.Random(43)
+    for _ in range(8000):
+        text = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 50)))
+        assert token_cache.read_sentences(text, mode) == reference_reading(text, mode), repr(text)
+
+
+def test_the_bulk_reader_knows_every_space():
+    """Its lists of whitespace and line ends are Python's (str.isspace, str.splitlines), and its punctuation
+    replacements neither make nor take whitespace (they run before the blank lines are found)."""
+    every = [chr(c) for c in range(sys.maxunicode + 1)]
+    assert token_cache.SPACES == "".join(c for c in every if c.isspace() and c not in " \n\r")
+    assert token_cache.SPACES[:token_cache.ASCII_SPACES].isascii()
+    assert not token_cache.SPACES[token_cache.ASCII_SPACES:].isascii()
+    assert token_cache.LINE_ENDS == "".join(c for c in every if len(f"a{c}b".splitlines()) == 2 and c not in "\n\r")
+    assert not any(c.isspace() for pair in token_cache.PUNCTUATION.items() for c in "".join(pair))
+
+
+def test_prepared_jobs_are_those_of_the_line_by_line_worker(texts, tokenizer, tmp_path):
+    """A work item comes out as the worker before issue 43 made it, array for array: Austen, the random text of
+    the bulk reader's test (sentences of nothing once preprocessed included), in both modes and cut in pieces."""
+    rng = random.Random(7)
+    odd = tmp_path / "odd.txt"
+    odd.write_text("".join(rng.choice(ALPHABET) for _ in range(20_000)) + "\n\n\u0301\n\nEnd.\n", encoding="utf-8")
+    token_cache._load_processor(tokenizer.sp.serialized_model_proto())
+    for mode in ("blank_line", "file"):
+        pieces = token_cache.cut_pieces([*texts, odd], mode, piece_bytes=4_000)
+        assert len(pieces) > 10 or mode == "file"
+        read = kept = 0
+        for job in token_cache.group_pieces(pieces, 2):
+            made = token_cache._prepare_job((job, mode, "uint16"))
+            expected = reference_job(job, mode, "uint16", token_cache._worker_processor)
+            assert made.keys() == expected.keys()
+            for key, value in expected.items():
+                assert np.array_equal(made[key], value) and np.asarray(made[key]).dtype == np.asarray(value).dtype, key
+            read += sum(len(reference_reading(token_cache.read_piece(piece), mode)[2]) for piece in job)
+            kept += int(made["sentences"].sum())
+        assert read > kept  # some sentences were dropped as empty: that path is compared too
 
 
 @pytest.mark.parametrize("window", [7, 64, 1 << 20])

@@ -140,7 +140,22 @@ def test_a_recipe_probe_is_an_override_of_the_setup():
     assert setup.phases() == (Phase(short_steps, 64, 32), Phase(long_steps, 128, 32))  # same batch, not tokens
     assert (setup.mlm_weight, setup.decay, setup.preset) == (0.5, "constant", "albert-nano")
     assert setup.warmup == setup.steps  # a warm-up longer than the probe is cut to it
-    assert Recipe().setup(100).phases() == (Phase(100, 128, 32),)
+    assert Recipe.of().setup(100).phases() == (Phase(100, 128, 32),)
+
+
+def test_a_recipe_is_a_setup_plus_its_warm_up_and_long_phase_and_reads_back_from_its_record():
+    recipe = nano_recipe(dropout=0.1, layers=3, long_seq_len=128, seq_len=64)
+    config = recipe.setup(5).model_config()  # the setup says the model: the sizes are --config fields
+    assert (config.num_hidden_layers, config.hidden_size, config.intermediate_size) == (3, 64, 256)
+    assert config.hidden_dropout_prob == config.attention_probs_dropout_prob == 0.1
+    record = recipe.record()
+    assert (record["layers"], record["dropout"], record["seq_len"], record["long_seq_len"]) == (3, 0.1, 64, 128)
+    assert Recipe.of(**record) == recipe and recipe.replace(layers=2) == nano_recipe(dropout=0.1, long_seq_len=128,
+                                                                                     seq_len=64)
+    with pytest.raises(UsageError, match="recipe: no field.s. short_seq_len; the fields are optimizer, lr"):
+        Recipe.of(short_seq_len=64)  # the setup's name for it: a recipe says seq_len and long_seq_len
+    with pytest.raises(UsageError, match="recipe: seq_len must be in .8, 128. for albert-nano"):
+        nano_recipe(seq_len=512)
 
 
 def test_masking_options_are_the_references_at_the_defaults():
@@ -165,9 +180,9 @@ def calls_of(name: str) -> set[str]:
 def test_schedule_model_and_loss_of_pretraining_are_built_in_one_place():
     # The curriculum's two-phase source, the pretraining model and the weighted loss each have one builder.
     # ... and Stage A's lever A2 (NSP for 500 steps, then SOP: issue 41) is the one other two-phase stream
-    assert calls_of("PhasedBatches") == {"training/build.py", "harness/experiments/levers.py"}
+    assert calls_of("PhasedBatches") == {"training/run_data.py", "harness/experiments/levers.py"}
     assert calls_of("curriculum") == {"training/setup.py"}
-    assert calls_of("build_pretraining_model") == {"training/build.py"} | {
+    assert calls_of("build_pretraining_model") == {"training/run.py"} | {
         "harness/experiments/estimate.py"}  # the estimate times one step of an untrained model
     assert calls_of("pretraining_objective") <= {"training/objectives.py", "harness/research/model_card.py"}
     assert calls_of("init_sinusoidal_positions") == {"training/pretraining_model.py"}

@@ -122,7 +122,7 @@ class Exercise:
         return self.compare(got, expected) if self.compare else close(got, expected, self.rtol, self.atol)
 
     def judge(self, cases: list[Case], requests: list[dict], expected: list[Any], answer: dict,
-              arrays: dict[str, np.ndarray], attempt: int = 1) -> Verdict:  # noqa: C901 (one branch per outcome)
+              arrays: dict[str, np.ndarray], attempt: int = 1) -> Verdict:
         """The verdict on a learner's answers (`answer`: {"records": [...]} or {"missing": True})."""
         if answer.get("missing"):
             return Verdict(False, f"`{self.name}` is not defined as a function when its check runs (its cell "
@@ -138,40 +138,47 @@ class Exercise:
             if problem:
                 return Verdict(False, f"{self.label}: {problem}")
         for number, (case, request, want, record) in enumerate(zip(cases, requests, expected, records), start=1):
-            where = f"case {number} of {len(cases)}"
-            shown = _describe(request, arrays) + (f"  ({case.note})" if case.note else "")
-            if not isinstance(record, dict):
-                return Verdict(False, f"{self.label}: {where}: no answer")
-            if "raised" in record:
-                extra = ("\n  hint: this function is the exercise; the package's own version is switched off "
-                         "while it is checked" if record.get("not_available") else "")
-                return Verdict(False, f"{self.label}: your function raised {record['raised']}\n  on input "
-                                      f"{shown}{extra}")
-            if record.get("changed"):
-                names = ", ".join(f"input {i + 1}" for i in record["changed"])
-                return Verdict(False, f"{self.label}: {where}: your function changed {names} in place.\n"
-                                      f"  input:    {shown}\n  hint: build new values instead of updating the "
-                                      "ones you are given: the caller still needs them.")
-            if self.new_result and record.get("aliased") is not None:
-                return Verdict(False, f"{self.label}: {where}: your function returned input "
-                                      f"{record['aliased'] + 1} itself; the text asks for a new one (change a "
-                                      "copy and return the copy).")
-            try:
-                if case.repeat:
-                    values = [decode(v, arrays) for v in record.get("values", [])]
-                    got = self.summarize(values, case) if self.summarize else values
-                else:
-                    got = self._normal(decode(record.get("value"), arrays))
-            except WrongForm as problem:
-                return Verdict(False, f"{self.label}: {where}: {problem}\n  input:    {shown}")
-            except Exception as error:  # an answer the judge cannot read: wrong, with the reason
-                return Verdict(False, f"{self.label}: {where}: the answer could not be read "
-                                      f"({type(error).__name__}: {error})\n  input:    {shown}")
-            if isinstance(got, Unsupported) or not self._same(got, want):
-                return Verdict(False, f"{self.label}: {where} gives a different answer.\n  input:    {shown}\n"
-                                      f"{_mismatch(got, want, self.rtol, self.atol, self.parts)}\n"
-                                      f"  hint: {self.hint(got, want, request, arrays, attempt)}")
+            wrong = self._case_verdict(f"case {number} of {len(cases)}", case, request, want, record, arrays, attempt)
+            if wrong is not None:
+                return wrong
         return Verdict(True, f"{self.label}: all {len(cases)} cases agree with the reference. Well done!")
+
+    def _case_verdict(self, where: str, case: Case, request: dict, want: Any, record, arrays: dict[str, np.ndarray],
+                      attempt: int) -> Verdict | None:
+        """The verdict on one case's answer when it is wrong (raised, changed its input, differs); None if right."""
+        shown = _describe(request, arrays) + (f"  ({case.note})" if case.note else "")
+        if not isinstance(record, dict):
+            return Verdict(False, f"{self.label}: {where}: no answer")
+        if "raised" in record:
+            extra = ("\n  hint: this function is the exercise; the package's own version is switched off "
+                     "while it is checked" if record.get("not_available") else "")
+            return Verdict(False, f"{self.label}: your function raised {record['raised']}\n  on input "
+                                  f"{shown}{extra}")
+        if record.get("changed"):
+            names = ", ".join(f"input {i + 1}" for i in record["changed"])
+            return Verdict(False, f"{self.label}: {where}: your function changed {names} in place.\n"
+                                  f"  input:    {shown}\n  hint: build new values instead of updating the "
+                                  "ones you are given: the caller still needs them.")
+        if self.new_result and record.get("aliased") is not None:
+            return Verdict(False, f"{self.label}: {where}: your function returned input "
+                                  f"{record['aliased'] + 1} itself; the text asks for a new one (change a "
+                                  "copy and return the copy).")
+        try:
+            if case.repeat:
+                values = [decode(v, arrays) for v in record.get("values", [])]
+                got = self.summarize(values, case) if self.summarize else values
+            else:
+                got = self._normal(decode(record.get("value"), arrays))
+        except WrongForm as problem:
+            return Verdict(False, f"{self.label}: {where}: {problem}\n  input:    {shown}")
+        except Exception as error:  # an answer the judge cannot read: wrong, with the reason
+            return Verdict(False, f"{self.label}: {where}: the answer could not be read "
+                                  f"({type(error).__name__}: {error})\n  input:    {shown}")
+        if isinstance(got, Unsupported) or not self._same(got, want):
+            return Verdict(False, f"{self.label}: {where} gives a different answer.\n  input:    {shown}\n"
+                                  f"{_mismatch(got, want, self.rtol, self.atol, self.parts)}\n"
+                                  f"  hint: {self.hint(got, want, request, arrays, attempt)}")
+        return None
 
     def hint(self, got: Any, expected: Any, request: dict, arrays: dict, attempt: int) -> str:
         """A recognised mistake's own hint, else the tier for this attempt (then where the worked answer is)."""

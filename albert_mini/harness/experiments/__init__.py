@@ -5,41 +5,22 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from importlib import import_module
 from pathlib import Path
 from types import ModuleType
 
-from ...errors import MissingFileError, UserError
+from ...errors import MissingFileError, UserError, lookup
 from ...paths import save_figure
-from . import (
-    embedding_size,
-    finetune,
-    memory,
-    provenance,
-    sentence_scratch,
-    sentence_task,
-    sharing,
-    smoothness,
-    sop_levers,
-    throughput,
-)
-from .budget import FULL, SEEDS, Budget, current_budget, results_dir
+from ..choices import EXPERIMENT_NAMES, SEEDS
+from . import provenance
+from .budget import FULL, Budget, current_budget, results_dir
 from .provenance import write_result
 from .runs import RunCache, Runner, cache_dir
 
 # Adding an experiment: a module with run(runner) -> dict, figure(result) -> Figure and table(result) -> str (and
-# plan(budget, seeds) -> its runs, when it trains models), and one line here. `all` runs them in this order, except
-# those in OPT_IN.
-EXPERIMENTS: dict[str, ModuleType] = {
-    "sentence_task": sentence_task,
-    "sharing": sharing,
-    "embedding_size": embedding_size,
-    "smoothness": smoothness,
-    "throughput": throughput,
-    "memory": memory,
-    "finetune": finetune,
-    "sentence_scratch": sentence_scratch,
-    "sop_levers": sop_levers,
-}
+# plan(budget, seeds) -> its runs, when it trains models), and its name in EXPERIMENT_NAMES (harness/choices.py,
+# where the command line reads the names without torch). `all` runs them in that order, except those in OPT_IN.
+EXPERIMENTS: dict[str, ModuleType] = {name: import_module(f"{__name__}.{name}") for name in EXPERIMENT_NAMES}
 # Run only when named: 45,000 training steps, meant for a GPU machine (see its module); Stage A's lever screen of
 # issue 41, whose runs follow its own pre-registered rules.
 OPT_IN = ("sentence_scratch", "sop_levers")
@@ -53,20 +34,19 @@ def run(name: str, budget: Budget | None = None, out_dir: Path | None = None, se
     an interrupted experiment resumes where it stopped. Figures of the full budget go to
     figures/experiment_<name>.png; other budgets keep theirs beside the JSON.
     """
-    if name not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {name!r}; choose from {', '.join(EXPERIMENTS)}")
+    experiment = lookup(EXPERIMENTS, name, "experiment")
     budget = budget or current_budget()
     if runner is None:
         store = RunCache(cache_dir()) if cache is True else (cache or None)
         runner = Runner(budget, seeds, store)
     runner.experiment = name
     start = time.perf_counter()
-    payload = EXPERIMENTS[name].run(runner)
-    describe = getattr(EXPERIMENTS[name], "describe_budget", None)  # an experiment with plans of its own
+    payload = experiment.run(runner)
+    describe = getattr(experiment, "describe_budget", None)  # an experiment with plans of its own
     path = write_result(name, payload, budget, payload.get("seeds", runner.seeds), out_dir or results_dir(),
                         time.perf_counter() - start, command, runner.compute_seconds.get(name),
                         sorted(runner.devices.get(name, ())), describe(budget) if describe else None)
-    fig = EXPERIMENTS[name].figure(json.loads(path.read_text()))  # drawn from what was written, as a reader sees it
+    fig = experiment.figure(json.loads(path.read_text()))  # drawn from what was written, as a reader sees it
     save_figure(fig, f"experiment_{name}.png", None if budget == FULL else path.parent)
     import matplotlib.pyplot as plt
 

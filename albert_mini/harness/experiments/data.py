@@ -13,7 +13,7 @@ from ...text.corpus import load_corpus
 from ...text.instances import SENTENCE_TASKS, build_instances
 from ...text.padding import pad_batch
 from ...text.tokenizer import Tokenizer
-from ...training import build
+from ...training import run_data
 from .budget import Budget
 
 
@@ -25,7 +25,7 @@ def token_documents(split: str, limit: int | None = None):
 
 def training_batches(task: str, budget: Budget, seed: int):
     """The training source of one run: the budget's schedule (short sequences first), as the pretraining CLI's."""
-    return build.training_batches(budget.setup(task, seed), token_documents("train", budget.max_documents),
+    return run_data.training_batches(budget.setup(task, seed), token_documents("train", budget.max_documents),
                                   Tokenizer.default())
 
 
@@ -36,7 +36,7 @@ def held_out_batches(budget: Budget, task: str = "sop", count: int | None = None
     """The budget's held-out batches (`count` of them, default eval_batches): validation chapters, masked once with
     HELD_OUT_SEED whatever the run's seed, with sentence labels (SOP for MLM only)."""
     task = task if SENTENCE_TASKS[task].labelled else "sop"
-    return build.validation_batches(budget.setup(task, HELD_OUT_SEED), token_documents("validation",
+    return run_data.validation_batches(budget.setup(task, HELD_OUT_SEED), token_documents("validation",
                                     budget.max_documents), Tokenizer.default(), count=count)
 
 

@@ -24,7 +24,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ...text.batch_source import PhasedBatches
-from ...training import build
+from ...training.run_data import training_batches
 from .trunk import BRANCH_DATA_SEED, TrunkPlan
 
 SENTENCE_PATH = ("albert.pooler.", "sop_classifier.")  # the parameters only the sentence loss trains
@@ -44,11 +44,11 @@ class Lever:
 
     def batches(self, trunk: TrunkPlan, seed: int, documents, tokenizer, phases):
         """The branch's training batches: the v3 SOP row's, or with `nsp_first` the NSP row's first."""
-        sop = build.training_batches(trunk.setup("sop", BRANCH_DATA_SEED + seed), documents, tokenizer,
+        sop = training_batches(trunk.setup("sop", BRANCH_DATA_SEED + seed), documents, tokenizer,
                                      phases=phases)
         if not self.nsp_first:
             return sop
-        nsp = build.training_batches(trunk.setup("nsp", BRANCH_DATA_SEED + seed), documents, tokenizer,
+        nsp = training_batches(trunk.setup("nsp", BRANCH_DATA_SEED + seed), documents, tokenizer,
                                      phases=phases)
         return nsp_then_sop(nsp, sop, self.nsp_first)
 

@@ -17,7 +17,7 @@ from ...study.leak_probe import fit_stump
 from ...study.probes import linear_probe, pooled_outputs
 from ...study.smoothness import layer_smoothness
 from ...tasks.scoring import bits
-from ...training import build
+from ...training.run import build_model, build_trainer
 from .budget import Budget
 from .data import (
     held_out_batches,
@@ -35,11 +35,11 @@ def pretrain(config: AlbertConfig, task: str, budget: Budget, seed: int):
 
     Returns the trained model, a record of the run and the smoothness of the encoder it started from."""
     setup = budget.setup(task, seed)
-    model = build.build_model(setup, config, token_documents("train", budget.max_documents))
+    model = build_model(setup, config, token_documents("train", budget.max_documents))
     at_init = layer_smoothness(model.albert, held_out_batches(budget))
     model.to(experiment_device())
     start = time.perf_counter()
-    trainer = build.build_trainer(setup, model, training_batches(task, budget, seed),
+    trainer = build_trainer(setup, model, training_batches(task, budget, seed),
                                   val_batches=held_out_batches(budget, task))
     result = trainer.train()
     record = {"seconds": time.perf_counter() - start, "steps": result.step, "eval": result.eval,

@@ -22,11 +22,10 @@ from pathlib import Path
 
 import torch
 
-from ...paths import REPO_ROOT
 from ...safe_files import atomic_write_text
+from ..choices import GUARD_FILE
 from .runs import NUMERICS_VERSION
 
-GUARD_FILE = REPO_ROOT / "tests" / "study" / "numerics_guard.json"
 # Relative: other CPUs sum in another order (about 1e-6 here); any change of data, masks or initialisation moves
 # these values by far more. tests/study/test_numerics_guard.py checks with it; `--write` keeps what stays within it.
 TOLERANCE = 1e-4

@@ -29,7 +29,7 @@ import torch
 
 from ...model.albert import AlbertForPreTraining
 from ...model.config import AlbertConfig
-from ...safe_files import atomic_write_bytes, atomic_write_text
+from ...safe_files import atomic_write_text
 from ...specials import IGNORE_INDEX
 from ...study.probes import linear_probe, pair_features
 from ...tasks.finetuning import run_task
@@ -37,12 +37,12 @@ from ...text.batches import stream_rng
 from ...text.masking import Masker
 from ...text.padding import pad_batch
 from ...text.tokenizer import Tokenizer
-from ...training import build
-from ...training.checkpoint import checkpoint_dir, load_checkpoint, weights_bytes
+from ...training.checkpoint import checkpoint_dir, load_checkpoint
 from ...training.pretraining_model import train_sentence_head
+from ...training.run import build_model, build_trainer
+from ...training.run_data import training_batches, validation_batches
 from ...training.rundir import METRICS_FILE, read_metrics
 from ...training.setup import Phase, PretrainingSetup, in_process
-from ...training.trainer import Trainer
 from .budget import check_recorded
 from .data import HELD_OUT_SEED, pair_set, token_documents
 from .measure import bits, training_curve
@@ -139,7 +139,7 @@ def own_task(row: str) -> str | None:
 def held_out_mlm(seq_len: int, count: int, max_documents: int | None) -> list[dict]:
     """Masked held-out batches (validation chapters, SOP layout, masked once): every model is scored on these."""
     setup = PretrainingSetup(task="sop", seed=HELD_OUT_SEED, steps=1, seq_len=seq_len, batch_size=32)
-    return build.validation_batches(setup, token_documents("validation", max_documents), Tokenizer.default(),
+    return validation_batches(setup, token_documents("validation", max_documents), Tokenizer.default(),
                                     count=count)
 
 
@@ -236,8 +236,8 @@ def train_trunk(plan: TrunkPlan, folder: Path) -> dict:
     folder = Path(folder)
     setup = plan.setup().replace(out=str(folder))
     documents = token_documents("train", plan.max_documents)
-    model = build.build_model(setup, trunk_config(), documents).to(experiment_device())
-    trainer = build.build_trainer(setup, model, build.training_batches(setup, documents, Tokenizer.default()))
+    model = build_model(setup, trunk_config(), documents).to(experiment_device())
+    trainer = build_trainer(setup, model, training_batches(setup, documents, Tokenizer.default()))
     trainer.resume()  # continues from the newest checkpoint in `folder`, if any
     probes_path = folder / PROBES_FILE
     probes = json.loads(probes_path.read_text()) if probes_path.exists() else []
@@ -291,9 +291,9 @@ def train_branch(checkpoint: Path, row: str, seed: int, trunk: TrunkPlan, plan: 
     documents, tokenizer = token_documents("train", trunk.max_documents), Tokenizer.default()
     short, long = plan.phases(trunk)
     source = (lever.batches(trunk, seed, documents, tokenizer, (short, long)) if lever is not None
-              else build.training_batches(setup, documents, tokenizer, phases=(short, long)))
+              else training_batches(setup, documents, tokenizer, phases=(short, long)))
     model = AlbertForPreTraining(trunk_config()).to(experiment_device())
-    trainer = build.build_trainer(setup, model, source)
+    trainer = build_trainer(setup, model, source)
     state = load_checkpoint(checkpoint, model, trainer.optimizer)
     start_step = trainer.step = state["step"]
     fresh_sentence_classifier(model, trainer.optimizer, seed)
@@ -363,49 +363,12 @@ def train_scratch(row: str, seed: int, trunk: TrunkPlan) -> dict:
     """A row trained from scratch on the whole recipe (5,000 steps): the clean version, without a shared trunk."""
     setup = trunk.setup(row, seed)
     documents = token_documents("train", trunk.max_documents)
-    model = build.build_model(setup, trunk_config(), documents)
+    model = build_model(setup, trunk_config(), documents)
     train_sentence_head(model, row != "none")
     model.to(experiment_device())
-    trainer = build.build_trainer(setup, model, build.training_batches(setup, documents, Tokenizer.default()))
+    trainer = build_trainer(setup, model, training_batches(setup, documents, Tokenizer.default()))
     start = time.perf_counter()
     result = trainer.train()
     return {"row": row, "seed": seed, "steps": result.step, "tokens": trunk.tokens_until(result.step),
             "train_seconds": time.perf_counter() - start, "curve": curve(result.history),
             **score_point(model, trunk, own_task(row), seed)}
-
-
-# ---------------------------------------------------------------------------------------------- weights
-def save_weights(model: torch.nn.Module, path: Path) -> None:
-    """Weights as safetensors (tied tensors stored once, the checkpoints' format), written atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, weights_bytes(model, {"format": "pt"}))
-
-
-# ---------------------------------------------------------------------------------------------- the classroom model
-# Finishing the classroom model at full length: from its weights, MLM + SOP on 32 x 128-token batches only, 2,000
-# LAMB steps at 2e-3 after 100 warm-up steps.
-CONTINUATION = in_process(task="sop", steps=2000, lr=2e-3, warmup=100, log_every=50)
-
-
-def continue_classroom(source: Path, setup: PretrainingSetup, out: Path) -> dict:
-    """Train the exported model in `source` on with `setup` (one phase); write its weights, config and history to
-    `out`."""
-    from ...training.checkpoint import load_pretrained
-
-    (phase,) = setup.phases()
-    model = load_pretrained(source).to(experiment_device())
-    source_batches = build.training_batches(setup, token_documents("train"), Tokenizer.default())
-    trainer: Trainer = build.build_trainer(setup, model, source_batches)
-    start = time.perf_counter()
-    result = trainer.train()
-    seconds = time.perf_counter() - start
-    model.cpu().eval()
-    save_weights(model, out / "model.safetensors")
-    atomic_write_text(out / "config.json", model.config.to_json())
-    atomic_write_text(out / "metrics.jsonl", "".join(json.dumps(h) + "\n" for h in result.history))
-    # "plan" as the classroom model's run.json recorded it (a dataclass of the phase, lr, warm-up and seed then).
-    plan = {"phase": dataclasses.asdict(phase), "lr": setup.lr, "warmup": setup.warmup, "seed": setup.seed}
-    record = {"source": str(source), "plan": plan, "steps": result.step, "tokens": phase.tokens,
-              "train_seconds": seconds, "device": str(experiment_device())}
-    atomic_write_text(out / "continuation.json", json.dumps(record, indent=2) + "\n")
-    return record

@@ -11,7 +11,6 @@ there, and a flat SOP curve on our cue-free pairs is about the task, not the wir
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import time
 
@@ -32,7 +31,7 @@ from ...text.batches import tokenize_documents
 from ...text.corpus import load_corpus
 from ...text.padding import pad_batch
 from ...text.tokenizer import Tokenizer
-from ...training import build
+from ...training.run import build_optimization
 from ..experiments.provenance import cpu_model, git_revision
 from .recipe_space import Recipe, build_model
 
@@ -69,18 +68,18 @@ def run_leak_control(recipe: Recipe, steps: int, every: int = 50, max_documents:
         raise UsageError(f"--steps and --every must be >= 1, got {steps} and {every}")
     train_docs = split_documents(("train",), max_documents)
     held_docs = split_documents(HELD_OUT_SPLITS, max_documents)
-    held = reference_style_instances(held_docs, recipe.seq_len, seed=0)
+    held = reference_style_instances(held_docs, recipe.base.seq_len, seed=0)
     labels = np.array([i.label for i in held])
     final, closing = sentence_end_pieces(Tokenizer.default())
     # The surface probe: five features, fitted on one draw of training pairs, scored on the held-out pairs.
-    fit_on = reference_style_instances(train_docs, recipe.seq_len, seed=recipe.seed)
+    fit_on = reference_style_instances(train_docs, recipe.base.seq_len, seed=recipe.base.seed)
     predict = fit_logistic_regression(surface_features(fit_on, final, closing), np.array([i.label for i in fit_on]))
     surface = predict(surface_features(held, final, closing)) == labels  # (N,) bool
     constant = labels == int(labels.mean() >= 0.5)  # the majority label for every pair
 
-    torch.manual_seed(recipe.seed)
-    model = build_model(dataclasses.replace(recipe, output_bias="zeros"))  # the MLM head is not used
-    optimizer, schedule = build.build_optimization(recipe.setup(steps), model)
+    torch.manual_seed(recipe.base.seed)
+    model = build_model(recipe.replace(output_bias="zeros"))  # the MLM head is not used
+    optimizer, schedule = build_optimization(recipe.setup(steps), model)
     val = pair_batches(held, 64, seed=0)
     order = held_out_order(len(held), 64)
     queue, draw, log, start = [], 0, [], time.perf_counter()
@@ -88,10 +87,10 @@ def run_leak_control(recipe: Recipe, steps: int, every: int = 50, max_documents:
     for step in range(steps):
         if not queue:  # a fresh reference-style draw of the training chapters for every pass
             draw += 1
-            queue = pair_batches(reference_style_instances(train_docs, recipe.seq_len, seed=recipe.seed + draw),
-                                 recipe.batch_size, seed=draw)
+            drawn = reference_style_instances(train_docs, recipe.base.seq_len, seed=recipe.base.seed + draw)
+            queue = pair_batches(drawn, recipe.base.batch_size, seed=draw)
         lr = schedule.apply(optimizer, step)
-        loss, acc, _ = control_step(model, optimizer, queue.pop(0), recipe.clip_norm)
+        loss, acc, _ = control_step(model, optimizer, queue.pop(0), recipe.base.clip_norm)
         row = {"step": step + 1, "loss": loss, "acc": acc, "lr": lr}
         if (step + 1) % every == 0 or step + 1 == steps:
             row["held_out_loss"], row["held_out_acc"] = sentence_accuracy(model, val)
@@ -108,7 +107,7 @@ def run_leak_control(recipe: Recipe, steps: int, every: int = 50, max_documents:
         return {"correct": count, "total": len(right), "accuracy": count / len(right),
                 "interval": wilson_interval(count, len(right))}
 
-    return {"recipe": dataclasses.asdict(recipe), "steps": steps, "passes": draw,
+    return {"recipe": recipe.record(), "steps": steps, "passes": draw,
             "seconds": time.perf_counter() - start,
             "cpu": cpu_model(), "threads": torch.get_num_threads(), "command": command, "git_revision": git_revision(),
             "held_out_pairs": len(held), "label_1_share": float(labels.mean()),

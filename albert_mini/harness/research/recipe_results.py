@@ -7,7 +7,6 @@ kept as repeats: their numbers show whether a rerun reproduces.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from pathlib import Path
@@ -35,7 +34,7 @@ def load_records(folder: Path) -> tuple[list[dict], list[dict]]:
 
 def changed_settings(recipe: dict) -> dict:
     """The recipe fields that differ from the shipped recipe (Recipe's defaults); {} for the baseline itself."""
-    defaults = dataclasses.asdict(Recipe())
+    defaults = Recipe.of().record()
     out = {}
     for key, value in recipe.items():
         default = defaults.get(key)
@@ -78,7 +77,7 @@ def probe_summary(record: dict) -> dict:
 
 def mark_repeats(probes: list[dict]) -> None:
     """Give a probe whose full recipe equals an earlier one's `repeat_of`; the later one (with diagnostics) leads."""
-    defaults = dataclasses.asdict(Recipe())
+    defaults = Recipe.of().record()
     def key(p):
         full = {**{k: (list(v) if isinstance(v, tuple) else v) for k, v in defaults.items()}, **p["recipe"]}
         return json.dumps(full, sort_keys=True)
@@ -207,7 +206,7 @@ def write_results(folder: Path, out: Path, figure_out: Path, command: str, with_
         from ...study.collapse import uniform_entropy
         from .recipe_space import held_out
 
-        entropy = {str(n): round(uniform_entropy(held_out(Recipe(), seq_len=n)), 4) for n in (64, 128)}
+        entropy = {str(n): round(uniform_entropy(held_out(Recipe.of(), seq_len=n)), 4) for n in (64, 128)}
     results = build_results(folder, entropy, command)
     atomic_write_text(out, json.dumps(results, indent=1) + "\n")
     fig = figure(results)

@@ -30,7 +30,7 @@ from ...study.collapse import RULES, diagnose
 from ...study.controls import train_sentence_path
 from ...text.batches import PretrainingBatches
 from ...text.tokenizer import Tokenizer
-from ...training import build
+from ...training import run, run_data
 from ...training.objectives import sentence_metrics_warning
 from ...training.trainer import evaluate
 from ..experiments.provenance import cpu_model, git_revision
@@ -64,15 +64,16 @@ def run_probe(name: str, recipe: Recipe, tokens: float, out_dir: Path | None = N
     short_steps, long_steps = recipe.steps_for(tokens)
     steps = short_steps + long_steps
     if short_steps < 1:
-        raise UsageError(f"--tokens {tokens:g} is less than one batch of {recipe.batch_size} x {recipe.seq_len}")
+        base = recipe.base
+        raise UsageError(f"--tokens {tokens:g} is less than one batch of {base.batch_size} x {base.seq_len}")
     every = max(1, steps // eval_points)
     setup = recipe.setup(short_steps, long_steps).replace(log_every=max(1, every // 4))
-    model = build.build_model(setup, recipe.config(), documents("train"))
-    source = build.training_batches(setup, documents("train"), Tokenizer.default())
-    lengths = (recipe.seq_len,) + tuple(n for n in HELD_OUT_LENGTHS if n != recipe.seq_len)
+    model = run.build_model(setup, train_documents=documents("train"))
+    source = run_data.training_batches(setup, documents("train"), Tokenizer.default())
+    lengths = (recipe.base.seq_len,) + tuple(n for n in HELD_OUT_LENGTHS if n != recipe.base.seq_len)
     sets = {n: held_out(recipe, seq_len=n) for n in lengths}
     sample = train_sample(recipe)
-    trainer = build.build_trainer(setup, model, source)
+    trainer = run.build_trainer(setup, model, source)
     config = trainer.config
     curve, start = [], time.perf_counter()
     while trainer.step < steps:
@@ -80,7 +81,7 @@ def run_probe(name: str, recipe: Recipe, tokens: float, out_dir: Path | None = N
         trainer.train()
         point = {"step": trainer.step, "tokens": trainer.tokens_seen, "seconds": time.perf_counter() - start,
                  "train": {k: v for k, v in trainer.history[-1].items() if k != "type"}, **score(model, sets, sample)}
-        point["held_out"] = point["held_out_by_len"][str(recipe.seq_len)]
+        point["held_out"] = point["held_out_by_len"][str(recipe.base.seq_len)]
         point["sentence_warning"] = sentence_metrics_warning(point["train"])  # loss and accuracy must agree
         curve.append(point)
         say(json.dumps({"probe": name, "step": trainer.step, "s": round(point["seconds"]),
@@ -90,10 +91,10 @@ def run_probe(name: str, recipe: Recipe, tokens: float, out_dir: Path | None = N
                         "cos": round(point["diag"]["position_cosine"][-1], 3),
                         "ent": round(min(point["diag"]["entropy"]), 2)}))
     final = curve[-1]["held_out"]
-    record = {"name": name, "recipe": dataclasses.asdict(recipe), "tokens": trainer.tokens_seen, "steps": steps,
+    record = {"name": name, "recipe": recipe.record(), "tokens": trainer.tokens_seen, "steps": steps,
               "seconds": time.perf_counter() - start, "threads": torch.get_num_threads(), "cpu": cpu_model(),
               "command": command, "git_revision": git_revision(),
-              "held_out_pairs": sum(int(b["sentence_order_label"].numel()) for b in sets[recipe.seq_len]),
+              "held_out_pairs": sum(int(b["sentence_order_label"].numel()) for b in sets[recipe.base.seq_len]),
               "held_out_mlm": final["mlm_acc"], "held_out_sop": final["sentence_acc"],
               "held_out_sop_loss": final["sentence_loss"], "curve": curve,
               "train_history": [h for h in trainer.history if h["type"] == "train"]}
@@ -117,17 +118,17 @@ def run_control(name: str, recipe: Recipe, steps: int, out_dir: Path | None = No
     """
     if rule not in RULES + ("sop",):
         raise UsageError(f"--rule must be one of {', '.join(RULES + ('sop',))}, got {rule!r}")
-    if train_pairs is not None and train_pairs < recipe.batch_size:
-        raise UsageError(f"--train-pairs {train_pairs} is fewer than one batch of {recipe.batch_size}")
-    model = build_model(dataclasses.replace(recipe, output_bias="zeros"))  # MLM head unused
-    ds = dataset("train", recipe, "sop", recipe.seed, dynamic=train_pairs is None, max_documents=max_documents)
-    source = PretrainingBatches(ds, recipe.batch_size)
-    fixed = source.take(train_pairs // recipe.batch_size) if train_pairs else None
+    if train_pairs is not None and train_pairs < recipe.base.batch_size:
+        raise UsageError(f"--train-pairs {train_pairs} is fewer than one batch of {recipe.base.batch_size}")
+    model = build_model(recipe.replace(output_bias="zeros"))  # MLM head unused
+    ds = dataset("train", recipe, "sop", recipe.base.seed, dynamic=train_pairs is None, max_documents=max_documents)
+    source = PretrainingBatches(ds, recipe.base.batch_size)
+    fixed = source.take(train_pairs // recipe.base.batch_size) if train_pairs else None
     val = held_out(recipe, batches=held_out_batches, max_documents=max_documents)
     start = time.perf_counter()
     log = train_sentence_path(model, recipe.setup(steps), val, batches=None if fixed else source, fixed=fixed,
                               rule=rule, every=every, say=say, name=name)
-    record = {"name": name, "rule": rule, "recipe": dataclasses.asdict(recipe), "steps": steps,
+    record = {"name": name, "rule": rule, "recipe": recipe.record(), "steps": steps,
               "train_pairs": train_pairs, "seconds": time.perf_counter() - start, "cpu": cpu_model(),
               "threads": torch.get_num_threads(), "command": command, "git_revision": git_revision(), "log": log}
     if out_dir is not None:

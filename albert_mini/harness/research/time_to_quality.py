@@ -25,7 +25,7 @@ from ...errors import UsageError
 from ...safe_files import atomic_write_bytes, atomic_write_text
 from ...study.time_to_quality import figure
 from ...training.distributed import DistInfo
-from ...training.launch import build_run
+from ...training.run import Run
 from ...training.rundir import read_run
 from ...training.setup import PretrainingSetup
 from ..experiments.provenance import cpu_model, git_revision
@@ -43,15 +43,29 @@ def race(minutes: float, out: Path, slice_minutes: float = 1.0, recipes: dict | 
     if minutes <= 0 or slice_minutes <= 0:
         raise UsageError(f"--minutes and --slice-minutes must be > 0, got {minutes} and {slice_minutes}")
     recipes = recipes or RECIPES
-    trainers = {}
-    for name, setup in recipes.items():
-        run_setup = setup.replace(out=str(out / name), overwrite=True)
-        trainers[name] = build_run(run_setup, DistInfo(), say=lambda *a, **k: None)
-    curves = {name: [] for name in recipes}
+    runs = {}
+    try:
+        for name, setup in recipes.items():
+            run_setup = setup.replace(out=str(out / name), overwrite=True)
+            runs[name] = Run.build(run_setup, DistInfo(), say=lambda *a, **k: None)
+        curves = alternate(runs, minutes, slice_minutes, say)
+    finally:
+        for run in runs.values():
+            run.close()
+    summary = compare(curves["old"], curves["new"]) if {"old", "new"} <= set(curves) else None
+    return {"minutes": minutes, "slice_minutes": slice_minutes, "machine": cpu_model(),
+            "threads": torch.get_num_threads(), "command": command, "git_revision": git_revision(),
+            "recipes": {name: " ".join(setup.to_argv()) for name, setup in recipes.items()}, "curves": curves,
+            "summary": summary}
+
+
+def alternate(runs: dict, minutes: float, slice_minutes: float, say) -> dict[str, list[dict]]:
+    """Each run's held-out curve, trained in alternating slices of `slice_minutes` of its own training time."""
+    curves = {name: [] for name in runs}
     budget = 0.0
     while budget < minutes:
         budget = min(minutes, budget + slice_minutes)
-        for name, trainer in trainers.items():  # same slice for each, one after the other
+        for name, trainer in ((n, r.trainer) for n, r in runs.items()):  # same slice for each, one after the other
             trainer.config = dataclasses.replace(trainer.config, max_minutes=budget)
             result = trainer.train()
             if result.eval is not None and (not curves[name] or curves[name][-1]["step"] != result.step):
@@ -62,11 +76,7 @@ def race(minutes: float, out: Path, slice_minutes: float = 1.0, recipes: dict | 
                     f"SOP {point['sentence_acc']:.4f}")
             if result.stop_reason != "max_minutes":
                 break
-    summary = compare(curves["old"], curves["new"]) if {"old", "new"} <= set(curves) else None
-    return {"minutes": minutes, "slice_minutes": slice_minutes, "machine": cpu_model(),
-            "threads": torch.get_num_threads(), "command": command, "git_revision": git_revision(),
-            "recipes": {name: " ".join(setup.to_argv()) for name, setup in recipes.items()}, "curves": curves,
-            "summary": summary}
+    return curves
 
 
 def minutes_to_reach(curve: list[dict], target: float, axis: str = "minutes") -> float | None:

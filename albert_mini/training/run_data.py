@@ -1,4 +1,4 @@
-"""What the pretraining CLI trains and evaluates on, checked before any training starts.
+"""What a pretraining run trains and evaluates on: its text read once, its datasets built once, then checked.
 
 A named corpus (austen: the committed splits; synthetic: random ids to test the machinery) or the user's own
 UTF-8 text (`--corpus PATH...`: files, folders, glob patterns) with a SentencePiece model trained on it. Your
@@ -6,8 +6,9 @@ own text goes through the token cache (albert_mini.text.token_cache): prepared o
 from disk by every later run, resume and DDP rank, with the same tokens `tokenize_documents` would give. The
 held-out text is `--validation PATH...`, or else a fixed fraction of the documents (`--holdout-fraction`):
 the documents whose text has the smallest sha256, so the choice depends on the text only, not on file order
-or the seed. Every flag combination that cannot give a training batch or the asked-for evaluation batches is
-refused up front, naming the flags and values that work.
+or the seed. Each phase's dataset is built once and its size checked after: settings that cannot give a
+training batch or the asked-for evaluation batches are refused before training, naming the flags and values
+that work (computed only then, by counting examples at other settings).
 """
 
 from __future__ import annotations
@@ -20,22 +21,32 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import UsageError
+from ..model.config import AlbertConfig
 from ..paths import DATA_ROOT, sha256_file
-from ..text.batches import DataSettings, count_examples, tokenize_documents
+from ..text.batch_source import BatchSource, PhasedBatches
+from ..text.batches import (
+    DataSettings,
+    PretrainingBatches,
+    build_pretraining_dataset,
+    count_examples,
+    tokenize_documents,
+)
 from ..text.corpus import Document, expand_text_paths, fingerprint_files, load_corpus
 from ..text.instances import TokenDocuments, sentence_task
 from ..text.synthetic import MAX_HELD_TOKENS, SyntheticBatches, max_take
 from ..text.token_cache import prepare
 from ..text.tokenizer import Tokenizer
-from .build import training_batches, validation_batches
 from .distributed import DistInfo
-from .setup import DEFAULT_HOLDOUT, SPLIT_BY, PretrainingSetup
+from .setup import DEFAULT_HOLDOUT, SPLIT_BY, Phase, PretrainingSetup
+
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["phase_batches", "validation_batches"]
 
 SEQ_LEN_CANDIDATES = (8, 16, 32, 64, 128, 256, 512)  # what a suggested --seq-len is picked from
 
 
 @dataclass
-class Inputs:
+class RunData:
     """The batch sources of one process, and what the run records about its data."""
 
     train: object  # a batch source (PretrainingBatches or SyntheticBatches shard)
@@ -113,30 +124,89 @@ def held_out_indices(digests: list[str], fraction: float, split_by: str = "file"
     return np.sort(sorted(range(len(digests)), key=lambda i: (digests[i], i))[:count]).astype(np.int64)
 
 
-# ---------------------------------------------------------------------- batches
-def build_inputs(setup: PretrainingSetup, vocab_size: int, tokenizer: Tokenizer | None, info: DistInfo) -> Inputs:
-    """The training source and validation batches of this rank, after checking that both can be filled."""
+# ---------------------------------------------------------------------- datasets and batches
+def training_dataset(setup: PretrainingSetup, documents, tokenizer, seq_len: int):
+    """Training examples of one length, masked as the setup says (dynamic or static)."""
+    return build_pretraining_dataset(documents, tokenizer, setup.task, seq_len, seed=setup.seed,
+                                     dynamic=setup.masking == "dynamic", dupe_factor=setup.dupe_factor,
+                                     **setup.masking_options())
+
+
+def held_out_dataset(setup: PretrainingSetup, documents, tokenizer, seed: int | None = None,
+                     task: str | None = None):
+    """Held-out examples at the setup's length, masked once (static) so every evaluation scores the same tokens."""
+    return build_pretraining_dataset(documents, tokenizer, task or setup.task, setup.seq_len,
+                                     seed=setup.seed if seed is None else seed, dynamic=False,
+                                     **setup.masking_options())
+
+
+def phase_batches(setup: PretrainingSetup, documents, tokenizer, seq_len: int, batch_size: int,
+                  rank: int = 0, world_size: int = 1, dataset=None) -> PretrainingBatches:
+    """Training batches of one length (of `dataset`, when it is already built): this process's shard."""
+    dataset = dataset if dataset is not None else training_dataset(setup, documents, tokenizer, seq_len)
+    return PretrainingBatches(dataset, batch_size, group_by_length=setup.group_by_length).shard(rank, world_size)
+
+
+def training_batches(setup: PretrainingSetup, documents, tokenizer, rank: int = 0, world_size: int = 1,
+                     phases: tuple[Phase, ...] | None = None, datasets: list | None = None) -> BatchSource:
+    """The training source: every phase of the schedule in turn (short sequences first under the curriculum).
+
+    `phases` replaces the setup's own for a run that continues another one part-way through its schedule (a
+    Table 5 branch: the trunk's optimizer and schedule, phases of its own); `datasets`, one per phase, are
+    used as built instead of being built here."""
+    phases = phases or setup.phases()
+    datasets = datasets or [None] * len(phases)
+    sources = [phase_batches(setup, documents, tokenizer, p.seq_len, p.batch_size, rank, world_size, dataset)
+               for p, dataset in zip(phases, datasets)]
+    if len(sources) == 1:
+        return sources[0]
+    return PhasedBatches(sources[0], sources[1], switch_after=phases[0].steps * setup.accumulate)
+
+
+def validation_batches(setup: PretrainingSetup, documents, tokenizer, seed: int | None = None,
+                       task: str | None = None, count: int | None = None, rank: int = 0,
+                       world_size: int = 1, dataset=None) -> list[dict]:
+    """Held-out batches at the setup's length, masked once (static) so every evaluation scores the same tokens.
+
+    By default: the setup's task and seed, --eval-batches of them; the experiments fix the seed (and
+    the task) so that every model they compare is scored on the same masked tokens."""
+    dataset = dataset if dataset is not None else held_out_dataset(setup, documents, tokenizer, seed, task)
+    source = PretrainingBatches(dataset, setup.batch_size).shard(rank, world_size)
+    return source.take(setup.eval_batches if count is None else count)
+
+
+def load_run_data(setup: PretrainingSetup, config: AlbertConfig, tokenizer: Tokenizer | None, info: DistInfo,
+                  say=print) -> RunData:
+    """This rank's training source and validation batches: the text read once, each dataset built once and
+    then checked for enough examples (a refusal names the values that work)."""
     if setup.corpus == "synthetic":
         check_synthetic_eval_batches(setup)
         sentence = sentence_task(setup.task).labelled
-        train = SyntheticBatches(vocab_size, setup.batch_size, setup.seq_len, seed=setup.seed,
+        train = SyntheticBatches(config.vocab_size, setup.batch_size, setup.seq_len, seed=setup.seed,
                                  sentence_labels=sentence).shard(info.rank, info.world_size)
-        val = SyntheticBatches(vocab_size, setup.batch_size, setup.seq_len, seed=setup.seed + 1,
+        val = SyntheticBatches(config.vocab_size, setup.batch_size, setup.seq_len, seed=setup.seed + 1,
                                sentence_labels=sentence).shard(info.rank, info.world_size).take(setup.eval_batches)
-        return Inputs(train, val, None, None)
-    say = print if info.is_main and not setup.quiet else (lambda *args, **kwargs: None)
+        return RunData(train, val, None, None)
     train_docs, held_docs, fingerprint = load_documents(setup, tokenizer, say)
     splits = {"training": train_docs, "validation": held_docs}
     for split, tokens in splits.items():
         check_task_fits(tokens, setup.task, split, setup.split_by)
-    for phase in reversed(setup.phases()):  # the --seq-len phase first
+    phases = setup.phases()
+    held = held_out_dataset(setup, held_docs, tokenizer)
+    datasets = {p.seq_len: training_dataset(setup, train_docs, tokenizer, p.seq_len) for p in phases}
+    world = info.world_size
+    for phase in reversed(phases):  # the --seq-len phase first
         # A short phase only trains (evaluation stays at --seq-len), so only its training batch is checked.
         evals = setup.eval_batches if phase.seq_len == setup.seq_len else 0
-        check_batches(setup, splits, info.world_size, phase.seq_len, phase.batch_size, evals)
-    shard = dict(rank=info.rank, world_size=info.world_size)
-    train = training_batches(setup, splits["training"], tokenizer, **shard)
-    val = validation_batches(setup, splits["validation"], tokenizer, **shard)
-    return Inputs(train, val, splits["training"], fingerprint)
+        counts = len(datasets[phase.seq_len]) // world, len(held) // world if evals else 0
+        if counts[0] < phase.batch_size or counts[1] < phase.batch_size * evals:
+            raise UsageError(batch_problem(setup, config, splits, world, phase.seq_len, phase.batch_size, evals,
+                                           counts))
+    shard = dict(rank=info.rank, world_size=world)
+    train = training_batches(setup, train_docs, tokenizer, **shard, phases=phases,
+                             datasets=[datasets[p.seq_len] for p in phases])
+    val = validation_batches(setup, held_docs, tokenizer, **shard, dataset=held)
+    return RunData(train, val, train_docs, fingerprint)
 
 
 def check_synthetic_eval_batches(setup: PretrainingSetup) -> None:
@@ -163,34 +233,30 @@ def check_task_fits(tokens, task: str, split: str, split_by: str | None) -> None
                          f"{documents} ({task}: {kind.description}); use --task sop, or give more documents")
 
 
-def check_batches(args: PretrainingSetup, splits: dict, world_size: int, length: int, batch: int,
-                  evals: int) -> None:
-    """Refuse settings under which a process gets no full training batch of `batch` sequences of `length`
-    tokens, or fewer than `evals` evaluation batches.
-
-    The message names the flags and values that work, computed from the same example counts the datasets
-    will have (epoch 0; later dynamic epochs differ by a few examples).
-    """
-    longest = args.model_config().max_position_embeddings  # the preset's, or --config's
+def batch_problem(args: PretrainingSetup, config: AlbertConfig, splits: dict, world_size: int, length: int,
+                  batch: int, evals: int, counts: tuple[int, int]) -> str:
+    """Why a process gets no full training batch of `batch` sequences of `length` tokens, or fewer than `evals`
+    evaluation batches (`counts`: the examples per process the built datasets hold), with the flags and values
+    that work, found by counting the examples other settings would give (epoch 0; later dynamic epochs differ by
+    a few examples)."""
+    longest = config.max_position_embeddings  # the preset's, or --config's
 
     def per_process(seq_len: int) -> tuple[int, int]:
-        counts = []
+        found = []
         for split, tokens in splits.items():
             dynamic = split == "training" and args.masking == "dynamic"
             dupes = args.dupe_factor if split == "training" else 1
             settings = DataSettings(task=args.task, max_seq_len=seq_len, seed=args.seed, dynamic=dynamic,
                                     dupe_factor=dupes)
-            counts.append(count_examples(tokens, settings) // world_size)
-        return counts[0], counts[1]
+            found.append(count_examples(tokens, settings) // world_size)
+        return found[0], found[1]
 
     def fits(train: int, held: int) -> bool:
         return train >= batch and held >= batch * evals
 
-    train, held = per_process(length)
-    if fits(train, held):
-        return
+    train, held = counts
     if length != args.seq_len:  # the curriculum's short phase, which only trains (evals is 0)
-        raise UsageError(_short_phase_problem(args, length, batch, train, lambda n: per_process(n)[0]))
+        return _short_phase_problem(args, length, batch, train, lambda n: per_process(n)[0])
     problems = []
     if train < batch:
         problems.append(f"the training text gives {examples(train)} per process, fewer than one batch of "
@@ -214,7 +280,7 @@ def check_batches(args: PretrainingSetup, splits: dict, world_size: int, length:
             fixes.append(f"--seq-len {seq_len}")
             break
     remedy = f"values that work: {' or '.join(fixes)}" if fixes else "no nearby value works; give more text"
-    raise UsageError(f"--seq-len {length} with --task {args.task}: {'; '.join(problems)}; {remedy}")
+    return f"--seq-len {length} with --task {args.task}: {'; '.join(problems)}; {remedy}"
 
 
 def _short_phase_problem(args: PretrainingSetup, length: int, batch: int, train: int, train_at) -> str:

@@ -1,0 +1,336 @@
+"""A pretraining run as one object: built once from its setup, its directory settled by rank 0, then trained.
+
+`Run.build(setup, info)` does each thing once, in this order:
+1. the model config, resolved once (the preset, the --config fields, the tokenizer's vocabulary), and checked
+   against the device's memory before anything is allocated (the command passes that check in);
+2. the text read or mapped once and each dataset built once, then checked (training/run_data.py);
+3. model, objective, optimizer with its schedule, and the trainer (the builders below, which the experiments,
+   the trunk and the research probes call with setups of their own);
+4. the run directory (`RunDirectory`): rank 0 alone checks, locks, clears and records it and picks the checkpoint
+   to resume from; every rank then confirms it sees the folder rank 0 wrote, and all ranks go on together or
+   stop together with the same one-line error. A node that cannot see the run's folder (a multi-node run whose
+   --out is not shared) is named in that line; no rank is left waiting.
+
+The run directory gets run.json (the setup's settings, --config included, the model config built from them, the
+tokenizer's path and sha256, the sha256 of every text file, the world size, the device the run computes on and
+notes such as a resumption on another device; a file inside the repository named relative to its root, so the
+record holds no path of the machine's checkout), config.json (the model), metrics.jsonl and
+checkpoints/step-NNNNNNN/. Fine-tuning's command settles its directory with the same `RunDirectory`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..devices import describe_device
+from ..errors import Diverged
+from ..model.albert import AlbertForPreTraining
+from ..model.config import AlbertConfig
+from ..model.counting import count_parameters
+from ..paths import recorded_path
+from ..safe_files import atomic_write_text, check_out_folder
+from ..text.tokenizer import Tokenizer
+from . import rundir
+from .checkpoint import latest_checkpoint, newest_intact_checkpoint
+from .distributed import DistInfo, broadcast_object, gather_objects
+from .objectives import PretrainingObjective
+from .optim import WarmupPolyDecay, build_optimizer
+from .pretraining_model import build_pretraining_model
+from .run_data import RunData, load_run_data
+from .setup import PretrainingSetup, defaults
+from .trainer import NonFiniteError, TrainConfig, Trainer, TrainResult
+
+# What chapters import from here (the module's public face; albert_mini/README.md).
+__all__ = ["build_model"]
+
+# A "constant" learning rate is the poly decay with a vanishing power: 1 until the last step.
+DECAY_POWER = {"linear": 1.0, "constant": 1e-9}
+SHARED_FOLDER = ("every process of a run must see the same --out: on several machines, a folder on a file system "
+                 "they all mount (NFS, Lustre, a cloud file share), since rank 0 alone writes the run's files and "
+                 "every rank resumes from its checkpoints")
+
+
+# ---------------------------------------------------------------------------------------------- builders
+def build_model(setup: PretrainingSetup, config: AlbertConfig | None = None, train_documents=None,
+                log_prior=None) -> AlbertForPreTraining:
+    """The setup's model (its preset and --config fields, or `config`), drawn from its seed, output bias from the
+    training text."""
+    config = config or setup.model_config()
+    return build_pretraining_model(config, setup.task, train_documents, log_prior=log_prior, seed=setup.seed,
+                                   output_bias=setup.output_bias, position_init=setup.position_init)
+
+
+def build_objective(setup: PretrainingSetup) -> PretrainingObjective:
+    return PretrainingObjective(setup.mlm_weight, setup.sentence_weight)
+
+
+def build_optimization(setup: PretrainingSetup, model) -> tuple:
+    """(optimizer, learning-rate schedule): warm-up, then linear decay to 0 at the last step (or constant)."""
+    optimizer = build_optimizer(model, setup.optimizer, lr=setup.lr, weight_decay=setup.weight_decay,
+                                betas=setup.betas)
+    schedule = WarmupPolyDecay(setup.lr, setup.steps, setup.warmup_steps, power=DECAY_POWER[setup.decay])
+    return optimizer, schedule
+
+
+def train_config(setup: PretrainingSetup) -> TrainConfig:
+    """How long and how the trainer trains, logs, evaluates and saves."""
+    return TrainConfig(
+        max_steps=setup.steps, max_minutes=setup.minutes, accumulate=setup.accumulate, clip_norm=setup.clip_norm,
+        log_every=setup.log_every, eval_every=setup.eval_every, eval_batches=setup.eval_batches,
+        save_every=setup.save_every, keep_checkpoints=setup.keep, out_dir=setup.out,
+        bf16=setup.bf16, compile=setup.compile, progress=not setup.quiet, echo=not setup.quiet)
+
+
+def build_trainer(setup: PretrainingSetup, model, batches, val_batches=None, dist=None) -> Trainer:
+    """A Trainer of `model` on `batches` with the setup's objective, optimizer, schedule and loop settings."""
+    optimizer, schedule = build_optimization(setup, model)
+    return Trainer(model, optimizer, schedule, batches, train_config(setup), val_batches=val_batches, dist=dist,
+                   objective=build_objective(setup))
+
+
+def seed_everything(seed: int) -> None:
+    """Seed the global RNGs (Python, NumPy, torch); the data pipeline has its own seeded generators."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def load_tokenizer(setup: PretrainingSetup) -> Tokenizer | None:
+    """The tokenizer of the run: --tokenizer, the committed Austen model for austen, None for synthetic data."""
+    if setup.corpus == "synthetic":
+        return None
+    return Tokenizer.from_file(setup.tokenizer) if setup.tokenizer else Tokenizer.default()
+
+
+def run_record(setup: PretrainingSetup, config: AlbertConfig, info: DistInfo, tokenizer, data: RunData) -> dict:
+    """What run.json holds: the settings that decide the numbers, the model, the tokenizer and the text."""
+    return {"kind": "pretrain", "settings": setup.settings(), "model": config.to_dict(),
+            "tokenizer": tokenizer.file_reference() if tokenizer is not None else None,
+            "corpus": data.corpus, "world_size": info.world_size,
+            "effective_batch": setup.batch_size * info.world_size * setup.accumulate,
+            "device": describe_device(info.device), "command": recorded_command()}
+
+
+def recorded_command(argv: list[str] | None = None) -> str:
+    """The command line as a run records it: the script (for `python -m`, the module's file) relative to the
+    repository root when it lies inside it, every argument as the user gave it."""
+    script, *rest = sys.argv if argv is None else argv
+    return " ".join([recorded_path(script) if script and Path(script).is_file() else script, *rest])
+
+
+# ---------------------------------------------------------------------------------------------- the directory
+@dataclass
+class RunDirectory:
+    """A run's --out, settled once for every rank: checked and locked by rank 0, resumed from one checkpoint."""
+
+    out: Path
+    info: DistInfo = field(default_factory=DistInfo)
+    lock: rundir.RunLock | None = None
+    resuming: bool = False
+    checkpoint: Path | None = None  # the checkpoint every rank resumes from (rank 0's pick), None: step 0
+
+    @classmethod
+    def open(cls, out: str | Path, info: DistInfo | None = None) -> RunDirectory:
+        """Refuse at once a folder no run may use; rank 0 locks one that exists (a new one once it is created, so
+        bad flags found while the data is read leave no folder behind)."""
+        info = info or DistInfo()
+        out = Path(out)
+        rundir.check_run_dir(out)
+        check_out_folder(out)
+        lock = rundir.RunLock(out) if info.is_main and out.is_dir() else None
+        return cls(out, info, lock)
+
+    def settle(self, record: dict, overwrite: bool, setting_defaults: dict,
+               write: Callable[[Path], None] | None = None) -> bool:
+        """Resume or start the run `record` describes; True when resuming. Rank 0 decides, clears what --overwrite
+        allows, writes run.json (then `write`'s files) and picks the checkpoint; the other ranks take its decision
+        and check that they see the same folder. Every rank returns, or every rank raises the same RunDirError."""
+        decision, failure = None, None
+        if self.info.is_main:
+            try:
+                decision = self._decide(record, overwrite, setting_defaults, write)
+            except Exception as err:  # every rank must hear it, or the others would wait for a decision forever
+                decision, failure = {"error": str(err)}, err
+        decision = broadcast_object(decision, self.info)
+        if failure is not None:
+            raise failure
+        if "error" in decision:
+            raise rundir.RunDirError(f"rank 0 could not settle {self.out}: {decision['error']}")
+        problems = [p for p in gather_objects(self._sees(decision), self.info) if p]
+        if problems:
+            raise rundir.RunDirError(f"{'; '.join(problems)}: {SHARED_FOLDER}")
+        self.resuming = decision["resume"]
+        name = decision["checkpoint"]
+        self.checkpoint = self.out / rundir.CHECKPOINTS / name if name else None
+        return self.resuming
+
+    def _decide(self, record: dict, overwrite: bool, setting_defaults: dict, write) -> dict:
+        same = rundir.resumable(self.out, record, overwrite, setting_defaults)
+        notes = rundir.recorded_notes(self.out) if same else []  # kept: a resumed run is still that run
+        if self.lock is None:
+            self.lock = rundir.RunLock(self.out)
+        record = {**record, "notes": notes} if notes else record
+        if not same:
+            rundir.clear(self.out, rundir.RUN)
+        self.out.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(record, indent=2) + "\n"
+        atomic_write_text(self.out / rundir.RUN_FILE, text)  # first: the files are a run
+        if write is not None:
+            write(self.out)
+        # A damaged newest checkpoint is set aside here, once, by the only writer.
+        checkpoint = newest_intact_checkpoint(self.out, set_aside=True) if same else None
+        return {"resume": same, "checkpoint": checkpoint.name if checkpoint else None,
+                "run_json": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+
+    def _sees(self, decision: dict) -> str | None:
+        """None when this rank sees the run.json (and checkpoint) rank 0 wrote, else what it sees instead."""
+        if self.info.is_main:
+            return None
+        where = f"rank {self.info.rank} (--out {self.out})"
+        try:
+            text = (self.out / rundir.RUN_FILE).read_bytes()
+        except OSError:
+            return f"{where} does not see the {rundir.RUN_FILE} rank 0 wrote"
+        if hashlib.sha256(text).hexdigest() != decision["run_json"]:
+            return f"{where} sees another {rundir.RUN_FILE} than the one rank 0 wrote"
+        name = decision["checkpoint"]
+        if name and not (self.out / rundir.CHECKPOINTS / name).is_dir():
+            return f"{where} does not see the checkpoint {name} that rank 0 resumes from"
+        return None
+
+    def release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+
+# ---------------------------------------------------------------------------------------------- the run
+@dataclass
+class Run:
+    """Everything one process of a pretraining run holds: what it was built from, its model, data and trainer."""
+
+    setup: PretrainingSetup
+    info: DistInfo
+    config: AlbertConfig
+    tokenizer: Tokenizer | None
+    data: RunData
+    model: AlbertForPreTraining
+    trainer: Trainer
+    directory: RunDirectory | None
+
+    @classmethod
+    def build(cls, setup: PretrainingSetup, info: DistInfo | None = None, say=print,
+              check_memory: Callable[[PretrainingSetup, AlbertConfig, torch.device], None] | None = None) -> Run:
+        """Build the run once, resuming it when --out holds the same run (`say`: progress lines of rank 0)."""
+        info = info or DistInfo()
+        say = say if info.is_main and not setup.quiet else (lambda *a, **k: None)
+        directory = RunDirectory.open(setup.out, info) if setup.out else None
+        try:
+            return cls._build(setup, info, say, check_memory, directory)
+        except BaseException:
+            if directory is not None:
+                directory.release()
+            raise
+
+    @classmethod
+    def _build(cls, setup, info, say, check_memory, directory) -> Run:
+        tokenizer = load_tokenizer(setup)
+        vocab = {"vocab_size": tokenizer.vocab_size} if tokenizer is not None else {}
+        config = setup.model_config(**vocab)  # resolved once: the preset, --config, the tokenizer's vocabulary
+        if check_memory is not None:
+            check_memory(setup, config, info.device)  # before anything is allocated
+        seed_everything(setup.seed)
+        data = load_run_data(setup, config, tokenizer, info, say)  # own seeded generators
+        # The training text's tokens start the output bias; the synthetic corpus has no text, so its bias starts
+        # at zero, and the record names that bias, not the flag's default.
+        model_setup = setup if data.train_documents is not None else setup.replace(output_bias="zeros")
+        model = build_model(model_setup, config, data.train_documents).to(info.device)  # identical on every rank
+        torch.manual_seed(setup.seed + 1 + info.rank)  # dropout masks differ between ranks
+        if directory is not None:  # before the trainer, which reads the log of the run it continues
+            directory.settle(run_record(model_setup, config, info, tokenizer, data), setup.overwrite, defaults(),
+                             write=lambda out: atomic_write_text(out / rundir.CONFIG_FILE, config.to_json()))
+        trainer = build_trainer(setup, model, data.train, data.validation, dist=info)
+        run = cls(setup, info, config, tokenizer, data, model, trainer, directory)
+        if directory is not None and directory.resuming:
+            if directory.checkpoint is not None:
+                trainer.resume(directory.checkpoint)
+                say(f"resumed {directory.out} at step {trainer.step}")
+            elif info.is_main:
+                trainer.resume()  # no checkpoint yet: only the log of a run killed before its first one
+        run._describe(say)
+        return run
+
+    def _describe(self, say) -> None:
+        setup, info = self.setup, self.info
+        preset_vocab = AlbertConfig.from_preset(setup.preset).vocab_size
+        if self.tokenizer is not None and self.config.vocab_size != preset_vocab:
+            say(f"vocab_size {self.config.vocab_size} from the tokenizer {self.tokenizer.path} (the preset has "
+                f"{preset_vocab})")
+        model_name = f"{setup.preset} with {' '.join(setup.config)}" if setup.config else setup.preset
+        effective = setup.batch_size * info.world_size * setup.accumulate
+        say(f"{model_name}: {count_parameters(self.model):,} parameters on {describe_device(info.device)} | "
+            f"{info.world_size} process(es) | effective batch {effective} x {setup.seq_len} tokens"
+            f"{phase_note(setup)} | {setup.optimizer} lr {setup.lr:g}, warmup {setup.warmup_steps}, "
+            f"{setup.steps} steps")
+
+    def train(self) -> TrainResult:
+        """Train to the end (or the time budget), then release the directory; a diverged loss is one line."""
+        setup, trainer = self.setup, self.trainer
+        try:
+            result = trainer.train()
+        except NonFiniteError as err:
+            raise Diverged(diverged_message(setup, err.step, err.what)) from err
+        except FloatingPointError as err:  # raised by code of another kind (an objective's own check)
+            raise Diverged(diverged_message(setup, trainer.step + 1, str(err).split(";")[0])) from err
+        finally:
+            self.close()
+        return result
+
+    def close(self) -> None:
+        if self.directory is not None:
+            self.directory.release()
+
+
+def pretrain(setup: PretrainingSetup, info: DistInfo | None = None, check_memory=None) -> TrainResult:
+    """What `albert-mini pretrain` does: build the run (resuming it if --out allows), train it, say where it is."""
+    info = info or DistInfo()
+    say = print if info.is_main and not setup.quiet else (lambda *a, **k: None)
+    run = Run.build(setup, info, say, check_memory)
+    result = run.train()
+    if run.trainer.first_step_too_long and info.is_main:  # said even with --quiet: the run trained nothing
+        print(f"the time budget (--minutes {setup.minutes:g}) ran out inside step {result.step + 1}, which was "
+              "undone: one step of this model and batch takes longer than the time that was left, so nothing was "
+              "trained and the final evaluation was skipped; give more --minutes (the run resumes), or a smaller "
+              "model, --batch-size or --seq-len", flush=True)
+    say(f"stopped at step {result.step} ({result.stop_reason}); metrics and checkpoints in {Path(setup.out)}")
+    if result.eval is not None:
+        say("held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in result.eval.items()
+                                     if isinstance(v, float) and k != "elapsed_s"))
+    return result
+
+
+def diverged_message(setup: PretrainingSetup, step: int, what: str) -> str:
+    """Why a run stopped on a NaN or infinite loss, its usual causes, and the checkpoint that is kept."""
+    last = latest_checkpoint(setup.out) if setup.out else None
+    kept = (f"the last good checkpoint, {last.name} in {Path(setup.out) / 'checkpoints'}, is kept" if last
+            else "no checkpoint had been written yet")
+    return (f"the loss diverged at step {step} ({what}); the usual causes are a learning rate too high (--lr "
+            f"{setup.lr:g}), too short a warm-up (--warmup {setup.warmup_steps}) or a --config that makes the model "
+            f"unstable; {kept} (no checkpoint holds NaN weights); lower --lr or lengthen --warmup, and start again "
+            "with --overwrite")
+
+
+def phase_note(setup: PretrainingSetup) -> str:
+    phases = setup.phases()
+    if len(phases) == 1:
+        return ""
+    return f" (first {phases[0].steps} steps: {phases[0].batch_size} x {phases[0].seq_len})"
