@@ -35,6 +35,8 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from albert_mini.devices import cpu_model  # noqa: E402
+
 FLAGS = ["--split-by", "blank-line", "--steps", "1", "--seq-len", "128", "--batch-size", "32", "--quiet"]
 
 
@@ -135,14 +137,6 @@ def run_child(folder: Path, tokenizer: str, out: Path, mode: str, cache: Path) -
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def cpu_name() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-        return next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or "unknown CPU"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scales", type=int, nargs="+", default=[1, 10, 100], help="copies of the Austen text")
@@ -158,7 +152,7 @@ def main() -> None:
     work = args.keep or Path(tempfile.mkdtemp(prefix="corpus-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     text = "\n\n".join("\n".join(doc.paragraphs) for doc in load_corpus("austen", "train")) + "\n"
-    print(f"machine: {cpu_name()}, {default_workers()} cores usable, load average "
+    print(f"machine: {cpu_model()}, {default_workers()} cores usable, load average "
           f"{os.getloadavg()[0]:.1f} at the start; Python {platform.python_version()}")
     print(f"{'text':>6} {'MB':>7} | {'SP alone':>9} | {'cold s':>7} {'MB/s':>6} {'x SP':>5} {'peak MB':>8} | "
           f"{'warm s':>7} {'peak MB':>8} {'check s':>8} {'cache MB':>8}" +

@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from albert_mini.devices import cpu_model
+
 REPO = Path(__file__).resolve().parents[1]
 ALONE = """
 import json, sys, time
@@ -59,14 +61,6 @@ print(json.dumps({"tokens": cache.manifest["tokens"], "wall": time.perf_counter(
                   "workers": cache.manifest["prepared"]["workers"], "contents": cache.manifest["contents"]}))
 """
 COMMAND = "import sys; from albert_mini.commands import main; main(sys.argv[1:])"
-
-
-def cpu_name() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-        return next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or "unknown CPU"
 
 
 def child(code: str, *argv, path: Path = REPO, env: dict | None = None) -> dict | None:
@@ -111,7 +105,7 @@ def main() -> None:
         size = sum(f.stat().st_size for f in files) / 1e6
         paths = {"this checkout": REPO, **({str(args.compare_with): args.compare_with.resolve()}
                                            if args.compare_with else {})}
-        print(f"machine: {cpu_name()}, {len(os.sched_getaffinity(0))} cores usable; load average {load()} at the "
+        print(f"machine: {cpu_model()}, {len(os.sched_getaffinity(0))} cores usable; load average {load()} at the "
               f"start; Python {platform.python_version()}")
         print(f"text: {size:.1f} MB in {len(files)} files; prepare with {args.workers} worker(s); best of "
               f"{args.rounds} rounds, run alternately")
