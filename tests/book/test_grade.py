@@ -300,7 +300,7 @@ def test_ctrl_c_is_one_line_exit_130_and_claims_no_failure(tmp_path):
     assert process.stdout.readline().startswith("grading 3 notebooks")  # the first sandbox is starting
     time.sleep(5)  # inside the first notebook, which sleeps for a minute
     process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=60)
+    _, stderr = process.communicate(timeout=180)  # not a speed goal: a loaded machine ends the sandbox slowly
     assert process.returncode == 130
     assert stderr.strip().count("\n") == 0 and "interrupted" in stderr and "continues" in stderr
     assert not (tmp_path / "gradebook.csv").exists()
