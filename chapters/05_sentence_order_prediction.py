@@ -602,7 +602,7 @@ print(
 # at 52-53%, where the CPU run stood at steps 3,500-3,600 as it left chance. So these two runs do not show that
 # one escaped and one never would; they show that the escape's *timing* does not reproduce, even from the same
 # data and seed. How often the recipe escapes, two runs cannot say. [Chapter 11](11_research_log.ipynb) sets out
-# why the plateau lasts, and the lever screen, pre-registered and now running, that tries to shorten it.
+# why the plateau lasts, and the pre-registered lever screen that tried to shorten it: no lever passed.
 
 # %% [markdown]
 # ![SOP along the trunk, and the exploratory branches](../figures/experiment_sentence_task.png)
