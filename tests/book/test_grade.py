@@ -296,7 +296,8 @@ def test_ctrl_c_is_one_line_exit_130_and_claims_no_failure(tmp_path):
         nbformat.write(submission(SOLUTIONS, after_first_check="import time\n\ntime.sleep(60)"),
                        tmp_path / student / NAME)
     process = subprocess.Popen([sys.executable, "-m", "albert_mini", "grade", str(tmp_path), "--jobs", "1"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a terminal's
     assert process.stdout.readline().startswith("grading 3 notebooks")  # the first sandbox is starting
     time.sleep(5)  # inside the first notebook, which sleeps for a minute
     process.send_signal(signal.SIGINT)

@@ -597,7 +597,8 @@ def test_no_worker_outlives_a_stopped_preparation(command, stop, prepared_text, 
     env = {**os.environ, "OMP_NUM_THREADS": "1", "ALBERT_MINI_CACHE": str(tmp_path / "cache")}
     with open(tmp_path / "stderr", "w") as stderr:
         parent = subprocess.Popen([sys.executable, "-c", STUCK_WORKERS, str(marks), *argv], cwd=REPO, env=env,
-                                  stdout=subprocess.DEVNULL, stderr=stderr)
+                                  stdout=subprocess.DEVNULL, stderr=stderr,
+                                  preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a terminal's
     workers = {}
     try:
         deadline = time.monotonic() + 120
