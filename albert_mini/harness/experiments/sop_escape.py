@@ -1,0 +1,193 @@
+"""Stage B of issue 41 (Table 5 v4), pre-registered after Stage A and before any of its new runs (PLAN below).
+
+Stage A's lever screen ended with no lever passing (sop_levers.json), so by its own plan Stage B keeps one row: SOP
+on the unchanged classroom optimizer, whose escape rate over seeds answers "the run or the recipe?". Without a GPU
+the row runs as Table 5 v3's SOP branches from the committed step-3,000 trunk: seeds 0-2 are v3's exploratory SOP
+row (finished, read from the run cache), seeds 3 and 4 are new runs of exactly that branch (the same run keys'
+shape, so they are read back by v3's code too). The figure is issue 41's item 5: SOP against steps for every seed,
+with the quote strata, the no-network baselines as bands, and the row's escape rate.
+
+Opt-in (never part of `all`): `albert-mini experiments sop_escape` trains the missing seeds. A branch keeps
+checkpoints under the git-ignored cache/ while it trains, so the same command continues a killed run at its last
+checkpoint; finished runs are kept with the other runs in data/results/experiment-runs/.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from ...study.figure_style import book_figure, book_style
+from ...study.stats import wilson_interval
+from .budget import FAST
+from .runs import run_key
+from .sentence_task import PlannedRun, branch_point, branch_row, branch_spec, entry, plans, trunk_folder, trunk_spec
+from .sentence_task import describe_budget as describe_budget  # meta.budget: the recipe's plans
+from .sop_levers import partial_folder
+from .strata import baselines, strata_values
+from .trunk import train_branch, train_trunk, trunk_checkpoint
+
+ESCAPE_SOP = 0.60  # a seed escapes when its primary SOP reaches this ...
+ESCAPE_MARGIN = 0.03  # ... and beats the surface-feature regression by this much (issue 41's S1)
+SKILL_SOP = 0.55  # the reported second reading: the quote-free stratum at or above this (issue 41's S5)
+STAGE_B_SEEDS = (0, 1, 2, 3, 4)
+
+PLAN = {
+    "question": "the run or the recipe: on the unchanged classroom recipe, in how many of 5 seeds does SOP leave "
+                "chance (clearly above what the pairs' surface gives away) within the branch's 1,500 steps?",
+    "why_this_row": "Stage A (sop_levers, plan 6c1262e) ended with no lever passing: A1 failed at seed 0 (51.2%), A2 "
+                    "reached 60.5 / 52.5 / 56.0% and its gain was the quote cue. Issue 41's rule for that outcome: "
+                    "Stage B keeps only the control row, and its escape rate over 5 seeds is the finding",
+    "row": "Table 5 v3's SOP branch, unchanged: the committed v3 trunk (the classroom recipe, albert-mini, MLM + "
+           "SOP, LAMB 5e-3, 125 warm-up steps, a 5,000-step schedule, 64 x 64-token batches, seed 0) at step 3,000 "
+           "with its whole checkpoint; 1,250 steps of 64 x 64 tokens then 250 of 32 x 128 (steps 3,001-4,500); a "
+           "fresh SOP head drawn from the seed, the trunk's pooler; seed s reads data seed 1000 + s; MLM + SOP, "
+           "weight 1 each; then the v3 downstream fine-tuning (austen-mc, polarity)",
+    "seeds": "0-4. Seeds 0, 1, 2 are v3's exploratory SOP row, finished on a GPU before this plan (primary SOP 50.7 "
+             "/ 52.5 / 53.9%: none of them escapes by the rule below, known when this was written). Seeds 3 and 4 "
+             "are new and run on whatever device is lent (CPU here): the issue itself shows that rounding alone "
+             "changes a trajectory, so the device is recorded with each run, as part of what a seed is",
+    "primary_score": "as v3 and Stage A: a frozen linear probe on the pooled [CLS] output, fitted on the 4,096 "
+                     "probe-training pairs, scored on the 1,540 held-out SOP pairs at 64 tokens, unmasked, at the "
+                     "end of the branch, with the quote (884) and quote-free (656) strata",
+    "escape": f"a seed escapes if its primary SOP is at least {ESCAPE_SOP:.0%} and at least "
+              f"{100 * ESCAPE_MARGIN:.0f} points above the surface-feature regression on the same pairs (57.0%; "
+              "issue 41's S1 applied to one seed). The escape rate is escapes / seeds with a 95% Wilson interval",
+    "skill": f"reported beside it: the seeds whose quote-free stratum reaches {SKILL_SOP:.0%} (issue 41's S5), "
+             "the order learned without the quote cue",
+    "reading": "0 of 5: from this trunk state the recipe's SOP does not leave chance within 1,500 steps in any seed, "
+               "so the classroom run's escape is a property of that run (its trajectory), not what the recipe "
+               "usually does by step 4,500; 1 or more: the recipe escapes at that rate from this state, and the "
+               "classroom run is one of those. Either way the branches share the trunk up to step 3,000: this is "
+               "the rate from one trunk state, not the from-scratch rate (5 x 5,000 steps, left for a GPU)",
+    "not_in_this_stage": "no NSP or none rows, no paired contrasts (no lever passed, issue 41 item 3); no seeds "
+                         "beyond 4 (the extra-seed rule reads an SOP-NSP interval this stage does not have)",
+}
+
+
+def seeds(budget, asked) -> list[int]:
+    """Stage B's seeds: 0-4 on the full plan whatever --seeds says (the plan fixes them); the asked ones on the
+    fast plan (tests)."""
+    return list(asked) if budget == FAST else list(STAGE_B_SEEDS)
+
+
+def plan(budget, asked) -> list[PlannedRun]:
+    """The runs, for the estimate and the progress count: the trunk (a finished v3 run) and a branch per seed."""
+    from .runs import RunCache, cache_dir
+
+    trunk, branch = plans(budget)
+    spec = trunk_spec(trunk)
+    trunk_record = RunCache(cache_dir()).load(spec)
+    point = branch_point(trunk_record, trunk)[0] if trunk_record else trunk.stop
+    short, long = branch.phases(trunk)
+    tokens = {short.seq_len: short.tokens, long.seq_len: long.tokens}
+    trunk_tokens = {trunk.setup().phases()[0].seq_len: trunk.tokens_until(trunk.stop)}
+    return [PlannedRun("trunk", spec, trunk_tokens),
+            *[PlannedRun(f"sop seed {seed}", branch_spec(run_key(spec), point, "sop", seed, branch, budget), tokens)
+              for seed in seeds(budget, asked)]]
+
+
+def run(runner) -> dict:
+    trunk_plan, branch_plan = plans(runner.budget)
+    spec = trunk_spec(trunk_plan)
+    folder = trunk_folder(runner, spec)
+    trunk = runner.cached(spec, functools.partial(train_trunk, trunk_plan, folder), "trunk (classroom recipe)")
+    point, _ = branch_point(trunk, trunk_plan)
+    checkpoint = trunk_checkpoint(folder, point)
+    chosen = seeds(runner.budget, runner.seeds)
+    jobs = []
+    for seed in chosen:
+        s = branch_spec(run_key(spec), point, "sop", seed, branch_plan, runner.budget)
+        where = partial_folder(runner.cache, s) if runner.cache is not None else None
+        jobs.append((s, functools.partial(train_branch, checkpoint, "sop", seed, trunk_plan, branch_plan,
+                                          runner.budget, None, where), f"sop seed {seed}"))
+    if any(runner.cache is None or runner.cache.load(s) is None for s, _, _ in jobs) and not checkpoint.exists():
+        train_trunk(trunk_plan, folder)  # the trunk's checkpoint is not here: train it again
+    records = dict(zip(chosen, runner.cached_all(jobs)))
+    base = baselines("sop", trunk_plan, 64)
+    surface = base["surface_regression"]["all"]["accuracy"]
+    row = branch_row("sop", records, trunk_plan)
+    plans_used = {"trunk": trunk_plan.settings(), "branch": dataclasses.asdict(branch_plan)}
+    return {"plan": PLAN, "seeds": chosen, "plans": plans_used,
+            "row": {**row, "curves": {str(s): r["curve"] for s, r in sorted(records.items())},
+                    "after_short_step": records[chosen[0]]["after_short"]["step"],
+                    "after_short_strata": {str(s): strata_values(r["after_short"], trunk_plan)
+                                           for s, r in sorted(records.items())}},
+            "trunk_points": trunk_points(trunk, trunk_plan, point),
+            "baselines": {"sop": base}, "escape": escape_rate(row["per_seed"], surface)}
+
+
+def trunk_points(trunk: dict, plan, point: int) -> list[dict]:
+    """The trunk's primary SOP (with strata) at each of its scoring points up to the branch point."""
+    return [{"step": p["step"], "sop": entry(p, "sop")["accuracy"], **strata_values(p, plan)}
+            for p in trunk["probes"] if p["step"] <= point]
+
+
+def escape_rate(per_seed: dict[str, dict], surface: float) -> dict:
+    """Each seed read by the escape rule and the skill reading, and the escape rate over the seeds."""
+    checks = {s: {"sop": v["sop"], "escapes": v["sop"] >= ESCAPE_SOP and v["sop"] - surface >= ESCAPE_MARGIN,
+                  "sop_no_quote": v.get("sop_no_quote"),
+                  "quote_free_at_least_55": v.get("sop_no_quote", 0.0) >= SKILL_SOP}
+              for s, v in per_seed.items()}
+    escapes, skill, n = (sum(c["escapes"] for c in checks.values()),
+                         sum(c["quote_free_at_least_55"] for c in checks.values()), len(checks))
+    return {"per_seed": checks, "surface": surface, "escapes": escapes, "seeds": n,
+            "rate": escapes / n if n else None, "rate_wilson": list(wilson_interval(escapes, n)) if n else None,
+            "quote_free_escapes": skill}
+
+
+# ---------------------------------------------------------------------------------------------- figure and table
+def figure(result: dict):
+    """Left: the SOP head's accuracy on its training batches against steps, per seed (the trunk's before the branch
+    point). Right: the primary SOP probe at the scoring points, all pairs and each quote stratum, with the
+    no-network baselines as bands; the title gives the escape rate."""
+    fig, (left, right) = book_figure(1, 2, height=4.0)
+    row, escape = result["row"], result["escape"]
+    with book_style():
+        for seed, points in row["curves"].items():
+            steps = [p["step"] for p in points if p.get("sentence_acc") is not None]
+            left.plot(steps, [100 * p["sentence_acc"] for p in points if p.get("sentence_acc") is not None],
+                      lw=0.8, label=f"seed {seed}")
+        left.axhline(50, color="grey", ls=":", lw=1)
+        left.set(xlabel="step", ylabel="SOP head, training batches %", title="SOP head while training")
+        left.legend(fontsize="small", ncols=2)
+        base = result["baselines"]["sop"]
+        for key, label, colour in (("surface_regression", "surface regression", "tab:red"),
+                                   ("quote_state_rule", "quote-state rule", "tab:purple")):
+            value = base[key]["all"]
+            right.axhspan(100 * value["wilson"][0], 100 * value["wilson"][1], color=colour, alpha=0.15,
+                          label=f"{label} {100 * value['accuracy']:.1f}%")
+        trunk = result["trunk_points"]
+        for key, label, colour in (("sop", "all pairs", "tab:blue"), ("sop_quote", "quote pairs", "tab:orange"),
+                                   ("sop_no_quote", "quote-free pairs", "tab:green")):
+            right.plot([p["step"] for p in trunk], [100 * p[key] for p in trunk], color=colour, lw=1, ls="--")
+            for seed, values in row["per_seed"].items():
+                short = result["row"]["after_short_strata"][seed]
+                ys = [100 * (values["sop_after_short"] if key == "sop" else short[key]), 100 * values[key]]
+                right.plot([row["after_short_step"], row["steps"]], ys,
+                           color=colour, marker="o", ms=3, lw=0.8, label=label if seed == "0" else None)
+        right.axhline(50, color="grey", ls=":", lw=1)
+        right.axhline(100 * ESCAPE_SOP, color="black", ls="-.", lw=1, label=f"escape: {ESCAPE_SOP:.0%}")
+        low, high = escape["rate_wilson"] or (0, 0)
+        right.set(xlabel="step", ylabel="SOP probe %, 64 tokens",
+                  title=f"escapes: {escape['escapes']} of {escape['seeds']} seeds "
+                        f"(95% CI {100 * low:.0f}-{100 * high:.0f}%)")
+        right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncols=2, fontsize="small")
+        fig.tight_layout()
+    return fig
+
+
+def table(result: dict) -> str:
+    escape = result["escape"]
+    out = ["### Stage B: SOP's escape rate on the unchanged recipe (issue 41)", "",
+           "| seed | SOP probe (64) | quote | quote-free | SOP head | MLM acc | escapes |",
+           "|---|---|---|---|---|---|---|"]
+    for seed, v in result["row"]["per_seed"].items():
+        out.append(f"| {seed} | {100 * v['sop']:.1f} | {100 * v['sop_quote']:.1f} | {100 * v['sop_no_quote']:.1f} | "
+                   f"{100 * v['sop_head']:.1f} | {100 * v['mlm_acc']:.1f} | "
+                   f"{'yes' if escape['per_seed'][seed]['escapes'] else 'no'} |")
+    low, high = escape["rate_wilson"] or (0, 0)
+    out += ["", f"- escape rate: {escape['escapes']} of {escape['seeds']} seeds (95% Wilson {100 * low:.0f}-"
+                f"{100 * high:.0f}%); quote-free stratum at 55% or more: {escape['quote_free_escapes']} of "
+                f"{escape['seeds']}"]
+    return "\n".join(out)
