@@ -134,7 +134,7 @@ def _finetune(args, directory: RunDirectory | None) -> int:
     if directory is not None:
         record = {"kind": "finetune", "settings": run_settings(args),
                   "tokenizer": tokenizer.file_reference(), "command": recorded_command()}
-        resume = directory.settle(record, args.overwrite, setting_defaults={})
+        resume = directory.settle(record, args.overwrite)
     result = run_task(task, args.init, settings, tokenizer=tokenizer, config=config,
                       out_dir=directory.out if directory else None, progress=True, resume=resume)
     model = result.pop("model")

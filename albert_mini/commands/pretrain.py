@@ -111,13 +111,14 @@ def _main(argv: list[str]) -> TrainResult:
     setup = PretrainingSetup.from_args(build_parser().parse_args(argv))  # checked there, once
     from ..training import rundir
     from ..training.distributed import cleanup, init_distributed
-    from ..training.run import pretrain
 
     if setup.out:  # the run-directory rule first (its messages), then the write rule
         rundir.check_run_dir(Path(setup.out))
     WRITES.check(folders=[("--out", setup.out)] if setup.out else [], inputs=inputs_of(setup))
     info = init_distributed(setup.device)
     try:
+        from ..training.run import pretrain  # the run's modules, once its flags, folders and device are settled
+
         return pretrain(setup, info, check_memory=check_fits)
     finally:
         cleanup(info)
@@ -132,30 +133,23 @@ def _size(n: int) -> str:
     return ""  # not reached
 
 
-def check_fits(setup: PretrainingSetup, config, device) -> None:
+def check_fits(setup: PretrainingSetup, config, device, phases) -> None:
     """Refuse a model and batch whose training step cannot fit on `device`, before anything is allocated (else
     the allocator fails with a traceback, or the kernel kills the process): the closed-form estimate of one fp32
-    step (albert_mini.study.memory: weights, gradients, optimizer states, activations) against the device's total
-    memory. The estimate leaves out what it cannot know (the data, the framework), so it errs low: a run refused
-    here could not have fitted. `config` is the run's model, its vocabulary the tokenizer's."""
-    from ..devices import memory_capacity
-    from ..study.memory import training_memory
-    from ..text.masking import prediction_budget
+    step of the largest of the schedule's `phases` (albert_mini.study.memory: weights, gradients, optimizer states,
+    activations) against the device's total memory, in one verdict. The estimate leaves out what it cannot know
+    (the data, the framework), so it errs low: a run refused here could not have fitted. `config` is the run's
+    model, its vocabulary the tokenizer's."""
+    shapes = [(p.batch_size, p.seq_len) for p in phases]
+    from ..study.memory import step_fit
 
-    capacity = memory_capacity(device)
-    if capacity is None:
-        return
-    limit, where = capacity
-    cap = setup.max_predictions or 20
-    need = max((training_memory(config, p.batch_size, p.seq_len, prediction_budget(p.seq_len, setup.mask_prob, cap),
-                                setup.optimizer) for p in setup.phases()), key=lambda report: report.total)
-    activations = need.activations // 2 if setup.bf16 else need.activations  # bf16 halves them at most
-    total = need.total - need.activations + activations
-    if total <= limit:
+    verdict = step_fit(config, device, shapes, setup.optimizer, setup.bf16, setup.mask_prob,
+                       setup.max_predictions or 20)
+    if verdict is None or verdict.fits:
         return
     model = f"{setup.preset} with --config {' '.join(setup.config)}" if setup.config else setup.preset
     raise UsageError(f"{model} at --batch-size {setup.batch_size} x --seq-len {setup.seq_len} needs about "
-                     f"{_size(total)} to train (weights, gradients and {setup.optimizer}'s states "
-                     f"{_size(need.parameters + need.gradients + need.optimizer_states)}, activations "
-                     f"{_size(activations)}), more than {where} ({_size(limit)}); choose a smaller model (--config "
-                     "hidden_size, max_position_embeddings, ...), --batch-size or --seq-len")
+                     f"{_size(verdict.total)} to train (weights, gradients and {setup.optimizer}'s states "
+                     f"{_size(verdict.states)}, activations {_size(verdict.activations)}), more than "
+                     f"{verdict.where} ({_size(verdict.limit)}); choose a smaller model (--config hidden_size, "
+                     "max_position_embeddings, ...), --batch-size or --seq-len")

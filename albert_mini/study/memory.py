@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from ..devices import memory_capacity
 from ..model.config import AlbertConfig
 from ..model.counting import count_parameters
 from ..text.masking import prediction_budget
@@ -80,6 +81,36 @@ def training_memory(config: AlbertConfig, batch_size: int, seq_len: int, masked_
         parameters=fp32, gradients=fp32, optimizer_states=parameter_bytes(n, optimizer) - 2 * fp32,
         activations=activation_bytes(config, batch_size, seq_len, masked_per_sequence),
     )
+
+
+@dataclass(frozen=True)
+class StepFit:
+    """One training step's estimate against a device's memory: whether it fits, and the numbers of a refusal."""
+
+    fits: bool
+    total: int  # bytes of the largest step (its activations halved under bf16)
+    states: int  # of which weights, gradients and optimizer states
+    activations: int  # and activations
+    limit: int  # the device's capacity
+    where: str  # what that capacity is, for messages ("this machine's RAM", ...)
+
+
+def step_fit(config: AlbertConfig, device, shapes, optimizer: str = "lamb", bf16: bool = False,
+             mask_prob: float = 0.15, max_predictions: int = 20) -> StepFit | None:
+    """Whether one training step of `config` fits in `device`'s memory (albert_mini.devices.memory_capacity), for
+    the largest of `shapes` ((batch_size, seq_len) pairs: a schedule's phases), with `mask_prob` of the tokens
+    masked, at most `max_predictions` a sequence; None when the device's capacity is unknown. The step is the fp32
+    estimate (`training_memory`); bf16 halves its activations at most."""
+    capacity = memory_capacity(device)
+    if capacity is None:
+        return None
+    limit, where = capacity
+    need = max((training_memory(config, batch_size, seq_len, prediction_budget(seq_len, mask_prob, max_predictions),
+                                optimizer) for batch_size, seq_len in shapes), key=lambda report: report.total)
+    activations = need.activations // 2 if bf16 else need.activations
+    total = need.total - need.activations + activations
+    return StepFit(total <= limit, total, need.parameters + need.gradients + need.optimizer_states, activations,
+                   limit, where)
 
 
 def measure_activation_bytes(model: torch.nn.Module, batch: dict) -> int:

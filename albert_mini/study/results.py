@@ -57,9 +57,7 @@ def setting(result: dict) -> str:
     machine stay in the file's meta block and the results page (a chapter's output does not change with them)."""
     meta = result["meta"]
     budget = meta["budget"]
-    tokens = budget.get("tokens", budget["steps"] * budget["batch_size"] * budget["seq_len"])
-    seeds = meta.get("seeds", [budget.get("seed", 0)])
-    return f"{tokens:,} training tokens per model ({budget['steps']} steps), {len(seeds)} seed(s)"
+    return f"{budget['tokens']:,} training tokens per model ({budget['steps']} steps), {len(meta['seeds'])} seed(s)"
 
 
 def variant_table(name: str, folder: Path | None = None) -> list[dict]:

@@ -39,10 +39,12 @@ def build_pretraining_model(config: AlbertConfig, task: str = "sop", train_docum
     if output_bias == "unigram" and log_prior is None and train_documents is None:
         raise ValueError("output_bias='unigram' needs train_documents (or their log_prior); pass them, or "
                          "output_bias='zeros' for the reference's start")
-    torch.manual_seed(seed)
-    model = AlbertForPreTraining(config)
+    prior = None  # the text's log frequencies, counted before the model is drawn (they draw nothing)
     if output_bias == "unigram":
         prior = log_prior if log_prior is not None else unigram_log_prior(train_documents, config.vocab_size)
+    torch.manual_seed(seed)
+    model = AlbertForPreTraining(config)
+    if prior is not None:
         model.init_output_bias(prior)
     if position_init == "sinusoidal":
         init_sinusoidal_positions(model)

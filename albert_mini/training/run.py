@@ -1,9 +1,12 @@
 """A pretraining run as one object: built once from its setup, its directory settled by rank 0, then trained.
 
 `Run.build(setup, info)` does each thing once, in this order:
-1. the model config, resolved once (the preset, the --config fields, the tokenizer's vocabulary), and checked
-   against the device's memory before anything is allocated (the command passes that check in);
-2. the text read or mapped once and each dataset built once, then checked (training/run_data.py);
+1. the plan (`RunPlan`): what the build needs from the setup, resolved once into plain values (the tokenizer,
+   the model config from the preset, the --config fields and the tokenizer's vocabulary, the phases and dataset
+   options, run.json's record); the model is checked against the device's memory before anything is allocated
+   (the command passes that check in);
+2. the text read or mapped once and each dataset built once, then checked (training/run_data.py, from the plan's
+   plain values);
 3. model, objective, optimizer with its schedule, and the trainer (the builders below, which the experiments,
    the trunk and the research probes call with setups of their own);
 4. the run directory (`RunDirectory`): rank 0 alone checks, locks, clears and records it and picks the checkpoint
@@ -45,8 +48,8 @@ from .distributed import DistInfo, broadcast_object, gather_objects
 from .objectives import PretrainingObjective
 from .optim import WarmupPolyDecay, build_optimizer
 from .pretraining_model import build_pretraining_model
-from .run_data import RunData, load_run_data
-from .setup import PretrainingSetup, defaults
+from .run_data import DataPlan, RunData, load_run_data
+from .setup import Phase, PretrainingSetup
 from .trainer import NonFiniteError, TrainConfig, Trainer, TrainResult
 
 # What chapters import from here (the module's public face; albert_mini/README.md).
@@ -69,15 +72,11 @@ def build_model(setup: PretrainingSetup, config: AlbertConfig | None = None, tra
                                    output_bias=setup.output_bias, position_init=setup.position_init)
 
 
-def build_objective(setup: PretrainingSetup) -> PretrainingObjective:
-    return PretrainingObjective(setup.mlm_weight, setup.sentence_weight)
-
-
 def build_optimization(setup: PretrainingSetup, model) -> tuple:
     """(optimizer, learning-rate schedule): warm-up, then linear decay to 0 at the last step (or constant)."""
+    schedule = WarmupPolyDecay(setup.lr, setup.steps, setup.warmup_steps, power=DECAY_POWER[setup.decay])
     optimizer = build_optimizer(model, setup.optimizer, lr=setup.lr, weight_decay=setup.weight_decay,
                                 betas=setup.betas)
-    schedule = WarmupPolyDecay(setup.lr, setup.steps, setup.warmup_steps, power=DECAY_POWER[setup.decay])
     return optimizer, schedule
 
 
@@ -94,7 +93,7 @@ def build_trainer(setup: PretrainingSetup, model, batches, val_batches=None, dis
     """A Trainer of `model` on `batches` with the setup's objective, optimizer, schedule and loop settings."""
     optimizer, schedule = build_optimization(setup, model)
     return Trainer(model, optimizer, schedule, batches, train_config(setup), val_batches=val_batches, dist=dist,
-                   objective=build_objective(setup))
+                   objective=PretrainingObjective(setup.mlm_weight, setup.sentence_weight))
 
 
 def seed_everything(seed: int) -> None:
@@ -111,20 +110,54 @@ def load_tokenizer(setup: PretrainingSetup) -> Tokenizer | None:
     return Tokenizer.from_file(setup.tokenizer) if setup.tokenizer else Tokenizer.default()
 
 
-def run_record(setup: PretrainingSetup, config: AlbertConfig, info: DistInfo, tokenizer, data: RunData) -> dict:
-    """What run.json holds: the settings that decide the numbers, the model, the tokenizer and the text."""
-    return {"kind": "pretrain", "settings": setup.settings(), "model": config.to_dict(),
-            "tokenizer": tokenizer.file_reference() if tokenizer is not None else None,
-            "corpus": data.corpus, "world_size": info.world_size,
-            "effective_batch": setup.batch_size * info.world_size * setup.accumulate,
-            "device": describe_device(info.device), "command": recorded_command()}
-
-
 def recorded_command(argv: list[str] | None = None) -> str:
     """The command line as a run records it: the script (for `python -m`, the module's file) relative to the
     repository root when it lies inside it, every argument as the user gave it."""
     script, *rest = sys.argv if argv is None else argv
     return " ".join([recorded_path(script) if script and Path(script).is_file() else script, *rest])
+
+
+# ---------------------------------------------------------------------------------------------- the plan
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run takes from its setup, resolved once, before anything is built: the tokenizer, the model config (the
+    preset, the --config fields, the tokenizer's vocabulary), the data's plan (the phases, each dataset's options:
+    training/run_data.py) and run.json's record but for the text's fingerprint, known once the text is read. The
+    build reads these plain values; it calls no accessor of the setup again."""
+
+    tokenizer: Tokenizer | None
+    model_setup: PretrainingSetup  # what the model is built from and recorded as (synthetic: a zeros output bias)
+    config: AlbertConfig
+    data: DataPlan
+    preset_vocab: int  # the preset's vocab_size, to say when the tokenizer's differs
+    device: str  # the device the run computes on, as run.json names it
+    record: dict  # run.json, its "corpus" still None
+    config_json: str  # config.json
+
+    @classmethod
+    def of(cls, setup: PretrainingSetup, info: DistInfo) -> RunPlan:
+        tokenizer = load_tokenizer(setup)
+        reference = tokenizer.file_reference() if tokenizer is not None else None
+        vocab = {"vocab_size": tokenizer.vocab_size} if tokenizer is not None else {}
+        command = recorded_command()
+        data = DataPlan.of(setup)
+        # The synthetic corpus has no text to start the output bias from: its bias starts at zero, and the record
+        # names that bias, not the flag's default.
+        model_setup = setup if setup.corpus != "synthetic" else setup.replace(output_bias="zeros")
+        settings = model_setup.settings()
+        config = setup.model_config(**vocab)  # resolved once: the preset, --config, the tokenizer's vocabulary
+        preset_vocab = AlbertConfig.from_preset(setup.preset).vocab_size
+        model, config_json = config.to_dict(), config.to_json()
+        device = describe_device(info.device)
+        record = {"kind": "pretrain", "settings": settings, "model": model, "tokenizer": reference, "corpus": None,
+                  "world_size": info.world_size,
+                  "effective_batch": setup.batch_size * info.world_size * setup.accumulate, "device": device,
+                  "command": command}
+        return cls(tokenizer, model_setup, config, data, preset_vocab, device, record, config_json)
+
+    def run_record(self, corpus: dict | None) -> dict:
+        """What run.json holds: the settings that decide the numbers, the model, the tokenizer and the text."""
+        return {**self.record, "corpus": corpus}
 
 
 # ---------------------------------------------------------------------------------------------- the directory
@@ -149,15 +182,15 @@ class RunDirectory:
         lock = rundir.RunLock(out) if info.is_main and out.is_dir() else None
         return cls(out, info, lock)
 
-    def settle(self, record: dict, overwrite: bool, setting_defaults: dict,
-               write: Callable[[Path], None] | None = None) -> bool:
+    def settle(self, record: dict, overwrite: bool, files: dict[str, str] | None = None) -> bool:
         """Resume or start the run `record` describes; True when resuming. Rank 0 decides, clears what --overwrite
-        allows, writes run.json (then `write`'s files) and picks the checkpoint; the other ranks take its decision
-        and check that they see the same folder. Every rank returns, or every rank raises the same RunDirError."""
+        allows, writes run.json (then `files`, {name: text}) and picks the checkpoint; the other ranks take its
+        decision and check that they see the same folder. Every rank returns, or every rank raises the same
+        RunDirError."""
         decision, failure = None, None
         if self.info.is_main:
             try:
-                decision = self._decide(record, overwrite, setting_defaults, write)
+                decision = self._decide(record, overwrite, files or {})
             except Exception as err:  # every rank must hear it, or the others would wait for a decision forever
                 decision, failure = {"error": str(err)}, err
         decision = broadcast_object(decision, self.info)
@@ -165,7 +198,8 @@ class RunDirectory:
             raise failure
         if "error" in decision:
             raise rundir.RunDirError(f"rank 0 could not settle {self.out}: {decision['error']}")
-        problems = [p for p in gather_objects(self._sees(decision), self.info) if p]
+        seen = None if self.info.is_main else self._sees(decision)  # rank 0 wrote them
+        problems = [p for p in gather_objects(seen, self.info) if p]
         if problems:
             raise rundir.RunDirError(f"{'; '.join(problems)}: {SHARED_FOLDER}")
         self.resuming = decision["resume"]
@@ -173,8 +207,8 @@ class RunDirectory:
         self.checkpoint = self.out / rundir.CHECKPOINTS / name if name else None
         return self.resuming
 
-    def _decide(self, record: dict, overwrite: bool, setting_defaults: dict, write) -> dict:
-        same = rundir.resumable(self.out, record, overwrite, setting_defaults)
+    def _decide(self, record: dict, overwrite: bool, files: dict[str, str]) -> dict:
+        same = rundir.resumable(self.out, record, overwrite)
         notes = rundir.recorded_notes(self.out) if same else []  # kept: a resumed run is still that run
         if self.lock is None:
             self.lock = rundir.RunLock(self.out)
@@ -184,17 +218,16 @@ class RunDirectory:
         self.out.mkdir(parents=True, exist_ok=True)
         text = json.dumps(record, indent=2) + "\n"
         atomic_write_text(self.out / rundir.RUN_FILE, text)  # first: the files are a run
-        if write is not None:
-            write(self.out)
+        for name, content in files.items():
+            atomic_write_text(self.out / name, content)
         # A damaged newest checkpoint is set aside here, once, by the only writer.
         checkpoint = newest_intact_checkpoint(self.out, set_aside=True) if same else None
         return {"resume": same, "checkpoint": checkpoint.name if checkpoint else None,
                 "run_json": hashlib.sha256(text.encode("utf-8")).hexdigest()}
 
     def _sees(self, decision: dict) -> str | None:
-        """None when this rank sees the run.json (and checkpoint) rank 0 wrote, else what it sees instead."""
-        if self.info.is_main:
-            return None
+        """None when this rank (not rank 0) sees the run.json (and checkpoint) rank 0 wrote, else what it sees
+        instead."""
         where = f"rank {self.info.rank} (--out {self.out})"
         try:
             text = (self.out / rundir.RUN_FILE).read_bytes()
@@ -219,6 +252,7 @@ class Run:
     """Everything one process of a pretraining run holds: what it was built from, its model, data and trainer."""
 
     setup: PretrainingSetup
+    plan: RunPlan  # what the build took from the setup
     info: DistInfo
     config: AlbertConfig
     tokenizer: Tokenizer | None
@@ -229,8 +263,10 @@ class Run:
 
     @classmethod
     def build(cls, setup: PretrainingSetup, info: DistInfo | None = None, say=print,
-              check_memory: Callable[[PretrainingSetup, AlbertConfig, torch.device], None] | None = None) -> Run:
-        """Build the run once, resuming it when --out holds the same run (`say`: progress lines of rank 0)."""
+              check_memory: Callable[[PretrainingSetup, AlbertConfig, torch.device, tuple[Phase, ...]], None]
+              | None = None) -> Run:
+        """Build the run once, resuming it when --out holds the same run (`say`: progress lines of rank 0).
+        `check_memory(setup, config, device, phases)` may refuse the model before anything is allocated."""
         info = info or DistInfo()
         say = say if info.is_main and not setup.quiet else (lambda *a, **k: None)
         directory = RunDirectory.open(setup.out, info) if setup.out else None
@@ -243,23 +279,19 @@ class Run:
 
     @classmethod
     def _build(cls, setup, info, say, check_memory, directory) -> Run:
-        tokenizer = load_tokenizer(setup)
-        vocab = {"vocab_size": tokenizer.vocab_size} if tokenizer is not None else {}
-        config = setup.model_config(**vocab)  # resolved once: the preset, --config, the tokenizer's vocabulary
+        seed_everything(setup.seed)  # the global RNGs; the data pipeline has its own seeded generators
+        plan = RunPlan.of(setup, info)  # the tokenizer, the model config and the settings, resolved once
+        config, tokenizer = plan.config, plan.tokenizer
         if check_memory is not None:
-            check_memory(setup, config, info.device)  # before anything is allocated
-        seed_everything(setup.seed)
-        data = load_run_data(setup, config, tokenizer, info, say)  # own seeded generators
-        # The training text's tokens start the output bias; the synthetic corpus has no text, so its bias starts
-        # at zero, and the record names that bias, not the flag's default.
-        model_setup = setup if data.train_documents is not None else setup.replace(output_bias="zeros")
-        model = build_model(model_setup, config, data.train_documents).to(info.device)  # identical on every rank
+            check_memory(setup, config, info.device, plan.data.phases)  # before anything is allocated
+        data = load_run_data(setup, config, tokenizer, info, say, plan.data)
+        model = build_model(plan.model_setup, config, data.train_documents).to(info.device)  # the same on every rank
         torch.manual_seed(setup.seed + 1 + info.rank)  # dropout masks differ between ranks
         if directory is not None:  # before the trainer, which reads the log of the run it continues
-            directory.settle(run_record(model_setup, config, info, tokenizer, data), setup.overwrite, defaults(),
-                             write=lambda out: atomic_write_text(out / rundir.CONFIG_FILE, config.to_json()))
+            directory.settle(plan.run_record(data.corpus), setup.overwrite,
+                             files={rundir.CONFIG_FILE: plan.config_json})
         trainer = build_trainer(setup, model, data.train, data.validation, dist=info)
-        run = cls(setup, info, config, tokenizer, data, model, trainer, directory)
+        run = cls(setup, plan, info, config, tokenizer, data, model, trainer, directory)
         if directory is not None and directory.resuming:
             if directory.checkpoint is not None:
                 trainer.resume(directory.checkpoint)
@@ -270,16 +302,16 @@ class Run:
         return run
 
     def _describe(self, say) -> None:
-        setup, info = self.setup, self.info
-        preset_vocab = AlbertConfig.from_preset(setup.preset).vocab_size
-        if self.tokenizer is not None and self.config.vocab_size != preset_vocab:
+        setup, info, plan = self.setup, self.info, self.plan
+        note = phase_note(plan.data.phases)
+        if self.tokenizer is not None and self.config.vocab_size != plan.preset_vocab:
             say(f"vocab_size {self.config.vocab_size} from the tokenizer {self.tokenizer.path} (the preset has "
-                f"{preset_vocab})")
+                f"{plan.preset_vocab})")
         model_name = f"{setup.preset} with {' '.join(setup.config)}" if setup.config else setup.preset
         effective = setup.batch_size * info.world_size * setup.accumulate
-        say(f"{model_name}: {count_parameters(self.model):,} parameters on {describe_device(info.device)} | "
+        say(f"{model_name}: {count_parameters(self.model):,} parameters on {plan.device} | "
             f"{info.world_size} process(es) | effective batch {effective} x {setup.seq_len} tokens"
-            f"{phase_note(setup)} | {setup.optimizer} lr {setup.lr:g}, warmup {setup.warmup_steps}, "
+            f"{note} | {setup.optimizer} lr {setup.lr:g}, warmup {self.trainer.schedule.warmup_steps}, "
             f"{setup.steps} steps")
 
     def train(self) -> TrainResult:
@@ -329,8 +361,8 @@ def diverged_message(setup: PretrainingSetup, step: int, what: str) -> str:
             "with --overwrite")
 
 
-def phase_note(setup: PretrainingSetup) -> str:
-    phases = setup.phases()
+def phase_note(phases: tuple[Phase, ...]) -> str:
+    """How the curriculum's first phase differs from the --seq-len one, said after the effective batch."""
     if len(phases) == 1:
         return ""
     return f" (first {phases[0].steps} steps: {phases[0].batch_size} x {phases[0].seq_len})"

@@ -34,7 +34,6 @@ from ..text.batches import (
 from ..text.corpus import Document, expand_text_paths, fingerprint_files, load_corpus
 from ..text.instances import TokenDocuments, sentence_task
 from ..text.synthetic import MAX_HELD_TOKENS, SyntheticBatches, max_take
-from ..text.token_cache import prepare
 from ..text.tokenizer import Tokenizer
 from .distributed import DistInfo
 from .setup import DEFAULT_HOLDOUT, SPLIT_BY, Phase, PretrainingSetup
@@ -55,21 +54,39 @@ class RunData:
     corpus: dict | None  # fingerprint of the text files (None for synthetic data)
 
 
-def load_tokenizer(setup: PretrainingSetup) -> Tokenizer | None:
-    """The tokenizer of the run: --tokenizer, the committed Austen model for austen, None for synthetic data."""
-    if setup.corpus == "synthetic":
-        return None
-    return Tokenizer.from_file(setup.tokenizer) if setup.tokenizer else Tokenizer.default()
+@dataclass(frozen=True)
+class DataPlan:
+    """What the datasets of a run take from its setup, resolved once into plain values before any text is read:
+    the schedule's phases, and the options of `build_pretraining_dataset` for a training set (all but its length,
+    which is its phase's) and for the held-out set (static masking, at --seq-len)."""
+
+    phases: tuple[Phase, ...]
+    training: dict
+    held_out: dict
+
+    @classmethod
+    def of(cls, setup: PretrainingSetup, seed: int | None = None, task: str | None = None) -> DataPlan:
+        """The setup's; `seed` and `task` replace the held-out set's (the experiments score every model they
+        compare on the same masked tokens)."""
+        masking = setup.masking_options()
+        return cls(setup.phases(),
+                   training=dict(task=setup.task, seed=setup.seed, dynamic=setup.masking == "dynamic",
+                                 dupe_factor=setup.dupe_factor, **masking),
+                   held_out=dict(task=task or setup.task, max_seq_len=setup.seq_len,
+                                 seed=setup.seed if seed is None else seed, dynamic=False, **masking))
 
 
 # ---------------------------------------------------------------------- documents
 def load_documents(args: PretrainingSetup, tokenizer: Tokenizer, say=print) -> tuple[TokenDocuments,
                                                                                        TokenDocuments, dict]:
     """(training documents, held-out documents, fingerprint of every file read), tokenized."""
-    if args.corpus == "austen":
+    if args.corpus == "austen":  # read and recorded, then tokenized
         files = [DATA_ROOT / "austen" / f"{split}.txt" for split in ("train", "validation")]
-        return (tokenize_documents(load_corpus("austen", "train"), tokenizer),
-                tokenize_documents(load_corpus("austen", "validation"), tokenizer), fingerprint_files(files))
+        train, held = load_corpus("austen", "train"), load_corpus("austen", "validation")
+        fingerprint = fingerprint_files(files)
+        return tokenize_documents(train, tokenizer), tokenize_documents(held, tokenizer), fingerprint
+    from ..text.token_cache import prepare  # your own text only: the named corpora never load the cache
+
     mode = SPLIT_BY[args.split_by or "file"]
     paths = expand_text_paths(args.corpus)
     held_paths = expand_text_paths(args.validation) if args.validation else []
@@ -127,17 +144,13 @@ def held_out_indices(digests: list[str], fraction: float, split_by: str = "file"
 # ---------------------------------------------------------------------- datasets and batches
 def training_dataset(setup: PretrainingSetup, documents, tokenizer, seq_len: int):
     """Training examples of one length, masked as the setup says (dynamic or static)."""
-    return build_pretraining_dataset(documents, tokenizer, setup.task, seq_len, seed=setup.seed,
-                                     dynamic=setup.masking == "dynamic", dupe_factor=setup.dupe_factor,
-                                     **setup.masking_options())
+    return build_pretraining_dataset(documents, tokenizer, max_seq_len=seq_len, **DataPlan.of(setup).training)
 
 
 def held_out_dataset(setup: PretrainingSetup, documents, tokenizer, seed: int | None = None,
                      task: str | None = None):
     """Held-out examples at the setup's length, masked once (static) so every evaluation scores the same tokens."""
-    return build_pretraining_dataset(documents, tokenizer, task or setup.task, setup.seq_len,
-                                     seed=setup.seed if seed is None else seed, dynamic=False,
-                                     **setup.masking_options())
+    return build_pretraining_dataset(documents, tokenizer, **DataPlan.of(setup, seed, task).held_out)
 
 
 def phase_batches(setup: PretrainingSetup, documents, tokenizer, seq_len: int, batch_size: int,
@@ -176,37 +189,44 @@ def validation_batches(setup: PretrainingSetup, documents, tokenizer, seed: int 
 
 
 def load_run_data(setup: PretrainingSetup, config: AlbertConfig, tokenizer: Tokenizer | None, info: DistInfo,
-                  say=print) -> RunData:
-    """This rank's training source and validation batches: the text read once, each dataset built once and
-    then checked for enough examples (a refusal names the values that work)."""
+                  say=print, plan: DataPlan | None = None) -> RunData:
+    """This rank's training source and validation batches: the text read once, each dataset built once (one call
+    of text.batches.build_pretraining_dataset, with the plain options of `plan`, the setup's DataPlan) and then
+    checked for enough examples (a refusal names the values that work)."""
     if setup.corpus == "synthetic":
-        check_synthetic_eval_batches(setup)
-        sentence = sentence_task(setup.task).labelled
-        train = SyntheticBatches(config.vocab_size, setup.batch_size, setup.seq_len, seed=setup.seed,
-                                 sentence_labels=sentence).shard(info.rank, info.world_size)
-        val = SyntheticBatches(config.vocab_size, setup.batch_size, setup.seq_len, seed=setup.seed + 1,
-                               sentence_labels=sentence).shard(info.rank, info.world_size).take(setup.eval_batches)
-        return RunData(train, val, None, None)
+        return synthetic_data(setup, config, info)
+    plan = plan or DataPlan.of(setup)
     train_docs, held_docs, fingerprint = load_documents(setup, tokenizer, say)
     splits = {"training": train_docs, "validation": held_docs}
-    for split, tokens in splits.items():
-        check_task_fits(tokens, setup.task, split, setup.split_by)
-    phases = setup.phases()
-    held = held_out_dataset(setup, held_docs, tokenizer)
-    datasets = {p.seq_len: training_dataset(setup, train_docs, tokenizer, p.seq_len) for p in phases}
+    check_task_fits(splits, setup.task, setup.split_by)
+    held = build_pretraining_dataset(held_docs, tokenizer, **plan.held_out)
+    datasets = []  # one per phase
+    for phase in plan.phases:
+        datasets.append(build_pretraining_dataset(train_docs, tokenizer, max_seq_len=phase.seq_len, **plan.training))
     world = info.world_size
-    for phase in reversed(phases):  # the --seq-len phase first
+    for phase, dataset in reversed(list(zip(plan.phases, datasets))):  # the --seq-len phase first
         # A short phase only trains (evaluation stays at --seq-len), so only its training batch is checked.
         evals = setup.eval_batches if phase.seq_len == setup.seq_len else 0
-        counts = len(datasets[phase.seq_len]) // world, len(held) // world if evals else 0
+        counts = len(dataset) // world, len(held) // world if evals else 0
         if counts[0] < phase.batch_size or counts[1] < phase.batch_size * evals:
             raise UsageError(batch_problem(setup, config, splits, world, phase.seq_len, phase.batch_size, evals,
                                            counts))
     shard = dict(rank=info.rank, world_size=world)
-    train = training_batches(setup, train_docs, tokenizer, **shard, phases=phases,
-                             datasets=[datasets[p.seq_len] for p in phases])
+    train = training_batches(setup, train_docs, tokenizer, **shard, phases=plan.phases, datasets=datasets)
     val = validation_batches(setup, held_docs, tokenizer, **shard, dataset=held)
     return RunData(train, val, train_docs, fingerprint)
+
+
+def synthetic_data(setup: PretrainingSetup, config: AlbertConfig, info: DistInfo) -> RunData:
+    """This rank's share of the synthetic stream (random ids of the model's vocabulary), and its held-out batches
+    from the next seed."""
+    check_synthetic_eval_batches(setup)
+    sentence = sentence_task(setup.task).labelled
+    train = SyntheticBatches(config.vocab_size, setup.batch_size, setup.seq_len, seed=setup.seed,
+                             sentence_labels=sentence).shard(info.rank, info.world_size)
+    val = SyntheticBatches(config.vocab_size, setup.batch_size, setup.seq_len, seed=setup.seed + 1,
+                           sentence_labels=sentence).shard(info.rank, info.world_size).take(setup.eval_batches)
+    return RunData(train, val, None, None)
 
 
 def check_synthetic_eval_batches(setup: PretrainingSetup) -> None:
@@ -219,18 +239,20 @@ def check_synthetic_eval_batches(setup: PretrainingSetup) -> None:
                          f"({MAX_HELD_TOKENS:,}); use --eval-batches {min(most, 8)} (at most {most:,})")
 
 
-def check_task_fits(tokens, task: str, split: str, split_by: str | None) -> None:
-    """Refuse a sentence task that the documents of a split cannot give a single instance of."""
+def check_task_fits(splits: dict, task: str, split_by: str | None) -> None:
+    """Refuse a sentence task that the documents of a split ({name: tokens}, in turn) cannot give a single instance
+    of."""
     kind = sentence_task(task)
-    sentences = tokens.sentence_counts()
-    if kind.pairs and (sentences.max() if len(sentences) else 0) < 2:
-        hint = ", or --split-by file so that each file is one document" if split_by == "blank-line" else ""
-        raise UsageError(f"--task {task} pairs consecutive sentences of a document, but no document of the {split} "
-                         f"text has two sentences; use --task none (MLM only){hint}")
-    documents = sum(n > 0 for n in sentences)
-    if documents < kind.min_documents:
-        raise UsageError(f"--task {task} needs {kind.min_documents} documents with text, but the {split} text has "
-                         f"{documents} ({task}: {kind.description}); use --task sop, or give more documents")
+    for split, tokens in splits.items():
+        sentences = tokens.sentence_counts()
+        if kind.pairs and (sentences.max() if len(sentences) else 0) < 2:
+            hint = ", or --split-by file so that each file is one document" if split_by == "blank-line" else ""
+            raise UsageError(f"--task {task} pairs consecutive sentences of a document, but no document of the "
+                             f"{split} text has two sentences; use --task none (MLM only){hint}")
+        documents = int((sentences > 0).sum())
+        if documents < kind.min_documents:
+            raise UsageError(f"--task {task} needs {kind.min_documents} documents with text, but the {split} text "
+                             f"has {documents} ({task}: {kind.description}); use --task sop, or give more documents")
 
 
 def batch_problem(args: PretrainingSetup, config: AlbertConfig, splits: dict, world_size: int, length: int,

@@ -212,12 +212,11 @@ def check_run_dir(out: str | Path, flag: str = "--out") -> Contents:
     return contents
 
 
-def resumable(out: str | Path, record: dict, overwrite: bool, defaults: dict, flag: str = "--out") -> bool:
+def resumable(out: str | Path, record: dict, overwrite: bool, flag: str = "--out") -> bool:
     """Whether `out` holds this very run (resume it) rather than nothing or a run --overwrite may replace.
 
     Raises RunDirError for a directory a run may not use (see `check_run_dir`), for a run with other settings
     or on changed text unless `overwrite`, and for run files without run.json unless `overwrite`.
-    `defaults` are the values of settings an older run.json does not record yet.
     """
     out = Path(out)
     contents = check_run_dir(out, flag)
@@ -241,12 +240,12 @@ def resumable(out: str | Path, record: dict, overwrite: bool, defaults: dict, fl
             f"resumed; put its {RUN_FILE} back to resume it, choose a new {flag}, or pass --overwrite to delete "
             "these run files and start again"
         )
-    diffs = record_differences(old, record, defaults)
+    diffs = record_differences(old, record)
     if diffs:
         if overwrite:
             return False
         raise RunDirError(
-            f"{flag} {out} holds a {KIND_NAMES.get(old.get('kind', 'pretrain'), 'training')} run with different "
+            f"{flag} {out} holds a {KIND_NAMES.get(old['kind'], 'training')} run with different "
             f"settings: {'; '.join(diffs)}. Repeat that run's flags to resume it, choose a new {flag}, or pass "
             "--overwrite to delete it"
         )
@@ -263,17 +262,12 @@ def resumable(out: str | Path, record: dict, overwrite: bool, defaults: dict, fl
     return True
 
 
-def record_differences(old: dict, new: dict, defaults: dict) -> list[str]:
+def record_differences(old: dict, new: dict) -> list[str]:
     """`part.field: old -> new` for every recorded setting, model field or tokenizer detail that differs."""
-    old_kind, new_kind = old.get("kind", "pretrain"), new.get("kind", "pretrain")
-    if old_kind != new_kind:
-        return [f"kind: {old_kind!r} -> {new_kind!r}"]
-    old_settings = {**{k: v for k, v in defaults.items() if k in new.get("settings", {})}, **old.get("settings", {})}
-    # A setting recorded only when given (--config) is compared at its default when the other record lacks it.
-    new_settings = {**{k: v for k, v in defaults.items() if k in old_settings}, **(new.get("settings") or {})}
-    parts = {"settings": (old_settings, new_settings)}
-    for part in ("model", "tokenizer"):
-        parts[part] = (old.get(part) or {}, new.get(part) or {})
+    if old["kind"] != new["kind"]:
+        return [f"kind: {old['kind']!r} -> {new['kind']!r}"]
+    # A fine-tuning run records no model, a run on synthetic text no tokenizer.
+    parts = {part: (old.get(part) or {}, new.get(part) or {}) for part in ("settings", "model", "tokenizer")}
     return [f"{part}.{line}" for part, (a, b) in parts.items() for line in config_differences(a, b)]
 
 
@@ -293,7 +287,7 @@ def _read_record(path: Path) -> dict | None:
 def _well_formed(record) -> bool:
     """Whether a parsed run.json has the shape runs write: an object whose kind is a string, whose settings, model,
     tokenizer and corpus are objects (or null) and whose notes are a list; a hand-edited one may be anything."""
-    if not isinstance(record, dict) or not isinstance(record.get("kind", ""), str):
+    if not isinstance(record, dict) or not isinstance(record.get("kind"), str):
         return False
     parts = [record.get(part) for part in ("settings", "model", "tokenizer", "corpus")]
     if not all(part is None or isinstance(part, dict) for part in parts):
@@ -488,16 +482,15 @@ def read_metrics(path: str | Path) -> tuple[list[dict], int]:
     return records, dropped
 
 
-def truncate_metrics(path: str | Path, step: int, lines: int | None = None) -> str | None:
-    """Keep the first `lines` complete lines of `path` (a checkpoint records how many were written before it),
-    or, without a count (a checkpoint older than the count), the lines up to `step`; written atomically. A
-    one-line note of what was dropped, or None when nothing was."""
+def truncate_metrics(path: str | Path, step: int, lines: int) -> str | None:
+    """Keep the first `lines` complete lines of `path` (the checkpoint of `step` records how many were written
+    before it); written atomically. A one-line note of what was dropped, or None when nothing was."""
     path = Path(path)
     if not path.exists():
         return None
     raw = path.read_bytes()
     records, damaged = read_metrics(path)
-    kept = records[:lines] if lines is not None else [r for r in records if r["step"] <= step]
+    kept = records[:lines]
     later = len(records) - len(kept)
     text = "".join(json.dumps(r) + "\n" for r in kept)
     if raw == text.encode("utf-8"):
@@ -522,7 +515,8 @@ def read_run(folder: Path) -> tuple[dict, list[dict]]:
     curve, tokens = [], 0
     for row in read_metrics(metrics)[0]:  # a torn last line (a killed run) is left out
         if row.get("type") == "train":
-            tokens = row.get("tokens_seen", tokens)  # training tokens reached by the next evaluation
+            # Training tokens reached by the next evaluation (tests/study/test_recipe_results.py's logs have none).
+            tokens = row.get("tokens_seen", tokens)
         elif row.get("type") == "eval":
             curve.append({"step": row["step"], "minutes": row["elapsed_s"] / 60, "tokens": tokens,
                           "mlm_acc": row["mlm_acc"], "sentence_acc": row.get("sentence_acc")})

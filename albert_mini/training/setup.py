@@ -241,10 +241,9 @@ class PretrainingSetup:
 
     # ------------------------------------------------------------------ the command line
     def settings(self) -> dict:
-        """The flags that decide the numbers, as run.json records them (sorted; a path list as a list). --config
-        only when given: a run without it records what runs recorded before it existed."""
+        """The flags that decide the numbers, as run.json records them (sorted; a path list as a list)."""
         return {f.name: _plain(getattr(self, f.name)) for f in sorted(cli_fields(), key=lambda f: f.name)
-                if f.name not in FREE_ON_RESUME and (f.name != "config" or self.config)}
+                if f.name not in FREE_ON_RESUME}
 
     def to_argv(self) -> list[str]:
         """The command-line flags that give this setup (defaults left out): `from_args(parse(to_argv()))` is it."""
@@ -284,7 +283,7 @@ def cli_fields() -> list[dataclasses.Field]:
 
 
 def defaults() -> dict:
-    """Every flag's default: the value of a setting that an older run.json does not record (as it records it)."""
+    """Every flag's default, as run.json records it (a tuple as a list)."""
     return {f.name: _plain(f.default) for f in cli_fields()}
 
 

@@ -91,6 +91,9 @@ from .rundir import METRICS_FILE, amend_record, read_metrics, sweep_interrupted,
 GPU_WORKERS = 2
 # Changing these between a run and its resumption would change the arithmetic, so resuming refuses it.
 RESUME_MUST_MATCH = ("accumulate", "clip_norm", "bf16")
+# What a checkpoint's trainer state must hold for a resume to continue the run exactly and keep its log whole.
+RESUME_STATE = ("world_size", "schedule", "train_config", "rng", "data", "window", "step", "elapsed_seconds",
+                "tokens_seen", "last_eval_step", "metrics_lines", "device")
 
 
 @dataclass
@@ -582,19 +585,7 @@ class Trainer:
                     self._truncate_metrics(0, 0)  # lines of a run killed before its first checkpoint
                 return 0
         state = load_checkpoint(path, self.model, self.optimizer)
-        if state["world_size"] != self.dist.world_size:
-            raise CheckpointError(
-                f"{path} was written by {state['world_size']} processes and this run has {self.dist.world_size}; "
-                "resume with the same --nproc_per_node (each rank's data position and RNG are stored)"
-            )
-        if state["schedule"] != self.schedule.state_dict():
-            raise CheckpointError(
-                f"{path} was trained with schedule {state['schedule']}, this run uses {self.schedule.state_dict()}; "
-                "keep --steps, --lr and --warmup when resuming, or start a new run directory"
-            )
-        changed = [k for k in RESUME_MUST_MATCH if state["train_config"].get(k) != getattr(self.config, k)]
-        if changed:
-            raise CheckpointError(f"{path} was trained with different {changed}; keep them when resuming")
+        self._check_resumable(path, state)
         restore_rng_state(state["rng"][self.dist.rank])
         self.source.load_state_dict(state["data"][self.dist.rank])
         window = state["window"][self.dist.rank]
@@ -604,18 +595,18 @@ class Trainer:
         self.last_saved_step, self._last_eval_step = self.step, state["last_eval_step"]
         # A run whose budget ran out inside the step after this checkpoint ended here later than the checkpoint's
         # clock says (the step was undone, and there was no new step to save): its end lines say when.
-        ended_at = self._end_clock(state.get("metrics_lines")) if self.out_dir and self.dist.is_main else None
+        ended_at = self._end_clock(state["metrics_lines"]) if self.out_dir and self.dist.is_main else None
         ended_at = gather_objects(ended_at, self.dist)[0]  # rank 0's log: every rank decides alike
         if ended_at is not None:
             self.elapsed = max(self.elapsed, ended_at)
         finished = self._finished()
         ended = set()
         if self.out_dir is not None and self.dist.is_main:
-            ended = self._truncate_metrics(self.step, state.get("metrics_lines"), finished)
+            ended = self._truncate_metrics(self.step, state["metrics_lines"], finished)
         if finished:
             self._mark_logged(gather_objects(ended, self.dist)[0])
-        device, before = describe_device(self.device), state.get("device")  # older checkpoints do not say
-        moved = before is not None and before != device
+        device, before = describe_device(self.device), state["device"]
+        moved = before != device
         if not finished:  # a finished run trains nothing more: its log gets no line
             self._record({"type": "resume", "step": self.step, "checkpoint": recorded_path(path), "device": device,
                           **({"previous_device": before} if moved else {})})
@@ -633,11 +624,32 @@ class Trainer:
         if self.out_dir is not None:
             amend_record(self.out_dir, note=note)
 
-    def _end_clock(self, lines: int | None) -> float | None:
+    def _check_resumable(self, path, state: dict) -> None:
+        """A checkpoint this run can continue exactly: every field a resume reads, the same processes, schedule
+        and step settings; else one CheckpointError saying what differs."""
+        missing = [key for key in RESUME_STATE if key not in state]
+        if missing:  # saved by a version of this code from before the field existed
+            raise CheckpointError(
+                f"{path} does not record {', '.join(missing)} (an older albert-mini saved it); continue that run "
+                "with the version that started it, or start again in a new --out (or with --overwrite)"
+            )
+        if state["world_size"] != self.dist.world_size:
+            raise CheckpointError(
+                f"{path} was written by {state['world_size']} processes and this run has {self.dist.world_size}; "
+                "resume with the same --nproc_per_node (each rank's data position and RNG are stored)"
+            )
+        if state["schedule"] != self.schedule.state_dict():
+            raise CheckpointError(
+                f"{path} was trained with schedule {state['schedule']}, this run uses {self.schedule.state_dict()}; "
+                "keep --steps, --lr and --warmup when resuming, or start a new run directory"
+            )
+        changed = [k for k in RESUME_MUST_MATCH if state["train_config"].get(k) != getattr(self.config, k)]
+        if changed:
+            raise CheckpointError(f"{path} was trained with different {changed}; keep them when resuming")
+
+    def _end_clock(self, lines: int) -> float | None:
         """The run's clock (elapsed_s) in the end lines that follow the checkpoint of this step in metrics.jsonl
         (its last train line and evaluation, at the same step; see `_truncate_metrics`), or None when none do."""
-        if lines is None:
-            return None
         clocks = []
         for record in read_metrics(self.out_dir / METRICS_FILE)[0][lines:lines + 2]:
             if record.get("step") != self.step or record.get("type") not in ("train", "eval"):
@@ -646,26 +658,25 @@ class Trainer:
                 clocks.append(record["elapsed_s"])
         return max(clocks) if clocks else None
 
-    def _truncate_metrics(self, step: int, lines: int | None, finished: bool = False) -> set[str]:
-        """Keep the metric lines the checkpoint of `step` had seen written (`lines`; older checkpoints: those up to
-        `step`), so the log reads as one run; returns the types of the lines kept that the end of the run wrote
-        after this checkpoint, which a finished run keeps ("train", "eval").
+    def _truncate_metrics(self, step: int, lines: int, finished: bool = False) -> set[str]:
+        """Keep the metric lines the checkpoint of `step` had seen written (`lines`), so the log reads as one run;
+        returns the types of the lines kept that the end of the run wrote after this checkpoint, which a finished
+        run keeps ("train", "eval").
 
         A run's last train line (steps since the last log line) and last evaluation can follow the checkpoint of
-        the step they are at: when the run stopped right after a periodic checkpoint (its time budget ran out
-        within the next step, or its data ended), or when an older version of this code saved the last step
-        before logging it. A finished run keeps them (it will not write them again); one that goes on drops
-        them, since an uninterrupted run would not have written them there.
+        the step they are at, when the run stopped right after a periodic checkpoint (its time budget ran out
+        within the next step, or its data ended). A finished run keeps them (it will not write them again); one
+        that goes on drops them, since an uninterrupted run would not have written them there.
         """
         path = self.out_dir / METRICS_FILE
         records = read_metrics(path)[0]
-        kept = records[:lines] if lines is not None else [r for r in records if r["step"] <= step]
-        tail = records[len(kept):len(kept) + 2] if finished and lines is not None else []
+        kept = records[:lines]
+        tail = records[len(kept):len(kept) + 2] if finished else []
         for record in tail:
             if record["step"] != step or record["type"] not in ("train", "eval"):
                 break
             kept.append(record)
-        note = truncate_metrics(path, step, None if lines is None else len(kept))  # and a torn last line
+        note = truncate_metrics(path, step, len(kept))  # and a torn last line
         if note:
             print(note, file=sys.stderr, flush=True)
         self._lines_written = len(kept)

@@ -141,8 +141,7 @@ def test_config_and_device_flags_and_setup_convert_both_ways():
     assert PretrainingSetup.from_args(parser.parse_args(setup.to_argv())) == setup
     assert setup.model_config().num_hidden_layers == 4 and setup.device == "cpu"
     assert parser.parse_args(["--steps", "5", "--out", "r"]).config == ()
-    assert defaults()["config"] == []  # what an older run.json that records no --config is compared as
-    assert PretrainingSetup(steps=5, out="r").settings().get("config") is None  # as runs recorded it before
+    assert PretrainingSetup(steps=5, out="r").settings()["config"] == defaults()["config"] == []  # recorded, as given
 
 
 # ---------------------------------------------------------------------- metric sums on the CPU

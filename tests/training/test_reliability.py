@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -82,9 +83,9 @@ def test_truncate_metrics_keeps_the_lines_it_keeps_byte_for_byte(tmp_path):
     path = tmp_path / "metrics.jsonl"
     lines = [json.dumps({"type": "train", "step": s, "loss": 1 / 3 + s}) for s in (1, 2, 3)]
     path.write_text("\n".join(lines) + "\n" + "garbage\n")
-    assert "1 line(s) logged after step 2" in truncate_metrics(path, 2)
+    assert "1 line(s) logged after step 2" in truncate_metrics(path, 2, lines=2)
     assert path.read_text() == lines[0] + "\n" + lines[1] + "\n"
-    assert truncate_metrics(path, 2) is None  # nothing left to drop: the file is not rewritten
+    assert truncate_metrics(path, 2, lines=2) is None  # nothing left to drop: the file is not rewritten
 
 
 # ---------------------------------------------------------------------- damaged files
@@ -109,6 +110,23 @@ def test_an_unreadable_trainer_state_never_passes_on_torchs_weights_only_advice(
     with pytest.raises(CheckpointError) as error:
         load_checkpoint(step, model)
     assert "cannot be read safely" in str(error.value) and "weights_only" not in str(error.value)
+
+
+@pytest.mark.parametrize("field", ["metrics_lines", "device"])
+def test_a_checkpoint_saved_before_a_resume_field_existed_is_one_line(tmp_path, capsys, field):
+    """Such a checkpoint (older albert-mini) is refused by name, not resumed with a guessed log or device."""
+    out = tmp_path / "run"
+    pretrain(FLAGS + ["--steps", "2", "--out", str(out)])
+    *_, step, last = list_checkpoints(out)
+    shutil.rmtree(last)  # as if the run had been killed after its step-1 checkpoint
+    state = torch.load(step / "trainer_state.pt", weights_only=True)
+    del state[field]
+    torch.save(state, step / "trainer_state.pt")  # intact by its manifest: only the field is missing
+    manifest = json.loads((step / "manifest.json").read_text())
+    manifest["sha256"]["trainer_state.pt"] = checkpoint.sha256_file(step / "trainer_state.pt")
+    (step / "manifest.json").write_text(json.dumps(manifest))
+    error = cli_error(pretrain, FLAGS + ["--steps", "2", "--out", str(out)], capsys)
+    assert f"does not record {field}" in error and "--overwrite" in error
 
 
 def test_a_full_disk_while_writing_run_json_is_one_line_naming_it(tmp_path, capsys, monkeypatch):

@@ -221,18 +221,3 @@ def test_finetune_out_resumes_the_same_command_and_refuses_anything_else(tmp_pat
     assert finetune(flags + ["--lr", "1e-3", "--overwrite"]) == 0
     (out / "notes.txt").write_text("mine")
     assert "notes.txt" in cli_error(finetune, flags + ["--overwrite"], capsys)
-
-
-def test_a_run_recorded_before_these_settings_existed_still_resumes(tmp_path, capsys):
-    """A run.json without kind, corpus fingerprint or the corpus flags resumes when the command keeps them default."""
-    out = make_run(tmp_path / "run", 2)
-    record = json.loads((out / "run.json").read_text())
-    for key in ("kind", "corpus"):
-        del record[key]
-    for key in ("split_by", "validation", "holdout_fraction"):
-        del record["settings"][key]
-    (out / "run.json").write_text(json.dumps(record))
-    assert pretrain(FLAGS + ["--steps", "2", "--out", str(out)]).step == 2
-    (out / "run.json").write_text(json.dumps(record))
-    error = cli_error(pretrain, FLAGS + ["--steps", "2", "--out", str(out), "--task", "none"], capsys)
-    assert "settings.task: 'sop' -> 'none'" in error

@@ -54,13 +54,13 @@ def test_a_run_directory_in_one_process_decides_resumption_and_releases_its_lock
     out = tmp_path / "run"
     record = {"kind": "pretrain", "settings": {"steps": 2}, "model": None, "tokenizer": None, "corpus": None}
     first = RunDirectory.open(out)
-    assert first.settle(record, overwrite=False, setting_defaults={}) is False
+    assert first.settle(record, overwrite=False) is False
     assert first.checkpoint is None
     with pytest.raises(Exception, match="in use by another run"):
         RunDirectory.open(out)  # the first one still holds its lock
     first.release()
     again = RunDirectory.open(out)
     try:
-        assert again.settle(record, overwrite=False, setting_defaults={}) is True  # the same run: resumed
+        assert again.settle(record, overwrite=False) is True  # the same run: resumed
     finally:
         again.release()

@@ -45,14 +45,14 @@ def test_flags_and_setup_convert_both_ways(changes):
     assert parsed == setup
 
 
-def test_run_json_records_the_same_settings_as_before_the_setup_existed():
-    # The keys run.json has always recorded (vars(args) less the flags free on resume): resuming old runs works.
-    old_keys = {"accumulate", "batch_size", "bf16", "clip_norm", "corpus", "dupe_factor", "group_by_length",
-                "holdout_fraction", "lr", "masking", "optimizer", "output_bias", "preset", "seed", "seq_len",
-                "short_fraction", "short_seq_len", "split_by", "steps", "task", "tokenizer", "validation", "warmup",
-                "weight_decay"}
+def test_run_json_records_every_flag_that_decides_the_numbers():
+    # vars(args) less the flags free on resume, --config included when not given: a run resumes only with these.
+    keys = {"accumulate", "batch_size", "bf16", "clip_norm", "config", "corpus", "dupe_factor", "group_by_length",
+            "holdout_fraction", "lr", "masking", "optimizer", "output_bias", "preset", "seed", "seq_len",
+            "short_fraction", "short_seq_len", "split_by", "steps", "task", "tokenizer", "validation", "warmup",
+            "weight_decay"}
     settings = PretrainingSetup(steps=10, out="r", corpus=["a.txt"], tokenizer="t.model").settings()
-    assert set(settings) == old_keys
+    assert set(settings) == keys and settings["config"] == []
     assert list(settings) == sorted(settings)
     assert settings["corpus"] == ["a.txt"]  # a list, as JSON gives it back
     assert PretrainingSetup(steps=10, out="r").settings()["corpus"] == "austen"  # a named corpus is its name
