@@ -23,6 +23,8 @@ def pytest_configure(config):
 # (--no-loadscope-reorder), so these start first and no worker is left alone with one of them at the end. A module
 # missing here only starts later; a name here that no longer exists changes nothing.
 LONGEST_FIRST = (
+    "tests/study/test_experiments_scratch.py",
+    "tests/study/test_experiments_trunk.py",
     "tests/study/test_experiments.py",
     "tests/book/test_grade.py",
     "tests/book/test_nbgrader.py",

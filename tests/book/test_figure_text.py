@@ -141,6 +141,7 @@ FIGURES = {
     "experiment embedding_size": experiment("embedding_size"),
     "experiment smoothness": experiment("smoothness"),
     "experiment sentence_task": experiment("sentence_task"),
+    "experiment sop_levers": experiment("sop_levers"),
     "parameters vs E, albert-base": parameters_plot("albert-base"),
     "parameters vs E, albert-xxlarge": parameters_plot("albert-xxlarge"),
     "plot_smoothness": smoothness_plot,

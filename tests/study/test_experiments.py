@@ -2,27 +2,29 @@
 
 import dataclasses
 import json
-import subprocess
 
 import pytest
+from fast_results import FAMILIES, TEST_SEEDS, check_provenance_and_figure, fast_results
 
 from albert_mini import count_parameters
 from albert_mini.harness import experiments
 from albert_mini.harness.experiments.budget import FAST, SEEDS, TOKENS_PER_MODEL, Budget, mini, variant
 from albert_mini.harness.experiments.measure import Pretraining
 from albert_mini.harness.experiments.runs import RunCache, Runner
-from albert_mini.paths import REPO_ROOT
 from albert_mini.study.paper import table3_row
 
-TEST_SEEDS = (0, 1)  # two seeds: enough for a spread, half the time of the default three
+HERE = FAMILIES["tables"] + FAMILIES["speed"]  # the other families have modules of their own
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory, polarity_data):  # the finetune experiment reads the polarity sentences
-    out = tmp_path_factory.mktemp("results")
-    cache = RunCache(tmp_path_factory.mktemp("runs"))
-    return {name: json.loads(experiments.run(name, FAST, out, seeds=TEST_SEEDS, cache=cache).read_text())
-            for name in experiments.EXPERIMENTS}
+    return fast_results(HERE, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def every_result(tmp_path_factory, polarity_data):
+    """Every experiment's fast result: waits for the families other workers compute (fast_results.py)."""
+    return fast_results(experiments.EXPERIMENTS, tmp_path_factory)
 
 
 def test_every_experiment_is_a_module_with_run_figure_and_table():
@@ -32,63 +34,9 @@ def test_every_experiment_is_a_module_with_run_figure_and_table():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", experiments.EXPERIMENTS)
-def test_result_has_provenance_and_a_figure(results, name, tmp_path):
-    meta = results[name]["meta"]
-    assert meta["experiment"] == name and meta["fast_mode"] is True
-    assert meta["command"] == f"albert-mini experiments {name}"
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO_ROOT)
-    assert meta["git_revision"].split("+")[0] == head.stdout.strip() and len(meta["git_revision"]) >= 7
-    describe = getattr(experiments.EXPERIMENTS[name], "describe_budget", None)
-    if describe:  # an experiment with plans of its own records them, not the Tables 3-4 budget
-        assert meta["budget"] == json.loads(json.dumps(describe(FAST)))
-    else:
-        assert meta["budget"]["steps"] == FAST.setup().steps and meta["budget"]["tokens"] == TOKENS_PER_MODEL["fast"]
-    assert meta["seeds"][:2] == list(TEST_SEEDS) and meta["cpu"] and meta["wall_seconds"] >= 0
-    fig = experiments.EXPERIMENTS[name].figure(results[name])
-    assert fig.axes and fig.axes[0].has_data()
-
-
-@pytest.mark.slow
-def test_sentence_task_scores_every_row_on_the_same_examples(results):
-    from albert_mini.harness.experiments.sentence_task import entry
-    from albert_mini.harness.experiments.trunk import FAST_TRUNK, scored_pairs
-
-    result = results["sentence_task"]
-    rows = result["rows"]
-    assert set(rows) == {"trunk", "none", "nsp", "sop"} and result["plan"]["contrasts"]
-    assert [d["step"] for d in result["decisions"]][:2] == ["branch point", "seed-0 SOP branch after 2 short steps"]
-    for row in rows.values():
-        for task in ("nsp", "sop"):
-            # Every held-out pair, the same set for every row; the primary score is a probe for every row.
-            assert row["examples"][task] == len(scored_pairs(task, "held_out", 64, False, FAST_TRUNK)[1])
-            assert row["method"][task].startswith("linear probe on the frozen pooled output")
-            assert row[task]["mean"] == pytest.approx(sum(row[task]["values"]) / len(row[task]["values"]))
-    for name in ("none", "nsp", "sop"):
-        per_seed = rows[name]["per_seed"]
-        assert sorted(per_seed) == [str(s) for s in result["seeds"]]
-        assert {"sop", "nsp", "sop_128", "sop_masked", "sop_mean", "mlm_acc", "mlm_acc_128"} <= set(per_seed["0"])
-        assert ("sop_head" in per_seed["0"]) == (name == "sop") and ("nsp_head" in per_seed["0"]) == (name == "nsp")
-        # The quote strata (issue 41) split the same pairs: their counts add up to the row's SOP pairs.
-        strata = per_seed["0"]["strata"]["sop"]
-        assert strata["quote"]["pairs"] + strata["no_quote"]["pairs"] == rows[name]["examples"]["sop"]
-        assert per_seed["0"]["sop_quote"] == strata["quote"]["accuracy"] and "sop_no_quote" in rows[name]
-    assert len({row["mlm_tokens"] for name, row in rows.items() if name != "trunk"}) == 1  # same masked tokens
-    # A contrast is the difference of primary scores seed by seed; its summary is their mean.
-    contrast = result["contrasts"]["sop_vs_nsp_on_sop"]
-    diffs = [rows["sop"]["per_seed"][str(s)]["sop"] - rows["nsp"]["per_seed"][str(s)]["sop"] for s in TEST_SEEDS]
-    assert [contrast["per_seed"][str(s)]["difference"] for s in TEST_SEEDS] == pytest.approx(diffs)
-    assert contrast["difference"]["mean"] == pytest.approx(sum(diffs) / len(diffs))
-    assert set(result["contrasts"]) == {"sop_vs_nsp_on_sop", "nsp_vs_none_on_sop", "sop_vs_none_on_nsp"}
-    # Downstream: every row of every seed fine-tuned on both tasks, differences paired by seed.
-    for task in ("austen-mc", "polarity"):
-        down = result["downstream"][task]
-        gaps = [down["sop"]["per_seed"][str(s)]["accuracy"] - down["nsp"]["per_seed"][str(s)]["accuracy"]
-                for s in TEST_SEEDS]
-        assert down["sop_minus_nsp"]["values"] == pytest.approx(gaps)
-    assert entry({"sentence_64": {"sop_unmasked": {"probe_pooled": {"accuracy": 0.5}}}}, "sop")["accuracy"] == 0.5
-    assert [p["step"] for p in result["trunk"]["points"]] == list(FAST_TRUNK.probe_at)
-    assert result["meta"]["budget"]["trunk"]["stop"] == FAST_TRUNK.stop  # the experiment's own plans
+@pytest.mark.parametrize("name", HERE)
+def test_result_has_provenance_and_a_figure(results, name):
+    check_provenance_and_figure(name, results[name])
 
 
 def _score(correct: int, total: int = 1000) -> dict:
@@ -246,7 +194,8 @@ def test_unknown_experiment():
 
 
 @pytest.mark.slow
-def test_results_tables_put_ours_next_to_the_paper(results, tmp_path):
+def test_results_tables_put_ours_next_to_the_paper(every_result, tmp_path):
+    results = every_result
     for name, result in results.items():
         (tmp_path / f"{name}.json").write_text(json.dumps(result))
     text = experiments.results_tables(tmp_path)
@@ -276,7 +225,8 @@ def test_command_line_prints_the_estimate_first_and_checks_seeds(capsys, monkeyp
 
 
 @pytest.mark.slow
-def test_chapter_readers_read_what_the_experiments_write(results, tmp_path):
+def test_chapter_readers_read_what_the_experiments_write(every_result, tmp_path):
+    results = every_result
     from albert_mini.study import results as readers
 
     for name, result in results.items():

@@ -114,6 +114,8 @@ def run(runner) -> dict:
                     "after_short_strata": {str(s): strata_values(r["after_short"], trunk_plan)
                                            for s, r in sorted(records.items())}},
             "trunk_points": trunk_points(trunk, trunk_plan, point),
+            "trunk_curve": sentence_curve(trunk["curve"], point),
+            "continued_trunk": continued(runner, trunk_plan, point),
             "baselines": {"sop": base}, "escape": escape_rate(row["per_seed"], surface)}
 
 
@@ -121,6 +123,25 @@ def trunk_points(trunk: dict, plan, point: int) -> list[dict]:
     """The trunk's primary SOP (with strata) at each of its scoring points up to the branch point."""
     return [{"step": p["step"], "sop": entry(p, "sop")["accuracy"], **strata_values(p, plan)}
             for p in trunk["probes"] if p["step"] <= point]
+
+
+def sentence_curve(points: list[dict], until: int | None = None) -> list[dict]:
+    """(step, the sentence head's accuracy on its training batches) from a training curve, up to `until`."""
+    return [{"step": p["step"], "sentence_acc": p["sentence_acc"]} for p in points
+            if p.get("sentence_acc") is not None and (until is None or p["step"] <= until)]
+
+
+def continued(runner, plan, point: int) -> dict | None:
+    """Context, not part of the row: v3's diagnostic, the trunk continued on its own stream and head to step 4,500
+    (on a GPU), read from the run cache where it is (never trained here)."""
+    from .sentence_task import continued_trunk
+
+    record = continued_trunk(runner.cache) if runner.cache is not None and runner.budget != FAST else None
+    if record is None:
+        return None
+    return {"curve": [p for p in sentence_curve(record["curve"]) if p["step"] > point],
+            "points": [{"step": p["step"], "sop": entry(p, "sop")["accuracy"], **strata_values(p, plan)}
+                       for p in record["probes"] if p["step"] > point]}
 
 
 def escape_rate(per_seed: dict[str, dict], surface: float) -> dict:
@@ -138,42 +159,54 @@ def escape_rate(per_seed: dict[str, dict], surface: float) -> dict:
 
 # ---------------------------------------------------------------------------------------------- figure and table
 def figure(result: dict):
-    """Left: the SOP head's accuracy on its training batches against steps, per seed (the trunk's before the branch
-    point). Right: the primary SOP probe at the scoring points, all pairs and each quote stratum, with the
-    no-network baselines as bands; the title gives the escape rate."""
-    fig, (left, right) = book_figure(1, 2, height=4.0)
-    row, escape = result["row"], result["escape"]
+    """Left: the SOP head's accuracy on its training batches against steps, the trunk's up to the branch point and
+    each seed's branch after it. Right: the primary SOP probe at the scoring points on all pairs and on each quote
+    stratum, with the no-network baselines as bands; the title gives the escape rate."""
+    fig, (left, right) = book_figure(1, 2, height=4.6)
+    row, escape, context = result["row"], result["escape"], result.get("continued_trunk")
     with book_style():
+        trunk = result["trunk_curve"]
+        left.plot([p["step"] for p in trunk], [100 * p["sentence_acc"] for p in trunk], color="black", lw=0.8,
+                  label="trunk")
+        if context:
+            left.plot([p["step"] for p in context["curve"]], [100 * p["sentence_acc"] for p in context["curve"]],
+                      color="grey", lw=0.8, ls="--", label="trunk continued")
         for seed, points in row["curves"].items():
-            steps = [p["step"] for p in points if p.get("sentence_acc") is not None]
-            left.plot(steps, [100 * p["sentence_acc"] for p in points if p.get("sentence_acc") is not None],
-                      lw=0.8, label=f"seed {seed}")
+            points = sentence_curve(points)
+            left.plot([p["step"] for p in points], [100 * p["sentence_acc"] for p in points], lw=0.7,
+                      color="tab:blue", alpha=0.7, label="branches, a line per seed" if seed == min(row["curves"])
+                      else None)
         left.axhline(50, color="grey", ls=":", lw=1)
-        left.set(xlabel="step", ylabel="SOP head, training batches %", title="SOP head while training")
-        left.legend(fontsize="small", ncols=2)
+        low_y, high_y = left.get_ylim()
+        left.set_ylim(min(low_y, 50 - 2 * (high_y - 50)), high_y)  # room below the curves for the legend
+        left.set(xlabel="step", ylabel="SOP head on its batches %", title="training batches")
+        left.legend(loc="lower center")
         base = result["baselines"]["sop"]
         for key, label, colour in (("surface_regression", "surface regression", "tab:red"),
                                    ("quote_state_rule", "quote-state rule", "tab:purple")):
             value = base[key]["all"]
             right.axhspan(100 * value["wilson"][0], 100 * value["wilson"][1], color=colour, alpha=0.15,
                           label=f"{label} {100 * value['accuracy']:.1f}%")
-        trunk = result["trunk_points"]
-        for key, label, colour in (("sop", "all pairs", "tab:blue"), ("sop_quote", "quote pairs", "tab:orange"),
-                                   ("sop_no_quote", "quote-free pairs", "tab:green")):
-            right.plot([p["step"] for p in trunk], [100 * p[key] for p in trunk], color=colour, lw=1, ls="--")
+        strata = (("sop", "all pairs", "tab:blue"), ("sop_quote", "quote pairs", "tab:orange"),
+                  ("sop_no_quote", "quote-free pairs", "tab:green"))
+        for key, label, colour in strata:
+            points = result["trunk_points"] + (context["points"] if context else [])
+            right.plot([p["step"] for p in points], [100 * p[key] for p in points], color=colour, lw=1, ls="--")
             for seed, values in row["per_seed"].items():
-                short = result["row"]["after_short_strata"][seed]
+                short = row["after_short_strata"][seed]
                 ys = [100 * (values["sop_after_short"] if key == "sop" else short[key]), 100 * values[key]]
-                right.plot([row["after_short_step"], row["steps"]], ys,
-                           color=colour, marker="o", ms=3, lw=0.8, label=label if seed == "0" else None)
+                right.plot([row["after_short_step"], row["steps"]], ys, color=colour, marker="o", ms=3, lw=0.8,
+                           label=label if seed == min(row["per_seed"]) else None)
         right.axhline(50, color="grey", ls=":", lw=1)
-        right.axhline(100 * ESCAPE_SOP, color="black", ls="-.", lw=1, label=f"escape: {ESCAPE_SOP:.0%}")
+        low_y, high_y = right.get_ylim()
+        right.set_ylim(min(low_y, 45), max(high_y, 100 * ESCAPE_SOP + 3))  # the escape line always in view
+        right.axhline(100 * ESCAPE_SOP, color="black", ls="-.", lw=1, label=f"escape line {ESCAPE_SOP:.0%}")
         low, high = escape["rate_wilson"] or (0, 0)
-        right.set(xlabel="step", ylabel="SOP probe %, 64 tokens",
-                  title=f"escapes: {escape['escapes']} of {escape['seeds']} seeds "
+        right.set(xlabel="step (dashed: the trunk)", ylabel="SOP probe %, 64 tokens",
+                  title=f"escapes: {escape['escapes']} of {escape['seeds']} "
                         f"(95% CI {100 * low:.0f}-{100 * high:.0f}%)")
-        right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncols=2, fontsize="small")
-        fig.tight_layout()
+        fig.legend(*right.get_legend_handles_labels(), loc="lower center", ncols=2)
+        fig.tight_layout(rect=(0, 0.2, 1, 1))
     return fig
 
 

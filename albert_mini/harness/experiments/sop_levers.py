@@ -256,7 +256,7 @@ def figure(result: dict):
         ax.axhline(100 * PASS_SOP, color="black", ls="-.", lw=1, label=f"pass: {PASS_SOP:.0%} in every seed")
         ax.set(xticks=range(len(rows)), xticklabels=list(rows), ylabel="SOP probe %, 64 tokens",
                title="Stage A: levers against the plateau, one dot per seed")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncols=3, fontsize="small")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncols=2)
         fig.tight_layout()
     return fig
 
