@@ -469,8 +469,50 @@ print(
 # the surface regression (57.0%). A1 reached 51.2% at seed 0, under the plan's 55% line, so its other seeds were
 # not run. A2 reached 60.5%, 52.5% and 56.0% in seeds 0, 1 and 2 (`data/results/sop_levers.json`): it fails,
 # and on the quote-free pairs its three seeds score 50.8%, 50.9% and 50.0%, so what it gained was chapter 5's
-# quotation-mark cue, not the order of sentences. The next table keeps the unchanged recipe and counts how often
-# it escapes over five seeds.
+# quotation-mark cue, not the order of sentences.
+
+# %% [markdown]
+# **How often the unchanged recipe escapes: Stage B.** With no lever passing, the plan keeps one row: SOP on the
+# unchanged recipe, Table 5's branch from the step-3,000 trunk, in five seeds. Its plan is `PLAN` in
+# `albert_mini/harness/experiments/sop_escape.py`, committed before seeds 3 and 4 ran; seeds 0-2 are the
+# exploratory SOP row above, finished earlier on a GPU, and seeds 3 and 4 ran on 2 CPU cores. A seed escapes if
+# its probe reaches 60% on SOP at 64 tokens, at least 3 points above the surface regression on the same pairs.
+
+# %% tags=["nbval-check-output"]
+stage_b = committed.load("sop_escape")
+check = stage_b["escape"]
+print("seed  SOP probe   quote pairs  quote-free  escapes")
+for seed, v in stage_b["row"]["per_seed"].items():
+    print(
+        f"{seed:>4}  {v['sop']:9.1%}  {v['sop_quote']:11.1%}  {v['sop_no_quote']:10.1%}"
+        f"  {'yes' if check['per_seed'][seed]['escapes'] else 'no'}"
+    )
+low, high = check["rate_wilson"]
+print(
+    f"escapes: {check['escapes']} of {check['seeds']} seeds "
+    f"(95% Wilson interval {low:.0%} to {high:.0%}); "
+    f"surface regression {check['surface']:.1%}"
+)
+
+# %% [markdown]
+# ![Stage B: SOP's training accuracy and probe score per seed](../figures/experiment_sop_escape.png)
+#
+# No seed escapes: 0 of 5, an interval that leaves the rate anywhere from 0 to 43%. The best seed, 53.9%, owes
+# its edge to the quote pairs (55.9%); on the 656 quote-free pairs the five lie between 50.8% and 52.6%. Their
+# mean, 51.9% (51.8% quote-free), is where always answering the training pairs' majority label lands (51.2%,
+# and 51.1% quote-free), since every seed is scored on the same pairs. On its
+# own training batches each branch's head stays within a few points of 50%, as the trunk's did before the branch
+# point and as the trunk's own continuation did (left panel). So from this trunk state the unchanged recipe left
+# chance by step 4,500 in none of five seeds, where the classroom run had left it by step 3,600. That fits the
+# reading that the classroom model's escape belongs to its run rather than to what the recipe usually gives,
+# without proving it: the five branches share everything up to step 3,000, the classroom run left chance from a
+# state of its own, and the rate from scratch by step 5,000 would take whole runs of the recipe (five of them are
+# 25,000 steps, a job for a GPU). What this chapter can say is narrower: on this recipe at this scale an SOP score
+# above chance is the exception, and a reader who meets one should ask which run it came from and which pairs
+# (chapter 5's strata) carry it.
+#
+# How many runs would pin the rate down? With no escape in $n$ runs the upper end of the 95% Wilson interval is
+# $z^2 / (n + z^2) \approx 3.84 / (n + 3.84)$: 43% after 5 runs, and under 10% only from 35.
 
 
 # %% [markdown]

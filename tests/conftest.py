@@ -2,6 +2,7 @@
 
 import os
 import random
+import signal
 
 import numpy as np
 import pytest
@@ -12,7 +13,13 @@ from albert_mini.text.token_cache import default_workers
 
 def pytest_configure(config):
     """Under pytest-xdist (`make test` runs `-n auto`) each worker gets its share of the cores for torch: two
-    workers each starting a thread per core would fight over the cores instead of using them."""
+    workers each starting a thread per core would fight over the cores instead of using them.
+
+    Ctrl-C as a terminal delivers it: a shell without job control starts a background command (`make test &`,
+    many CI runners) with SIGINT ignored, and Python keeps that; the tests of Ctrl-C, in this process and in the
+    commands it starts, need SIGINT to interrupt."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
     if workers > 1:
         torch.set_num_threads(max(1, default_workers() // workers))

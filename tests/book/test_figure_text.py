@@ -142,6 +142,7 @@ FIGURES = {
     "experiment smoothness": experiment("smoothness"),
     "experiment sentence_task": experiment("sentence_task"),
     "experiment sop_levers": experiment("sop_levers"),
+    "experiment sop_escape": experiment("sop_escape"),
     "parameters vs E, albert-base": parameters_plot("albert-base"),
     "parameters vs E, albert-xxlarge": parameters_plot("albert-xxlarge"),
     "plot_smoothness": smoothness_plot,

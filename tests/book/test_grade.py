@@ -55,9 +55,13 @@ def each(source: str) -> dict[str, str]:
 
 
 def tree_digest(folder: Path) -> str:
+    """Every file under `folder` with its bytes, except Python's caches and hidden names: JupyterLab's checkpoints
+    and its atomic-save temporaries, which the browser tests' server writes in chapters/ while they run (under
+    xdist, possibly beside this module)."""
     digest = hashlib.sha256()
     for path in sorted(folder.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
+        hidden = any(part.startswith(".") for part in path.relative_to(folder).parts)
+        if path.is_file() and "__pycache__" not in path.parts and not hidden:
             digest.update(path.as_posix().encode() + path.read_bytes())
     return digest.hexdigest()
 
