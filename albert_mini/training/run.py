@@ -268,7 +268,7 @@ class Run:
         """Build the run once, resuming it when --out holds the same run (`say`: progress lines of rank 0).
         `check_memory(setup, config, device, phases)` may refuse the model before anything is allocated."""
         info = info or DistInfo()
-        say = say if info.is_main and not setup.quiet else (lambda *a, **k: None)
+        say = progress_lines(setup, info, say)
         directory = RunDirectory.open(setup.out, info) if setup.out else None
         try:
             return cls._build(setup, info, say, check_memory, directory)
@@ -308,7 +308,7 @@ class Run:
             say(f"vocab_size {self.config.vocab_size} from the tokenizer {self.tokenizer.path} (the preset has "
                 f"{plan.preset_vocab})")
         model_name = f"{setup.preset} with {' '.join(setup.config)}" if setup.config else setup.preset
-        effective = setup.batch_size * info.world_size * setup.accumulate
+        effective = plan.record["effective_batch"]  # batch x processes x accumulation, as run.json records it
         say(f"{model_name}: {count_parameters(self.model):,} parameters on {plan.device} | "
             f"{info.world_size} process(es) | effective batch {effective} x {setup.seq_len} tokens"
             f"{note} | {setup.optimizer} lr {setup.lr:g}, warmup {self.trainer.schedule.warmup_steps}, "
@@ -332,10 +332,15 @@ class Run:
             self.directory.release()
 
 
+def progress_lines(setup: PretrainingSetup, info: DistInfo, say=print):
+    """`say` on rank 0 of a run that is not --quiet; elsewhere a function that says nothing."""
+    return say if info.is_main and not setup.quiet else (lambda *a, **k: None)
+
+
 def pretrain(setup: PretrainingSetup, info: DistInfo | None = None, check_memory=None) -> TrainResult:
     """What `albert-mini pretrain` does: build the run (resuming it if --out allows), train it, say where it is."""
     info = info or DistInfo()
-    say = print if info.is_main and not setup.quiet else (lambda *a, **k: None)
+    say = progress_lines(setup, info)
     run = Run.build(setup, info, say, check_memory)
     result = run.train()
     if run.trainer.first_step_too_long and info.is_main:  # said even with --quiet: the run trained nothing
