@@ -151,6 +151,20 @@ def plan(budget, seeds) -> list[PlannedRun]:
     return runs + [planned(row, seed, branch) for seed in seeds for row in ROWS]
 
 
+def planned_trunk(budget) -> tuple[PlannedRun, int, dict]:
+    """For the plan of an experiment branching from the trunk: the trunk as a planned run, its branch point (the
+    plan's stop while the trunk has not run) and a branch's training tokens per length."""
+    from .runs import RunCache, cache_dir
+
+    trunk, branch = plans(budget)
+    spec = trunk_spec(trunk)
+    record = RunCache(cache_dir()).load(spec)
+    point = branch_point(record, trunk)[0] if record else trunk.stop
+    short, long = branch.phases(trunk)
+    trunk_tokens = {trunk.setup().phases()[0].seq_len: trunk.tokens_until(trunk.stop)}
+    return PlannedRun("trunk", spec, trunk_tokens), point, {short.seq_len: short.tokens, long.seq_len: long.tokens}
+
+
 # ---------------------------------------------------------------------------------------------- reading a record
 def entry(record: dict, task: str, length: int = 64, masked: bool = False, score: str = "probe_pooled") -> dict:
     """One score of a record: task at a length, on unmasked or masked pairs, by a probe or the own head."""
@@ -242,21 +256,48 @@ def trunk_folder(runner, spec: dict) -> Path:
     return runner.cache.folder / f"trunk-{run_key(spec)}"
 
 
-def run(runner) -> dict:
+@dataclass(frozen=True)
+class TrunkStart:
+    """The finished trunk that branches start from (Table 5 v3 and issue 41's two stages): its plans, its run key
+    and record, the branch point its rule chose (with the evidence) and that step's checkpoint."""
+
+    plan: TrunkPlan
+    branch: BranchPlan
+    key: str
+    record: dict
+    point: int
+    evidence: dict
+    folder: Path
+    checkpoint: Path
+
+    def ensure_checkpoint(self, runner, specs) -> None:
+        """Train the trunk again when a branch of `specs` has still to run and the checkpoint is not here."""
+        pending = any(runner.cache is None or runner.cache.load(s) is None for s in specs)
+        if pending and not self.checkpoint.exists():
+            train_trunk(self.plan, self.folder)
+
+
+def trunk_start(runner) -> TrunkStart:
+    """The trunk of the runner's budget, trained once (or read from the run cache), and its branch point."""
     trunk_plan, branch_plan = plans(runner.budget)
     spec = trunk_spec(trunk_plan)
     folder = trunk_folder(runner, spec)
-    trunk = runner.cached(spec, functools.partial(train_trunk, trunk_plan, folder), "trunk (classroom recipe)")
-    point, evidence = branch_point(trunk, trunk_plan)
-    decisions = [{"step": "branch point", **evidence}]
-    checkpoint = trunk_checkpoint(folder, point)
+    record = runner.cached(spec, functools.partial(train_trunk, trunk_plan, folder), "trunk (classroom recipe)")
+    point, evidence = branch_point(record, trunk_plan)
+    return TrunkStart(trunk_plan, branch_plan, run_key(spec), record, point, evidence, folder,
+                      trunk_checkpoint(folder, point))
+
+
+def run(runner) -> dict:
+    start = trunk_start(runner)
+    trunk_plan, branch_plan, trunk, point = start.plan, start.branch, start.record, start.point
+    decisions = [{"step": "branch point", **start.evidence}]
 
     def jobs(rows, seeds, plan):
-        specs = [(branch_spec(run_key(spec), point, row, seed, plan, runner.budget), row, seed)
+        specs = [(branch_spec(start.key, point, row, seed, plan, runner.budget), row, seed)
                  for seed in seeds for row in rows]
-        if any(runner.cache is None or runner.cache.load(s) is None for s, _, _ in specs) and not checkpoint.exists():
-            train_trunk(trunk_plan, folder)  # the finished trunk's checkpoint is not here: train it again
-        return [(s, functools.partial(train_branch, checkpoint, row, seed, trunk_plan, plan, runner.budget),
+        start.ensure_checkpoint(runner, [s for s, _, _ in specs])
+        return [(s, functools.partial(train_branch, start.checkpoint, row, seed, trunk_plan, plan, runner.budget),
                  f"branch {row} seed {seed}") for s, row, seed in specs]
 
     seeds = list(runner.seeds)
@@ -280,7 +321,7 @@ def run(runner) -> dict:
                           "sop_after_short": entry(pilot["after_short"], "sop")["accuracy"],
                           "constant": constants(pilot), "curve": pilot["curve"], "steps": pilot["steps"],
                           "downstream": {t: pilot["downstream"][t]["accuracy"] for t in DOWNSTREAM}},
-                "exploratory": exploratory(runner, run_key(spec), point, seeds),
+                "exploratory": exploratory(runner, start.key, point, seeds),
                 "continued_trunk": trunk_summary(continued, CONTINUED_TRUNK.stop, CONTINUED_TRUNK) if continued
                 else None}
     records = collect(runner.cached_all(jobs(ROWS, seeds, branch_plan)), ROWS, seeds)

@@ -21,11 +21,11 @@ from ...study.figure_style import book_figure, book_style
 from ...study.stats import wilson_interval
 from .budget import FAST
 from .runs import run_key
-from .sentence_task import PlannedRun, branch_point, branch_row, branch_spec, entry, plans, trunk_folder, trunk_spec
+from .sentence_task import PlannedRun, branch_row, branch_spec, entry, planned_trunk, plans, trunk_start
 from .sentence_task import describe_budget as describe_budget  # meta.budget: the recipe's plans
 from .sop_levers import partial_folder
 from .strata import baselines, strata_values
-from .trunk import train_branch, train_trunk, trunk_checkpoint
+from .trunk import train_branch
 
 ESCAPE_SOP = 0.60  # a seed escapes when its primary SOP reaches this ...
 ESCAPE_MARGIN = 0.03  # ... and beats the surface-feature regression by this much (issue 41's S1)
@@ -73,36 +73,23 @@ def seeds(budget, asked) -> list[int]:
 
 def plan(budget, asked) -> list[PlannedRun]:
     """The runs, for the estimate and the progress count: the trunk (a finished v3 run) and a branch per seed."""
-    from .runs import RunCache, cache_dir
-
-    trunk, branch = plans(budget)
-    spec = trunk_spec(trunk)
-    trunk_record = RunCache(cache_dir()).load(spec)
-    point = branch_point(trunk_record, trunk)[0] if trunk_record else trunk.stop
-    short, long = branch.phases(trunk)
-    tokens = {short.seq_len: short.tokens, long.seq_len: long.tokens}
-    trunk_tokens = {trunk.setup().phases()[0].seq_len: trunk.tokens_until(trunk.stop)}
-    return [PlannedRun("trunk", spec, trunk_tokens),
-            *[PlannedRun(f"sop seed {seed}", branch_spec(run_key(spec), point, "sop", seed, branch, budget), tokens)
-              for seed in seeds(budget, asked)]]
+    trunk, point, tokens = planned_trunk(budget)
+    key, branch = run_key(trunk.run_spec), plans(budget)[1]
+    return [trunk, *[PlannedRun(f"sop seed {seed}", branch_spec(key, point, "sop", seed, branch, budget), tokens)
+                     for seed in seeds(budget, asked)]]
 
 
 def run(runner) -> dict:
-    trunk_plan, branch_plan = plans(runner.budget)
-    spec = trunk_spec(trunk_plan)
-    folder = trunk_folder(runner, spec)
-    trunk = runner.cached(spec, functools.partial(train_trunk, trunk_plan, folder), "trunk (classroom recipe)")
-    point, _ = branch_point(trunk, trunk_plan)
-    checkpoint = trunk_checkpoint(folder, point)
+    start = trunk_start(runner)
+    trunk_plan, branch_plan, trunk, point = start.plan, start.branch, start.record, start.point
     chosen = seeds(runner.budget, runner.seeds)
     jobs = []
     for seed in chosen:
-        s = branch_spec(run_key(spec), point, "sop", seed, branch_plan, runner.budget)
+        s = branch_spec(start.key, point, "sop", seed, branch_plan, runner.budget)
         where = partial_folder(runner.cache, s) if runner.cache is not None else None
-        jobs.append((s, functools.partial(train_branch, checkpoint, "sop", seed, trunk_plan, branch_plan,
+        jobs.append((s, functools.partial(train_branch, start.checkpoint, "sop", seed, trunk_plan, branch_plan,
                                           runner.budget, None, where), f"sop seed {seed}"))
-    if any(runner.cache is None or runner.cache.load(s) is None for s, _, _ in jobs) and not checkpoint.exists():
-        train_trunk(trunk_plan, folder)  # the trunk's checkpoint is not here: train it again
+    start.ensure_checkpoint(runner, [s for s, _, _ in jobs])
     records = dict(zip(chosen, runner.cached_all(jobs)))
     base = baselines("sop", trunk_plan, 64)
     surface = base["surface_regression"]["all"]["accuracy"]

@@ -25,17 +25,16 @@ from .levers import A1, A2, Lever
 from .runs import run_key
 from .sentence_task import (
     PlannedRun,
-    branch_point,
     branch_row,
     branch_spec,
     entry,
+    planned_trunk,
     plans,
-    trunk_folder,
-    trunk_spec,
+    trunk_start,
 )
 from .sentence_task import describe_budget as describe_budget  # meta.budget: the recipe's plans
 from .strata import baselines
-from .trunk import train_branch, train_trunk, trunk_checkpoint
+from .trunk import train_branch
 
 PASS_SOP = 0.60  # the primary SOP a lever must reach in every seed
 PASS_MARGIN = 0.03  # ... and by how much it must beat the surface-feature regression in every seed
@@ -161,29 +160,18 @@ def plan(budget, seeds) -> list[PlannedRun]:
     finished (an upper bound)."""
     from .runs import RunCache, cache_dir
 
-    trunk, branch = plans(budget)
-    trunk_key = run_key(trunk_spec(trunk))
-    cache = RunCache(cache_dir())
-    trunk_record = cache.load(trunk_spec(trunk))
-    point = branch_point(trunk_record, trunk)[0] if trunk_record else trunk.stop
-    short, long = branch.phases(trunk)
-    tokens = {short.seq_len: short.tokens, long.seq_len: long.tokens}
+    trunk_run, point, tokens = planned_trunk(budget)
+    trunk_key, branch, cache = run_key(trunk_run.run_spec), plans(budget)[1], RunCache(cache_dir())
     first = {lever.name: cache.load(lever_spec(trunk_key, point, seeds[0], branch, lever)) for lever in levers(budget)}
     later = (seeds_to_run(first, budget) if all(first.values()) else list(first))
-    trunk_tokens = {trunk.setup().phases()[0].seq_len: trunk.tokens_until(trunk.stop)}
     runs = [PlannedRun(f"{lever.name} seed {seed}", lever_spec(trunk_key, point, seed, branch, lever), tokens)
             for seed in seeds for lever in levers(budget) if seed == seeds[0] or lever.name in later]
-    return [PlannedRun("trunk", trunk_spec(trunk), trunk_tokens), *runs]
+    return [trunk_run, *runs]
 
 
 def run(runner) -> dict:
-    trunk_plan, branch_plan = plans(runner.budget)
-    spec = trunk_spec(trunk_plan)
-    folder = trunk_folder(runner, spec)
-    trunk = runner.cached(spec, functools.partial(train_trunk, trunk_plan, folder), "trunk (classroom recipe)")
-    point, _ = branch_point(trunk, trunk_plan)
-    checkpoint = trunk_checkpoint(folder, point)
-    trunk_key = run_key(spec)
+    start = trunk_start(runner)
+    trunk_plan, branch_plan, point, trunk_key = start.plan, start.branch, start.point, start.key
     seeds = list(runner.seeds)
 
     def jobs(names, some_seeds):
@@ -193,13 +181,12 @@ def run(runner) -> dict:
                 if lever.name in names:
                     s = lever_spec(trunk_key, point, seed, branch_plan, lever)
                     where = partial_folder(runner.cache, s) if runner.cache is not None else None
-                    out.append((s, functools.partial(train_branch, checkpoint, "sop", seed, trunk_plan, branch_plan,
-                                                     runner.budget, lever, where), f"{lever.name} seed {seed}"))
+                    train = functools.partial(train_branch, start.checkpoint, "sop", seed, trunk_plan, branch_plan,
+                                              runner.budget, lever, where)
+                    out.append((s, train, f"{lever.name} seed {seed}"))
         return out
 
-    pending = jobs([lever.name for lever in levers(runner.budget)], seeds)
-    if any(runner.cache is None or runner.cache.load(s) is None for s, _, _ in pending) and not checkpoint.exists():
-        train_trunk(trunk_plan, folder)  # the trunk's checkpoint is not here: train it again
+    start.ensure_checkpoint(runner, [s for s, _, _ in jobs([lever.name for lever in levers(runner.budget)], seeds)])
     names = [lever.name for lever in levers(runner.budget)]
     first = dict(zip(names, runner.cached_all(jobs(names, seeds[:1]))))
     decision = stop_decision(first, runner.budget)
