@@ -4,7 +4,9 @@ The text is Austen's training chapters as blank-line documents (3.3 MB), copied 
 (default 10: 33 MB). Side by side in one run, alternately, best of --rounds each (the least disturbed by other
 work on the machine), every measurement in a fresh process:
 - SentencePiece alone: `encode(sentences, num_threads=1)` over every sentence of the text, already cut and
-  preprocessed (the work no ALBERT pipeline can skip), in a process that imports nothing else: tokens/s;
+  preprocessed (the work no ALBERT pipeline can skip), in a process that imports nothing else: tokens/s; and the
+  same with Python's cyclic garbage collector off, as prepare's workers run (the lists of ints SentencePiece
+  returns make the collector walk them again and again: the faster of the two is the stricter reference);
 - prepare: `token_cache.prepare(..., workers=N)` (what `albert-mini prepare` runs) into an empty cache: reading,
   splitting, encoding, writing and the final check of what was written, tokens/s; and the whole command once
   (`albert-mini prepare`, process start to exit: Python and its imports too);
@@ -36,10 +38,12 @@ from albert_mini.devices import cpu_model
 
 REPO = Path(__file__).resolve().parents[1]
 ALONE = """
-import json, sys, time
+import gc, json, sys, time
 import sentencepiece as spm
 processor = spm.SentencePieceProcessor(model_file=sys.argv[1])
 sentences = open(sys.argv[2], encoding="utf-8").read().split("\\n")
+if sys.argv[3] == "off":
+    gc.disable()
 wall, cpu = time.perf_counter(), time.process_time()
 tokens = sum(map(len, processor.encode(sentences, num_threads=1)))
 print(json.dumps({"tokens": tokens, "wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}))
@@ -109,9 +113,10 @@ def main() -> None:
               f"start; Python {platform.python_version()}")
         print(f"text: {size:.1f} MB in {len(files)} files; prepare with {args.workers} worker(s); best of "
               f"{args.rounds} rounds, run alternately")
-        alone, runs = [], {name: [] for name in paths}
+        alone, alone_off, runs = [], [], {name: [] for name in paths}
         for _ in range(args.rounds):
-            alone.append(child(ALONE, model, sentences))
+            alone.append(child(ALONE, model, sentences, "on"))
+            alone_off.append(child(ALONE, model, sentences, "off"))
             for name, path in paths.items():
                 shutil.rmtree(work / "cache", ignore_errors=True)
                 runs[name].append(child(PREPARE, model, folder, work / "cache", args.workers, path=path))
@@ -119,12 +124,17 @@ def main() -> None:
         sp_rate, sp_cpu = best["tokens"] / best["wall"], min(run["cpu"] for run in alone)
         print(f"SentencePiece alone, 1 core: {best['tokens']:,} tokens in {best['wall']:.2f} s = "
               f"{sp_rate / 1e6:.2f} M tokens/s ({sp_cpu:.2f} CPU s)")
+        off = min(alone_off, key=lambda run: run["wall"])
+        off_rate = off["tokens"] / off["wall"]
+        print(f"SentencePiece alone, 1 core, collector off: {off['wall']:.2f} s = {off_rate / 1e6:.2f} M tokens/s "
+              f"({min(run['cpu'] for run in alone_off):.2f} CPU s)")
         for name, done in runs.items():
             wall, cpu = min(run["wall"] for run in done), min(run["cpu"] for run in done)
             tokens = done[0]["tokens"]
             print(f"prepare ({name}), {done[0]['workers']} workers: {tokens:,} tokens in {wall:.2f} s = "
-                  f"{tokens / wall / 1e6:.2f} M tokens/s = {tokens / wall / sp_rate:.2f}x SentencePiece alone "
-                  f"({cpu:.2f} CPU s; on idle cores {done[0]['workers'] * sp_cpu / cpu:.2f}x)")
+                  f"{tokens / wall / 1e6:.2f} M tokens/s = {tokens / wall / sp_rate:.2f}x SentencePiece alone, "
+                  f"{tokens / wall / off_rate:.2f}x with its collector off ({cpu:.2f} CPU s; on idle cores "
+                  f"{done[0]['workers'] * sp_cpu / cpu:.2f}x)")
         same = len({json.dumps(run["contents"], sort_keys=True) for done in runs.values() for run in done}) == 1
         print(f"token caches: {'byte-identical (size and crc32 of every file)' if same else 'DIFFERENT'} across "
               "runs" + (" and checkouts" if len(paths) > 1 else ""))

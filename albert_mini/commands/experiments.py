@@ -52,12 +52,24 @@ def main(argv: list[str] | None = None) -> int:
     return run_cli(_main, argv)
 
 
+def seeds_line(experiments: dict, seeds: list[int], given: bool) -> str:
+    """The seeds the command runs, as its header prints them; a pre-registered plan that fixes its own seeds
+    (`PLAN_SEEDS`, full settings) is shown with them, and other --seeds given for it are refused in one line."""
+    fixed = {name: module.PLAN_SEEDS for name, module in experiments.items() if hasattr(module, "PLAN_SEEDS")}
+    for name, plan_seeds in fixed.items():
+        if given and sorted(seeds) != sorted(plan_seeds):
+            raise UsageError(f"{name} runs the seeds its pre-registered plan fixes ({' '.join(map(str, plan_seeds))}), "
+                             f"not --seeds {' '.join(map(str, seeds))}: drop --seeds (or give it those)")
+    return " ".join(map(str, seeds)) + "".join(f" ({name}: {' '.join(map(str, s))}, as its plan fixes)"
+                                               for name, s in fixed.items() if list(s) != seeds)
+
+
 def _main(argv: list[str]) -> int:
     parser = command_parser("experiments", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="+", choices=[*EXPERIMENT_NAMES, "all", "tables"],
                         help="experiments to run; `tables` prints markdown tables of the results in --out")
     parser.add_argument("--out", type=Path, default=None, help="results folder (default: data/results)")
-    parser.add_argument("--seeds", type=seed, nargs="+", default=list(SEEDS),
+    parser.add_argument("--seeds", type=seed, nargs="+", default=None,
                         help=f"seeds: every model is trained once per seed (default {' '.join(map(str, SEEDS))})")
     parser.add_argument("--estimate", action="store_true", help="print the expected duration and stop")
     parser.add_argument("--no-cache", action="store_true", help="train everything again (finished runs not reused)")
@@ -69,7 +81,7 @@ def _main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     # The experiments load torch (seconds): imported once the flags are read, so --help answers at once.
     from ..harness.experiments import EXPERIMENTS, OPT_IN, checked_tables, command_line, results_dir, run
-    from ..harness.experiments.budget import current_budget
+    from ..harness.experiments.budget import FAST, current_budget
     from ..harness.experiments.estimate import describe, estimate
     from ..harness.experiments.provenance import use_device
     from ..harness.experiments.runs import RunCache, Runner, cache_dir
@@ -79,11 +91,13 @@ def _main(argv: list[str]) -> int:
     if args.names == ["tables"]:
         print(checked_tables(args.out or results_dir()))
         return 0
+    seeds_given, args.seeds = args.seeds is not None, args.seeds or list(SEEDS)
     if len(set(args.seeds)) != len(args.seeds) or min(args.seeds) < 0:
         raise UsageError(f"--seeds must be distinct non-negative integers, got {' '.join(map(str, args.seeds))}")
     names = ([n for n in EXPERIMENTS if n not in OPT_IN] if "all" in args.names
              else [n for n in EXPERIMENTS if n in args.names])
     budget = current_budget()
+    shown = seeds_line({n: EXPERIMENTS[n] for n in names} if budget is not FAST else {}, args.seeds, seeds_given)
     out = args.out or results_dir()
     regenerating = out.resolve() == results_dir().resolve()  # the results this command exists to rebuild
     figures = [FIGURES_ROOT / f"experiment_{n}.png" for n in names]  # the book's, which this command draws
@@ -94,7 +108,7 @@ def _main(argv: list[str]) -> int:
     cache = None if args.no_cache else RunCache(cache_dir())
     report = estimate(names, EXPERIMENTS, budget, args.seeds, cache)
     print(f"{', '.join(names)}: {budget.tokens:,} training tokens per model ({budget.setup().steps} steps), "
-          f"seeds {' '.join(map(str, args.seeds))}", flush=True)
+          f"seeds {shown}", flush=True)
     print(describe(report), flush=True)
     if args.estimate:
         return 0

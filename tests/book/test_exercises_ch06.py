@@ -1,6 +1,7 @@
 """Chapter 6's exercise checks: the references agree with the package, the checks pass right answers, and they
 reject stubs, plausible mistakes (each with its own hint) and cheats."""
 
+import functools
 import math
 from fractions import Fraction
 from pathlib import Path
@@ -40,8 +41,14 @@ def harmonic_probabilities(max_n):
     return [float(w / sum(weights)) for w in weights]
 
 
+@functools.cache
+def harmonic_law(max_n):
+    """harmonic_probabilities(max_n) worked out once: a sampling check draws hundreds of thousands of spans."""
+    return harmonic_probabilities(max_n)
+
+
 def choice_sampler(rng, max_n=3):
-    return int(rng.choice(np.arange(1, max_n + 1), p=harmonic_probabilities(max_n)))
+    return int(rng.choice(np.arange(1, max_n + 1), p=harmonic_law(max_n)))
 
 
 def budget_by_hand(n_tokens, max_predictions=20, masked_lm_prob=0.15):

@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+from fast_branches import Killed, die_at_step, fast_trunk_checkpoint
 
 from albert_mini.harness.experiments import levers, sop_levers
 from albert_mini.harness.experiments import trunk as trunk_module
@@ -98,9 +99,7 @@ def test_a2_gives_nsp_batches_until_step_500_then_the_sop_rows_batches():
 
 @pytest.fixture(scope="module")
 def trunk_checkpoint(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("trunk")
-    trunk_module.train_trunk(trunk_module.FAST_TRUNK, folder)
-    return trunk_module.trunk_checkpoint(folder, trunk_module.FAST_TRUNK.stop)
+    return fast_trunk_checkpoint(tmp_path_factory)
 
 
 @pytest.mark.slow
@@ -117,10 +116,6 @@ def test_a2_draws_the_head_once_and_keeps_it_through_the_switch(trunk_checkpoint
     assert record["steps"] == record["start_step"] + 4 and "head" in record["sentence_64"]["sop_unmasked"]
 
 
-class Killed(Exception):
-    pass
-
-
 @pytest.mark.slow
 def test_a_lever_branch_killed_mid_run_resumes_to_the_same_result(trunk_checkpoint, tmp_path, monkeypatch):
     monkeypatch.setattr(trunk_module, "BRANCH_SAVE_EVERY", 1)
@@ -128,19 +123,9 @@ def test_a_lever_branch_killed_mid_run_resumes_to_the_same_result(trunk_checkpoi
     whole = trunk_module.train_branch(*args, tmp_path / "whole")
     assert not (tmp_path / "whole").exists()  # the checkpoints go once the run has ended
 
-    steps = []
-
     def prepare_then_die_at_the_fourth_step(self, model, optimizer):  # after 2 short steps and 1 long one
         levers.adam_sentence_path(model, optimizer)
-        real_step = optimizer.step
-
-        def step(*a, **k):
-            steps.append(1)
-            if len(steps) == 4:
-                raise Killed
-            return real_step(*a, **k)
-
-        optimizer.step = step
+        die_at_step(optimizer, 4)
 
     monkeypatch.setattr(levers.Lever, "prepare", prepare_then_die_at_the_fourth_step)
     with pytest.raises(Killed):

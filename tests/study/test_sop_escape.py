@@ -5,6 +5,7 @@ end to end is in test_experiments_trunk.py."""
 from __future__ import annotations
 
 import pytest
+from fast_branches import Killed, die_at_step, fast_trunk_checkpoint
 
 from albert_mini.harness.experiments import sop_escape
 from albert_mini.harness.experiments import trunk as trunk_module
@@ -43,15 +44,38 @@ def test_stage_b_reads_the_committed_v3_control_and_trains_only_seeds_3_and_4():
     assert sop_escape.seeds(FAST, (0,)) == [0]
 
 
+def test_the_command_refuses_other_seeds_than_the_plan_fixes(capsys, monkeypatch, tmp_path):
+    """Full settings: --seeds other than 0-4 is one line and exit 2 (it used to be ignored in silence); none, or
+    those, go on to the estimate (stopped there: it times the machine, seconds)."""
+    from albert_mini.commands.experiments import main, seeds_line
+
+    class Estimated(Exception):
+        pass
+
+    def estimate(names, experiments, budget, seeds, cache):
+        raise Estimated(names, seeds)
+
+    monkeypatch.delenv("ALBERT_MINI_FAST", raising=False)
+    monkeypatch.setattr("albert_mini.harness.experiments.runs.cache_dir", lambda: tmp_path)
+    monkeypatch.setattr("albert_mini.harness.experiments.estimate.estimate", estimate)
+    with pytest.raises(SystemExit) as stop:
+        main(["sop_escape", "--seeds", "0", "1", "2", "--estimate"])
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and len(err.splitlines()) == 1
+    assert "sop_escape runs the seeds its pre-registered plan fixes (0 1 2 3 4)" in err and "drop --seeds" in err
+    for given in ([], ["--seeds", "4", "3", "2", "1", "0"]):
+        with pytest.raises(Estimated) as reached:
+            main(["sop_escape", *given, "--estimate"])
+        assert reached.value.args[0] == ["sop_escape"]
+    # The header says which seeds run: the plan's, beside the default the other experiments take.
+    stage_b = {"sop_escape": sop_escape}
+    assert seeds_line(stage_b, [0, 1, 2], False) == "0 1 2 (sop_escape: 0 1 2 3 4, as its plan fixes)"
+    assert seeds_line(stage_b, [0, 1, 2, 3, 4], True) == "0 1 2 3 4"
+
+
 @pytest.fixture(scope="module")
 def trunk_checkpoint(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("trunk")
-    trunk_module.train_trunk(trunk_module.FAST_TRUNK, folder)
-    return trunk_module.trunk_checkpoint(folder, trunk_module.FAST_TRUNK.stop)
-
-
-class Killed(Exception):
-    pass
+    return fast_trunk_checkpoint(tmp_path_factory)
 
 
 @pytest.mark.slow
@@ -61,19 +85,11 @@ def test_a_v3_branch_killed_mid_run_resumes_to_the_run_without_checkpoints(trunk
     args = (trunk_checkpoint, "sop", 0, trunk_module.FAST_TRUNK, trunk_module.FAST_BRANCH, FAST)
     whole = trunk_module.train_branch(*args)
     monkeypatch.setattr(trunk_module, "BRANCH_SAVE_EVERY", 1)
-    steps, original = [], trunk_module.fresh_sentence_classifier
+    original = trunk_module.fresh_sentence_classifier
 
     def draw_then_die_at_the_fourth_step(model, optimizer, seed):  # after 2 short steps and 1 long one
         original(model, optimizer, seed)
-        real_step = optimizer.step
-
-        def step(*a, **k):
-            steps.append(1)
-            if len(steps) == 4:
-                raise Killed
-            return real_step(*a, **k)
-
-        optimizer.step = step
+        die_at_step(optimizer, 4)
 
     monkeypatch.setattr(trunk_module, "fresh_sentence_classifier", draw_then_die_at_the_fourth_step)
     with pytest.raises(Killed):

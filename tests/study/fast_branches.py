@@ -1,0 +1,41 @@
+"""What the tests of Table 5's branches share (test_levers.py, test_sop_escape.py): the fast trunk's checkpoint,
+trained once per session for every xdist worker, and a way to kill a branch at one of its optimizer steps."""
+
+from __future__ import annotations
+
+import fcntl
+from pathlib import Path
+
+from fast_results import shared_root
+
+from albert_mini.harness.experiments import trunk as trunk_module
+
+
+class Killed(Exception):
+    """What a branch dies of in a test: raised by the optimizer step `die_at_step` picks."""
+
+
+def fast_trunk_checkpoint(tmp_path_factory) -> Path:
+    """The fast trunk's checkpoint at its branch point, trained by the first test of the session that asks (the
+    branches only read it)."""
+    root = shared_root(tmp_path_factory)
+    folder = root / "fast-trunk"
+    with open(root / "fast-trunk.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if training raises
+        checkpoint = trunk_module.trunk_checkpoint(folder, trunk_module.FAST_TRUNK.stop)
+        if not checkpoint.is_dir():
+            trunk_module.train_trunk(trunk_module.FAST_TRUNK, folder)
+        return checkpoint
+
+
+def die_at_step(optimizer, step: int) -> None:
+    """Make the `step`-th call of `optimizer.step` from now raise Killed, before it changes anything."""
+    real_step, calls = optimizer.step, []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == step:
+            raise Killed
+        return real_step(*args, **kwargs)
+
+    optimizer.step = counted
