@@ -3,10 +3,9 @@ trained once per session for every xdist worker, and a way to kill a branch at o
 
 from __future__ import annotations
 
-import fcntl
 from pathlib import Path
 
-from fast_results import shared_root
+from fast_results import session_lock
 
 from albert_mini.harness.experiments import trunk as trunk_module
 
@@ -16,12 +15,10 @@ class Killed(Exception):
 
 
 def fast_trunk_checkpoint(tmp_path_factory) -> Path:
-    """The fast trunk's checkpoint at its branch point, trained by the first test of the session that asks (the
+    """The fast trunk's checkpoint at its last step, trained by the first test of the session that asks (the
     branches only read it)."""
-    root = shared_root(tmp_path_factory)
-    folder = root / "fast-trunk"
-    with open(root / "fast-trunk.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if training raises
+    with session_lock(tmp_path_factory, "fast-trunk") as root:
+        folder = root / "fast-trunk"
         checkpoint = trunk_module.trunk_checkpoint(folder, trunk_module.FAST_TRUNK.stop)
         if not checkpoint.is_dir():
             trunk_module.train_trunk(trunk_module.FAST_TRUNK, folder)

@@ -7,6 +7,7 @@ and a module that needs a family another worker is computing waits for it instea
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -39,14 +40,22 @@ def shared_root(tmp_path_factory) -> Path:
     return root
 
 
+@contextlib.contextmanager
+def session_lock(tmp_path_factory, name: str):
+    """The session's shared folder, held under the lock `name`: the first worker to ask computes what the lock
+    guards, the others wait and then read it."""
+    root = shared_root(tmp_path_factory)
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if the computation raises
+        yield root
+
+
 def fast_result(name: str, tmp_path_factory) -> dict:
     """Experiment `name`'s fast result (seeds 0 and 1), computed by the first module of the session that asks."""
-    root = shared_root(tmp_path_factory)
     family = family_of(name)
-    out = root / "results"
-    out.mkdir(exist_ok=True)
-    with open(root / f"{family}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if the run raises
+    with session_lock(tmp_path_factory, family) as root:
+        out = root / "results"
+        out.mkdir(exist_ok=True)
         path = out / f"{name}.json"
         if not path.exists():
             experiments.run(name, FAST, out, seeds=TEST_SEEDS, cache=RunCache(root / f"runs-{family}"))

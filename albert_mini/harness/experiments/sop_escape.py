@@ -30,8 +30,7 @@ from .trunk import train_branch
 ESCAPE_SOP = 0.60  # a seed escapes when its primary SOP reaches this ...
 ESCAPE_MARGIN = 0.03  # ... and beats the surface-feature regression by this much (issue 41's S1)
 SKILL_SOP = 0.55  # the reported second reading: the quote-free stratum at or above this (issue 41's S5)
-STAGE_B_SEEDS = (0, 1, 2, 3, 4)
-PLAN_SEEDS = STAGE_B_SEEDS  # on the full plan the command refuses other --seeds (commands/experiments.py)
+PLAN_SEEDS = (0, 1, 2, 3, 4)  # Stage B's; on the full plan the command refuses other --seeds (commands/experiments.py)
 
 PLAN = {
     "question": "the run or the recipe: on the unchanged classroom recipe, in how many of 5 seeds does SOP leave "
@@ -69,7 +68,7 @@ PLAN = {
 def seeds(budget, asked) -> list[int]:
     """Stage B's seeds: 0-4 on the full plan (the plan fixes them: the command refuses other --seeds); the asked
     ones on the fast plan (tests)."""
-    return list(asked) if budget == FAST else list(STAGE_B_SEEDS)
+    return list(asked) if budget == FAST else list(PLAN_SEEDS)
 
 
 def plan(budget, asked) -> list[PlannedRun]:
