@@ -51,14 +51,15 @@ $(STAMP): pyproject.toml constraints.txt
 	$(CLI) lab --install-settings  # JupyterLab's settings and the chapters' kernel, albert-mini, into .venv
 	touch $@
 
-# Both runs use every core (pytest-xdist; TEST_WORKERS=0 runs in one process): a worker takes whole files
-# (pyproject's --dist loadfile), the tests' longest files first (tests/conftest.py LONGEST_FIRST, kept in that order
-# by --no-loadscope-reorder), the notebooks largest first (xdist's default order).
+# The tests and every chapter under nbval in one run on every core (pytest-xdist; TEST_WORKERS=0 runs in one
+# process), so that no core idles while the other finishes: a worker takes whole files (pyproject's --dist
+# loadfile; a notebook's cells in order in one kernel), the longest first (tests/conftest.py LONGEST_FIRST, kept in
+# that order by --no-loadscope-reorder). The chapters' kernels run in fast mode (ALBERT_MINI_FAST=1) with their
+# worker's share of the cores; tests/conftest.py sets that for the kernels only (ChapterKernels), not for the tests.
 TEST_WORKERS ?= auto
 test: $(STAMP) polarity
 	$(VENV)/bin/ruff check
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --no-loadscope-reorder tests
-	$(if $(NOTEBOOKS),ALBERT_MINI_FAST=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --nbval-lax -p no:cacheprovider $(NOTEBOOKS))
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --no-loadscope-reorder tests $(if $(NOTEBOOKS),--nbval-lax $(NOTEBOOKS))
 
 # The package's tests without those marked slow or browser (pyproject.toml), and no chapters: 117 s on 2 cores
 # (Intel Xeon, load average about 1; 1,468 tests). A test of several seconds is marked slow: make test runs it.

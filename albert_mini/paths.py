@@ -12,10 +12,12 @@ update_manifest, which keeps every other line).
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import os
 import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -74,8 +76,12 @@ def outside_the_book() -> bool:
 
 @functools.cache
 def scratch_figures() -> Path:
-    """A private temporary folder for the figures of a chapter run outside the book (one per process)."""
-    return Path(tempfile.mkdtemp(prefix="albert-mini-figures-"))
+    """A private temporary folder for the figures of a chapter run outside the book (one per process), deleted
+    when the process ends: the notebook holds its figures, and a class graded every week would otherwise leave a
+    folder in /tmp for every notebook run."""
+    folder = Path(tempfile.mkdtemp(prefix="albert-mini-figures-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def figure_path(name: str) -> Path:

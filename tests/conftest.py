@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from albert_mini.settings import FAST_ENV
 from albert_mini.text.token_cache import default_workers
 
 
@@ -21,36 +22,85 @@ def pytest_configure(config):
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
-    if workers > 1:
-        torch.set_num_threads(max(1, default_workers() // workers))
+    share = max(1, default_workers() // workers) if workers > 1 else None
+    if share:
+        torch.set_num_threads(share)
+    config.pluginmanager.register(ChapterKernels(share), "albert-mini-chapter-kernels")
 
 
-# The modules that take longest, longest first (pytest --durations per folder, 2 cores). `make test` hands each
-# worker whole modules (--dist loadfile: a module's fixtures are built once) in collection order
-# (--no-loadscope-reorder), so these start first and no worker is left alone with one of them at the end. A module
-# missing here only starts later; a name here that no longer exists changes nothing.
+class ChapterKernels:
+    """`make test` runs the chapters under nbval (`--nbval-lax chapters/*.ipynb`) in the suite's own session, so
+    that the two share the cores to the end. nbval starts a chapter's kernel when its first cell is set up, and the
+    kernel inherits os.environ then: here it gets the environment the session started with (not what the suite's
+    fixtures set since, such as ALBERT_MINI_CACHE), the chapters' fast mode (ALBERT_MINI_FAST=1, what the chapters
+    ran with when they had a command of their own) and, under xdist, its worker's share of the cores
+    (OMP_NUM_THREADS, unless set already): two kernels each starting a thread per core spin on each other's cores
+    (on 2 cores the chapters took twice as long). The suite's own tests never see these values.
+
+    Registered as a plugin, not written as a hook of this file: a conftest's run hooks apply to its own folder only."""
+
+    def __init__(self, share: int | None):
+        self.environ = dict(os.environ)
+        self.environ[FAST_ENV] = "1"
+        if share and "OMP_NUM_THREADS" not in self.environ:
+            self.environ["OMP_NUM_THREADS"] = str(share)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(self, item):
+        if type(item).__name__ != "IPyNbCell":  # nbval's cell items
+            return (yield)
+        before = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(self.environ)
+        try:
+            return (yield)
+        finally:
+            os.environ.clear()
+            os.environ.update(before)
+
+
+# The modules and chapters that take longest, longest first (each file's seconds in `make test` on 2 cores).
+# `make test` hands each worker whole files (--dist loadfile: a module's fixtures are built once, a notebook's cells
+# run in one kernel) in collection order (--no-loadscope-reorder), so these start first and no worker is left alone
+# with one of them at the end. A file missing here only starts later; a name here that no longer exists changes
+# nothing. Two exceptions to the order: test_grade.py and test_browser.py wait on kernels, servers and time limits
+# for much of their time, and start beside the experiments' modules rather than beside each other; and
+# test_experiments.py, which reads every family's results (fast_results.py), follows the scratch rows' module on
+# its worker (a module of one test takes its successor at once), and that one is handed out only when the first
+# two modules are down to their last tests (the browser's goes to the first), after the trunk family's computing:
+# test_experiments.py finds both families done instead of waiting for them.
 LONGEST_FIRST = (
-    "tests/study/test_experiments_scratch.py",
     "tests/study/test_experiments_trunk.py",
-    "tests/study/test_experiments.py",
     "tests/book/test_grade.py",
-    "tests/book/test_nbgrader.py",
     "tests/book/test_browser.py",
+    "tests/study/test_experiments_scratch.py",
+    "tests/study/test_experiments.py",
     "tests/training/test_fault_injection.py",
-    "tests/training/test_multinode.py",
-    "tests/study/test_levers.py",
+    "tests/book/test_nbgrader.py",
     "tests/study/test_numerics_guard.py",
-    "tests/training/test_rundir_recovery.py",
+    "tests/study/test_levers.py",
+    "tests/study/test_sop_escape.py",
+    "chapters/07_pretraining.ipynb",
+    "tests/training/test_multinode.py",
+    "tests/book/test_exercises_ch06.py",
     "tests/test_cli_errors.py",
+    "tests/training/test_rundir_recovery.py",
     "tests/test_cli_fuzz.py",
-    "tests/tasks/test_finetune.py",
+    "tests/book/test_exercises_ch04.py",
+    "tests/text/test_token_cache.py",
+    "tests/study/test_recipe_controls.py",
     "tests/training/test_ddp.py",
+    "chapters/10_appendix.ipynb",
+    "chapters/11_research_log.ipynb",
+    "chapters/06_ngram_masking.ipynb",
+    "chapters/04_cross_layer_sharing.ipynb",
+    "chapters/08_fine_tuning.ipynb",
 )
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):
-    """Collect the LONGEST_FIRST modules first; each module's tests stay together and in their order."""
+    """Collect the LONGEST_FIRST files first; each file's tests (a notebook's cells) stay together and in order."""
     rank = {module: i for i, module in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 

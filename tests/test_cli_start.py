@@ -54,6 +54,16 @@ def test_help_and_version_import_no_torch(args):
     assert out.strip()
 
 
+def test_prepare_imports_no_torch(tmp_path, monkeypatch):
+    """Preparing text is SentencePiece and NumPy: `albert-mini prepare` spends no second importing torch, and its
+    workers fork from a process without it."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    (tmp_path / "a.txt").write_text("One sentence here. Another one there.\n\nA second document.\n")
+    heavy, out = imported_by("prepare", "--corpus", str(tmp_path / "a.txt"), "--tokenizer",
+                             str(REPO_ROOT / "data" / "austen" / "spiece.model"), "--split-by", "blank-line", "--quiet")
+    assert "2 documents" in out and heavy == {"numpy", "sentencepiece"}, (heavy, out)
+
+
 def test_python_m_albert_mini_help_imports_no_torch():
     """The same through `python -m albert_mini`, read from Python's own import log (-X importtime)."""
     done = subprocess.run([sys.executable, "-X", "importtime", "-m", "albert_mini", "--help"], capture_output=True,

@@ -85,9 +85,11 @@ def test_a_kernel_outside_chapters_writes_no_figure_into_the_checkout(tmp_path):
     from albert_mini.book.lab import require_kernel
 
     code = "from albert_mini.paths import figure_path\nprint(figure_path('x.png').parent)"
+    scratch = "figure_path('x.png').write_bytes(b'png')"  # a figure saved outside the book
     found = {}
     for where in (paths.REPO_ROOT / "chapters", tmp_path):
-        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+        cells = [nbformat.v4.new_code_cell(code)] + ([nbformat.v4.new_code_cell(scratch)] if where == tmp_path else [])
+        notebook = nbformat.v4.new_notebook(cells=cells)
         env = {k: v for k, v in os.environ.items() if k != paths.NBGRADER_ENV}
         NotebookClient(notebook, kernel_name=require_kernel(), timeout=120,
                        resources={"metadata": {"path": str(where)}}).execute(env={**env, "ALBERT_MINI_FAST": "0"})
@@ -95,3 +97,4 @@ def test_a_kernel_outside_chapters_writes_no_figure_into_the_checkout(tmp_path):
     assert found[paths.REPO_ROOT / "chapters"] == paths.FIGURES_ROOT
     assert not found[tmp_path].resolve().is_relative_to(paths.REPO_ROOT.resolve())
     assert found[tmp_path].name.startswith("albert-mini-figures-")
+    assert not found[tmp_path].exists()  # deleted with its figure when the kernel ended: nothing left in /tmp

@@ -56,7 +56,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from multiprocessing import get_context
@@ -172,7 +172,7 @@ def changed_while_read(path, how: str) -> TextChanged:
 
 def cut_pieces(paths: Sequence[Path], mode: str, piece_bytes: int | None = None,
                file_sha256: Sequence[str] | None = None) -> list[Piece]:
-    """Work items in file order, from one reading pass over each file (one file open at a time). In mode
+    """Work items in file order, from one reading pass over each file (a file open per core at most). In mode
     "blank_line" a file is cut after a blank line near every `piece_bytes`, which gives the same documents as
     reading it whole (see corpus.paragraphs_of_text). The same pass takes each file's sha256: a file whose
     sha256 is not its `file_sha256` (the one its cache key was made from) changed since, a TextChanged."""
@@ -181,14 +181,25 @@ def cut_pieces(paths: Sequence[Path], mode: str, piece_bytes: int | None = None,
 
 def cut_and_hash(paths: Sequence[Path], mode: str, piece_bytes: int | None = None,
                  file_sha256: Sequence[str] | None = None) -> tuple[list[Piece], list[str]]:
-    """`cut_pieces`, and the sha256 of every file its pass took."""
-    pieces, digests = [], []
-    for i, path in enumerate(paths):
-        found, digest = _scan(Path(path), mode, piece_bytes or PIECE_BYTES)
-        if file_sha256 is not None and digest != file_sha256[i]:
-            raise changed_while_read(path, "its sha256 is not the one read a moment before")
-        pieces += found
-        digests.append(digest)
+    """`cut_pieces`, and the sha256 of every file its pass took. Several files are read at once, one a core: the
+    pass comes before any worker starts, and reading, sha256 and crc32 let other threads run meanwhile."""
+    piece_bytes = piece_bytes or PIECE_BYTES
+    threads = min(default_workers(), len(paths))
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="cut-and-hash") if threads > 1 else None
+    try:
+        scanned = (pool.map if pool else map)(lambda path: _scan(Path(path), mode, piece_bytes), paths)
+        pieces, digests = [], []
+        for i, (path, (found, digest)) in enumerate(zip(paths, scanned)):
+            if file_sha256 is not None and digest != file_sha256[i]:
+                raise changed_while_read(path, "its sha256 is not the one read a moment before")
+            pieces += found
+            digests.append(digest)
+    except BaseException:
+        if pool:  # an error or a Ctrl-C: the files not started are not read, and no one waits for the others
+            pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    if pool:  # every thread has ended before the workers are forked (a fork copies this thread only)
+        pool.shutdown()
     return pieces, digests
 
 
@@ -344,12 +355,17 @@ def read_sentences(text: str, mode: str) -> tuple[list[bytes], list[int], list[s
         return [], [], []
     digests = [hashlib.sha256(doc.replace(b"\n", b"\n\n")).digest() for doc in data.split(DOCUMENT_END.encode())]
     data = _sentence_lines(text, data).encode("utf-8")
-    codes = np.frombuffer(data, dtype=np.uint8)
-    ends = np.flatnonzero((codes == SEPARATORS[2]) | (codes == SEPARATORS[3]))  # of every sentence but the last
-    last = np.searchsorted(ends, np.flatnonzero(codes == SEPARATORS[3]))  # each document's last sentence (not the
-    # last document's: it ends with the text)
-    per_document = np.diff(np.concatenate([[-1], last, [len(ends)]])).tolist()
-    return digests, per_document, _preprocessed(data, codes, ends)
+    return digests, _sentences_per_document(data), _preprocessed(data)
+
+
+def _sentences_per_document(data: bytes) -> list[int]:
+    """How many sentences each document of `data` holds: one more than its line ends (no line is empty, see
+    _collapse_separators). Counted in place between the NULs, which are few: no copy of the text."""
+    counts, start = [], 0
+    while (end := data.find(DOCUMENT_END.encode(), start)) >= 0:
+        counts.append(data.count(b"\n", start, end) + 1)
+        start = end + 1
+    return counts + [data.count(b"\n", start) + 1]
 
 
 def _paragraph_lines(text: str, mode: str) -> tuple[str, bytes]:
@@ -403,7 +419,7 @@ def _collapse_separators(text: str) -> tuple[str, bytes]:
 
 def _sentence_lines(text: str, data: bytes) -> str:
     """Paragraph lines (`text`, and `data`, its UTF-8) cut into sentence lines where `split_sentences` cuts."""
-    initials = "A-HJ-Z"
+    initials = ASCII_INITIALS
     if not data.isascii():  # other capitals the text holds, read from its bytes of other characters
         codes = np.frombuffer(data, dtype=np.uint8)
         others = set(codes[codes >= 0x80].tobytes().decode("utf-8"))
@@ -414,6 +430,9 @@ def _sentence_lines(text: str, data: bytes) -> str:
             parts[1::2] = [end + "\n" for end in parts[1::2]]
             text = "".join(parts)
     return text
+
+
+ASCII_INITIALS = "A-HJ-Z"  # the capitals that make a one-letter word an initial ("I" is a word), as a class
 
 
 @functools.lru_cache(maxsize=64)
@@ -442,15 +461,22 @@ def _sentence_boundaries(initials: str) -> list[re.Pattern]:
             re.compile(rf"(\?(?<![.!?]\?){rest}")]
 
 
-def _preprocessed(data: bytes, codes: np.ndarray, ends: np.ndarray) -> list[str]:
-    """`preprocess_text` of every sentence of `data` (UTF-8; its bytes as `codes`, its sentences ending at
-    `ends` but the last): the ASCII ones in bulk (preprocessing a stripped, single-spaced ASCII sentence only
-    replaces `` and '' and lowers it; bytes.lower() lowers ASCII letters only), then the others one by one."""
+def _preprocessed(data: bytes) -> list[str]:
+    """`preprocess_text` of every sentence of `data` (UTF-8, a sentence a line, NUL between documents): the ASCII
+    ones in bulk (preprocessing a stripped, single-spaced ASCII sentence only replaces `` and '' and lowers it;
+    bytes.lower() lowers ASCII letters only), then the others one by one."""
     from .tokenizer import preprocess_text
 
-    lowered = data.replace(b"``", b'"') if b"`" in data else data  # (one byte is found fast, two are not)
-    lowered = lowered.replace(b"''", b'"').replace(DOCUMENT_END.encode(), b"\n").lower()
-    sentences = lowered.decode("utf-8").split("\n")
+    # A needle of two bytes is searched for slowly, and an apostrophe is common: look for a pair first.
+    lowered = data.replace(b"``", b'"') if b"`" in data else data  # (one byte is found fast)
+    quotes = np.frombuffer(data, dtype=np.uint8) == ord("'")
+    if np.any(quotes[1:] & quotes[:-1]):
+        lowered = lowered.replace(b"''", b'"')
+    sentences = lowered.replace(DOCUMENT_END.encode(), b"\n").lower().decode("utf-8").split("\n")
+    if data.isascii():
+        return sentences
+    codes = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero((codes == SEPARATORS[2]) | (codes == SEPARATORS[3]))  # of every sentence but the last
     starts = np.concatenate([[0], ends + 1])
     for i in np.unique(np.searchsorted(ends, np.flatnonzero(codes >= 0x80))).tolist():
         end = int(ends[i]) if i < len(ends) else len(data)
@@ -481,11 +507,11 @@ def _tokenize(pieces: list[Piece], mode: str, dtype: str) -> dict:
     # One call for the whole job, on one thread: the cores are busy with the other jobs.
     encoded = _worker_processor.encode(sentences, num_threads=1)
     lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
-    flat = np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int32, count=int(lengths.sum()))
+    flat = np.fromiter(itertools.chain.from_iterable(encoded), dtype=dtype, count=int(lengths.sum()))
     # Empty sentences (nothing left once preprocessed) are dropped; their document counts the others.
     kept = np.concatenate([[0], np.cumsum(lengths > 0)])
     ends = np.cumsum(per_document, dtype=np.int64)
-    return {"tokens": flat.astype(dtype), "lengths": lengths[lengths > 0],
+    return {"tokens": flat, "lengths": lengths[lengths > 0],
             "sentences": kept[ends] - kept[ends - np.asarray(per_document, dtype=np.int64)],
             "counts": np.bincount(flat, minlength=_worker_processor.get_piece_size()),
             "digests": np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(-1, 32),

@@ -25,17 +25,19 @@ import string
 import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import sentencepiece as spm
-import torch
 
 from ..errors import UserError
 from ..paths import DATA_ROOT, MANIFEST, recorded_path, sha256_file, verified_path
 from ..safe_files import atomic_write_bytes, atomic_write_text, update_manifest
 from ..specials import CLS_ID, MASK_ID, PAD_ID, SEP_ID, SPECIAL_PIECES, UNK_ID
 from .corpus import load_corpus, load_text_files
-from .padding import pad_batch
+
+if TYPE_CHECKING:  # (imported where a batch is padded: preparing text needs no torch)
+    import torch
 
 # What chapters import from here (the module's public face; albert_mini/README.md).
 __all__ = ["DEFAULT_DIR", "Tokenizer", "WORD_BOUNDARY", "is_word_start", "preprocess_text", "train_sentencepiece",
@@ -252,7 +254,7 @@ class Tokenizer:
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of `ids`, leaving out special ids (<pad>, <unk>, [CLS], [SEP], [MASK])."""
-        ids = ids.tolist() if isinstance(ids, (torch.Tensor, np.ndarray)) else list(ids)
+        ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)  # a tensor or an array, else any iterable
         self._check_ids(ids)
         return self.sp.decode([i for i in ids if i not in self.special_ids])
 
@@ -323,6 +325,8 @@ class Tokenizer:
         lengths = {len(r["input_ids"]) for r in rows}
         if padding is False and len(lengths) > 1:
             raise TokenizerError(f"sequences have lengths {sorted(lengths)}; pass padding=True to pad them")
+        from .padding import pad_batch  # (torch: this module loads without it, as `albert-mini prepare` runs)
+
         columns = {key: [r[key] for r in rows] for key in ("input_ids", "token_type_ids")}
         batch = pad_batch(columns, max_length if padding == "max_length" else None)
         return {key: batch[key] for key in ("input_ids", "token_type_ids", "attention_mask")}
