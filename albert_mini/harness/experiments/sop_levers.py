@@ -174,24 +174,21 @@ def run(runner) -> dict:
     trunk_plan, branch_plan, point, trunk_key = start.plan, start.branch, start.point, start.key
     seeds = list(runner.seeds)
 
-    def jobs(names, some_seeds):
-        out = []
-        for seed in some_seeds:
-            for lever in levers(runner.budget):
-                if lever.name in names:
-                    s = lever_spec(trunk_key, point, seed, branch_plan, lever)
-                    where = partial_folder(runner.cache, s) if runner.cache is not None else None
-                    train = functools.partial(train_branch, start.checkpoint, "sop", seed, trunk_plan, branch_plan,
-                                              runner.budget, lever, where)
-                    out.append((s, train, f"{lever.name} seed {seed}"))
-        return out
+    def job(lever, seed):
+        s = lever_spec(trunk_key, point, seed, branch_plan, lever)
+        where = partial_folder(runner.cache, s) if runner.cache is not None else None
+        train = functools.partial(train_branch, start.checkpoint, "sop", seed, trunk_plan, branch_plan,
+                                  runner.budget, lever, where)
+        return s, train, f"{lever.name} seed {seed}"
 
-    start.ensure_checkpoint(runner, [s for s, _, _ in jobs([lever.name for lever in levers(runner.budget)], seeds)])
+    # Every run the plan may train, seed by seed; the stop rule picks which of seeds 1 on are trained.
+    every = {(lever.name, seed): job(lever, seed) for seed in seeds for lever in levers(runner.budget)}
+    start.ensure_checkpoint(runner, [s for s, _, _ in every.values()])
     names = [lever.name for lever in levers(runner.budget)]
-    first = dict(zip(names, runner.cached_all(jobs(names, seeds[:1]))))
+    first = dict(zip(names, runner.cached_all([every[name, seeds[0]] for name in names])))
     decision = stop_decision(first, runner.budget)
     records = {name: {seeds[0]: record} for name, record in first.items()}
-    later = jobs(decision["going_on"], seeds[1:])
+    later = [every[name, seed] for seed in seeds[1:] for name in names if name in decision["going_on"]]
     for (s, _, _), record in zip(later, runner.cached_all(later)):
         records[s["lever"]["name"]][s["seed"]] = record
     control = control_records(runner, trunk_key, point, branch_plan, seeds)
