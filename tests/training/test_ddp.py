@@ -71,7 +71,7 @@ def test_two_ranks_equal_one_process_on_the_global_batch(tmp_path, one_thread):
 def test_torchrun_cli_matches_the_single_process_cli(tmp_path):
     flags = ["--preset", "albert-nano", "--corpus", "synthetic", "--seq-len", "32", "--steps", "3", "--lr", "2e-3",
              "--eval-every", "0", "--eval-batches", "1", "--save-every", "0", "--log-every", "1", "--quiet"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp_path)}  # (torchrun's log folders, left behind)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(WORLD),
                "-m", "albert_mini", "pretrain", *flags, "--batch-size", str(B), "--out", str(tmp_path / "ddp")]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)

@@ -29,10 +29,16 @@ def torchrun(*launcher: str, out) -> list[str]:
             "--out", str(out)]
 
 
+def agent_env(cwd) -> dict:
+    """One thread a process; torchrun's agent writes its log folders (torchelastic_*) in the test's folder, not /tmp,
+    where it leaves them."""
+    return {**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": str(cwd)}
+
+
 def run_nodes(outs: list, cwd) -> list[subprocess.CompletedProcess]:
     """Two torchrun agents, node ranks 0 and 1, one process each, meeting at a fresh localhost port."""
     port = str(free_port())
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = agent_env(cwd)
     agents = [subprocess.Popen(torchrun("--nnodes", "2", "--node_rank", str(rank), "--nproc_per_node", "1",
                                         "--master_addr", "127.0.0.1", "--master_port", port, out=out),
                                env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -50,7 +56,7 @@ def run_nodes(outs: list, cwd) -> list[subprocess.CompletedProcess]:
 
 
 def run_one_node(out, cwd) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = agent_env(cwd)
     port = str(free_port())
     return subprocess.run(torchrun("--nnodes", "1", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
                                    "--master_port", port, out=out),
