@@ -572,13 +572,14 @@ def _read_arrays(path: Path) -> dict:
 
 # --------------------------------------------------------------------------------------------- a class
 class Journal:
-    """The rows of every notebook graded so far, one JSON line each, kept beside the gradebook."""
+    """The rows of every notebook graded so far, one JSON line each, kept beside the gradebook (path None: in
+    memory only, for a caller that grades once and keeps nothing)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path | None):
         self.path = path
         self.done: dict[str, list[Row]] = {}
         self.lock = threading.Lock()
-        if path.is_file():
+        if path is not None and path.is_file():
             for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
                 try:
                     entry = json.loads(line)
@@ -589,10 +590,11 @@ class Journal:
     def add(self, key: str, rows: list[Row], seconds: float, shown: str) -> None:
         line = json.dumps({"key": key, "notebook": shown, "seconds": round(seconds, 1),
                            "rows": [asdict(row) for row in rows]})
-        with self.lock, open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        if self.path is not None:
+            with self.lock, open(self.path, "a", encoding="utf-8") as handle:
+                handle.write(line + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
         self.done[key] = rows
 
 
@@ -604,7 +606,7 @@ def grade_class(submissions: Path, settings: Settings, chapters: list[str] | Non
                 journal: Journal | None = None, progress=print) -> list[Row]:
     """Every notebook of the class graded (continuing from `journal`), in the class's order."""
     tasks, rows = plan_class(submissions, chapters)
-    journal = journal or Journal(Path(tempfile.mkdtemp()) / "journal.jsonl")
+    journal = journal or Journal(None)
     view = settings.journal_view()
     results: dict[int, list[Row]] = {}
     todo = []
