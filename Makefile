@@ -56,6 +56,7 @@ $(STAMP): pyproject.toml constraints.txt
 # loadfile; a notebook's cells in order in one kernel), the longest first (tests/conftest.py LONGEST_FIRST, kept in
 # that order by --no-loadscope-reorder). The chapters' kernels run in fast mode (ALBERT_MINI_FAST=1) with their
 # worker's share of the cores; tests/conftest.py sets that for the kernels only (ChapterKernels), not for the tests.
+# One chapter alone, as make test runs it: ALBERT_MINI_FAST=1 .venv/bin/python -m pytest --nbval-lax chapters/X.ipynb
 TEST_WORKERS ?= auto
 test: $(STAMP) polarity
 	$(VENV)/bin/ruff check

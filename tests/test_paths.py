@@ -81,6 +81,7 @@ def test_a_kernel_outside_chapters_writes_no_figure_into_the_checkout(tmp_path):
     any other folder (a hand-out, an nbgrader course, a grading copy) it saves into a temporary folder."""
     import nbformat
     from nbclient import NotebookClient
+    from traitlets.config import Config
 
     from albert_mini.book.lab import require_kernel
 
@@ -91,8 +92,11 @@ def test_a_kernel_outside_chapters_writes_no_figure_into_the_checkout(tmp_path):
         cells = [nbformat.v4.new_code_cell(code)] + ([nbformat.v4.new_code_cell(scratch)] if where == tmp_path else [])
         notebook = nbformat.v4.new_notebook(cells=cells)
         env = {k: v for k, v in os.environ.items() if k != paths.NBGRADER_ENV}
-        NotebookClient(notebook, kernel_name=require_kernel(), timeout=120,
-                       resources={"metadata": {"path": str(where)}}).execute(env={**env, "ALBERT_MINI_FAST": "0"})
+        # A kernel asked to end has a minute to do so (not 5 s) before it is killed, which would skip its clean-up.
+        client = NotebookClient(notebook, kernel_name=require_kernel(), timeout=120,
+                                resources={"metadata": {"path": str(where)}},
+                                config=Config({"KernelManager": {"shutdown_wait_time": 60.0}}))
+        client.execute(env={**env, "ALBERT_MINI_FAST": "0"})
         found[where] = Path(notebook.cells[0].outputs[0]["text"].strip())
     assert found[paths.REPO_ROOT / "chapters"] == paths.FIGURES_ROOT
     assert not found[tmp_path].resolve().is_relative_to(paths.REPO_ROOT.resolve())

@@ -186,30 +186,33 @@ def cut_and_hash(paths: Sequence[Path], mode: str, piece_bytes: int | None = Non
     piece_bytes = piece_bytes or PIECE_BYTES
     threads = min(default_workers(), len(paths))
     pool = ThreadPoolExecutor(threads, thread_name_prefix="cut-and-hash") if threads > 1 else None
+    stop = threading.Event()
     try:
-        scanned = (pool.map if pool else map)(lambda path: _scan(Path(path), mode, piece_bytes), paths)
+        scanned = (pool.map if pool else map)(lambda path: _scan(Path(path), mode, piece_bytes, stop), paths)
         pieces, digests = [], []
         for i, (path, (found, digest)) in enumerate(zip(paths, scanned)):
             if file_sha256 is not None and digest != file_sha256[i]:
                 raise changed_while_read(path, "its sha256 is not the one read a moment before")
             pieces += found
             digests.append(digest)
-    except BaseException:
-        if pool:  # an error or a Ctrl-C: the files not started are not read, and no one waits for the others
-            pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    if pool:  # every thread has ended before the workers are forked (a fork copies this thread only)
-        pool.shutdown()
+    finally:
+        # On an error or a Ctrl-C the files not started are not read and the others stop at their next window
+        # (their results are not used); either way every thread has ended before the workers are forked (a fork
+        # copies this thread only) and before the error reaches the caller.
+        stop.set()
+        if pool:
+            pool.shutdown(cancel_futures=True)
     return pieces, digests
 
 
-def _scan(path: Path, mode: str, piece_bytes: int) -> tuple[list[Piece], str]:
-    """(pieces, sha256) of one file, read once from start to end, WINDOW_BYTES at a time."""
+def _scan(path: Path, mode: str, piece_bytes: int, stop: threading.Event | None = None) -> tuple[list[Piece], str]:
+    """(pieces, sha256) of one file, read once from start to end, WINDOW_BYTES at a time (or until `stop` is set:
+    then what it returns is incomplete, for a caller that no longer wants it)."""
     whole, crc, pieces = hashlib.sha256(), 0, []
     start = offset = 0  # where the current piece starts; where the window just read starts, in the file
     carry = b""  # the end of the previous windows where a blank line may have begun (a line end, then blanks)
     with open(path, "rb") as f:
-        while window := f.read(WINDOW_BYTES):
+        while (stop is None or not stop.is_set()) and (window := f.read(WINDOW_BYTES)):
             whole.update(window)
             hashed = 0  # how much of this window the current piece's crc32 holds
             if mode == "blank_line":

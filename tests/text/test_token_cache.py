@@ -9,6 +9,8 @@ import random
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -389,6 +391,43 @@ def test_a_text_edited_while_it_is_prepared_is_refused_and_never_cached(texts, t
     with pytest.raises(token_cache.TextChanged, match="its sha256 is not the one read a moment before"):
         token_cache.prepare([text], tokenizer, "file", file_sha256=["0" * 64], root=tmp_path / "cache",
                             progress=False, say=lambda *a: None)
+
+
+def test_a_refused_file_stops_the_reading_of_the_others(tmp_path, monkeypatch):
+    """The files are read on a thread per core. When one is refused (here its sha256 is not the one given), the
+    others stop at their next window instead of being read to the end, and no reading thread outlives the error:
+    a Ctrl-C ends the command at once, and a later preparation forks no worker beside a reading thread."""
+    refused, long = tmp_path / "refused.txt", tmp_path / "long.txt"
+    refused.write_text("One.\n\nTwo.\n")
+    long.write_bytes(b"x" * 4_000)
+    monkeypatch.setattr(token_cache, "WINDOW_BYTES", 4)  # the long file: 1,000 windows of 5 ms, 5 s to read whole
+    monkeypatch.setattr(token_cache, "default_workers", lambda: 2)
+    windows = []
+
+    class SlowFile:
+        def __init__(self, path, mode):
+            self.file, self.long = open(path, mode), Path(path) == long
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.file.close()
+
+        def read(self, size):
+            if self.long:
+                windows.append(size)
+                time.sleep(0.005)
+            else:  # the refused file is read once the long one is under way
+                while len(windows) < 3:
+                    time.sleep(0.001)
+            return self.file.read(size)
+
+    monkeypatch.setattr(token_cache, "open", SlowFile, raising=False)
+    with pytest.raises(token_cache.TextChanged, match="refused.txt"):
+        token_cache.cut_and_hash([refused, long], "blank_line", file_sha256=["0" * 64, "0" * 64])
+    assert 3 <= len(windows) < 1_000  # begun, and stopped before its end
+    assert not [thread for thread in threading.enumerate() if thread.name.startswith("cut-and-hash")]
 
 
 def test_a_users_file_in_a_key_folder_is_never_deleted(texts, tokenizer, tmp_path):
