@@ -74,14 +74,20 @@ def outside_the_book() -> bool:
     return Path.cwd().resolve() != (REPO_ROOT / "chapters").resolve()
 
 
+def process_folder(prefix: str) -> Path:
+    """A new private temporary folder, deleted when this process ends (a forked worker, which ends with os._exit,
+    leaves it alone): for files nobody needs once the process is done."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
 @functools.cache
 def scratch_figures() -> Path:
     """A private temporary folder for the figures of a chapter run outside the book (one per process), deleted
     when the process ends: the notebook holds its figures, and a class graded every week would otherwise leave a
     folder in /tmp for every notebook run."""
-    folder = Path(tempfile.mkdtemp(prefix="albert-mini-figures-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    return folder
+    return process_folder("albert-mini-figures-")
 
 
 def figure_path(name: str) -> Path:

@@ -588,9 +588,9 @@ class Journal:
                     continue  # a line torn by a kill: that notebook is graded again
 
     def add(self, key: str, rows: list[Row], seconds: float, shown: str) -> None:
-        line = json.dumps({"key": key, "notebook": shown, "seconds": round(seconds, 1),
-                           "rows": [asdict(row) for row in rows]})
         if self.path is not None:
+            line = json.dumps({"key": key, "notebook": shown, "seconds": round(seconds, 1),
+                               "rows": [asdict(row) for row in rows]})
             with self.lock, open(self.path, "a", encoding="utf-8") as handle:
                 handle.write(line + "\n")
                 handle.flush()

@@ -205,14 +205,14 @@ def cut_and_hash(paths: Sequence[Path], mode: str, piece_bytes: int | None = Non
     return pieces, digests
 
 
-def _scan(path: Path, mode: str, piece_bytes: int, stop: threading.Event | None = None) -> tuple[list[Piece], str]:
+def _scan(path: Path, mode: str, piece_bytes: int, stop: threading.Event) -> tuple[list[Piece], str]:
     """(pieces, sha256) of one file, read once from start to end, WINDOW_BYTES at a time (or until `stop` is set:
     then what it returns is incomplete, for a caller that no longer wants it)."""
     whole, crc, pieces = hashlib.sha256(), 0, []
     start = offset = 0  # where the current piece starts; where the window just read starts, in the file
     carry = b""  # the end of the previous windows where a blank line may have begun (a line end, then blanks)
     with open(path, "rb") as f:
-        while (stop is None or not stop.is_set()) and (window := f.read(WINDOW_BYTES)):
+        while not stop.is_set() and (window := f.read(WINDOW_BYTES)):
             whole.update(window)
             hashed = 0  # how much of this window the current piece's crc32 holds
             if mode == "blank_line":
@@ -364,8 +364,8 @@ def read_sentences(text: str, mode: str) -> tuple[list[bytes], list[int], list[s
 def _sentences_per_document(data: bytes) -> list[int]:
     """How many sentences each document of `data` holds: one more than its line ends (no line is empty, see
     _collapse_separators). Counted in place between the NULs, which are few: no copy of the text."""
-    counts, start = [], 0
-    while (end := data.find(DOCUMENT_END.encode(), start)) >= 0:
+    counts, start, document_end = [], 0, DOCUMENT_END.encode()
+    while (end := data.find(document_end, start)) >= 0:
         counts.append(data.count(b"\n", start, end) + 1)
         start = end + 1
     return counts + [data.count(b"\n", start) + 1]
@@ -472,13 +472,13 @@ def _preprocessed(data: bytes) -> list[str]:
 
     # A needle of two bytes is searched for slowly, and an apostrophe is common: look for a pair first.
     lowered = data.replace(b"``", b'"') if b"`" in data else data  # (one byte is found fast)
-    quotes = np.frombuffer(data, dtype=np.uint8) == ord("'")
+    codes = np.frombuffer(data, dtype=np.uint8)
+    quotes = codes == ord("'")
     if np.any(quotes[1:] & quotes[:-1]):
         lowered = lowered.replace(b"''", b'"')
     sentences = lowered.replace(DOCUMENT_END.encode(), b"\n").lower().decode("utf-8").split("\n")
     if data.isascii():
         return sentences
-    codes = np.frombuffer(data, dtype=np.uint8)
     ends = np.flatnonzero((codes == SEPARATORS[2]) | (codes == SEPARATORS[3]))  # of every sentence but the last
     starts = np.concatenate([[0], ends + 1])
     for i in np.unique(np.searchsorted(ends, np.flatnonzero(codes >= 0x80))).tolist():

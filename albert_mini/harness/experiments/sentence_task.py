@@ -251,13 +251,9 @@ def trunk_folder(runner, spec: dict) -> Path:
     """The trunk's run folder (its checkpoints and probe scores) beside the finished runs; without a run cache
     (--no-cache) a temporary folder, deleted when the process ends (its branches are trained by then)."""
     if runner.cache is None:
-        import atexit
-        import shutil
-        import tempfile
+        from ...paths import process_folder
 
-        folder = Path(tempfile.mkdtemp(prefix="albert-mini-trunk-"))
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        return folder
+        return process_folder("albert-mini-trunk-")
     return runner.cache.folder / f"trunk-{run_key(spec)}"
 
 
