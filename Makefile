@@ -5,8 +5,9 @@ PY := $(VENV)/bin/python
 # The project's command line (albert_mini/commands/; `$(CLI) --help` lists its commands).
 CLI := $(VENV)/bin/albert-mini
 STAMP := $(VENV)/.installed
-CHAPTERS := $(sort $(wildcard chapters/[0-9][0-9]_*.py))
-NOTEBOOKS := $(CHAPTERS:.py=.ipynb)
+# The chapter sources (not CHAPTERS: `make grade CHAPTERS="03 05"` names chapters to grade by number).
+CHAPTER_SOURCES := $(sort $(wildcard chapters/[0-9][0-9]_*.py))
+NOTEBOOKS := $(CHAPTER_SOURCES:.py=.ipynb)
 # Large activations are re-mapped on every step with glibc's default thresholds; these keep them mapped.
 export MALLOC_MMAP_THRESHOLD_ := 33554432
 export MALLOC_TRIM_THRESHOLD_ := 4294967296
@@ -69,7 +70,7 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow and not browser" tests
 
 book: $(STAMP) polarity
-	$(CLI) book $(CHAPTERS)
+	$(CLI) book $(CHAPTER_SOURCES)
 
 # The launcher is shared with tests/book/test_browser.py: root = the checkout, 127.0.0.1, a free port, a token.
 # Chapters 8 and 10 read the polarity sentences: fetch them first, as `make test` does; offline, the lab still
@@ -133,7 +134,7 @@ experiment-%: $(STAMP) polarity
 
 # The chapters already show each exercise unsolved (solutions: chapters/solutions/); this packs them for a class.
 exercises: $(STAMP)
-	$(CLI) exercises $(CHAPTERS) --out build/student
+	$(CLI) exercises $(CHAPTER_SOURCES) --out build/student
 
 # SUBMISSIONS: one folder per student holding their chapter notebooks. Writes SUBMISSIONS/gradebook.csv (or
 # GRADEBOOK=file; a rerun replaces the gradebook it wrote and continues an interrupted run from its journal; any

@@ -27,10 +27,12 @@ def defined_function(source: str) -> str | None:
     return match.group(1) if match else None
 
 
-def solution_cells(path: Path) -> list:
-    """The cells of a solutions file (jupytext percent format)."""
+def solution_cells(path: Path, text: str | None = None) -> list:
+    """The cells of a solutions file (jupytext percent format), or of `text` given as its contents."""
     import jupytext
 
+    if text is not None:
+        return jupytext.reads(text, fmt="py:percent").cells
     return jupytext.read(path, fmt="py:percent").cells
 
 

@@ -5,9 +5,10 @@
 
 The chapters already show every exercise unsolved (a stub and a check cell, with nbgrader's cell metadata) and
 keep their solutions apart, in chapters/solutions/. This command only packs what a student needs outside the
-checkout: OUT/chapters/NN_name.ipynb for each chapter given, with no outputs, and OUT/figures/ with every figure
-the chapters' text links (`../figures/x.png`), so no image is broken. --with-solutions adds
-OUT/chapters/solutions/, for after the deadline. Students still need the package installed (`make venv`).
+checkout: OUT/chapters/NN_name.ipynb for each chapter given, with no outputs, OUT/figures/ with every figure
+the chapters' text links (`../figures/x.png`), so no image is broken, and OUT/chapters/REFERENCE_NOTES.md, which
+chapters link. --with-solutions adds OUT/chapters/solutions/, for after the deadline. Students still need the
+package installed (`make venv`).
 
 For nbgrader, --nbgrader-source writes its "source" version instead: OUT/source/NN_name/NN_name.ipynb, each
 stub's raise replaced by the solution's body between nbgrader's `### BEGIN SOLUTION` / `### END SOLUTION`
@@ -15,6 +16,10 @@ markers (the cells already carry its metadata), and every figure the text links 
 as an attachment (`attachment:x.png`): nbgrader releases one folder per assignment, where `../figures/` would
 not exist. `nbgrader generate_assignment NN_name` then makes the release version, whose stubs (def line and
 docstring kept, as the markers stand around the raise alone) the checks report as "not attempted yet".
+
+Every chapter and solutions file is read as the last git commit holds it (a teacher's answers autosaved into
+a chapter by JupyterLab are never handed out); a file that differs is named in one line. Outside a git
+checkout the files are read as they are.
 
 A rerun replaces only what it wrote itself and nobody has changed since (OUT/.albert-mini-outputs.json records the
 files and their sha256): a notebook a learner edited in the hand-out folder is refused, naming it, unless
@@ -32,18 +37,20 @@ from pathlib import Path
 from ...errors import MissingFileError
 from ...paths import sha256_bytes
 from ...safe_files import OutputRecord, UnsafeWriteError, Writes, atomic_write_bytes, check_writes
+from .committed import committed_bytes, differs_note
 from .solutions import defined_function, solution_cells, solutions_path
 
 FIGURE_LINK = re.compile(r"\]\(\.\./figures/([^)\s]+)\)")  # a markdown image of the checkout's figures/
 STUB = 'raise NotImplementedError("write your solution here")'
+NOTES = "REFERENCE_NOTES.md"  # linked from the chapters' text: the hand-out carries it beside them
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"  # nbgrader's markers of a solution region
 
 
-def student_notebook(chapter: Path):
-    """The chapter as a notebook without outputs or execution counts, ready to hand out."""
+def student_notebook(chapter: Path, text: str | None = None):
+    """The chapter (or `text` given as its source) as a notebook without outputs or execution counts."""
     import jupytext
 
-    notebook = jupytext.read(chapter)
+    notebook = jupytext.read(chapter) if text is None else jupytext.reads(text, fmt="py:percent")
     notebook.metadata.pop("jupytext", None)  # a hand-out is a plain notebook: saving it writes no paired .py
     for cell in notebook.cells:
         if cell.cell_type == "code":
@@ -51,10 +58,10 @@ def student_notebook(chapter: Path):
     return notebook
 
 
-def solution_bodies(solutions: Path) -> dict[str, list[str]]:
+def solution_bodies(solutions: Path, text: str | None = None) -> dict[str, list[str]]:
     """Exercise name -> the lines of its solution's body (after the docstring), as indented in the file."""
     bodies = {}
-    for cell in solution_cells(solutions):
+    for cell in solution_cells(solutions, text):
         name = defined_function(cell.source) if cell.cell_type == "code" else None
         if not name or name in bodies:
             continue
@@ -66,10 +73,10 @@ def solution_bodies(solutions: Path) -> dict[str, list[str]]:
     return bodies
 
 
-def nbgrader_source(notebook, solutions: Path):
+def nbgrader_source(notebook, solutions: Path, text: str | None = None):
     """The notebook with every stub's raise replaced by its solution, between nbgrader's solution markers (the
     chapters' stubs already stand between them, so that generate_assignment keeps each signature and docstring)."""
-    bodies = solution_bodies(solutions)
+    bodies = solution_bodies(solutions, text)
     for cell in notebook.cells:
         name = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
         if cell.cell_type != "code" or name not in bodies or STUB not in cell.source:
@@ -111,25 +118,35 @@ def linked_figures(notebook) -> list[str]:
 
 
 def handout_files(chapters: list[Path], out: Path, with_solutions: bool = False, for_nbgrader: bool = False,
-                  ) -> dict[Path, tuple[Path, bytes | None]]:
-    """Every file the hand-out folder `out` gets: target -> (its source, its bytes; None for a figure's copy)."""
+                  say=print) -> dict[Path, tuple[Path, bytes | None]]:
+    """Every file the hand-out folder `out` gets: target -> (its source, its bytes; None for a figure's copy).
+    Chapters and solutions are read as git last committed them (`say` names each working file that differs)."""
     import jupytext
+
+    def committed(path: Path) -> bytes:
+        data, differs = committed_bytes(path)
+        if differs:
+            say(differs_note(path))
+        return data
 
     files: dict[Path, tuple[Path, bytes | None]] = {}
     figures = set()
     for chapter in chapters:
-        notebook = student_notebook(chapter)
+        notebook = student_notebook(chapter, committed(chapter).decode("utf-8"))
         target = out / "chapters" / chapter.with_suffix(".ipynb").name
+        solutions = solutions_path(chapter)
         if for_nbgrader:
-            notebook = nbgrader_source(notebook, solutions_path(chapter))
+            notebook = nbgrader_source(notebook, solutions, committed(solutions).decode("utf-8"))
             notebook = embed_figures(notebook, chapter.parent.parent / "figures")  # so linked_figures is empty
             target = out / "source" / chapter.stem / chapter.with_suffix(".ipynb").name
         text = jupytext.writes(notebook, fmt="ipynb")
         files[target] = (chapter, (text if text.endswith("\n") else text + "\n").encode("utf-8"))
         figures |= {chapter.parent.parent / "figures" / name for name in linked_figures(notebook)}
-        solutions = solutions_path(chapter)
+        notes = chapter.parent / NOTES
+        if notes.is_file() and f"]({NOTES}" in text:  # nbgrader releases one folder per assignment: a copy in each
+            files[target.parent / NOTES] = (notes, committed(notes))
         if with_solutions and solutions.is_file() and not for_nbgrader:
-            files[out / "chapters" / "solutions" / solutions.name] = (solutions, solutions.read_bytes())
+            files[out / "chapters" / "solutions" / solutions.name] = (solutions, committed(solutions))
     for figure in sorted(figures):
         if not figure.is_file():
             raise MissingFileError(f"{figure} is linked by a chapter but missing; run `make book` to draw it")
@@ -153,7 +170,7 @@ def write_handout(chapters: list[Path], out: Path, with_solutions: bool = False,
         if chapter.parent.resolve() in (out.resolve(), (out / "chapters").resolve()):
             raise UnsafeWriteError(f"--out {out} is the folder of the chapters, so the hand-out would "
                                    "replace their executed .ipynb copies; choose another --out, e.g. build/student")
-    files = handout_files(chapters, out, with_solutions, for_nbgrader)
+    files = handout_files(chapters, out, with_solutions, for_nbgrader, say)
     record = OutputRecord(out, "exercises")
     check(files=[("--out", target) for target in files], folders=[("--out", out)],
           inputs=[source for source, _ in files.values()], overwrite=overwrite, own=record.own())
