@@ -33,8 +33,6 @@ WIDTH_IN = COLUMN_PX / SHOWN_DPI  # 7.5: the widest figure shown without being s
 CHAPTER_WIDTH_IN, CHAPTER_DPI = 6.8, 110  # 748 px: the column's width, where 10-pt text appears at 15.3 px
 FONT_PT = 11  # 15.3 px at or below WIDTH_IN: every label, tick, legend and annotation
 TITLE_PT = 12
-# The smallest size text may have in a figure at most WIDTH_IN wide (10.4 pt), for labels that must stay short.
-MIN_FONT_PT = MIN_TEXT_PX * 72 / SHOWN_DPI
 CHARS = 76  # characters of FONT_PT text (matplotlib's DejaVu Sans) in a line of WIDTH_IN less savefig's padding
 
 BOOK_RC = {"font.size": FONT_PT, "axes.titlesize": TITLE_PT, "axes.labelsize": FONT_PT,

@@ -93,17 +93,6 @@ def variant_markdown(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def loss_verdict(interval: list[float] | None) -> str:
-    """What a 95% interval of a loss difference (row - baseline) says: a lower loss is the better model."""
-    return verdict(interval, "higher loss (worse)", "lower loss (better)")
-
-
-def seeds_agreeing(differences: list[float]) -> str:
-    """"3 of 3 seeds lower" style count of the sign of per-seed differences."""
-    lower = sum(d < 0 for d in differences)
-    return f"lower in {lower} of {len(differences)} seeds"
-
-
 def row_difference(rows: list[dict], a: str, b: str, key: str = "mlm_loss") -> dict:
     """Row `a` minus row `b` of a variant table, seed by seed (mean, t interval over seeds): a contrast between
     two rows that share no baseline, e.g. attention-only against FFN-only sharing."""

@@ -37,7 +37,6 @@ QUOTE = '"'
 # Words that open a segment which leans on what came before (a pronoun's referent, a conjunction's first half).
 LEANING_OPENERS = frozenset("he she it they his her their him them its this that these those i we you "
                             "but and yet so then for or nor".split())
-STRATA = ("quote", "no_quote")
 SURFACE_FEATURES = (
     "len_a", "len_b", "len_a_minus_len_b", "sentences_a_minus_b",
     "a_starts_with_quote", "b_starts_with_quote", "a_ends_with_quote", "b_ends_with_quote",

@@ -60,7 +60,6 @@ class Lever:
 
 A1 = Lever("A1", adam_sentence_path=True)
 A2 = Lever("A2", nsp_first=500)
-LEVERS = {lever.name: lever for lever in (A1, A2)}
 
 
 def nsp_then_sop(nsp, sop, switch: int) -> PhasedBatches:
