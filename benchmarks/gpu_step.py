@@ -383,7 +383,7 @@ def parity(report: Report, node: dict, device: torch.device) -> None:
               flush=True)
 
 
-# C901 (complexity 18): one branch per mode and column of its table; split it once issue 43's rewrite settles.
+# C901 (complexity 18): one branch per mode and column of its table; split it once the table's columns settle.
 def throughput(report: Report, node: dict, device: torch.device, preset: str, overrides: dict,  # noqa: C901
                shape: tuple[int, int], no_compile: str | None, workdir: Path) -> None:
     """Ours, HF's and HF gathered training step side by side in each mode (see MODES), then the run's own step;

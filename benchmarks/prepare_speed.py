@@ -13,7 +13,7 @@ work on the machine), every measurement in a fresh process:
   (`albert-mini prepare`, process start to exit: Python and its imports too);
 - with --compare-with DIR: prepare from another checkout (DIR first on PYTHONPATH), e.g. the commit before a
   change, so that both are measured on the same machine under the same load.
-Wall-clock time decides the goal (issue 43: prepare on 2 cores at least 1.5x SentencePiece alone). Each line
+Wall-clock time decides the goal (prepare on 2 cores at least 1.5x SentencePiece alone). Each line
 also gives CPU seconds (the process's, and for prepare its workers' too): on a machine that other work keeps
 busy, the wall-clock ratio understates prepare (its workers share the cores with that work), and "on idle
 cores" is the ratio 2 x (SentencePiece's CPU seconds) / (prepare's), what N idle cores would give if the

@@ -1,4 +1,4 @@
-"""`albert-mini pretrain` end to end against the bare training step of the same model, on this CPU (issue 43).
+"""`albert-mini pretrain` end to end against the bare training step of the same model, on this CPU.
 
 Bare step: forward, backward and a LAMB step of the run's model (the preset, the Austen tokenizer's vocabulary) on
 one prepared batch of the run's shape. The run: `python -m albert_mini pretrain` on Austen as a subprocess, its

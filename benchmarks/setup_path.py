@@ -6,7 +6,7 @@ Every call into a function of albert_mini is traced (sys.setprofile) from the co
 `train` starts. The route is the command's and training/'s own calls, and each call they make into another
 layer (text/, model/, devices, ...) counted once, as the file it enters: what that callee does inside is its
 own business. Consecutive calls in different files are one step. A step back is a step into a file the setup
-had already left. Issue 43 asked for about half as many steps back as the review counted (101 of 125 steps over
+had already left. The goal was about half as many steps back as a review of the route counted (101 of 125 steps over
 24 files). The run is a small Austen one (2 steps), in a temporary folder; nothing is trained or kept.
 """
 

@@ -206,7 +206,7 @@ def table5_glance(result: dict) -> str:
                             nsp["topic_regression"])):
             s, n = 100 * s["all"]["accuracy"], 100 * n["all"]["accuracy"]
             out.append(f"| {name} | - | {s:.1f} | {s:.1f} | {n:.1f} |")
-    elif base:  # files made before issue 41: the better of the majority label and the word-overlap stump
+    elif base:  # older files, without each task's own readers: the better of the majority label and word-overlap stump
         best = {t: 100 * max(base[t]["majority"], base[t]["overlap_stump"]) for t in ("sop", "nsp")}
         out.append(f"| no network (majority or word overlap) | - | {best['sop']:.1f} | {best['sop']:.1f} | "
                    f"{best['nsp']:.1f} |")

@@ -15,7 +15,7 @@ intervals, and beside it what a reader with no network gets on the same pairs:
 A pair is described by a `PairText` (its two segments decoded, in the order shown to the model, plus what the
 token ids no longer say: the tokenizer lower-cases, so capitals come from the source sentences). Labels follow
 `albert_mini.text.instances`: SOP 0 = in order, 1 = swapped; NSP 0 = B continues A, 1 = B from elsewhere.
-The definitions are the project's design note for issue 41 (sop-v4).
+The definitions were fixed before the runs they score (the pre-registered analysis of SOP's plateau).
 """
 
 from __future__ import annotations

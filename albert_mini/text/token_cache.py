@@ -333,7 +333,7 @@ def _load_processor(model: bytes) -> None:
 # ---------------------------------------------------------------------------------------------- reading in bulk
 # A worker reads a piece by the rules of corpus.paragraphs_of_text, corpus.split_sentences and
 # tokenizer.preprocess_text, applied to the whole piece at once: a few passes of str.replace, re and NumPy over
-# megabytes instead of Python calls per line, sentence and word, which took half of each worker's time (issue 43).
+# megabytes instead of Python calls per line, sentence and word, which took half of each worker's time.
 # In the piece's text a NUL ends each document (decode_utf8 refuses a NUL in a file, so none is the text's own),
 # and a line end each paragraph, then each sentence. tests/text/test_token_cache.py checks the result against
 # those three functions on Austen's text and on random text made of the characters their rules look at.

@@ -1,4 +1,4 @@
-"""Stage A's levers against SOP's plateau (issue 41, item 3): what a branch changes besides Table 5 v3's SOP row.
+"""Stage A's levers against SOP's plateau: what a branch changes besides Table 5 v3's SOP row.
 
 On the plateau the sentence head's outputs are nearly constant and LAMB moves every tensor by lr x its own norm, so
 a head that the loss has shrunk toward zero also takes ever smaller steps (docs: /work/shared/design/sop-v4.md). Two

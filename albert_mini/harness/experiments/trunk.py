@@ -281,9 +281,10 @@ def train_branch(checkpoint: Path, row: str, seed: int, trunk: TrunkPlan, plan: 
     """From the trunk's checkpoint: the same optimizer and schedule, `row`'s sentence task, plan's two phases;
     scored at the short length after the short phase and at both lengths at the end; then fine-tuned downstream.
 
-    `lever` (a levers.Lever, Stage A of issue 41) changes the sentence path's optimizer or its data after the
-    fresh head is drawn, and skips the downstream fine-tuning. `folder` keeps checkpoints (and the score after the
-    short phase) there, so that a killed run resumes where it stopped; the folder is removed once the run ends.
+    `lever` (a levers.Lever: Stage A's screen against SOP's plateau) changes the sentence path's optimizer or its
+    data after the fresh head is drawn, and skips the downstream fine-tuning. `folder` keeps checkpoints (and the
+    score after the short phase) there, so that a killed run resumes where it stopped; the folder is removed once
+    the run ends.
     Without either, the branch is exactly Table 5 v3's (its cached runs keep their keys and numbers)."""
     setup = trunk.setup(row, BRANCH_DATA_SEED + seed)
     if folder is not None:

@@ -56,7 +56,7 @@ def held_out_scores(model, splits=HELD_OUT_SPLITS, seq_len: int = 128, seed: int
 def quote_strata_scores(model) -> dict:
     """SOP on Table 5's held-out pairs (every validation and test pair, unmasked, at 64 and 128 tokens) on all
     pairs and on the quote strata: the model's own head, and a linear probe on its pooled output fitted as Table
-    5's are; beside them the no-network baselines on the same pairs (issue 41). The pair sets are the ones every
+    5's are; beside them the no-network baselines on the same pairs. The pair sets are the ones every
     Table 5 model is scored on, so the numbers compare with data/results/sentence_task.json."""
     from ...study.probes import linear_probe, pair_features
     from ...study.sop_strata import stratified
