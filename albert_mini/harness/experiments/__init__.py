@@ -21,8 +21,9 @@ from .runs import RunCache, Runner, cache_dir
 # plan(budget, seeds) -> its runs, when it trains models), and its name in EXPERIMENT_NAMES (harness/choices.py,
 # where the command line reads the names without torch). `all` runs them in that order, except those in OPT_IN.
 EXPERIMENTS: dict[str, ModuleType] = {name: import_module(f"{__name__}.{name}") for name in EXPERIMENT_NAMES}
-# Run only when named: 45,000 training steps, meant for a GPU machine (see its module); Stage A's lever screen of
-# issue 41 and its Stage B (the control row's escape rate), whose runs follow their own pre-registered rules.
+# Run only when named: 45,000 training steps, meant for a GPU machine (see its module); Stage A's screen of levers
+# against SOP's plateau and its Stage B (the control row's escape rate), whose runs follow their own pre-registered
+# rules.
 OPT_IN = ("sentence_scratch", "sop_levers", "sop_escape")
 
 
