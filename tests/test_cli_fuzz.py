@@ -120,7 +120,7 @@ CASES = [
      lambda f: NANO + ["--steps", "1", "--short-fraction", "nan", "--out", f.root / "o"], "--short-fraction"),
     ("pretrain-steps-zero", "pretrain", lambda f: NANO + ["--steps", "0", "--out", f.root / "o"],
      "--steps must be >= 1"),
-    # pretraining: --config values the model cannot use (issue 42): sizes that cannot fit, refused before any
+    # pretraining: --config values the model cannot use: sizes that cannot fit, refused before any
     # allocation with the estimate; values the data cannot feed
     ("pretrain-config-hidden-size-beyond-memory", "pretrain",
      lambda f: NANO + ["--steps", "1", "--config", "hidden_size=100000000", "--out", f.root / "o"],
@@ -305,7 +305,7 @@ def test_a_tokenizer_of_the_same_size_but_other_pieces_is_refused(tmp_path, caps
     assert code == 2 and "is not the one the model" in err and "sha256" in err, err
 
 
-# ---------------------------------------------------------------------- run directories and bounds (issue 33)
+# ---------------------------------------------------------------------- run directories and bounds
 def test_a_symlinked_checkpoints_folder_is_one_error_line_and_nothing_is_deleted(tmp_path, capsys):
     out, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -350,7 +350,7 @@ def test_a_step_of_100000_micro_batches_keeps_a_time_budget(tmp_path):
 
 @pytest.mark.slow  # a subprocess or a retrain: make test runs it, test-fast does not
 def test_one_step_longer_than_the_minutes_is_cut_inside_and_a_rerun_appends_nothing(tmp_path):
-    """Issue 42: --minutes was ignored when one step is long (10,000 layers here: seconds of forward and backward
+    """--minutes was once ignored when one step is long (10,000 layers here: seconds of forward and backward
     even on a fast CPU). The budget is watched inside the passes: the step is undone, nothing is trained, the
     final evaluation (as long again) is skipped and the run says why; the same command then finds it finished."""
     command = ["pretrain", *NANO, "--steps", "3", "--minutes", "0.01", "--eval-batches", "1", "--config",

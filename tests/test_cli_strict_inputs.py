@@ -1,4 +1,4 @@
-"""Issue 33, items 3 and 4: inputs from outside, each refused in one line `error: ...` with exit status 2 and no
+"""Inputs from outside, each refused in one line `error: ...` with exit status 2 and no
 traceback (the same contract as tests/test_cli_fuzz.py's table, for the cases found by its adversarial pass).
 
 Classes: model folders from outside (weights in another format, missing/unexpected/mis-shaped weights, damaged
@@ -289,7 +289,7 @@ def started(process: subprocess.Popen, marker: str = "/torch/lib/", timeout: flo
 @pytest.mark.skipif(not Path("/proc/self/maps").is_file(), reason="watches the start-up through Linux's /proc")
 @pytest.mark.parametrize("launcher", ["python-m", "console-script"])
 def test_ctrl_c_while_the_command_line_starts_is_one_line_and_status_130(launcher):
-    """Issue 42: Ctrl-C in the first seconds, while Python imports torch, was a traceback. SIGINT at several
+    """Ctrl-C in the first seconds, while Python imports torch, was once a traceback. SIGINT at several
     moments from the start of torch's import on (`experiments tables` imports it inside `cli.run`, as every
     command does once its flags are read, then prints the committed results): one line, status 130 and nothing
     else; or, when it comes after the command is done, its own output and status, never a traceback."""
@@ -318,7 +318,7 @@ def test_ctrl_c_while_the_command_line_starts_is_one_line_and_status_130(launche
 
 
 def test_a_crlf_corpus_gives_the_documents_of_its_lf_twin(tmp_path):
-    """The issue's example: 24 blank-line documents in CRLF, not 4."""
+    """A CRLF corpus of 24 blank-line documents gives 24, not 4."""
     from albert_mini.text.corpus import load_text_files
 
     text = "".join(f"Line one of document {i}.\nLine two of it.\n\n" for i in range(24))

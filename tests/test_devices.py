@@ -129,7 +129,7 @@ def test_collectives_use_the_cpu_unless_nccl_needs_the_gpu():
     assert distributed.broadcast_flag(True, DistInfo(device=torch.device("mps"))) is True  # one process: as given
 
 
-# ---------------------------------------------------------------------- how much a run may hold (issue 42)
+# ---------------------------------------------------------------------- how much a run may hold
 def test_memory_capacity_is_the_gpus_total_or_the_machines_ram_and_swap(machine, monkeypatch):
     from types import SimpleNamespace
 

@@ -1,4 +1,4 @@
-"""The write rule (albert_mini/safe_files.py, issue 33 item 1) for every command in albert-mini's command table.
+"""The write rule (albert_mini/safe_files.py) for every command in albert-mini's command table.
 
 Every command declares what it writes (`WRITES` in its module) and is run here against destinations it must refuse:
 one of its inputs (named by a flag or taken by default), a shipped file it does not regenerate, a FIFO, a folder of

@@ -8,7 +8,7 @@ from albert_mini.model import albert
 
 
 def previous_extended_attention_mask(attention_mask, dtype):
-    """The mask handling before issue 27: an all-ones mask was dropped after asking the host whether it was."""
+    """The mask handling this replaced: an all-ones mask was dropped after asking the host whether it was."""
     if attention_mask is None or bool(attention_mask.all()):
         return None
     keep = attention_mask[:, None, None, :].to(torch.bool)

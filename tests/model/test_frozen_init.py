@@ -8,7 +8,7 @@ import torch
 from albert_mini import AlbertConfig, AlbertForPreTraining, AlbertModel
 from albert_mini.model.heads import AlbertForMultipleChoice, AlbertForQuestionAnswering, AlbertForSequenceClassification
 
-# Hashes recorded from the code before the sharing table (issue 27); a change here means the init order, a
+# Hashes recorded from the code before the sharing table; a change here means the init order, a
 # parameter name or a shape moved, which would silently change every seeded experiment run.
 NANO_VARIANTS = {
     "all": dict(num_hidden_layers=4),

@@ -1,4 +1,4 @@
-"""Model folders from outside are read strictly (issue 33, item 3): only safetensors, every weight present and
+"""Model folders from outside are read strictly: only safetensors, every weight present and
 shaped as the config says, float32, the config's fields checked; and the attention-mask rule."""
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def poison(name, value, count=1):
     (poison("predictions.bias", float("-inf")), "predictions.bias (1 inf)"),
 ], ids=["nan", "inf", "minus-inf"])
 def test_weights_that_are_not_finite_are_refused_naming_the_tensor(hf_dir, change, phrase):
-    """Issue 42: "every weight checked" checks values too; a folder saved after its training diverged is refused."""
+    """Checking every weight reads its values too; a folder saved after its training diverged is refused."""
     folder, _ = hf_dir
     edit_weights(folder, change)
     with pytest.raises(HFModelError) as err:
@@ -282,7 +282,7 @@ def test_an_all_zero_float_mask_is_additive_and_keeps_everything():
     lambda m: (1.0 - m.float())[:, None, None, :] * torch.finfo(torch.float32).min,
 ], ids=["B11T", "B1TT", "hf-additive-B11T"])
 def test_an_extended_mask_gives_the_keep_masks_outputs(form):
-    """(B, 1, 1, T) and (B, 1, T, T) are read by the rule of the (B, T) mask (issue 42)."""
+    """(B, 1, 1, T) and (B, 1, T, T) are read by the rule of the (B, T) mask."""
     assert torch.equal(mask_outputs(form(keep_mask())), mask_outputs(keep_mask()))
 
 
@@ -296,7 +296,7 @@ def test_a_per_query_mask_masks_each_row_on_its_own():
 @pytest.mark.parametrize("shape", [(3, 1), (1, 9), (3, 8), (3, 10), (9,), (3, 9, 9), (3, 2, 1, 9), (1, 1, 1, 9),
                                    (3, 1, 1, 8), (3, 1, 9, 1), (3, 1, 9, 9, 1)])
 def test_a_mask_of_another_shape_is_a_value_error_naming_both_shapes(shape):
-    """Broadcasting would take a (B, 1) mask silently, spreading its one value over every token (issue 42)."""
+    """Broadcasting would take a (B, 1) mask silently, spreading its one value over every token."""
     with pytest.raises(ValueError, match=re.escape(f"attention_mask has shape {shape}; for input_ids of shape (3, 9) "
                                                    "it must be (3, 9)")) as raised:
         mask_outputs(torch.ones(shape, dtype=torch.long))

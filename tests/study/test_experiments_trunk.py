@@ -1,5 +1,5 @@
 """The Table 5 family on the fast budget: Table 5 v3 (sentence_task), Stage A's lever screen (sop_levers) and
-Stage B (sop_escape) of issue 41, three experiments branched from one fast trunk (fast_results.py)."""
+Stage B (sop_escape) against SOP's plateau, three experiments branched from one fast trunk (fast_results.py)."""
 
 import json
 
@@ -42,7 +42,7 @@ def test_sentence_task_scores_every_row_on_the_same_examples(results):
         assert sorted(per_seed) == [str(s) for s in result["seeds"]]
         assert {"sop", "nsp", "sop_128", "sop_masked", "sop_mean", "mlm_acc", "mlm_acc_128"} <= set(per_seed["0"])
         assert ("sop_head" in per_seed["0"]) == (name == "sop") and ("nsp_head" in per_seed["0"]) == (name == "nsp")
-        # The quote strata (issue 41) split the same pairs: their counts add up to the row's SOP pairs.
+        # The quote strata split the same pairs: their counts add up to the row's SOP pairs.
         strata = per_seed["0"]["strata"]["sop"]
         assert strata["quote"]["pairs"] + strata["no_quote"]["pairs"] == rows[name]["examples"]["sop"]
         assert per_seed["0"]["sop_quote"] == strata["quote"]["accuracy"] and "sop_no_quote" in rows[name]

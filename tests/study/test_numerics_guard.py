@@ -59,7 +59,7 @@ def test_a_version_bump_retires_only_that_kind(tmp_path, monkeypatch):
     assert cache.load(spec) is None and cache.load(other) == {"marker": 2}
 
 
-# ---------------------------------------------------------------------- numerics --write (issue 42)
+# ---------------------------------------------------------------------- numerics --write
 RECORDED = {"trunk": {"version": 2, "values": [7.117432, 6.506784639469845]},
             "finetuning": {"version": 1, "values": [1.377849, 0.375]}}
 

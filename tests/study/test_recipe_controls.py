@@ -1,4 +1,4 @@
-"""Positive controls of the sentence path (issue 12): it fits a small fixed set of SOP pairs, it learns a label
+"""Positive controls of the sentence path: it fits a small fixed set of SOP pairs, it learns a label
 that is certainly learnable, and the trainer reports the sentence loss and accuracy together so that a loss
 below ln 2 at chance accuracy (a label bug) is caught. Each runs on albert-nano in seconds."""
 

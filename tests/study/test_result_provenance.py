@@ -1,5 +1,5 @@
-"""Every result file under data/results/ records the command line that makes it and the git revision it was made at
-(issue 42). Three kinds of JSON live there:
+"""Every result file under data/results/ records the command line that makes it and the git revision it was made at.
+Three kinds of JSON live there:
 
 - result files: what a results command wrote (`experiments`, `recipe-search`, `leak-control`, `lexical-sop`,
   `time-to-quality`, a benchmark), the raw records of `recipe-search probe|control` included. Each records
@@ -123,7 +123,7 @@ def test_the_time_to_quality_command_rebuilds_the_committed_file_from_its_runs()
 
 @pytest.mark.parametrize("path", sorted((RESULTS / "recipe_search").glob("*.json")), ids=lambda p: p.name)
 def test_a_recipe_record_s_command_parses_back_to_its_recipe_and_length(path):
-    """The records' commands were reconstructed from the records (issue 42): each gives back what the record ran."""
+    """The records' commands were reconstructed from the records: each gives back what the record ran."""
 
     from albert_mini.commands.recipe_search import build_parser
     from albert_mini.harness.research.recipe_space import parse_settings

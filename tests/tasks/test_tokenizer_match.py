@@ -1,4 +1,4 @@
-"""The tokenizer must be shown to be the model's (issue 33, item 3): its sha256 in the run record, or the model
+"""The tokenizer must be shown to be the model's: its sha256 in the run record, or the model
 folder's own spiece.model; a folder with neither is refused, naming --tokenizer."""
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ def test_cache_holds_the_in_memory_tokens_when_cut_into_many_pieces(texts, token
 
 
 def reference_reading(text: str, mode: str) -> tuple[list[bytes], list[int], list[str]]:
-    """What the workers did before issue 43, line by line: the corpus rules themselves, one call per paragraph
+    """What the workers did before the bulk reader, line by line: the corpus rules themselves, one call per paragraph
     and sentence (the reference the bulk reader must equal)."""
     digests, per_document, sentences = [], [], []
     for paragraphs in paragraphs_of_text(text, mode):
@@ -98,7 +98,7 @@ def reference_reading(text: str, mode: str) -> tuple[list[bytes], list[int], lis
 
 
 def reference_job(pieces, mode: str, dtype: str, processor) -> dict:
-    """token_cache._prepare_job as it was before issue 43 (per-sentence Python around one batch encode)."""
+    """token_cache._prepare_job as it was before the bulk reader (per-sentence Python around one batch encode)."""
     digests, per_document, sentences = [], [], []
     for piece in pieces:
         found = reference_reading(token_cache.read_piece(piece), mode)
@@ -158,7 +158,7 @@ def test_the_bulk_reader_knows_every_space():
 
 
 def test_prepared_jobs_are_those_of_the_line_by_line_worker(texts, tokenizer, tmp_path):
-    """A work item comes out as the worker before issue 43 made it, array for array: Austen, the random text of
+    """A work item comes out as the line-by-line worker made it, array for array: Austen, the random text of
     the bulk reader's test (sentences of nothing once preprocessed included), in both modes and cut in pieces."""
     rng = random.Random(7)
     odd = tmp_path / "odd.txt"
@@ -296,7 +296,7 @@ def save_array(name, make):
     return edit
 
 
-# (id, damage to a prepared folder, a phrase of the one-line refusal); issue 42's cases first
+# (id, damage to a prepared folder, a phrase of the one-line refusal)
 DAMAGES = [
     ("ids-replaced", damage_tokens, "has a tokens.bin whose bytes changed since they were written"),
     ("manifest-shards-string", edit_manifest(shards="602"), "field shards is unknown to this version"),
@@ -368,7 +368,7 @@ def test_a_key_folder_holding_another_texts_tokens_is_refused(texts, tokenizer, 
 
 
 def test_a_text_edited_while_it_is_prepared_is_refused_and_never_cached(texts, tokenizer, tmp_path, monkeypatch):
-    """Issue 42: the key is the sha256 of the bytes the reading pass read, and the workers encode only those bytes;
+    """The key is the sha256 of the bytes the reading pass read, and the workers encode only those bytes;
     a file edited after that pass (and restored later) stops the preparation, and nothing is cached."""
     text = tmp_path / "edited.txt"
     original = texts[0].read_bytes()
@@ -470,7 +470,7 @@ main(sys.argv[2:])
 
 @pytest.mark.slow  # a subprocess or a retrain: make test runs it, test-fast does not
 def test_more_files_than_the_open_file_limit_prepare_and_train(tokenizer, tmp_path):
-    """Issue 42: 1,500 files under a limit of 1,024 open files (the usual soft limit), in prepare and in a first
+    """1,500 files under a limit of 1,024 open files (the usual soft limit), in prepare and in a first
     pretrain --corpus: a bounded number of files is open at a time, whatever the corpus."""
     folder = tmp_path / "many"
     folder.mkdir()
@@ -538,7 +538,7 @@ def test_the_cache_root_is_the_environment_variable_else_the_checkout(monkeypatc
 @pytest.mark.parametrize("newline", ["\r\n", "\r"], ids=["crlf", "lone-cr"])
 @pytest.mark.parametrize("mode", ["blank_line", "file"])
 def test_crlf_and_cr_text_gives_the_documents_of_its_lf_twin(texts, tokenizer, tmp_path, monkeypatch, newline, mode):
-    """Line ends are read as LF (issue 33, item 4): the same documents and paragraphs in memory and in the cache,
+    """Line ends are read as LF: the same documents and paragraphs in memory and in the cache,
     whose cuts (CRLF files are cut too; lone-CR files stay whole) never fall between a CR and its LF."""
     monkeypatch.setattr(token_cache, "PIECE_BYTES", 5_000)
     monkeypatch.setattr(token_cache, "WINDOW_BYTES", 64)
