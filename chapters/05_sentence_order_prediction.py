@@ -22,22 +22,15 @@
 # (SOP) shows two consecutive segments either in order or swapped. Both orders have exactly the same words, so
 # topic says nothing; what is left is the flow of the text and, as we will see, its punctuation.
 #
-# This chapter builds both tasks from the Austen corpus, shows the topic shortcut with word counts and a logistic
-# regression, finds SOP's own cue in these novels (quotation marks), reads the paper's Table 5, names a label
-# leak to avoid, and ends with what SOP does at mini scale.
-#
 # ## Learning goals
 #
 # - Define NSP and SOP instances and their labels (SOP: 0 = in order, 1 = swapped), and build both from text.
-# - Show, without a network, that bag-of-words features solve a good part of NSP and none of SOP, and that
-#   NSP negatives from another novel are the easy ones.
-# - Find SOP's own cue in Austen's pairs, quotation marks, with a rule that needs no training, and read any SOP
-#   score on the pairs with and without a quotation mark.
+# - Show, without a network, that bag-of-words features solve a good part of NSP and none of SOP.
+# - Find SOP's own cue in Austen's pairs, quotation marks, and read any SOP score on the pairs with and without
+#   one.
 # - Read Table 5: an NSP model is at chance on SOP, an SOP model solves much of NSP.
-# - Explain how truncating after the swap leaks the SOP label, and how our instance builder avoids it.
-# - Read the mini-scale results: SOP at chance after 1,200 steps, above chance in one model trained on 5.9
-#   times the tokens but only on pairs with quotation marks, and a pre-registered Table 5 that stopped at its
-#   go/no-go rule.
+# - Read the mini-scale results: SOP at chance after 1,200 steps; in one model trained on 5.84 times those
+#   tokens, above chance on pairs with quotation marks and not shown without them.
 
 # %% [markdown]
 # ## Two tasks, one layout
@@ -52,9 +45,9 @@
 # | SOP (ALBERT) | A then B, two consecutive segments in text order | the same two segments swapped: B then A |
 #
 # A *segment* is a run of whole sentences. `albert_mini.text.instances.build_instances` builds one pass of either
-# task over tokenized documents, every random choice drawn from its `seed`. Each `Instance` keeps the token ids,
-# the two lengths, the label, and where each segment came from: `source_a = (document, first token, end token)`,
-# and the same for B. We use the 25 held-out (validation) chapters, tokenized with the book's 8,000-piece model.
+# task, every random choice drawn from its `seed`. Each `Instance` keeps the token ids, the label, and where each
+# segment came from: `source_a = (document, first token, end token)`, and the same for B. We use the 25 held-out
+# (validation) chapters.
 
 # %% tags=["nbval-check-output"]
 import textwrap
@@ -160,13 +153,12 @@ show(f"A, from {val_novel[negative.source_a[0]]}", a)
 show(f"B, from {val_novel[negative.source_b[0]]}", b)
 
 # %% [markdown]
-# A is about Sir John's guest at Barton; B is at Netherfield, with Mr. Hurst, Mr. Bingley, Elizabeth and Darcy.
-# You do not need the flow of the text to say that B does not continue A: the names alone tell you.
+# A is about Sir John's guest at Barton; B is at Netherfield, with Mr. Hurst, Mr. Bingley, Elizabeth and Darcy:
+# the names alone say that B does not continue A.
 #
-# > **Differs from BERT.** The model is unchanged: the same pooled `[CLS]` output, the same two-way classifier
-# > (`AlbertForPreTraining.sop_classifier`), the same cross-entropy loss added to the MLM loss. Only the data
-# > changes: BERT's negatives are segments from another document, ALBERT's are the positives swapped. ALBERT's
-# > positives are exactly BERT's.
+# > **Differs from BERT.** The model is unchanged: the same pooled `[CLS]` output, two-way classifier
+# > (`AlbertForPreTraining.sop_classifier`) and cross-entropy loss. Only the negatives change: BERT's come from
+# > another document, ALBERT's are the positives swapped.
 
 # %% [markdown]
 # ### Exercise 1: an SOP pair
@@ -211,12 +203,10 @@ check_nsp_label_from_sources(nsp_label_from_sources);
 # %% [markdown]
 # ## Why NSP is easy: it mixes topic with coherence
 #
-# The paper's diagnosis (Section 3, "inter-sentence coherence loss") is that NSP merges *topic prediction* (are A
-# and B about the same things?) with *coherence prediction* (does B continue A?). Topic is far easier, and it
-# overlaps with what MLM already learns, so a model can score well on NSP while learning little about coherence.
-#
-# We can test this without any network. Three features describe how much A and B have in common, and none of
-# them looks at order:
+# The paper's diagnosis (Section 3) is that NSP merges *topic prediction* (are A and B about the same things?)
+# with *coherence prediction* (does B continue A?). Topic is far easier and overlaps with what MLM already
+# learns. We can test this without any network. Three features describe how much A and B have in common, and
+# none of them looks at order:
 #
 # 1. **overlap**: the fraction of B's distinct tokens that also occur in A;
 # 2. **tf-idf cosine**: the cosine between A's and B's token counts, each token weighted by its inverse
@@ -226,8 +216,8 @@ check_nsp_label_from_sources(nsp_label_from_sources);
 #    gives $p(\text{novel} \mid \text{segment})$ for A and for B (naive Bayes with add-one smoothing);
 #    the feature is $\sum_n p(n \mid A)\, p(n \mid B)$, the probability that both come from the same novel.
 #
-# A logistic regression on these three numbers (the Newton-method fit of `albert_mini.study.leak_probe`) is fitted
-# on one pass of the 220 *training* chapters and scored on five passes (seeds 0-4) of the validation chapters.
+# A logistic regression on these three numbers (`albert_mini.study.leak_probe`) is fitted on one pass of the 220
+# *training* chapters and scored on five passes (seeds 0-4) of the validation chapters.
 
 # %% [markdown]
 # ### Exercise 3: the overlap feature
@@ -368,12 +358,10 @@ for name, value in accuracy.items():
     print(f"{name:36s} accuracy {value:.3f}")
 
 # %% [markdown]
-# Word counts alone get about 70% on NSP and nothing on SOP. (True next segments are only 55% right: consecutive
-# lines of dialogue often share few rare words.) Negatives from another novel are caught more than nine times in
-# ten, because the names and the household change with the novel; negatives from the same novel share the cast
-# and are caught little more often than a coin would. A model that has such a shortcut has little reason to learn
-# coherence. On SOP these three features find nothing, as they must; that does not mean SOP has no cue of its
-# own.
+# Word counts alone get about 70% on NSP and nothing on SOP. Negatives from another novel are caught more than
+# nine times in ten, because the names change with the novel; negatives from the same novel share the cast and
+# are caught little more often than a coin would. On SOP these features find nothing, as they must; that does not
+# mean SOP has no cue of its own.
 
 # %%
 import matplotlib.pyplot as plt
@@ -463,16 +451,14 @@ for name, score in stratified(rule, strata).items():
 # %% [markdown]
 # The rule answers about one pair in nine and is almost never wrong; elsewhere it is a coin, so it scores about
 # 55% overall, every point of it on the quote pairs. This is SOP's counterpart to NSP's topic cue: the surface
-# gives the label away, with no sense of how a story moves on. A logistic regression on 16 surface features
-# (`surface_regression`: lengths, quotation marks at the edges and their parity, pronoun and conjunction openers,
-# capitals) reads a little more: 57.0% on the held-out pairs of the Table 5 runs below, 61.9% of their quote
-# pairs and 50.5% of the quote-free ones.
+# gives the label away. A logistic regression on 16 surface features (`surface_regression`: lengths, quotation
+# marks at the edges, pronoun and conjunction openers, capitals) reads a little more: 57.0% on the held-out pairs
+# of the Table 5 runs below, 61.9% of their quote pairs and 50.5% of the quote-free ones.
 #
-# So read any SOP number in this book three times: on all pairs, on quote pairs and on quote-free pairs, with
-# their counts, beside the rule and the regression on the same pairs. Above chance on all pairs, a model has found
-# *something*. On quote pairs the no-network readers are the floor to clear before it has shown more than the
-# cue; on quote-free pairs the cue is gone and a coin is the floor. The paper's 86.5% is on its own corpus
-# (BookCorpus and English Wikipedia); the paper does not say how much of it such cues carry.
+# So read any SOP number in this book on all pairs, on quote pairs and on quote-free pairs, beside the rule and
+# the regression on the same pairs. On quote pairs the no-network readers are the floor to clear; on quote-free
+# pairs a coin is. The paper's 86.5% is on its own corpus (BookCorpus and English Wikipedia); the paper does not
+# say how much of it such cues carry.
 
 # %% [markdown]
 # ## What the paper measured: Table 5
@@ -496,43 +482,32 @@ for task, row in TABLE5.items():
     )
 
 # %% [markdown]
-# - **NSP accuracy.** The NSP model reaches 90.5%. The SOP model, never trained on NSP, still gets 78.9%:
-#   knowing coherence covers most of what NSP asks.
-# - **SOP accuracy.** The NSP model gets 52.0%, no better than no sentence loss (53.3%): chance. It learned
-#   topic, which is useless when both orders have the same words; our bag-of-words classifier imitates this.
-# - **MLM accuracy** hardly moves (54.9, 54.5, 54.0): the sentence loss is not what teaches words.
+# - **NSP accuracy.** The NSP model reaches 90.5%; the SOP model, never trained on NSP, still gets 78.9%. The
+#   paper reads this as coherence covering most of what NSP asks.
+# - **SOP accuracy.** The NSP model gets 52.0%, no better than no sentence loss (53.3%): chance. In the paper's
+#   reading it learned topic, useless when both orders have the same words.
+# - **MLM accuracy** hardly moves (54.9, 54.5, 54.0).
 # - **Downstream**, SOP gives the best average, 80.1 against 79.2 (NSP) and 79.0 (none), with the largest gains
-#   on multi-sentence reasoning (RACE 64.0 vs 62.3, SQuAD2.0 80.0/77.1 vs 77.2/74.6).
+#   on RACE (64.0 vs 62.3) and SQuAD2.0 (80.0/77.1 vs 77.2/74.6).
 
 # %% [markdown]
 # ## A label leak to check for
 #
-# SOP removes the topic shortcut, but a sloppy pipeline can open another. The reference data script decides the
-# order of A and B *before* truncating the pair, so the later segment tends to be the longer one, the one trimmed,
-# the one that loses its final full stop; after a swap it comes first, and lengths predict the label. Our
-# `build_instances` never truncates: a chunk holds whole sentences. The measurement is in
+# The reference data script decides the order of A and B *before* truncating the pair, so the later segment tends
+# to be the one trimmed; after a swap it comes first, and lengths predict the label. Our `build_instances` never
+# truncates: a chunk holds whole sentences. The measurement is in
 # [chapter 11, the research log](11_research_log.ipynb).
 
 # %% [markdown]
-# ## At mini scale: Table 5 from a trunk at the edge of SOP's escape
+# ## At mini scale: a Table 5 that stopped at its rule
 #
-# A first 15-minute run of albert-mini with MLM and SOP (1,200 steps of 32 sequences of 128 tokens) learned words,
-# held-out MLM accuracy rising from 7% to 15%, but not sentence order: its SOP loss stayed at $\ln 2$, a coin's
-# ([chapter 11, the research log](11_research_log.ipynb)). The classroom model below did leave chance: its SOP
-# loss fell away from $\ln 2$ near step 3,600 of its 5,000-step recipe.
-#
-# So our Table 5 starts from that recipe. A **trunk** runs it with MLM and SOP (64 sequences of 64 tokens a step,
-# LAMB, seed 0) and stops at step 3,000, before SOP leaves chance, keeping the whole checkpoint: weights, LAMB's
-# moments, the step. Three **branches** per seed would then continue the trunk's optimizer and learning-rate
-# schedule with one sentence task each (SOP, NSP, or none: MLM on the same pairs with the sentence loss off),
-# each with a fresh sentence classifier. Every model is scored the same way: a linear **probe** fitted on its
-# frozen pooled output, on the same training pairs, scored on every validation and test pair. A probe reads
-# what the encoder offers, whatever head the model trained; the model's own head is shown beside it.
-#
-# The rules were written down before any run (they are in `sentence_task.json`, under `plan`): branch from step
-# 3,000 if the trunk's SOP is still at chance there; run the seed-0 SOP branch first; if after 1,250 more steps
-# its SOP is below 55%, lengthen every branch to 1,750 steps; if it is then still at chance, stop and record why.
-# Here is what happened, computed from the committed runs (made on a GPU).
+# A 15-minute run of albert-mini with MLM and SOP (1,200 steps of 32 x 128 tokens) learned words, held-out MLM
+# accuracy rising from 7% to 15%, but its SOP loss stayed at $\ln 2$ ([chapter 11](11_research_log.ipynb)). A
+# longer attempt at Table 5 fixed its rules before any run (`plan` in `sentence_task.json`): a **trunk** runs the
+# classroom recipe to step 3,000, where SOP is still at chance, and **branches** continue it with one sentence task
+# each (SOP, NSP or none) and a fresh sentence head. A linear **probe** on each model's frozen pooled output scores
+# every validation and test pair, the model's own head beside it. If the seed-0 SOP branch stayed at chance, the
+# experiment stopped. It did (runs made on a GPU):
 
 # %% tags=["nbval-check-output"]
 from IPython.display import Markdown, display
@@ -546,107 +521,32 @@ display(Markdown(committed.table5_glance(table5)))
 display(Markdown(committed.table5_strata(table5)))
 
 # %% [markdown]
-# The rule stopped the experiment. The SOP branch trained 112,000 more SOP pairs (1,750 steps of 64) on top of
-# the trunk's 192,000, and its probe still scored 49.4%, inside a coin's interval; its own head did no better,
-# on quote pairs or quote-free ones. So the pre-registered Table 5 has no rows: with no model that orders
-# sentences, the paper's asymmetry (an SOP model solves much of NSP, an NSP model fails SOP) has nothing to show
-# it here. The last rows are the no-network readers of the same pairs. On NSP this chapter's topic features
-# score 67.8%, where the probes on these models' pooled `[CLS]` outputs stay near 50%; a probe on the mean of the
-# last layer reads about 53% (`nsp_mean` in the JSON), so the encoder holds a little of that cue, and the pooled
-# output offers next to none of it. On SOP none of these models reaches the rule or the surface regression.
+# The seed-0 SOP branch scored 49.4% after its 1,750 steps at 64 tokens and 49.9% at step 5,000, inside a
+# coin's interval on quote pairs and quote-free ones alike, so the pre-registered Table 5 has no rows. The
+# no-network rows are the floors: on NSP this chapter's topic features score 67.8%, where these models' probes
+# stay near 50%.
 #
-# Why did the recipe that made the classroom model not get there? The third model is the trunk itself, continued
-# from step 3,000 on its own data with its own head: the classroom recipe, nothing changed, computed on a GPU.
-# The classroom run on 2 CPU cores had the same data, masks and initialisation; their training means agree to
-# 4-5 digits up to about step 550, then the two machines' rounding grows into two different runs. Their logs,
-# as 50-step means over the training pairs:
-
-# %% tags=["nbval-check-output"]
-import json
-
-from albert_mini.paths import PRETRAINED_MODEL
-
-log = [
-    json.loads(line)
-    for line in (PRETRAINED_MODEL / "metrics.jsonl").read_text().splitlines()
-    if line.strip()
-]
-cpu = {r["step"]: r for r in log if r["type"] == "train" and "phase" not in r}
-gpu = {p["step"]: p for p in table5["continued_trunk"]["curve"]}
-print("  step  tokens  CPU: SOP loss  SOP acc  MLM acc   GPU: SOP acc  MLM acc")
-for step in (300, 550, 1000, 3000, 3250, 3500, 3600, 3750, 4000, 4250, 4500, 5000):
-    window = [cpu[s] for s in range(step - 40, step + 1, 10)]  # 10-step means
-    loss, acc, mlm = (
-        np.mean([r[key] for r in window])
-        for key in ("sentence_loss", "sentence_acc", "mlm_acc")
-    )
-    on_gpu = (
-        f"{gpu[step]['sentence_acc']:12.1%}  {gpu[step]['mlm_acc']:7.2%}"
-        if step in gpu
-        else f"{'(stopped)':>12s}"
-    )
-    print(
-        f"{step:6,d}  {64 if step <= 4500 else 128:6d}  {loss:13.4f}  {acc:7.1%}  "
-        f"{mlm:7.2%}  {on_gpu}"
-    )
-after = [p["sentence_acc"] for step, p in gpu.items() if step > 3000]
-print(
-    f"GPU, steps 3,001-4,500: {sum(a > 0.5 for a in after)} of {len(after)} "
-    f"50-step windows above 50%, mean {np.mean(after):.1%}"
-)
-
-# %% [markdown]
-# On the CPU the SOP loss left $\ln 2$ near step 3,500-3,600, and by step 4,500 the head was right on 64% of its
-# training pairs. The GPU run was stopped at step 4,500, 500 steps before its schedule's end, at chance on
-# held-out pairs; but its training SOP was drifting up: 27 of 30 windows after step 3,000 lie above 50%, the last
-# at 52-53%, where the CPU run stood at steps 3,500-3,600 as it left chance. So these two runs do not show that
-# one escaped and one never would; they show that the escape's *timing* does not reproduce, even from the same
-# data and seed. Two runs cannot say how often the recipe escapes. [Chapter 11](11_research_log.ipynb) sets out
-# why the plateau lasts, the pre-registered lever screen that tried to shorten it (no lever passed), and a count:
-# five branches of the unchanged recipe from the trunk's step 3,000, one per seed, and none had left chance by
-# step 4,500.
-
-# %% [markdown]
 # ![SOP along the trunk, and the exploratory branches](../figures/experiment_sentence_task.png)
 #
-# **Exploratory, not a finding.** On the GPU all nine branches of the first plan ran side by side with the seed-0
-# SOP branch, to save machine time; the rule read the seed-0 branch alone. They are shown as they are, in the
-# lower panel and below: none of their numbers was part of the plan, so read them as leads.
-
-# %% tags=["nbval-check-output"]
-explore = table5["exploratory"]
-for line in committed.table5_reading(explore) + committed.contrast_lines(explore):
-    print(line)
-for line in committed.table5_strata_lines(explore):
-    print(textwrap.fill(line, 110, subsequent_indent="    "))
-
-# %% [markdown]
-# The surprise is the NSP row: after 1,500 steps of NSP (1,250 at 64 tokens, 250 at 128), a probe on its pooled
-# output orders 61-63% of the SOP pairs, in every seed, while the SOP row does not leave 50-54%. The strata say
-# where: 69-74% of the 884 quote pairs, 49-53% of the 656 quote-free ones. The NSP-trained encoder reads the
-# quotation cue, not the order of narration. One reading: a B from another document starts inside or outside a
-# quotation whatever the state at the end of A, so "does B continue A?" rewards checking the state at the
-# junction, the very check that gives a swapped dialogue pair away. The paper's NSP model is at chance on SOP
-# (52.0%), at full scale and on other text. With one trunk, three seeds and no pre-registration for this
-# contrast, it stays a lead. The SOP row is at chance on both strata, and its probe is not better than the
-# MLM-only row's on NSP either (-0.4 points, interval [-0.9, +0.1]).
+# The lower panel shows branches that ran beside the plan and were not part of it.
+# [Chapter 11](11_research_log.ipynb) reads them, sets the trunk continued on a GPU beside the CPU run that became
+# the classroom model, and counts five SOP branches from the same trunk state: none reached the pre-registered
+# escape line by step 4,500.
 
 # %% [markdown]
 # ## Longer: the classroom model and the quotation cue
 #
 # The classroom model, `data/pretrained/albert-mini-austen`, is albert-mini trained with MLM and SOP from its first
-# step: 5,000 steps of 4,096 tokens (20.5M tokens) on 2 CPU cores, the first 90% on 64-token sequences and the
-# last 10% on 128, then 2,000 more steps at 128 tokens (8.2M tokens) on a GPU. Its card scores its own SOP head on
-# the held-out pairs of the Table 5 runs (every validation and test pair, unmasked) at both lengths, on all pairs
-# and on the two strata, beside the rule and the surface regression on the same pairs (`albert-mini model-card
-# --strata`, stored in the model's `scores.json`); 95% Wilson intervals, the rule's counting an abstention as
-# half a success. Chapter 7 scores the same model live on another draw of the held-out chapters.
-#
-# How to read the intervals, p-values and verdicts below:
-# [reading the statistics](10_appendix.ipynb#part-c-reading-the-statistics), in the appendix.
+# step: 5,000 steps of 4,096 tokens (20.5M tokens) on 2 CPU cores, 90% of them on 64-token sequences, then 2,000
+# more steps at 128 tokens (8.2M tokens) on a GPU. Its card (`scores.json`) scores its own SOP head on the
+# held-out pairs of the Table 5 runs, on all pairs and on the two strata, beside the rule and the surface
+# regression; 95% Wilson intervals
+# ([reading the statistics](10_appendix.ipynb#part-c-reading-the-statistics), in the appendix).
 
 # %% tags=["nbval-check-output"]
-from albert_mini.paths import repo_root
+import json
+
+from albert_mini.paths import PRETRAINED_MODEL, repo_root
 
 card = json.loads((PRETRAINED_MODEL / "scores.json").read_text())["sop_strata"]
 
@@ -710,48 +610,33 @@ plt.show()
 
 # %% [markdown]
 # Scored at 128 tokens, the SOP head sat inside a coin's range for 18 million tokens, then rose in the last 500
-# steps, the only steps at 128 tokens. The switch did not start it: the training log above shows the SOP loss
-# leaving $\ln 2$ on 64-token pairs near step 3,500-3,600, 900 steps before the switch. The held-out curve is
-# scored at 128 tokens, which the model could not read well until positions 64-127 were trained.
+# steps, the only steps at 128 tokens. The switch did not start it: the training log shows the SOP loss leaving
+# $\ln 2$ on 64-token pairs near step 3,500-3,600 (chapter 11 prints it).
 #
-# What it learned, the strata show. The finished head orders 80.1% of the 884 quote pairs at 64 tokens, far more
+# What it learned, the strata show. The finished head orders 80.1% of the 884 quote pairs at 64 tokens, more
 # than the rule (59.7%) or the surface regression (61.9%) read from them, and 52.3% of the 656 quote-free pairs,
 # an interval (48.5-56.1%) that contains a coin (at 128 tokens: 77.6% and 51.8%). So this model has learned the
-# quotation cue, better than two no-network readers of it; whether it orders text without quotation marks at
-# all, these 656 pairs cannot show, and if it does, by a few points at most. It is far from the paper's 86.5%,
-# after some 9,000 times fewer tokens, on other text. And the GPU rerun of its recipe had not left chance when it
-# was stopped at step 4,500, and five branches of the same recipe from its step 3,000 stayed at chance to step
-# 4,500 in every seed (chapter 11). On this recipe an escape like this model's is the exception, as far as five
-# branches of one trunk can show; how often it happens from scratch is open.
+# quotation cue; whether it orders text without quotation marks, these 656 pairs cannot show. It is far from the
+# paper's 86.5%, after some 9,000 times fewer tokens, on other text. It is one run: how often the recipe leaves
+# chance has not been measured.
 
 # %% [markdown]
 # ## Summary
 #
-# - NSP pairs A with its true next segment (label 0) or with a segment from another document (label 1); SOP
-#   pairs two consecutive segments in order (label 0) or swapped (label 1). The model and loss are the same.
-# - NSP's negatives differ in topic: three order-blind word-count features score about 70% on held-out NSP and
-#   50% on SOP, where both orders contain the same words.
-# - SOP's pairs carry a cue of their own in Austen: quotation marks. A rule on the quotation state at the
-#   junction, with no training, answers about one pair in nine and is almost always right; a regression on 16
-#   surface features scores 57%. Read every SOP score on all, quote and quote-free pairs, beside those readers.
-# - Table 5: the NSP model scores 52.0% on SOP (chance); the SOP model scores 78.9% on NSP and gives the best
-#   downstream average (80.1).
-# - Deciding the order before truncating, as the reference recipe does, lets surface cues predict the SOP label;
-#   our builder keeps whole sentences (chapter 11 measures both).
-# - At mini scale the pre-registered Table 5 stopped at its go/no-go rule: from a trunk on the classroom recipe
-#   at step 3,000, an SOP branch stayed at chance (49.4%) after 1,750 more steps, and so did the trunk continued
-#   unchanged on a GPU until it was stopped at step 4,500, its training SOP just starting to rise. The classroom
-#   model, trained with SOP from the start (20.5M tokens on a CPU, then 8.2M on a GPU), orders 68.2% of 1,540
-#   held-out pairs at 64 tokens: 80.1% of the 884 with a quotation mark, 52.3% of the 656 without, a coin's range.
-#   It learned the cue; order beyond it is not shown. The exploratory NSP rows read the same cue.
+# - NSP pairs A with its true next segment (label 0) or a segment from another document (label 1); SOP pairs two
+#   consecutive segments in order (label 0) or swapped (label 1). The model and loss are the same.
+# - Three order-blind word-count features score about 70% on held-out NSP and 50% on SOP.
+# - Austen's SOP pairs carry a cue of their own, quotation marks. Read every SOP score on all, quote and
+#   quote-free pairs.
+# - Table 5: the NSP model scores 52.0% on SOP (chance); the SOP model scores 78.9% on NSP.
+# - At mini scale the pre-registered Table 5 stopped at its rule. The classroom model orders 80.1% of the 884
+#   held-out pairs with a quotation mark and 52.3% of the 656 without, a coin's range: it learned the cue; order
+#   beyond it is not shown.
 #
 # ## Further reading / pointers
 #
-# - The paper, Section 3 ("inter-sentence coherence loss") and Section 4.6 with Table 5.
-# - `albert_mini/text/instances.py`: the module docstring lists every departure from the reference builder;
-#   `albert_mini/study/leak_probe.py` for the surface probe; [REFERENCE_NOTES.md](REFERENCE_NOTES.md), section 1, for the reference
-#   algorithm and albert#234.
-# - `albert_mini/study/sop_strata.py` for the quote strata, the quote-state rule and the surface regression;
-#   `albert_mini/harness/experiments/sentence_task.py` for the Table 5 analog at mini scale, and
-#   `sop_levers.py` beside it for the lever screen's pre-registration (`PLAN`).
+# - The paper, Section 3 and Section 4.6 with Table 5; [REFERENCE_NOTES.md](REFERENCE_NOTES.md), section 1, for
+#   the reference builder and albert#234.
+# - `albert_mini/text/instances.py` (our builder), `albert_mini/study/sop_strata.py` (the strata and the no-network
+#   readers), `albert_mini/harness/experiments/sentence_task.py` (the Table 5 analog).
 # - Next: Chapter 6, n-gram masking, the other half of the pretraining data.
