@@ -56,7 +56,8 @@ def one_line(message: str) -> str:
 
 def run(command: Callable[[list[str]], Result], argv: list[str] | None = None) -> Result:
     """`command(argv)`; an expected error becomes `error: <message>` on stderr and SystemExit(2), Ctrl-C the line
-    `error: interrupted ...` and SystemExit(130)."""
+    `error: interrupted ...` and SystemExit(130). An error may carry its own `exit_status` (a preempted run's is
+    128 + the signal, so a scheduler requeues it) and may leave its line to another process (an empty message)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         release_interrupts()  # inside the try: from here on Ctrl-C is a KeyboardInterrupt (outside imports)
@@ -70,8 +71,9 @@ def run(command: Callable[[list[str]], Result], argv: list[str] | None = None) -
         if DEBUG_FLAG in argv:
             raise
         message = str(error) if isinstance(error, UserError) else os_error_message(error)
-        print(f"error: {one_line(message)}", file=sys.stderr, flush=True)
-        raise SystemExit(ERROR_STATUS) from None
+        if message:  # empty: another process of the run (torchrun's) says it
+            print(f"error: {one_line(message)}", file=sys.stderr, flush=True)
+        raise SystemExit(getattr(error, "exit_status", ERROR_STATUS)) from None
 
 
 def launched_as_command() -> bool:

@@ -24,6 +24,7 @@ from ..safe_files import Writes, atomic_write_bytes
 from ..tasks.austen_tasks import TASKS_DIR
 from ..tasks.polarity import CACHE_DIR as POLARITY_DIR
 from ..tasks.registry import FILE_FORMATS, TASKS, file_task, get_task
+from ..training import preemption
 from ..training.setup import FREE_ON_RESUME
 from . import command_parser
 
@@ -107,6 +108,7 @@ def _main(argv: list[str]) -> int:
     from ..training.run import RunDirectory
 
     directory = RunDirectory.open(args.out) if args.out else None
+    preemption.enable()  # SIGTERM or SIGUSR1 while it trains: save after the step (--out), exit 128 + the signal
     try:
         # before the training, not after it: a refused --save must not cost the run
         WRITES.check(files=[("--save", args.save)] if args.save else [],

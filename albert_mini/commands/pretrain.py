@@ -22,6 +22,7 @@ from ..errors import UsageError
 from ..paths import DATA_ROOT
 from ..safe_files import Writes
 from ..text.corpus import expand_text_paths
+from ..training import preemption
 from ..training.setup import PretrainingSetup, add_flags
 from . import command_parser
 
@@ -61,6 +62,10 @@ model fields (--config KEY=VALUE ...): set AlbertConfig fields on top of --prese
   problem, and so is a value the data cannot feed (type_vocab_size 1 with sentence pairs, ...). A model and batch
   whose training step cannot fit in the device's memory are refused before anything is allocated, with the
   estimate. config.json and run.json record the model built.
+
+preemption: SIGTERM or SIGUSR1 (what a cluster scheduler sends before it takes the machine) ends the run after
+  the step under way with a checkpoint and one line, exit status 128 + the signal (143, 138) so the scheduler
+  requeues it; the same command resumes it bit for bit. A second signal ends it at once.
 
 stopping: --minutes is watched inside a step too (one process), so a very long step cannot overrun it; a step it
   cuts is undone, never half applied. A loss that becomes NaN or infinite stops the run with one line naming the
@@ -116,6 +121,7 @@ def _main(argv: list[str]) -> TrainResult:
         rundir.check_run_dir(Path(setup.out))
     WRITES.check(folders=[("--out", setup.out)] if setup.out else [], inputs=inputs_of(setup))
     info = init_distributed(setup.device)
+    preemption.enable()  # SIGTERM or SIGUSR1 while it trains: save after the step, exit 128 + the signal
     try:
         from ..training.run import pretrain  # the run's modules, once its flags, folders and device are settled
 

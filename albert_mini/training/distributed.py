@@ -123,6 +123,17 @@ def broadcast_flag(flag: bool, info: DistInfo) -> bool:
     return bool(t.item())
 
 
+def stop_votes(rank0_flag: bool, any_flag: bool, info: DistInfo) -> tuple[bool, bool]:
+    """(rank 0's `rank0_flag`, whether any rank's `any_flag` is set) on every rank, in one all-reduce and one host
+    read: the time budget (rank 0's clock decides) and a stop asked by a signal on any rank (training/preemption.py)."""
+    if not info.is_distributed:
+        return rank0_flag, any_flag
+    t = torch.tensor([float(rank0_flag and info.is_main), float(any_flag)], device=info.reduce_device)
+    dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    first, anyone = t.tolist()
+    return first > 0, anyone > 0
+
+
 def broadcast_object(obj, info: DistInfo):
     """Rank 0's `obj` on every rank (small plain data: a decision, a name)."""
     if not info.is_distributed:

@@ -60,6 +60,7 @@ import dataclasses
 import json
 import math
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -74,6 +75,7 @@ from ..model.hf import non_finite_tensors
 from ..paths import recorded_path
 from ..settings import static_output
 from ..text.batch_source import BatchSource, LoadedBatches
+from . import preemption
 from .checkpoint import (
     CheckpointError,
     capture_rng_state,
@@ -82,7 +84,15 @@ from .checkpoint import (
     restore_rng_state,
     save_checkpoint,
 )
-from .distributed import DistInfo, all_reduce_sum, assert_replicas_identical, broadcast_flag, gather_objects, wrap_model
+from .distributed import (
+    DistInfo,
+    all_reduce_sum,
+    assert_replicas_identical,
+    broadcast_flag,
+    gather_objects,
+    stop_votes,
+    wrap_model,
+)
 from .objectives import PretrainingObjective
 from .optim import WarmupPolyDecay, build_optimizer, clip_grad_global_norm
 from .rundir import METRICS_FILE, amend_record, read_metrics, sweep_interrupted, truncate_metrics
@@ -92,6 +102,7 @@ GPU_WORKERS = 2
 # Changing these between a run and its resumption would change the arithmetic, so resuming refuses it.
 RESUME_MUST_MATCH = ("accumulate", "clip_norm", "bf16")
 # What a checkpoint's trainer state must hold for a resume to continue the run exactly and keep its log whole.
+PREEMPTED = "preempted"  # the stop reason of a run ended by SIGTERM or SIGUSR1 (training/preemption.py)
 RESUME_STATE = ("world_size", "schedule", "train_config", "rng", "data", "window", "step", "elapsed_seconds",
                 "tokens_seen", "last_eval_step", "metrics_lines", "device")
 
@@ -370,7 +381,13 @@ class Trainer:
 
     # ------------------------------------------------------------------ the loop
     def train(self) -> TrainResult:
-        """Run until max_steps, the time budget or the data ends; log, evaluate and save along the way."""
+        """Run until max_steps, the time budget or the data ends; log, evaluate and save along the way. In a
+        command that enabled it, SIGTERM or SIGUSR1 ends the run after the step under way with a checkpoint and
+        raises Preempted (training/preemption.py)."""
+        with preemption.watching():
+            return self._train()
+
+    def _train(self) -> TrainResult:
         cfg = self.config
         show_bar = (cfg.progress and self.dist.is_main and (sys.stderr.isatty() or _in_kernel()) and not _ci()
                     and not static_output())
@@ -400,6 +417,9 @@ class Trainer:
             if stop_reason is None and cfg.save_every and self.step % cfg.save_every == 0:
                 self.save()
         self.elapsed = time.perf_counter() - run_start
+        if stop_reason == PREEMPTED:
+            bar.close()
+            self._stop_preempted()
         self._check_weights()  # the last update's, which no later step reads (one host read per call)
         assert_replicas_identical(self.model, self.dist)  # cheap, and a silent divergence would waste the run
         if self._norms:  # steps since the last log line
@@ -419,11 +439,33 @@ class Trainer:
         return TrainResult(self.step, stop_reason, last_train, last_eval, self.history[first_history:])
 
     def _stop_reason(self, run_start: float) -> str | None:
-        """"max_steps" or "max_minutes" when the run ends before another step, else None (the same on every rank)."""
+        """"max_steps", "max_minutes" or PREEMPTED when the run ends before another step, else None (the same on
+        every rank: rank 0's clock decides the budget, a signal on any rank stops them all)."""
         self.elapsed = time.perf_counter() - run_start
         if self.step >= self.config.max_steps:
             return "max_steps"
-        return "max_minutes" if self._out_of_time(run_start) else None
+        budget = self.config.max_minutes
+        spent, asked = stop_votes(budget is not None and self.elapsed >= 60 * budget,
+                                  preemption.requested() is not None, self.dist)
+        return "max_minutes" if spent else PREEMPTED if asked else None
+
+    def _stop_preempted(self) -> None:
+        """Save the step reached, its log window too (no end lines are written, so the resumed run logs as an
+        uninterrupted one), and raise Preempted with the line that says so (one a node: local rank 0's)."""
+        mine = preemption.requested()
+        signum = mine or signal.SIGTERM  # another rank was signalled: this one ends as SIGTERM ends it
+        by = preemption.signal_name(mine) if mine else "a signal to another rank"
+        if self.out_dir is not None and self.step > 0 and self.last_saved_step != self.step:
+            self.save()
+        if self.out_dir is None:
+            kept = "nothing is saved without an output folder, so the run starts again from the beginning"
+        elif self.last_saved_step == self.step:
+            kept = (f"checkpoint step-{self.step:07d} in {self.out_dir / 'checkpoints'} holds it; the same command "
+                    "resumes from there, bit for bit")
+        else:
+            kept = "no step was trained, so there was nothing to save; the same command starts it again"
+        message = f"stopped by {by} after step {self.step} (preemption); {kept}"
+        raise preemption.Preempted(message if self.dist.local_rank == 0 else "", signum)
 
     def _out_of_time(self, run_start: float) -> bool:
         """Whether the time budget is spent (rank 0's clock decides, so every rank stops at the same point)."""
