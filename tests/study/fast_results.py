@@ -21,7 +21,7 @@ from albert_mini.paths import REPO_ROOT
 
 TEST_SEEDS = (0, 1)  # two seeds: enough for a spread, half the time of the default three
 FAMILIES = {
-    "trunk": ("sentence_task", "sop_levers", "sop_escape"),  # one fast trunk, branched three ways
+    "trunk": ("sentence_task", "sop_levers", "sop_escape", "sop_supervised"),  # one fast trunk, branched four ways
     "scratch": ("sentence_scratch",),
     "tables": ("sharing", "embedding_size", "smoothness", "finetune"),
     "speed": ("throughput", "memory"),

@@ -24,7 +24,7 @@ EXPERIMENTS: dict[str, ModuleType] = {name: import_module(f"{__name__}.{name}") 
 # Run only when named: 45,000 training steps, meant for a GPU machine (see its module); Stage A's screen of levers
 # against SOP's plateau and its Stage B (the control row's escape rate), whose runs follow their own pre-registered
 # rules.
-OPT_IN = ("sentence_scratch", "sop_levers", "sop_escape")
+OPT_IN = ("sentence_scratch", "sop_levers", "sop_escape", "sop_supervised", "sop_language")
 
 
 def run(name: str, budget: Budget | None = None, out_dir: Path | None = None, seeds=SEEDS,

@@ -33,7 +33,8 @@ from .provenance import device_choice, device_name, use_device
 # measurements); its finished runs are then recomputed, every other kind's stay valid.
 # trunk 2, branch 2: Table 5 redesigned (the trunk is the classroom recipe with SOP, stopped before SOP leaves chance;
 # branches continue its optimizer and schedule); the MLM-only trunk's runs are retired, not silently reused.
-NUMERICS_VERSION = {"pretraining": 1, "finetuning": 1, "trunk": 2, "branch": 2, "scratch": 1}
+NUMERICS_VERSION = {"pretraining": 1, "finetuning": 1, "trunk": 2, "branch": 2, "scratch": 1,
+                    "supervised": 1, "language": 1}
 WORKERS_ENV = "ALBERT_MINI_WORKERS"  # runs computed at once in worker processes (default 1: in this process)
 
 
