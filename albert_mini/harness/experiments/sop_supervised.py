@@ -37,7 +37,7 @@ ARMS = ("sop", "nsp")  # the labels an arm is taught
 TASKS = ("sop", "nsp")  # what each arm's head is read on
 PLAN_SEEDS = (0, 1, 2)
 SEQ_LEN = 64
-DATA_SEED = 3000  # arm seed s reads its training pairs in the order drawn from 3000 + s
+DATA_SEED = 3000  # arm seed s reads passes of training pairs drawn from (3000 + s) * 100 + k
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,8 @@ PLAN = {
     "arms": "sop: the encoder and a fresh sentence head taught SOP labels; nsp: the same with NSP labels. No MLM, "
             "the pooler kept, the head drawn from the seed; AdamW lr 3e-4, weight decay 0.01, 10% linear warm-up "
             "then linear decay, gradients clipped at 1.0; 600 steps of 32 pairs of at most 64 tokens (19,200 "
-            "pairs, from the training chapters, seed s reads the pairs in the order drawn from 3000 + s)",
+            "pairs from the training chapters: one pass of the instance builder gives about 7,200, so seed s "
+            "reads passes k = 0, 1, 2 built from seed (3000 + s) * 100 + k, each shuffled by that seed)",
     "seeds": "0, 1, 2 for each arm, each run once. A pilot of one seed (SOP arm cut at step 400 by load: 47.4%; "
              "NSP arm 57.8% at step 600) was seen before this plan; it set nothing here but the step count",
     "scores": "each arm's own head, read on the held-out SOP pairs (1,540 at 64 tokens, the pairs every Table 5 "
@@ -129,6 +130,26 @@ def head_scores(model: AlbertForPreTraining, plan: TrunkPlan) -> dict:
     return out
 
 
+def training_pairs(task: str, seed: int, needed: int, max_documents: int | None) -> tuple[dict, torch.Tensor]:
+    """`needed` training pairs of `task` in the order an arm reads them: pass k of the book's instance builder
+    over the training chapters is drawn from seed (DATA_SEED + seed) * 100 + k and shuffled by the same seed, and
+    passes follow one another until there are enough (one pass at 64 tokens gives about 7,200 pairs)."""
+    from ...text.padding import pad_batch
+
+    chosen, k = [], 0
+    while len(chosen) < needed:
+        pass_seed = (DATA_SEED + seed) * 100 + k
+        _, _, instances = pair_set(task, ("train",), SEQ_LEN, None, pass_seed, max_documents)
+        if not instances:
+            raise ValueError(f"the training chapters give no {task.upper()} pair at {SEQ_LEN} tokens")
+        order = np.random.default_rng(pass_seed).permutation(len(instances))
+        chosen += [instances[i] for i in order]
+        k += 1
+    chosen = chosen[:needed]
+    inputs = pad_batch({"input_ids": [x.tokens for x in chosen], "token_type_ids": [x.token_type_ids for x in chosen]})
+    return inputs, torch.tensor([x.label for x in chosen])
+
+
 def train_arm(checkpoint, arm: str, seed: int, plan: TrunkPlan, settings: Supervision) -> dict:
     """One arm: the trunk's weights, a fresh head from `seed`, `settings.steps` steps of `arm`'s labels alone."""
     model = AlbertForPreTraining(trunk_config())
@@ -141,18 +162,14 @@ def train_arm(checkpoint, arm: str, seed: int, plan: TrunkPlan, settings: Superv
     model.predictions.requires_grad_(False)  # no MLM: the output head is not part of either arm
     device = experiment_device()
     model.to(device)
-    inputs, labels, _ = pair_set(arm, ("train",), SEQ_LEN, None, DATA_SEED + seed, plan.max_documents)
-    order = np.random.default_rng(DATA_SEED + seed).permutation(len(labels))
-    needed = settings.steps * settings.batch_size
-    if needed > len(order):
-        raise ValueError(f"{needed} training pairs needed, the training chapters give {len(order)}")
+    inputs, labels = training_pairs(arm, seed, settings.steps * settings.batch_size, plan.max_documents)
     optimizer = build_optimizer(model, "adamw", lr=settings.lr, weight_decay=settings.weight_decay)
     schedule = WarmupPolyDecay(settings.lr, settings.steps, round(settings.warmup_fraction * settings.steps))
     torch.manual_seed(seed)
     points, losses, start = [], [], time.perf_counter()
     for step in range(settings.steps):
         model.train()
-        rows = torch.from_numpy(order[step * settings.batch_size:(step + 1) * settings.batch_size])
+        rows = slice(step * settings.batch_size, (step + 1) * settings.batch_size)
         batch = {k: v[rows].to(device) for k, v in inputs.items()}
         schedule.apply(optimizer, step)
         out = model(**batch, sentence_order_label=labels[rows].to(device))
