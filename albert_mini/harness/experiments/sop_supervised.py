@@ -103,7 +103,8 @@ def supervision(budget) -> Supervision:
 
 def arm_spec(trunk_key: str, point: int, arm: str, seed: int, settings: Supervision) -> dict:
     return {"kind": "supervised", "trunk": trunk_key, "branch_point": point, "arm": arm, "seed": seed,
-            "seq_len": SEQ_LEN, "data_seed": DATA_SEED + seed, "settings": dataclasses.asdict(settings)}
+            "seq_len": SEQ_LEN, "pass_seeds": f"({DATA_SEED + seed}) * 100 + k",
+            "settings": dataclasses.asdict(settings)}
 
 
 def plan(budget, asked) -> list[PlannedRun]:
