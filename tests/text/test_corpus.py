@@ -51,7 +51,7 @@ def r_strings(values, attributes: bytes = b"") -> bytes:
 
 def r_names_attribute(names, first_use: bool = True) -> bytes:
     """A pairlist holding names=...; the symbol `names` is written in full once, then as a reference."""
-    tag = xdr_int(1) + r_char("names") if first_use else xdr_int((1 << 8) | 255)  # SYMSXP or REFSXP #1
+    tag = xdr_int(1) + r_char("names") if first_use else xdr_int((1 << 8) | 255)  # SYMSXP, or REFSXP to reference 1
     return xdr_int(2 | 0x400) + tag + r_strings(names) + xdr_int(254)
 
 
