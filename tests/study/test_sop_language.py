@@ -22,7 +22,7 @@ from albert_mini.study.sop_language import (
 )
 from albert_mini.study.stats import wilson_interval
 
-SMALL = Language(train_documents=400, held_out_documents=300)
+SMALL = Language(train_documents=800, held_out_documents=600)
 
 
 def accuracy(predictions, instances) -> float:
@@ -30,9 +30,9 @@ def accuracy(predictions, instances) -> float:
 
 
 def test_the_same_settings_write_the_same_documents_and_another_seed_others():
-    first, again = SMALL.documents("train"), Language(train_documents=400, held_out_documents=300).documents("train")
+    first, again = SMALL.documents("train"), Language(train_documents=800, held_out_documents=600).documents("train")
     assert all(np.array_equal(a, b) for a, b in zip(first.streams, again.streams))
-    other = Language(train_documents=400, seed=1).documents("train")
+    other = Language(train_documents=800, seed=1).documents("train")
     assert not all(np.array_equal(a, b) for a, b in zip(first.streams, other.streams))
     held = SMALL.documents("held_out")
     assert not any(np.array_equal(a, b) for a, b in zip(first.streams, held.streams))
