@@ -14,6 +14,9 @@ its directory (run.json, config.json, metrics.jsonl, checkpoints/) and trains it
 from __future__ import annotations
 
 import argparse
+import atexit
+import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -109,25 +112,62 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> TrainResult:
     """Command line (see --help); bad flags, files or directories end with one error line and exit status 2."""
-    return run_cli(_main, argv)
+    try:
+        return run_cli(_main, argv)
+    except SystemExit as stopped:
+        if stopped.code and launched_by_torchrun():
+            end_worker_now(stopped.code)
+        raise
+
+
+def launched_by_torchrun() -> bool:
+    """A worker of torchrun (the env:// rendezvous variables are set; training/distributed.py says the same)."""
+    return all(k in os.environ for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
+
+
+def end_worker_now(status: int) -> None:
+    """End a torchrun worker that stopped on an error (its line said, its files written and closed) without
+    Python's teardown: after a run under DDP the interpreter's last garbage collection took 40-200 s on a loaded
+    machine, and its agent, and the other nodes' agents, waited that long to end. The exit handlers still run."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(status)
 
 
 def _main(argv: list[str]) -> TrainResult:
     setup = PretrainingSetup.from_args(build_parser().parse_args(argv))  # checked there, once
     from ..training import rundir
-    from ..training.distributed import cleanup, init_distributed
+    from ..training.distributed import check_ranks_agree, cleanup, init_distributed
 
     if setup.out:  # the run-directory rule first (its messages), then the write rule
         rundir.check_run_dir(Path(setup.out))
     WRITES.check(folders=[("--out", setup.out)] if setup.out else [], inputs=inputs_of(setup))
     info = init_distributed(setup.device)
     preemption.enable()  # SIGTERM or SIGUSR1 while it trains: save after the step, exit 128 + the signal
+    peers_alive = True
     try:
+        check_ranks_agree(setup.settings(), info)  # before any text is read: a difference is one line, no hang
         from ..training.run import pretrain  # the run's modules, once its flags, folders and device are settled
 
         return pretrain(setup, info, check_memory=check_fits)
+    except RuntimeError as error:  # another rank died or hung: one line and exit 2, not a wait or a traceback
+        from ..training.distributed import is_peer_loss, peer_lost
+
+        if not is_peer_loss(error, info):
+            raise
+        peers_alive = False
+        step = getattr(error, "training_step", None)  # set by the trainer when it was training
+        raise peer_lost(error, info, step, newest_checkpoint(setup.out)) from error
     finally:
-        cleanup(info)
+        cleanup(info, peers_alive)
+
+
+def newest_checkpoint(out: str | None) -> str | None:
+    from ..training.checkpoint import latest_checkpoint
+
+    newest = latest_checkpoint(out) if out else None
+    return str(newest) if newest is not None else None
 
 
 def _size(n: int) -> str:

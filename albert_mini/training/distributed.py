@@ -23,15 +23,25 @@ predictions per sequence making the two nearly the same).
 
 from __future__ import annotations
 
+import ctypes
+import hashlib
 import io
+import json
 import os
+import re
+import signal
+import sys
+import threading
+import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
 from ..devices import resolve_device
+from ..errors import UserError
 
 
 @dataclass(frozen=True)
@@ -76,16 +86,99 @@ def init_distributed(device: str | None = "auto") -> DistInfo:
     where = resolve_device(device or "auto", local_rank)
     if where.type == "cuda":
         torch.cuda.set_device(where)
+    end_with_agent()
     if not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if where.type == "cuda" else "gloo")
+        dist.init_process_group(backend="nccl" if where.type == "cuda" else "gloo", timeout=group_timeout())
     return DistInfo(rank, world, local_rank, where)
 
 
-def cleanup(info: DistInfo) -> None:
-    """Leave the process group (after a barrier, so no rank exits while another still writes)."""
+TIMEOUT_VARIABLE = "ALBERT_MINI_DIST_TIMEOUT"
+DEFAULT_TIMEOUT_S = 600  # a collective that waits longer ends the run (a peer hung or cut off without a word)
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends
+
+
+def group_timeout() -> timedelta:
+    """How long a collective waits for a rank that neither answers nor closes its connection (a hung process, a
+    machine cut off): $ALBERT_MINI_DIST_TIMEOUT seconds, else 10 minutes, long enough for rank 0's saves and a
+    node preparing its text while the others wait. A rank that dies closes its connections: that is seen at
+    once, whatever the timeout."""
+    text = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return timedelta(seconds=DEFAULT_TIMEOUT_S)
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not (seconds > 0 and seconds < 10**7):
+        from ..errors import UsageError
+
+        raise UsageError(f"{TIMEOUT_VARIABLE}={text!r} is not a number of seconds > 0; give e.g. "
+                         f"{TIMEOUT_VARIABLE}={DEFAULT_TIMEOUT_S}, or unset it")
+    return timedelta(seconds=seconds)
+
+
+def end_with_agent() -> None:
+    """A worker ends with its torchrun agent, however the agent ends (kill -9 runs no cleanup in it): it gets
+    SIGTERM then (Linux: prctl PR_SET_PDEATHSIG; elsewhere a thread watches the parent), which stops a training
+    run after its step with a checkpoint (training/preemption.py), and anything before that at once."""
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+            if prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) == 0:
+                if os.getppid() != parent:  # it died before the death signal was set: nothing would send it
+                    os.kill(os.getpid(), signal.SIGTERM)
+                return
+        except (OSError, AttributeError):
+            pass  # no prctl in this libc: watch instead
+    threading.Thread(target=_watch_agent, args=(parent,), daemon=True, name="watch-agent").start()
+
+
+def _watch_agent(parent: int) -> None:
+    while os.getppid() == parent:  # an orphan is adopted by another process (init, or a subreaper)
+        time.sleep(0.5)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def cleanup(info: DistInfo, peers_alive: bool = True) -> None:
+    """Leave the process group (after a barrier, so no rank exits while another still writes; none when a peer
+    is lost, as nobody would come to it)."""
     if info.is_distributed and dist.is_initialized():
-        dist.barrier()
+        if peers_alive:
+            dist.barrier()
         dist.destroy_process_group()
+
+
+# What the backends' errors say when a peer died, hung past the timeout or could not be reached.
+PEER_LOSS_MARKS = ("gloo/transport", "Connection reset by peer", "Connection closed by peer", "Broken pipe",
+                   "Timed out", "timed out", "Timeout", "NCCL", "ProcessGroup", "c10d")
+
+
+class PeerLost(UserError):
+    """A rank of the run died or stopped answering: this rank ends too (exit status 2) instead of waiting."""
+
+
+def is_peer_loss(error: BaseException, info: DistInfo) -> bool:
+    """Whether `error` is what a collective raises when another rank is gone (several processes only)."""
+    if not info.is_distributed or not isinstance(error, RuntimeError):
+        return False
+    return isinstance(error, dist.DistError) or any(mark in str(error) for mark in PEER_LOSS_MARKS)
+
+
+def peer_lost(error: BaseException, info: DistInfo, step: int | None, newest) -> PeerLost:
+    """The one line of a rank whose peer is gone: which rank (the other one of two; else where the backend says),
+    at which step, the newest checkpoint, and how to go on."""
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    address = re.search(r"\[([^\]]+)\]:(\d+)", first)
+    if info.world_size == 2:
+        who = node_of(1 - info.rank, info)
+    else:
+        who = f"the rank at {address.group(1)}:{address.group(2)}" if address else "another rank"
+    said = "connection reset" if "reset" in first else "timed out" if "imed out" in first or "imeout" in first \
+        else "connection closed" if "closed" in first else first[:80]
+    when = f"at step {step}" if step is not None else "before the first step"
+    kept = f"the newest checkpoint is {newest}" if newest is not None else "no checkpoint had been written yet"
+    return PeerLost(f"{who} of the run was lost {when} ({said}); {kept}; start every node again to resume")
 
 
 def wrap_model(model: nn.Module, info: DistInfo) -> nn.Module:
@@ -153,6 +246,58 @@ def gather_objects(obj, info: DistInfo) -> list:
     out = [None] * info.world_size
     dist.all_gather_object(out, buffer.getvalue())
     return [torch.load(io.BytesIO(data), weights_only=True) for data in out]
+
+
+def node_of(rank: int, info: DistInfo) -> str:
+    """How a line names a process of the run: "node i" when each node runs one, else "rank r (node i)"."""
+    per_node = int(os.environ.get("LOCAL_WORLD_SIZE", info.world_size))  # torchrun's processes per node
+    node = rank // per_node if per_node > 0 else 0
+    return f"node {node}" if per_node == 1 else f"rank {rank} (node {node})"
+
+
+def digest(value) -> str:
+    """A short sha256 of plain data (a file's record, a model config), to compare it between ranks."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:16]
+
+
+def _shown(key: str, value) -> str:
+    """A setting as its flag writes it: --seq-len 32, --config num_hidden_layers=4, --bf16."""
+    name = "--" + key.replace("_", "-")
+    if value is True:
+        return name
+    if value is False or value is None or value == []:
+        return f"no {name}"
+    return f"{name} {' '.join(map(str, value)) if isinstance(value, (list, tuple)) else value}"
+
+
+def check_ranks_agree(settings: dict, info: DistInfo, shown=_shown, fix: str | None = None) -> None:
+    """Every rank's `settings` (plain values: the flags that decide the numbers) equal to rank 0's, else a
+    UsageError on every rank naming each flag and value that differs (one line a node: local rank 0 says it;
+    `shown(key, value)` writes one, `fix` says what to do). One all-gather of a digest when they agree.
+
+    Called right after the process group starts, before any text is read: ranks that differ in --seq-len, --seed,
+    --config or --steps would otherwise train different models side by side, or wait on each other forever."""
+    if not info.is_distributed:
+        return
+    from ..errors import UsageError
+
+    digests = [None] * info.world_size
+    dist.all_gather_object(digests, digest(settings))
+    if len(set(digests)) == 1:
+        return
+    everyone = [None] * info.world_size
+    dist.all_gather_object(everyone, settings)  # only when they differ: the values, to name them
+    first, differences = everyone[0], []
+    for rank, theirs in enumerate(everyone[1:], start=1):
+        for key in sorted(set(first) | set(theirs)):
+            if first.get(key) != theirs.get(key):
+                differences.append(f"{node_of(rank, info)} has {shown(key, theirs.get(key))}, "
+                                   f"{node_of(0, info)} has {shown(key, first.get(key))}")
+    fix = fix or ("start every node with the same flags (only --out, --device, --quiet and the logging and saving "
+                  "flags may differ)")
+    message = ("the processes of this run do not agree: " + "; ".join(differences[:8])
+               + ("; ..." if len(differences) > 8 else "") + f"; {fix}")
+    raise UsageError(message if info.local_rank == 0 else "")
 
 
 @torch.no_grad()

@@ -44,7 +44,7 @@ from ..safe_files import atomic_write_text, check_out_folder
 from ..text.tokenizer import Tokenizer
 from . import rundir
 from .checkpoint import latest_checkpoint, newest_intact_checkpoint
-from .distributed import DistInfo, broadcast_object, gather_objects
+from .distributed import DistInfo, broadcast_object, check_ranks_agree, digest, gather_objects
 from .objectives import PretrainingObjective
 from .optim import WarmupPolyDecay, build_optimizer
 from .pretraining_model import build_pretraining_model
@@ -285,6 +285,12 @@ class Run:
         if check_memory is not None:
             check_memory(setup, config, info.device, plan.data.phases)  # before anything is allocated
         data = load_run_data(setup, config, tokenizer, info, say, plan.data)
+        # The same flags (checked by the command) can still name other files on another node: the text and the
+        # tokenizer each rank read, and the model they make, are compared before the model is built.
+        check_ranks_agree({"text": digest(data.corpus), "tokenizer": digest(plan.record["tokenizer"]),
+                           "model": digest(plan.record["model"])}, info, shown=lambda key, value: f"{key} {value}",
+                          fix="the nodes read different files under the same names (text and tokenizer, by "
+                          "sha256); give every node the same files, on a shared file system or copied exactly")
         model = build_model(plan.model_setup, config, data.train_documents).to(info.device)  # the same on every rank
         torch.manual_seed(setup.seed + 1 + info.rank)  # dropout masks differ between ranks
         if directory is not None:  # before the trainer, which reads the log of the run it continues

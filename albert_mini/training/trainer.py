@@ -384,8 +384,12 @@ class Trainer:
         """Run until max_steps, the time budget or the data ends; log, evaluate and save along the way. In a
         command that enabled it, SIGTERM or SIGUSR1 ends the run after the step under way with a checkpoint and
         raises Preempted (training/preemption.py)."""
-        with preemption.watching():
-            return self._train()
+        try:
+            with preemption.watching():
+                return self._train()
+        except RuntimeError as error:  # a collective that failed (a lost peer): the line names the step reached
+            error.training_step = self.step
+            raise
 
     def _train(self) -> TrainResult:
         cfg = self.config
