@@ -218,6 +218,66 @@ def decode(tree: Any, arrays: dict[str, np.ndarray], rngs: dict | None = None) -
     raise ValueError(f"unknown tag {tag!r}")
 
 
+ANSWER_DEPTH = 24  # the kernel's encoder nests at most 20 deep
+ANSWER_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+                 "float32", "float64", "bfloat16"}  # of a tensor or a numpy scalar in an answer
+
+
+class NotPlainData(ValueError):
+    """An answer tree that is not what the kernel's encoder writes (a builder, an unknown dtype, a malformed
+    node): the answer is wrong, and nothing it names is built."""
+
+
+def decode_answer(tree: Any, arrays: dict[str, np.ndarray], depth: int = 0) -> Any:  # noqa: C901 (one per tag)
+    """A learner's answer as plain data: numbers, strings, booleans, None, lists, tuples, dicts, and numeric
+    arrays already read within their size limit. Unlike `decode` (the grader's own inputs), no builder (Generator,
+    config, sub-layer) and no dtype outside ANSWER_DTYPES: a 60-byte answer cannot make the grader allocate."""
+    if tree is None:
+        return None
+    if depth > ANSWER_DEPTH:
+        raise NotPlainData(f"nested more than {ANSWER_DEPTH} deep")
+    if type(tree) is not dict or len(tree) == 0:
+        raise NotPlainData(f"not an encoded value: {str(tree)[:60]!r}")
+    tag = next(iter(tree))
+    body = tree[tag]
+    if tag == "bool" and type(body) is bool:
+        return body
+    if tag == "int" and type(body) is int:
+        return body
+    if tag == "float" and type(body) in (int, float):
+        return float(body)
+    if tag == "float" and body in ("nan", "inf", "-inf"):
+        return float(body)
+    if tag == "str" and type(body) is str:
+        return body
+    if tag in ("list", "tuple") and type(body) is list:
+        items = [decode_answer(item, arrays, depth + 1) for item in body]
+        return items if tag == "list" else tuple(items)
+    if tag == "dict" and type(body) is dict:
+        return {k: decode_answer(v, arrays, depth + 1) for k, v in body.items()}
+    if tag in ("ndarray", "tensor") and type(body) is str and type(arrays.get(body)) is np.ndarray:
+        array = np.array(arrays[body], copy=True)
+        if tag == "ndarray":
+            return array
+        dtype = tree.get("dtype")
+        if dtype not in ANSWER_DTYPES:
+            raise NotPlainData(f"a tensor of dtype {str(dtype)[:40]}")
+        import torch
+
+        return torch.from_numpy(array).to(getattr(torch, dtype))
+    if tag == "numpy" and body in ANSWER_DTYPES and body != "bfloat16":
+        value = decode_answer(tree.get("value"), arrays, depth + 1)
+        if type(value) not in (bool, int, float):
+            raise NotPlainData("a numpy scalar that holds no number")
+        try:
+            return np.dtype(body).type(value)
+        except (OverflowError, ValueError) as error:
+            raise NotPlainData(f"a numpy {body} of {str(value)[:40]} ({error})") from None
+    if tag == "unsupported":
+        return Unsupported(str(body)[:200])
+    raise NotPlainData(f"not plain data (tag {str(tag)[:40]!r})")
+
+
 # --------------------------------------------------------------------------------------------- cases
 def encode_cases(cases: list, arrays: dict[str, np.ndarray]) -> list[dict]:
     """Cases (objects with args, kwargs, repeat, global_seed) as plain requests."""

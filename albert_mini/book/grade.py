@@ -42,6 +42,7 @@ import re
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -55,13 +56,28 @@ from ..choices import DEFAULT_MEMORY_GB, DEFAULT_TIME_LIMIT
 from ..errors import MissingFileError, UserError
 from ..paths import repo_root
 from .answering import ANSWERS, REQUESTS, requests_arrays_name
+from .grade_bounds import Cgroup, Limits
+from .grade_reading import (
+    MAX_JSON_BYTES,
+    Unreadable,
+    array_file_bytes,
+    capped,
+    clean_report,
+    parse_arrays,
+    parse_json,
+    printable,
+    read_bundle,
+    read_regular,
+)
 
 COLUMNS = ("student", "chapter", "exercise", "passed", "message")
 KERNEL_TRIES = 3  # a kernel that fails to start is the machine's doing: try again before reporting it
-GRADER_VERSION = 2  # part of every journal key: a change to how notebooks are judged regrades them
+GRADER_VERSION = 3  # part of every journal key: a change to how notebooks are judged regrades them
 MAX_NOTEBOOK_BYTES = 50_000_000
-MAX_ANSWER_BYTES = 200_000_000
+SIDE_FILES_BYTES = 100_000_000  # what a notebook's folder may hold beside it for the sandbox's copy
+SIDE_FILES_COUNT = 2000
 NO_SANDBOX_NOTE = "graded without a sandbox (--no-sandbox)"
+WITHOUT_SANDBOX = "without a sandbox (--no-sandbox): student code runs with your rights"
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet would run such a cell (a student's folder name)
 INSIDE = Path("/tmp/albert-mini-grading")  # where the scratch folder appears inside the sandbox
 IO_ENV = "ALBERT_MINI_GRADING_IO"  # the folder of the grader's requests and the kernel's answers
@@ -83,9 +99,11 @@ class Row:
     message: str
 
     def cells(self) -> list[str]:
+        """The row's cells as a spreadsheet shows them: one line each, printable, the message capped."""
         message = re.sub(r"\.?[ \t]*\n\s*", "; ", self.message.strip())  # one line: a spreadsheet shows it whole
         message = re.sub(r"[ \t]+", " ", message)  # the checks align their lines with spaces
-        cells = [self.student, self.chapter, self.exercise, "yes" if self.passed else "no", message]
+        cells = [printable(self.student), self.chapter, self.exercise, "yes" if self.passed else "no",
+                 capped(printable(message))]
         return ["'" + cell if cell[:1] in FORMULA_STARTS else cell for cell in cells]
 
 
@@ -143,11 +161,14 @@ def identify_chapter(notebook, path: Path, exercises: dict[str, dict], files: di
 
 
 def _read_notebook(path: Path):
+    """The notebook in `path`: a regular file of at most MAX_NOTEBOOK_BYTES (its size checked before reading)."""
     import nbformat
 
-    if path.stat().st_size > MAX_NOTEBOOK_BYTES:
-        raise ValueError(f"larger than {MAX_NOTEBOOK_BYTES // 1_000_000} MB")
-    return nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
+    try:
+        data = read_regular(path, MAX_NOTEBOOK_BYTES)
+    except Unreadable as problem:
+        raise ValueError(f"{problem}") from None
+    return nbformat.reads(data.decode("utf-8"), as_version=4)
 
 
 def _walk_student(folder: Path):
@@ -169,6 +190,8 @@ def _walk_student(folder: Path):
                 continue
             if path.is_symlink():
                 yield path, f"is a symbolic link (to {os.readlink(path)}); not graded: hand in the notebook itself"
+            elif not stat.S_ISREG(os.lstat(path).st_mode):
+                yield path, "is not a regular file (a FIFO, socket or device); not graded: hand in the notebook itself"
             elif name.startswith("."):
                 yield path, "is a hidden file; not graded"
             else:
@@ -211,7 +234,10 @@ def _grading_tasks(entry: Path, found: dict[str, list[tuple[Path, str]]], files:
                 others = ", ".join(s for _, s in notebooks if s != shown)
                 notes.append(f"{shown} is one of {len(notebooks)} notebooks for chapter {chapter} (also: "
                              f"{others}); each is graded")
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            try:
+                digest = hashlib.sha256(read_regular(path, MAX_NOTEBOOK_BYTES)).hexdigest()
+            except Unreadable as problem:  # too large, or replaced: the grader's reading says why in its rows
+                digest = f"unreadable: {problem}"
             tasks.append(Task(entry.name, path, shown, chapter, "; ".join(notes), digest))
     return tasks
 
@@ -303,12 +329,12 @@ SECRETS = ["/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc
            "/etc/ssh", "/etc/ssl/private", "/etc/security/opasswd"]  # unreadable for the sandbox, even as root
 
 
-def sandbox_command(scratch: Path, package: Path) -> list[str]:
+def sandbox_command(scratch: Path, package: Path, limits: Limits) -> list[str]:
     """bubblewrap's arguments: an empty, read-only root holding only the system folders, the Python installation,
-    the venv, the package copy and data/ (all read-only), a private /tmp and the scratch folder (writable); nothing
-    else of the machine."""
+    the venv, the package copy and data/ (all read-only); the grader's inputs read-only; a scratch, /tmp and
+    /dev/shm that are tmpfs of fixed sizes; and one writable file outside them, the runner's bundle."""
     root = repo_root()
-    command = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
+    command = ["--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL", "--hostname", "grading"]
     for folder in SYSTEM:
         if os.path.islink(folder):  # merged /usr: /bin -> usr/bin
             command += ["--symlink", os.readlink(folder), folder]
@@ -319,15 +345,43 @@ def sandbox_command(scratch: Path, package: Path) -> list[str]:
             command += ["--tmpfs", secret]
         elif os.path.lexists(secret):
             command += ["--ro-bind", "/dev/null", secret]
-    command += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    etc = scratch / "etc"  # who the teacher is, and which machine this is, are not the kernel's to read
+    etc.mkdir(exist_ok=True)
+    for name, text in host_files().items():
+        (etc / name).write_text(text)
+        command += ["--ro-bind", str(etc / name), f"/etc/{name}"]
+    command += ["--dev", "/dev", "--size", str(limits.tmp_mb * 2**20), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+                "--proc", "/proc", "--size", str(limits.tmp_mb * 2**20), "--tmpfs", "/tmp"]
     base = Path(os.path.realpath(sys.base_prefix))  # the interpreter the venv links to (it may live under /root)
     for keep in [base, Path(sys.prefix), root / "data", root / "cache" / "polarity"]:
         if keep.is_dir() and not any(str(keep).startswith(s + "/") or str(keep) == s for s in SYSTEM):
             command += ["--ro-bind", str(keep), str(keep)]
     command += ["--ro-bind", str(package), str(root / "albert_mini"),
-                "--bind", str(scratch), str(INSIDE), "--remount-ro", "/", "--chdir", str(INSIDE / "work"),
+                "--size", str(limits.scratch_mb * 2**20), "--tmpfs", str(INSIDE),
+                "--ro-bind", str(scratch / "in"), str(INSIDE / "in"),
+                "--bind", str(scratch / "out.zip"), str(INSIDE / "out.zip"),
+                "--remount-ro", "/", "--chdir", str(INSIDE),
                 "--setenv", "HOME", str(INSIDE / "home"), "--setenv", "TMPDIR", str(INSIDE / "home")]
     return command
+
+
+def host_files() -> dict[str, str]:
+    """The /etc files that name the machine's users and the machine, as the sandbox sees them: only its own user."""
+    uid, gid = os.getuid(), os.getgid()
+    return {"passwd": f"student:x:{uid}:{gid}:student:{INSIDE / 'home'}:/bin/sh\n",
+            "group": f"student:x:{gid}:\n", "hostname": "grading\n", "machine-id": "0" * 32 + "\n"}
+
+
+def start_sandbox(options: list[str], command: list[str], **popen) -> subprocess.Popen:
+    """bubblewrap running `command`, its options read from a pipe (`--args`), so that its command line, which a
+    process in the sandbox can read, names none of the teacher's folders but the interpreter's."""
+    read, write = os.pipe()
+    try:
+        with os.fdopen(write, "wb") as handle:
+            handle.write(b"".join(os.fsencode(option) + b"\0" for option in options))
+        return subprocess.Popen(["bwrap", "--args", str(read), "--", *command], pass_fds=(read,), **popen)
+    finally:
+        os.close(read)
 
 
 # --------------------------------------------------------------------------------------------- one notebook
@@ -339,6 +393,13 @@ class Settings:
     memory_gb: float = DEFAULT_MEMORY_GB
     threads: int = 1
     keep_runs: Path | None = None  # where each executed notebook is copied (the teacher's to read), if anywhere
+    processes: int = Limits.processes
+    scratch_mb: int = Limits.scratch_mb
+    tmp_mb: int = Limits.tmp_mb
+
+    def limits(self) -> Limits:
+        return Limits(memory_gb=self.memory_gb, processes=self.processes, scratch_mb=self.scratch_mb,
+                      tmp_mb=self.tmp_mb)
 
     def journal_view(self) -> dict:
         return {k: v for k, v in asdict(self).items() if k not in ("threads", "keep_runs")}
@@ -373,19 +434,66 @@ def _run_notebook(notebook, exercises: list[str]) -> tuple[object, list[int | No
     return nbformat.v4.new_notebook(cells=cells), origin, graded_at
 
 
-def _copy_student_folder(source: Path, target: Path) -> None:
-    """The student's own folder, without links (they were reported) and without other students' anything."""
-    def ignore(folder, names):
-        return [n for n in names if os.path.islink(os.path.join(folder, n)) or n == ".ipynb_checkpoints"]
+def _copy_student_folder(source: Path, target: Path) -> list[str]:
+    """The student's own folder for the sandbox: its folders and regular files only (no links, FIFOs or devices),
+    within SIDE_FILES_BYTES and SIDE_FILES_COUNT (sizes checked before copying); a note for each file left out."""
+    left, count, skipped = SIDE_FILES_BYTES, 0, []
+    target.mkdir()
+    for current, dirs, files in os.walk(source, followlinks=False):
+        here = Path(current)
+        there = target / here.relative_to(source)
+        dirs[:] = sorted(d for d in dirs if d != ".ipynb_checkpoints" and not (here / d).is_symlink())
+        for name in dirs:
+            (there / name).mkdir()
+        for name in sorted(files):
+            path = here / name
+            shown = printable(path.relative_to(source).as_posix())
+            mode = os.lstat(path)
+            if stat.S_ISLNK(mode.st_mode):
+                continue  # reported with the student's rows when the class was planned
+            if not stat.S_ISREG(mode.st_mode):
+                skipped.append(f"{shown} (not a regular file)")
+                continue
+            if mode.st_size > left or count >= SIDE_FILES_COUNT:
+                skipped.append(f"{shown} ({mode.st_size:,} bytes; a notebook's folder may hold "
+                               f"{SIDE_FILES_BYTES:,} bytes in {SIDE_FILES_COUNT:,} files)")
+                continue
+            try:
+                data = read_regular(path, left)
+            except Unreadable as problem:
+                skipped.append(f"{shown} ({problem})")
+                continue
+            (there / name).write_bytes(data)
+            left -= len(data)
+            count += 1
+    return skipped
 
-    shutil.copytree(source, target, ignore=ignore, symlinks=True)
+
+def _prepare(scratch: Path, task: Task, run, plans: dict, exercises: dict) -> list[str]:
+    """The sandbox's inputs in scratch/in (the notebook to run, the requests, a copy of the student's folder) and
+    its empty bundle; the notes on the folder's files left out."""
+    import nbformat
+    import numpy as np
+
+    inputs = scratch / "in"
+    inputs.mkdir()
+    skipped = _copy_student_folder(task.path.parent, inputs / "work")
+    nbformat.write(run, inputs / "run.ipynb")
+    requests = {}
+    for name, (_, request_list, request_arrays, _) in plans.items():
+        requests[name] = {"requests": request_list, "unavailable": list(exercises[name].unavailable),
+                          "keep_inputs": exercises[name].keep_inputs}
+        np.savez(inputs / requests_arrays_name(name), **request_arrays)  # one file each: keys restart at q0
+    (inputs / REQUESTS).write_text(json.dumps(requests))
+    (scratch / "out.zip").touch()
+    return skipped
 
 
 class Grader:
     """Grades notebooks one by one or side by side; kills every sandbox it started when told to stop."""
 
-    def __init__(self, settings: Settings, package: Path | None):
-        self.settings, self.package = settings, package
+    def __init__(self, settings: Settings, package: Path | None, say=print):
+        self.settings, self.package, self.say = settings, package, say
         self.running: set[subprocess.Popen] = set()
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -398,12 +506,32 @@ class Grader:
                     os.killpg(process.pid, signal.SIGKILL)
 
     def grade(self, task: Task) -> tuple[list[Row], float]:
+        """The notebook's rows, however it fails; a failure of the grader's own code is one line naming the
+        student and notebook, and rows that say so (not journaled: the same command grades it again)."""
         start = time.monotonic()
-        rows = self._grade(task)
-        if not self.settings.sandbox:
-            for row in rows:
+        try:
+            rows = self._grade(task)
+        except Exception as error:  # the grader's own bug, met on this notebook: the class goes on
+            detail = capped(f"{type(error).__name__}: {error}", 300)
+            self.say(printable(f"grading error on {task.student}/{task.shown}: {detail}"), file=sys.stderr,
+                     flush=True)
+            rows = [Row(task.student, task.chapter, name, False, f"grading error: the grader failed on this "
+                                                                 f"notebook ({detail}); not the student's doing")
+                    for name in self._exercise_names(task.chapter)]
+        for row in rows:
+            if not self.settings.sandbox:
                 row.message = f"{row.message} [{NO_SANDBOX_NOTE}]"
+            row.message = capped(row.message)
         return rows, time.monotonic() - start
+
+    @staticmethod
+    def _exercise_names(chapter: str) -> list[str]:
+        from .exercises import chapter_exercises
+
+        try:
+            return list(chapter_exercises(chapter))
+        except Exception:
+            return [""]
 
     def _grade(self, task: Task) -> list[Row]:
         from .exercises import chapter_exercises
@@ -425,35 +553,24 @@ class Grader:
             plans[name] = (cases, requests, arrays, exercise.expected(requests, arrays))
         for attempt in range(1, KERNEL_TRIES + 1):
             with tempfile.TemporaryDirectory(prefix="albert-mini-grade-") as scratch:
-                report, answers = self._execute(Path(scratch), task, run, plans, exercises)
+                report, answers, skipped = self._execute(Path(scratch), task, run, plans, exercises)
             if report.get("status") != "kernel-start" or self.stopping.is_set():
                 break
             time.sleep(2 * attempt)
+        if skipped:
+            prefix += f"not copied into the sandbox: {'; '.join(skipped[:5])}{' ...' if len(skipped) > 5 else ''}; "
         return self._rows(task, exercises, plans, report, answers, origin, graded_at, prefix)
 
-    def _execute(self, scratch: Path, task: Task, run, plans: dict, exercises: dict) -> tuple[dict, dict]:
-        """Run the notebook (in the sandbox); its report and the answers it wrote, read as plain data."""
-        import nbformat
-        import numpy as np
-
-        io_dir, home = scratch / "io", scratch / "home"
-        io_dir.mkdir()
-        home.mkdir()
-        _copy_student_folder(task.path.parent, scratch / "work")
-        nbformat.write(run, io_dir / "run.ipynb")
-        requests = {}
-        for name, (_, request_list, request_arrays, _) in plans.items():
-            requests[name] = {"requests": request_list, "unavailable": list(exercises[name].unavailable),
-                              "keep_inputs": exercises[name].keep_inputs}
-            np.savez(io_dir / requests_arrays_name(name), **request_arrays)  # one file each: keys restart at q0
-        (io_dir / REQUESTS).write_text(json.dumps(requests))
+    def _execute(self, scratch: Path, task: Task, run, plans: dict, exercises: dict) -> tuple[dict, dict, list]:
+        """Run the notebook (in the sandbox); its report, the answers it wrote (read as plain data, or the reason
+        they could not be read) and the notes on files of its folder left out of the sandbox."""
+        skipped = _prepare(scratch, task, run, plans, exercises)
+        bundle = scratch / "out.zip"
+        limits = self.settings.limits()
         inside = INSIDE if self.settings.sandbox else scratch
-        runner = [sys.executable, "-c", RUNNER, str(inside / "io"), str(inside / "work"),
-                  str(self.settings.time_limit), "1" if self.settings.fast else "0"]
-        if self.settings.sandbox:
-            command = sandbox_command(scratch, self.package) + runner
-        else:
-            command = runner
+        runner = [sys.executable, "-c", RUNNER, str(inside / "in"), str(inside / "work"), str(inside / "io"),
+                  str(inside / "out.zip"), str(self.settings.time_limit), "1" if self.settings.fast else "0",
+                  str(limits.processes if self.settings.sandbox else 0), str(limits.bundle_mb * 2**20)]
         env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "IPYTHON", "NBGRADER"))}
         threads = str(self.settings.threads)
         env.update({"ALBERT_MINI_FAST": "1" if self.settings.fast else "0", "MPLBACKEND": "Agg",
@@ -461,19 +578,26 @@ class Grader:
                     "HOME": str(inside / "home"), "JUPYTER_RUNTIME_DIR": str(inside / "home" / "runtime"),
                     "IPYTHONDIR": str(inside / "home" / "ipython"), "MPLCONFIGDIR": str(inside / "home" / "mpl"),
                     IO_ENV: str(inside / "io"), "PYTHONDONTWRITEBYTECODE": "1"})
-        limit = int(self.settings.memory_gb * 2**30)
+        cgroup = Cgroup.make(limits, f"albert-mini-grade-{os.getpid()}-{secrets.token_hex(4)}") \
+            if self.settings.sandbox else None
 
-        def limits():
+        def bounded():
             import resource
 
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+            if cgroup is not None:
+                cgroup.enter()
+            resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
         with self.lock:
             if self.stopping.is_set():
-                return {"status": "stopped"}, {}
-            process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=limits)
+                return {"status": "stopped"}, {}, skipped
+            popen = {"env": env, "stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL,
+                     "stderr": subprocess.DEVNULL, "start_new_session": True, "preexec_fn": bounded}
+            if self.settings.sandbox:
+                process = start_sandbox(sandbox_command(scratch, self.package, limits), runner, **popen)
+            else:
+                process = subprocess.Popen(runner, **popen)
             self.running.add(process)
         killed = False
         try:
@@ -485,26 +609,40 @@ class Grader:
         finally:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)  # whatever the notebook left behind (no sandbox: best effort)
+            if cgroup is not None:
+                cgroup.remove()
             with self.lock:
                 self.running.discard(process)
-        report = _read_json(io_dir / "report.json", 1_000_000)
+        report, files = self._collect(bundle, run, plans, task, killed, process.returncode)
+        return report, {name: _read_answer(files, name) for name in plans}, skipped
+
+    def _collect(self, bundle: Path, run, plans: dict, task: Task, killed: bool, returncode: int | None,
+                 ) -> tuple[dict, dict]:
+        """The run's report and the bundle's files (each read within its limit) once the sandbox has ended."""
+        limits = self.settings.limits()
+        kept = {"executed.ipynb": MAX_NOTEBOOK_BYTES} if self.settings.keep_runs else {}
+        wanted = {"report.json": 1_000_000, **kept,
+                  **{f"{ANSWERS}/{name}.json": MAX_JSON_BYTES for name in plans},
+                  **{f"{ANSWERS}/{name}.npz": array_file_bytes() for name in plans}}
+        try:
+            files = read_bundle(bundle, limits.bundle_mb * 2**20, wanted)
+        except Unreadable as problem:
+            files = {"report.json": Unreadable(str(problem))}
+        try:
+            report = clean_report(parse_json(_member(files, "report.json")), len(run.cells))
+        except Unreadable:
+            report = {}
         if self.stopping.is_set():
             report = {"status": "stopped"}
         elif killed:
             report = {"status": "timeout", "cell": report.get("cell")}
         elif report.get("status") is None:  # the runner itself was killed: by the notebook, or for its memory
-            report = {"status": "crashed", "detail": f"(the sandbox ended with exit status {process.returncode})"}
-        executed = io_dir / "executed.ipynb"
-        if self.settings.keep_runs and executed.is_file() and not executed.is_symlink():
+            report = {"status": "crashed", "detail": f"(the sandbox ended with exit status {returncode})"}
+        if self.settings.keep_runs and isinstance(files.get("executed.ipynb"), bytes):
             target = self.settings.keep_runs / task.student / task.shown
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(executed, target)
-        answers = {}
-        for name in plans:
-            data = _read_json(io_dir / ANSWERS / f"{name}.json", MAX_ANSWER_BYTES)
-            if data:
-                answers[name] = (data, _read_arrays(io_dir / ANSWERS / f"{name}.npz"))
-        return report, answers
+            target.write_bytes(files["executed.ipynb"])
+        return report, files
 
     def _rows(self, task: Task, exercises: dict, plans: dict, report: dict, answers: dict, origin: list,
               graded_at: dict, prefix: str) -> list[Row]:
@@ -527,8 +665,14 @@ class Grader:
         rows = []
         for name, exercise in exercises.items():
             cases, requests, arrays, expected = plans[name]
-            if name in answers:
-                data, answer_arrays = answers[name]
+            answer = answers.get(name)
+            if isinstance(answer, Unreadable) and str(answer) != "absent":
+                rows.append(Row(task.student, task.chapter, name, False, f"{prefix}{name}: the answer files the "
+                                                                         f"notebook left could not be read "
+                                                                         f"({answer}){raised}"))
+                continue
+            if isinstance(answer, tuple):
+                data, answer_arrays = answer
                 try:
                     verdict = exercise.judge(cases, requests, expected, data, {**arrays, **answer_arrays})
                     passed, message = verdict.passed is True, verdict.message
@@ -547,27 +691,30 @@ class Grader:
         return rows
 
 
-def _read_json(path: Path, limit: int) -> dict:
-    """A JSON object the sandbox wrote ({} when absent, too large, a link or not an object)."""
+def _member(files: dict[str, bytes | Unreadable], name: str) -> bytes:
+    """A member of the runner's bundle, or Unreadable ("absent" when the bundle lacks it)."""
+    found = files.get(name, Unreadable("absent"))
+    if isinstance(found, Unreadable):
+        raise found
+    return found
+
+
+def _read_answer(files: dict[str, bytes | Unreadable], name: str) -> tuple[dict, dict] | Unreadable:
+    """One exercise's answer as the kernel wrote it (a JSON object and its arrays, from the runner's bundle), or
+    why not: each parsed as grade_reading does (sizes, depth and array headers checked first)."""
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > limit:
-            return {}
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _read_arrays(path: Path) -> dict:
-    import numpy as np
-
+        data = parse_json(_member(files, f"{ANSWERS}/{name}.json"))
+    except Unreadable as problem:
+        return problem if str(problem) == "absent" else Unreadable(f"{name}.json: {problem}")
+    if not isinstance(data, dict):
+        return Unreadable(f"{name}.json: not a JSON object")
+    if set(data) == {"unreadable"}:  # the runner could not read it (a FIFO, a link, too large)
+        return Unreadable(f"{name}.json: {str(data['unreadable'])[:200]}")
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_ANSWER_BYTES:
-            return {}
-        with np.load(path, allow_pickle=False) as loaded:
-            return {key: loaded[key] for key in loaded.files}
-    except (OSError, ValueError, EOFError):
-        return {}
+        arrays = parse_arrays(_member(files, f"{ANSWERS}/{name}.npz"))
+    except Unreadable as problem:
+        return Unreadable(f"{name}.npz: {problem}")
+    return data, arrays
 
 
 # --------------------------------------------------------------------------------------------- a class
@@ -599,7 +746,13 @@ class Journal:
 
 
 def journal_path(gradebook: Path) -> Path:
-    return gradebook.with_name(f".{gradebook.name}.journal.jsonl")
+    """The journal beside `gradebook`: `.NAME.journal.jsonl`, or `.NAME.journal-2.jsonl`, ... where that name is
+    taken by something that is not a regular file (a student's folder in the class folder, say)."""
+    for number in range(1, 100):
+        path = gradebook.with_name(f".{gradebook.name}.journal{'' if number == 1 else f'-{number}'}.jsonl")
+        if not os.path.lexists(path) or stat.S_ISREG(os.lstat(path).st_mode):
+            return path
+    raise UserError(f"no free name for the journal beside {gradebook}; give another --out")
 
 
 def grade_class(submissions: Path, settings: Settings, chapters: list[str] | None = None, jobs: int = 1,
@@ -617,8 +770,8 @@ def grade_class(submissions: Path, settings: Settings, chapters: list[str] | Non
         else:
             todo.append(index)
     if todo:
-        progress(f"grading {len(todo)} notebooks ({len(tasks) - len(todo)} already graded), {jobs} at a time",
-                 flush=True)
+        progress(f"grading {len(todo)} notebooks ({len(tasks) - len(todo)} already graded), {jobs} at a time"
+                 f"{'' if settings.sandbox else ', ' + WITHOUT_SANDBOX}", flush=True)
     with contextlib.ExitStack() as stack:
         package = None
         if settings.sandbox and todo:
@@ -638,8 +791,9 @@ def grade_class(submissions: Path, settings: Settings, chapters: list[str] | Non
                     results[index] = graded
                     if not any(r.message.startswith("grading error") for r in graded):
                         journal.add(task.key(view), graded, seconds, f"{task.student}/{task.shown}")
-                    progress(f"{task.student}/{task.shown}: {sum(r.passed for r in graded)} of {len(graded)} "
-                             f"passed ({seconds:.0f} s)", flush=True)
+                    progress(printable(f"{task.student}/{task.shown}: {sum(r.passed for r in graded)} of "
+                                       f"{len(graded)} passed ({seconds:.0f} s"
+                                       f"{'' if settings.sandbox else ', ' + WITHOUT_SANDBOX})"), flush=True)
         except BaseException:
             grader.stop()
             for future in pending:

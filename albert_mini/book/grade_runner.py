@@ -1,32 +1,65 @@
-"""Inside the grading sandbox: run one prepared notebook in a fresh kernel and report how the run ended.
+"""Inside the grading sandbox: run one prepared notebook in a fresh kernel and hand back how the run ended.
 
-    main([IO_FOLDER, WORK_FOLDER, TIME_LIMIT, FAST])
+    main([IN, WORK, IO, OUT, TIME_LIMIT, FAST, PROCESSES, OUT_BYTES])
 
-Started by albert_mini.book.grade with `python -c` (the package has one `python -m` entry point). IO_FOLDER
-holds run.ipynb (the student's cells with grading cells in place of the check cells) and the grader's requests;
-the kernel's grading cells write their answers there, and this writes report.json: {"status": "done" | "timeout" |
-"crashed" | "kernel-start", "cell": index, "errors": [[cell index, "Name: message"], ...]}. The report only
-explains a run (which cell raised, where time ran out); no mark is read from it, and the student's code could
-rewrite it.
+Started by albert_mini.book.grade with `python -c` (the package has one `python -m` entry point). IN (read-only
+in the sandbox) holds run.ipynb (the student's cells with grading cells in place of the check cells), the
+grader's requests and work/, the copy of the student's folder; this copies work/ to WORK and the requests to IO
+(both in the sandbox's size-limited scratch), sets the process and file-size limits that every process it starts
+inherits, runs the notebook (its grading cells write their answers to IO/answers/) and packs report.json, the
+answers and executed.ipynb into OUT, the only file outside the scratch it can write: {"status": "done" | "timeout"
+| "crashed" | "kernel-start", "cell": index, "errors": [[cell index, "Name: message"], ...]}. The report only
+explains a run; no mark is read from it, and the student's code could rewrite any of it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
+import shutil
+import signal
 import sys
 import time
+import zipfile
 from pathlib import Path
+
+from .grade_reading import Unreadable, read_regular
+
+
+def limit_processes(processes: int, out_bytes: int) -> None:
+    """The limits every process started from here inherits and cannot raise (no capability in the sandbox):
+    processes of this user in the sandbox's user namespace, and the size of any file written."""
+    if processes > 0:
+        resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (out_bytes, out_bytes))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG) instead of killing
 
 
 def main(argv: list[str]) -> int:
+    inputs, work, io_dir, out = (Path(a) for a in argv[:4])
+    time_limit, fast, processes, out_bytes = float(argv[4]), argv[5] == "1", int(argv[6]), int(argv[7])
+    limit_processes(processes, out_bytes)
+    if not work.exists():
+        shutil.copytree(inputs / "work", work)
+    io_dir.mkdir(parents=True, exist_ok=True)
+    for path in inputs.iterdir():
+        if path.is_file():
+            shutil.copyfile(path, io_dir / path.name)
+    for folder in ("runtime", "ipython", "mpl"):
+        Path(os.environ.get("HOME", str(io_dir)), folder).mkdir(parents=True, exist_ok=True)
+    report = run(io_dir, work, time_limit, fast)
+    (io_dir / "report.json").write_text(json.dumps(report))
+    pack(io_dir, out, out_bytes)
+    return 0
+
+
+def run(io_dir: Path, work: Path, time_limit: float, fast: bool) -> dict:
+    """Execute IO/run.ipynb with WORK as its folder; the report of how it ended (executed.ipynb beside it)."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-    io_dir, work, time_limit, fast = Path(argv[0]), Path(argv[1]), float(argv[2]), argv[3] == "1"
-    for folder in ("runtime", "ipython", "mpl"):
-        Path(os.environ.get("HOME", str(io_dir)), folder).mkdir(parents=True, exist_ok=True)
     notebook = nbformat.read(io_dir / "run.ipynb", as_version=4)
     deadline = time.monotonic() + time_limit
     client = NotebookClient(notebook, kernel_name="python3", allow_errors=True, interrupt_on_timeout=False,
@@ -58,6 +91,27 @@ def main(argv: list[str]) -> int:
     report["errors"] = [[index, f"{o.get('ename', 'Error')}: {o.get('evalue', '')}"[:300]]
                         for index, cell in enumerate(notebook.cells) for o in cell.get("outputs", [])
                         if o.get("output_type") == "error"]
-    nbformat.write(notebook, io_dir / "executed.ipynb")  # for --keep-runs: what the teacher can look at
-    (io_dir / "report.json").write_text(json.dumps(report))
-    return 0
+    try:
+        nbformat.write(notebook, io_dir / "executed.ipynb")  # for --keep-runs: what the teacher can look at
+    except OSError:
+        pass  # the scratch is full (the student's doing): the report and answers still go back
+    return report
+
+
+def pack(io_dir: Path, out: Path, out_bytes: int) -> None:
+    """report.json, answers/*.json and *.npz and executed.ipynb, stored in the zip OUT, each read as a regular
+    file within what is left of OUT_BYTES (the student's processes may have replaced any of them)."""
+    names = ["report.json", *sorted(f"answers/{p.name}" for p in (io_dir / "answers").glob("*.*")
+                                    if p.suffix in (".json", ".npz")), "executed.ipynb"]
+    left = out_bytes - 1_000_000  # room for the zip's own records
+    with open(out, "r+b") as handle:
+        handle.truncate(0)
+        with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_STORED) as bundle:
+            for name in names[:4096]:
+                try:
+                    data = read_regular(io_dir / name, left)
+                except Unreadable as problem:
+                    data = json.dumps({"unreadable": str(problem)}).encode() if name.endswith(".json") else None
+                if data is not None and len(data) <= left:
+                    bundle.writestr(name, data)
+                    left -= len(data)

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..book.grade_bounds import Limits
 from ..choices import DEFAULT_MEMORY_GB, DEFAULT_TIME_LIMIT
 from ..cli import INTERRUPTED_STATUS, positive_float
 from ..cli import run as run_cli
@@ -55,6 +56,13 @@ def _main(argv: list[str]) -> int:
                         help="notebooks graded side by side (default: the number of cores)")
     parser.add_argument("--memory-limit", type=positive_float, default=DEFAULT_MEMORY_GB, metavar="GB",
                         help=f"memory one notebook may use, in GB (default {DEFAULT_MEMORY_GB:g})")
+    parser.add_argument("--process-limit", type=_positive_int, default=Limits.processes, metavar="N",
+                        help=f"processes one notebook may run at once (default {Limits.processes})")
+    parser.add_argument("--scratch-limit", type=_positive_int, default=Limits.scratch_mb, metavar="MB",
+                        help="the notebook's writable folder, a tmpfs counted in its memory where a cgroup is "
+                             f"available (default {Limits.scratch_mb})")
+    parser.add_argument("--tmp-limit", type=_positive_int, default=Limits.tmp_mb, metavar="MB",
+                        help=f"its /tmp, and its /dev/shm as much again, tmpfs (default {Limits.tmp_mb})")
     parser.add_argument("--no-sandbox", action="store_true",
                         help="grade without bubblewrap (student code then runs with your rights; every row says so)")
     parser.add_argument("--full", action="store_true", help="run the chapters at full settings, not fast mode")
@@ -62,7 +70,7 @@ def _main(argv: list[str]) -> int:
                         help="copy each executed notebook (as graded, with its outputs) to FOLDER/student/, a new "
                              "or empty folder")
     args = parser.parse_args(argv)
-    from ..book import grade  # numpy (the answers' arrays): once the flags are read
+    from ..book import grade, grade_bounds  # numpy (the answers' arrays): once the flags are read
     from ..book.exercises import chapters_with_exercises
 
     if not args.submissions.is_dir():
@@ -93,7 +101,11 @@ def _main(argv: list[str]) -> int:
     jobs = min(args.jobs, max(1, len(notebooks)))
     settings = grade.Settings(time_limit=args.time_limit, fast=not args.full, sandbox=not args.no_sandbox,
                               memory_gb=args.memory_limit, threads=max(1, (os.cpu_count() or 1) // jobs),
-                              keep_runs=args.keep_runs)
+                              keep_runs=args.keep_runs, processes=args.process_limit, scratch_mb=args.scratch_limit,
+                              tmp_mb=args.tmp_limit)
+    missing = grade_bounds.unavailable(settings.limits()) if settings.sandbox else None
+    if missing:
+        print(missing, flush=True)
     journal = grade.Journal(journal_file)
     start = time.monotonic()
     try:

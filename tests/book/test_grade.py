@@ -284,7 +284,7 @@ def test_a_kernel_that_will_not_start_is_retried_then_reported_as_a_grading_erro
 
     def never_starts(self, scratch, task, run, plans, exercises):
         calls.append(1)
-        return {"status": "kernel-start", "detail": "Kernel didn't respond in 60 seconds"}, {}
+        return {"status": "kernel-start", "detail": "Kernel didn't respond in 60 seconds"}, {}, []
 
     monkeypatch.setattr(grade.Grader, "_execute", never_starts)
     monkeypatch.setattr(grade.time, "sleep", lambda seconds: None)

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..answering import Unsupported, call_all, decode, decode_arguments, encode_cases
+from ..answering import Unsupported, call_all, decode_answer, decode_arguments, encode_cases
 
 NOT_ATTEMPTED = "not attempted yet"  # what a check prints for a stub: the same line on every run
 _ATTEMPTS: dict[str, int] = {}  # wrong tries per exercise in this kernel, for the hint tiers
@@ -165,10 +165,10 @@ class Exercise:
                                   "copy and return the copy).")
         try:
             if case.repeat:
-                values = [decode(v, arrays) for v in record.get("values", [])]
+                values = [decode_answer(v, arrays) for v in _listed(record.get("values", []))]
                 got = self.summarize(values, case) if self.summarize else values
             else:
-                got = self._normal(decode(record.get("value"), arrays))
+                got = self._normal(decode_answer(record.get("value"), arrays))
         except WrongForm as problem:
             return Verdict(False, f"{self.label}: {where}: {problem}\n  input:    {shown}")
         except Exception as error:  # an answer the judge cannot read: wrong, with the reason
@@ -230,8 +230,8 @@ def _decoded(record: Any, arrays: dict[str, np.ndarray]) -> Any:
         return None
     try:
         if "values" in record:
-            return [decode(v, arrays) for v in record["values"]]
-        return decode(record.get("value"), arrays)
+            return [decode_answer(v, arrays) for v in _listed(record["values"])]
+        return decode_answer(record.get("value"), arrays)
     except Exception:  # unreadable: the case-by-case judgement reports it
         return None
 
@@ -241,7 +241,14 @@ def _roundtrip(value: Any) -> Any:
     from ..answering import _Encoder
 
     arrays: dict[str, np.ndarray] = {}
-    return decode(_Encoder(arrays).encode(value), arrays)
+    return decode_answer(_Encoder(arrays).encode(value), arrays)
+
+
+def _listed(values: Any) -> list:
+    """A record's repeated values (a list, or the answer is not plain data)."""
+    if type(values) is not list:
+        raise ValueError("the repeated calls' values are not a list")
+    return values
 
 
 # --------------------------------------------------------------------------------------------- comparing
