@@ -42,7 +42,7 @@ from .probes import linear_probe, pair_features
 from .stats import wilson_interval
 
 # What chapters import from here (the module's public face; albert_mini/README.md).
-__all__ = ["Language", "Recipe", "ROWS", "TASKS", "clock_rule", "pair_set", "score_row", "token_regression",
+__all__ = ["Language", "Recipe", "clock_rule", "pair_set", "score_row", "token_regression",
            "topic_rule", "train_row"]
 
 FULL_STOP = "."

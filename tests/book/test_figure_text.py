@@ -143,6 +143,8 @@ FIGURES = {
     "experiment sentence_task": experiment("sentence_task"),
     "experiment sop_levers": experiment("sop_levers"),
     "experiment sop_escape": experiment("sop_escape"),
+    "experiment sop_language": experiment("sop_language"),
+    "experiment sop_supervised": experiment("sop_supervised"),
     "parameters vs E, albert-base": parameters_plot("albert-base"),
     "parameters vs E, albert-xxlarge": parameters_plot("albert-xxlarge"),
     "plot_smoothness": smoothness_plot,

@@ -56,12 +56,31 @@ def guard_values() -> dict[str, dict]:
         values["branch"] = _losses(branch["curve"]) + [
             branch["mlm_128"]["loss"], branch["sentence_64"]["sop_unmasked"]["head"]["accuracy"],
             branch["downstream"]["austen-mc"]["accuracy"]]
+        values["supervised"] = supervised_values(checkpoint)
+    values["language"] = language_values()
     scratch = train_scratch("nsp", 0, FAST_TRUNK)
     values["scratch"] = _losses(scratch["curve"]) + [scratch["mlm_64"]["loss"]]
     tuned = finetune_one(Finetuning("austen-mc", "random", 0, FinetuneSettings(
         steps=2, batch_size=2, seed=0, max_train_examples=8, max_eval_examples=8)), AlbertForPreTraining(mini()))
     values["finetuning"] = [round(float(tuned["final_train_loss"]), 6), tuned["accuracy"]]
     return {kind: {"version": NUMERICS_VERSION[kind], "values": v} for kind, v in values.items()}
+
+
+def supervised_values(checkpoint: Path) -> list[float]:
+    """The supervised kind: a fast SOP arm from the fast trunk's checkpoint (its losses and last head scores)."""
+    from .sop_supervised import FAST_SUPERVISION, train_arm
+    from .trunk import FAST_TRUNK
+
+    arm = train_arm(checkpoint, "sop", 0, FAST_TRUNK, FAST_SUPERVISION)
+    return [round(loss, 6) for loss in arm["losses"]] + [arm["points"][-1][t]["accuracy"] for t in ("sop", "nsp")]
+
+
+def language_values() -> list[float]:
+    """The language kind: the fast SOP row on the built language (its losses, probe and head scores)."""
+    from .sop_language import FAST_LANGUAGE, FAST_PAIR_COUNTS, FAST_RECIPE, train_and_score
+
+    run = train_and_score(FAST_LANGUAGE, FAST_RECIPE, FAST_PAIR_COUNTS, "sop", 0)
+    return [round(loss, 6) for loss in run["losses"]] + [run[k]["accuracy"] for k in ("sop", "nsp", "sop_head")]
 
 
 def write_guard(values: dict[str, dict] | None = None) -> Path:

@@ -178,7 +178,7 @@ def train_arm(checkpoint, arm: str, seed: int, plan: TrunkPlan, settings: Superv
         clip_grad_global_norm([p for p in model.parameters() if p.grad is not None], settings.clip_norm)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        losses.append(float(out.loss))
+        losses.append(float(out.loss.detach()))
         if step + 1 in settings.score_at:
             points.append({"step": step + 1, **head_scores(model, plan)})
     return {"arm": arm, "seed": seed, "steps": settings.steps, "train_seconds": time.perf_counter() - start,
@@ -255,7 +255,10 @@ def figure(result: dict):
             drawn += [100 * value["wilson"][0], 100 * value["wilson"][1]]
         for ax in axes:
             ax.set_ylim(min(drawn) - 2, max(drawn) + 2)
-        fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncols=2)
+        legend = {}  # every panel's entries once: the SOP panel's floor and the NSP panel's
+        for ax in axes:
+            legend.update(zip(*reversed(ax.get_legend_handles_labels())))
+        fig.legend(list(legend.values()), list(legend), loc="lower center", ncols=2)
         fig.tight_layout(rect=(0, 0.22, 1, 1))
     return fig
 
