@@ -140,13 +140,16 @@ exercises: $(STAMP)
 # GRADEBOOK=file; a rerun replaces the gradebook it wrote and continues an interrupted run from its journal; any
 # other existing file is replaced only with OVERWRITE=1). CHAPTERS="03 05" grades only those chapters (students
 # without one get "missing" rows); each notebook runs in a bubblewrap sandbox (make sandbox-deps installs it;
-# NO_SANDBOX=1 grades without one), offline, with TIME_LIMIT seconds and MEMORY_LIMIT GB, JOBS at a time.
+# NO_SANDBOX=1 grades without one), offline, with TIME_LIMIT seconds, MEMORY_LIMIT GB, PROCESS_LIMIT processes,
+# a SCRATCH_LIMIT MB folder and TMP_LIMIT MB /tmp and /dev/shm (the teacher guide gives the defaults), JOBS at a time.
 TIME_LIMIT ?= 600
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "error: make grade needs the class folder: make grade SUBMISSIONS=path/to/class (one sub-folder of notebooks per student)" >&2; exit 2; }
 	$(CLI) grade "$(SUBMISSIONS)" --time-limit $(TIME_LIMIT) $(if $(GRADEBOOK),--out "$(GRADEBOOK)") \
 		$(if $(OVERWRITE),--overwrite) $(if $(CHAPTERS),--chapters $(CHAPTERS)) $(if $(JOBS),--jobs $(JOBS)) \
-		$(if $(MEMORY_LIMIT),--memory-limit $(MEMORY_LIMIT)) $(if $(NO_SANDBOX),--no-sandbox)
+		$(if $(MEMORY_LIMIT),--memory-limit $(MEMORY_LIMIT)) $(if $(PROCESS_LIMIT),--process-limit $(PROCESS_LIMIT)) \
+		$(if $(SCRATCH_LIMIT),--scratch-limit $(SCRATCH_LIMIT)) $(if $(TMP_LIMIT),--tmp-limit $(TMP_LIMIT)) \
+		$(if $(NO_SANDBOX),--no-sandbox)
 
 # bubblewrap from Debian: the sandbox `make grade` runs every student notebook in (and its tests need).
 sandbox-deps:

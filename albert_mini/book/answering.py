@@ -308,8 +308,9 @@ class _Swap:
                 owner = getattr(owner, part)
             function = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
             function = getattr(function, "__func__", function)
-            message = (f"{qualname} ({module_name}) is the package's own answer and is not available while "
-                       "your function is checked: write it yourself")
+            message = (f"{qualname} ({module_name}) is the package's own answer and is switched off while "
+                       "your function is checked: write it yourself (a guard against calling it by accident, not "
+                       "against copying it: a copy is plagiarism the checks do not detect)")
             stub_source = (f"def stub(*args, **kwargs):\n    raise __import__({__name__!r}, fromlist=['NotAvailable'])"
                            f".NotAvailable({message!r})\n")
             scope: dict = {}

@@ -661,7 +661,7 @@ class Grader:
         first_error = next(((origin[i], str(text)[:300]) for i, text in errors  # the stuck cell's is told above
                             if isinstance(i, int) and 0 <= i < len(origin) and origin[i] is not None and i != stuck),
                            None)
-        raised = f"; the notebook raised {first_error[1]} in cell {first_error[0]}" if first_error else ""
+        raised = f"; the notebook raised {explained(first_error[1])} in cell {first_error[0]}" if first_error else ""
         rows = []
         for name, exercise in exercises.items():
             cases, requests, arrays, expected = plans[name]
@@ -689,6 +689,14 @@ class Grader:
                 reason += f"; this exercise's check{f' (cell {cell})' if cell else ''} never ran"
             rows.append(Row(task.student, task.chapter, name, False, f"{prefix}{reason}{raised}"))
         return rows
+
+
+def explained(error: str) -> str:
+    """A notebook's error as the teacher reads it: an import of what the grader withholds says so."""
+    if re.match(r"ModuleNotFoundError: No module named 'albert_mini\.book\.exercises\.", error):
+        return (f"{error} (it imported the exercises' references or checks, which the grader withholds: it called "
+                "the package's reference or changed the checks)")
+    return error
 
 
 def _member(files: dict[str, bytes | Unreadable], name: str) -> bytes:

@@ -66,9 +66,10 @@ def gives_the_tiers_in_turn(check, wrong, exercise, capsys) -> None:
 def refuses_the_package_answer(exercise, answer, capsys, check=None) -> None:
     """The package's own answer is switched off while `exercise` is checked (by `check`, else its own check method):
     in the learner's check and under the grader."""
-    fails_with(check or exercise.check, answer, capsys, "not available while your function is checked")
+    fails_with(check or exercise.check, answer, capsys, "switched off while your function is checked")
     verdict = exercise.verdict(answer, GRADER_SEED)
-    assert verdict.passed is False and "not available" in verdict.message
+    assert verdict.passed is False and "switched off" in verdict.message
+    assert "not against copying" in verdict.message  # honest: a guard against accidents, not against a copy
 
 
 # ------------------------------------------------------------------ right answers pass

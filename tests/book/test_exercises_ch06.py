@@ -295,7 +295,7 @@ def masker_probabilities(max_n):
         tokens, np.array([i for s, e in spans for i in range(s, e)]), rng, mask_id, ids)),
 ], ids=["masker-probs", "masker-probs-in-sampler", "package-budget", "masker-budget", "package-80-10-10"])
 def test_the_packages_own_answer_is_switched_off(check, cheat, capsys):
-    fails_with(check, cheat, capsys, "not available while your function is checked")
+    fails_with(check, cheat, capsys, "switched off while your function is checked")
     assert masking.prediction_budget(128) == 19 and Masker.__init__.__code__.co_name == "__init__"  # put back
 
 

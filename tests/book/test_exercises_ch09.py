@@ -120,7 +120,7 @@ def test_checks_reject_objects_that_claim_to_be_equal(check, cheat, capsys):
     (check_mlm_head_flops_per_token, throughput.mlm_head_flops_per_token),
 ], ids=["package-memory", "package-head"])
 def test_the_packages_own_answer_is_switched_off(check, cheat, capsys):
-    fails_with(check, cheat, capsys, "not available while your function is checked")
+    fails_with(check, cheat, capsys, "switched off while your function is checked")
     assert memory.parameter_bytes(1, "sgd") == 8
 
 

@@ -174,7 +174,7 @@ def test_every_cheat_gets_no_mark(graded):
             continue  # these hand in stubs (or one honest answer) with an attack beside them: below
         assert marks(graded, student) == ["no"] * 3, (student, [graded["by"][student, n] for n in EXERCISES])
     assert marks(graded, "package_called") == ["yes", "yes", "no"]
-    assert "not available" in graded["by"]["package_called", "mlm_head_params"]["message"]
+    assert "switched off" in graded["by"]["package_called", "mlm_head_params"]["message"]
     for student in ("writes_outside", "process_left_behind", "kills_the_grader", "network"):
         assert marks(graded, student) == ["no"] * 3
 

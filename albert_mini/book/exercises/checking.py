@@ -151,7 +151,8 @@ class Exercise:
             return Verdict(False, f"{self.label}: {where}: no answer")
         if "raised" in record:
             extra = ("\n  hint: this function is the exercise; the package's own version is switched off "
-                     "while it is checked" if record.get("not_available") else "")
+                     "while it is checked (against accidents, not against copying)" if record.get("not_available")
+                     else "")
             return Verdict(False, f"{self.label}: your function raised {record['raised']}\n  on input "
                                   f"{shown}{extra}")
         if record.get("changed"):
