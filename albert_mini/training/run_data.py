@@ -199,15 +199,17 @@ def load_run_data(setup: PretrainingSetup, config: AlbertConfig, tokenizer: Toke
     train_docs, held_docs, fingerprint = load_documents(setup, tokenizer, say)
     splits = {"training": train_docs, "validation": held_docs}
     check_task_fits(splits, setup.task, setup.split_by)
-    held = build_pretraining_dataset(held_docs, tokenizer, **plan.held_out)
+    # A text with no instance at a length builds no dataset (None, 0 examples): the batch check below then says
+    # why in one line, with the values that work, instead of the builder's ValueError.
+    held = fitting_dataset(held_docs, tokenizer, **plan.held_out)
     datasets = []  # one per phase
     for phase in plan.phases:
-        datasets.append(build_pretraining_dataset(train_docs, tokenizer, max_seq_len=phase.seq_len, **plan.training))
+        datasets.append(fitting_dataset(train_docs, tokenizer, max_seq_len=phase.seq_len, **plan.training))
     world = info.world_size
     for phase, dataset in reversed(list(zip(plan.phases, datasets))):  # the --seq-len phase first
         # A short phase only trains (evaluation stays at --seq-len), so only its training batch is checked.
         evals = setup.eval_batches if phase.seq_len == setup.seq_len else 0
-        counts = len(dataset) // world, len(held) // world if evals else 0
+        counts = size(dataset) // world, size(held) // world if evals else 0
         if counts[0] < phase.batch_size or counts[1] < phase.batch_size * evals:
             raise UsageError(batch_problem(setup, config, splits, world, phase.seq_len, phase.batch_size, evals,
                                            counts))
@@ -215,6 +217,24 @@ def load_run_data(setup: PretrainingSetup, config: AlbertConfig, tokenizer: Toke
     train = training_batches(setup, train_docs, tokenizer, **shard, phases=plan.phases, datasets=datasets)
     val = validation_batches(setup, held_docs, tokenizer, **shard, dataset=held)
     return RunData(train, val, train_docs, fingerprint)
+
+
+NO_INSTANCE = "instance fits in max_seq_len"  # text.instances' error when not one instance fits
+
+
+def fitting_dataset(documents, tokenizer, **options):
+    """build_pretraining_dataset's dataset, or None when no instance of the task fits its max_seq_len (the
+    builder's ValueError for that case, which names the library's argument, not the flag)."""
+    try:
+        return build_pretraining_dataset(documents, tokenizer, **options)
+    except ValueError as error:
+        if NO_INSTANCE not in str(error):
+            raise
+        return None
+
+
+def size(dataset) -> int:
+    return 0 if dataset is None else len(dataset)
 
 
 def synthetic_data(setup: PretrainingSetup, config: AlbertConfig, info: DistInfo) -> RunData:
