@@ -1,5 +1,5 @@
-"""The book as static HTML: every chapter's committed, executed notebook (never re-run), the teacher guide and a
-contents page, with maths rendered offline. What `make html` runs:
+"""The book as static HTML: every chapter's committed, executed notebook (never re-run), the results page
+(data/results/README.md), the teacher guide and a contents page, with maths rendered offline. What `make html` runs:
 
     albert-mini html                 # -> build/html/index.html
     albert-mini html --out DIR       # anywhere else
@@ -31,6 +31,7 @@ from .exercises.solutions import copy_with_solutions
 
 GUIDE = "TEACHER_GUIDE.md"
 NOTES = "REFERENCE_NOTES.md"  # the notes on the reference code that chapters link, as [REFERENCE_NOTES.md](...)
+RESULTS = Path("data/results/README.md")  # the results page: the claims at a glance, then every committed result
 TITLE = "albert-mini: ALBERT built step by step"
 # The parts of MathJax's es5 tree that the TeX-input, CommonHTML-output page needs, including what it may load
 # lazily (TeX extensions, fonts, the menu and its accessibility tools); the other combined builds stay behind.
@@ -167,6 +168,8 @@ def index_page(root: Path, notebooks: list[Path]) -> str:
     toctree = "\n".join(f"chapters/{notebook.stem}" for notebook in notebooks)
     guide = (root / "chapters" / GUIDE).exists()
     notes = (root / "chapters" / NOTES).exists()
+    results = (root / RESULTS).exists()
+    results_doc = RESULTS.with_suffix("").as_posix()
     return "\n".join([
         f"# {TITLE}",
         "",
@@ -181,6 +184,9 @@ def index_page(root: Path, notebooks: list[Path]) -> str:
         "|---|---|---|",
         *rows,
         "",
+        *([f"The [results page]({results_doc}) sets each of the paper's claims the book tests beside what it",
+           "found at mini scale, with a link to the chapter that shows it, then every committed result.", ""]
+          if results else []),
         *([f"Teachers: the [teacher guide](chapters/{Path(GUIDE).stem}) gives each chapter's goals, timing,",
            "exercises and discussion questions with answers.", ""] if guide else []),
         *([f"The [notes on the reference code](chapters/{Path(NOTES).stem}) say, file by file, what the chapters",
@@ -192,6 +198,7 @@ def index_page(root: Path, notebooks: list[Path]) -> str:
         toctree,
         "```",
         "",
+        *(["```{toctree}", ":hidden:", ":caption: Results", "", results_doc, "```", ""] if results else []),
         *(["```{toctree}", ":hidden:", ":caption: For teachers", "", f"chapters/{Path(GUIDE).stem}", "```", ""]
           if guide else []),
         *(["```{toctree}", ":hidden:", ":caption: Reference", "", f"chapters/{Path(NOTES).stem}", "```", ""]
@@ -210,6 +217,9 @@ def stage(root: Path, staging: Path) -> list[Path]:
     for page in (GUIDE, NOTES):  # markdown pages beside the chapters, which their text links
         if (root / "chapters" / page).exists():
             shutil.copy2(root / "chapters" / page, staging / "chapters" / page)
+    if (root / RESULTS).exists():  # at its place in the checkout, so its links to chapters/ resolve as on GitHub
+        (staging / RESULTS).parent.mkdir(parents=True)
+        shutil.copy2(root / RESULTS, staging / RESULTS)
     shutil.copytree(root / "figures", staging / "figures")
     mathjax = mathjax_source()
     target = staging / "_static" / "mathjax"
@@ -241,7 +251,8 @@ def build(out: Path, root: Path | None = None, quiet: bool = True, writes: Write
     root = root or repo_root()
     out = Path(out).resolve()
     check = writes.check if writes is not None else functools.partial(check_writes, "html")
-    check(folders=[("--out", out)], inputs=[root / "chapters", root / "figures"])
+    inputs = [root / "chapters", root / "figures", *[p for p in [root / RESULTS] if p.exists()]]
+    check(folders=[("--out", out)], inputs=inputs)
     record = check_out_dir(out)
     with tempfile.TemporaryDirectory(prefix="albert-mini-html-") as scratch:
         staging, built = Path(scratch) / "src", Path(scratch) / "html"

@@ -35,6 +35,7 @@ SOURCES = sorted(CHAPTERS.glob("[0-9][0-9]_*.py"))
 NOTEBOOKS = sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb"))
 GUIDE = CHAPTERS / "TEACHER_GUIDE.md"
 NOTES = CHAPTERS / "REFERENCE_NOTES.md"  # linked from the chapters' text: a page of the book too
+RESULTS = ROOT / "data" / "results" / "README.md"  # the results page: the paper's claims at a glance
 PACKAGES = "chromium chromium-driver"
 CHROMIUM_FLAGS = [
     "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -487,6 +488,7 @@ def test_lab_no_open_chapter_is_marked_unsaved(lab_page):
 def book_pages() -> list[str]:
     """Every page `make html` must produce, in reading order after the contents page."""
     pages = ["index.html"] + [f"chapters/{notebook.stem}.html" for notebook in NOTEBOOKS]
+    pages += ["data/results/README.html"] if RESULTS.exists() else []  # the results page, after the chapters
     pages += [f"chapters/{page.stem}.html" for page in (GUIDE, NOTES) if page.exists()]
     return pages + ["genindex.html", "search.html"]
 
