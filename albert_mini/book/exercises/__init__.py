@@ -29,7 +29,8 @@ for _module in pkgutil.iter_modules(__path__):
         for _name in dir(_loaded):
             if _name.startswith("check_"):
                 globals()[_name] = getattr(_loaded, _name)
-                __all__.append(_name)
+                if _name not in __all__:  # the list above names most of them already
+                    __all__.append(_name)
 
 
 def chapters_with_exercises() -> list[str]:
