@@ -41,12 +41,17 @@ def attention_math(q, k, v, mask_bias=None, dropout_p: float = 0.0, training: bo
     return context, weights
 
 
-def check_mask_shape(attention_mask: torch.Tensor | None, batch: int, tokens: int) -> None:
+def check_mask_shape(attention_mask: torch.Tensor | None, batch: int, tokens: int,
+                     device: torch.device | None = None) -> None:
     """ValueError naming both shapes unless the mask is (B, T), (B, 1, 1, T) or (B, 1, T, T) for B sequences of T
     tokens. Broadcasting would take others silently: a (B, 1) mask would spread its one value over every token,
-    so a row of 0 would attend to nothing."""
+    so a row of 0 would attend to nothing. And unless it is on `device` (the input ids'), when given: a mask on
+    the meta device was read as no mask at all."""
     if attention_mask is None:
         return
+    if device is not None and attention_mask.device != device:
+        raise ValueError(f"attention_mask is on {attention_mask.device} and input_ids on {device}; move the mask "
+                         "with attention_mask.to(input_ids.device)")
     B, T = batch, tokens
     accepted = ((B, T), (B, 1, 1, T), (B, 1, T, T))
     if tuple(attention_mask.shape) not in accepted:
@@ -296,7 +301,7 @@ class AlbertModel(AlbertPreTrainedModel):
         too (a float 0/1 mask means what the integer one does) unless some value is negative or none is positive:
         then it is an additive mask, Hugging Face's 0 / large-negative form, and attends where it is 0 (converted,
         never read inverted). See `extended_attention_mask`."""
-        check_mask_shape(attention_mask, *input_ids.shape)
+        check_mask_shape(attention_mask, *input_ids.shape, device=input_ids.device)
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
         mask_bias = extended_attention_mask(attention_mask, x.dtype)
         h, hidden_states, attentions = self.encoder(x, mask_bias, output_hidden_states, output_attentions)

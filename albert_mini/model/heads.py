@@ -40,6 +40,13 @@ class TaskOutput:
         return self.logits[..., 1]
 
 
+def check_labelled(input_ids: torch.Tensor, labels) -> None:
+    """ValueError for targets given with a batch of no example: their mean loss would be 0 / 0, NaN."""
+    if labels is not None and input_ids.shape[0] == 0:
+        raise ValueError(f"input_ids of shape {tuple(input_ids.shape)} hold no example, so the loss of the labels "
+                         "given with them would be NaN; give at least one example")
+
+
 def _classification_loss(logits: torch.Tensor, labels: torch.Tensor, num_labels: int) -> torch.Tensor:
     """HF's rule: one output is regression (MSE), integer labels are single-label, float labels multi-label."""
     if num_labels == 1:
@@ -64,6 +71,7 @@ class AlbertForSequenceClassification(AlbertPreTrainedModel):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, labels=None,
                 output_hidden_states: bool = False, output_attentions: bool = False) -> TaskOutput:
+        check_labelled(input_ids, labels)
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
                           output_attentions)
         logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
@@ -87,6 +95,12 @@ class AlbertForMultipleChoice(AlbertPreTrainedModel):
             raise ValueError(f"multiple choice takes input_ids of shape (batch, choices, length), got "
                              f"{tuple(input_ids.shape)}")
         B, C, T = input_ids.shape
+        check_labelled(input_ids, labels)
+        for name, x in (("attention_mask", attention_mask), ("token_type_ids", token_type_ids),
+                        ("position_ids", position_ids)):
+            if x is not None and tuple(x.shape) != (B, C, T):  # reshaped below, a wrong one would fail obscurely
+                raise ValueError(f"multiple choice takes {name} of the shape of input_ids, {(B, C, T)}, got "
+                                 f"{tuple(x.shape)}")
 
         def rows(x):  # (B, C, T) -> (B * C, T): every option is an ordinary sequence
             return None if x is None else x.reshape(B * C, T)
@@ -111,6 +125,7 @@ class AlbertForQuestionAnswering(AlbertPreTrainedModel):
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 start_positions=None, end_positions=None,
                 output_hidden_states: bool = False, output_attentions: bool = False) -> TaskOutput:
+        check_labelled(input_ids, start_positions)
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
                           output_attentions)
         logits = self.qa_outputs(out.last_hidden_state)  # (B, T, 2): start and end score per token

@@ -32,7 +32,7 @@ from ..paths import sha256_bytes, sha256_file
 from ..text.batch_source import BatchSource
 from ..training import rundir
 from ..training.checkpoint import CheckpointError, latest_checkpoint, load_pretrained
-from ..training.optim import WarmupPolyDecay, build_optimizer
+from ..training.optim import WarmupPolyDecay, build_optimizer, check_rate, check_steps
 from ..training.trainer import TrainConfig, Trainer
 from .kinds import task_kind
 
@@ -310,6 +310,14 @@ class FinetuneSettings:
 
     def __post_init__(self):
         check_device_name(self.device)
+        check_steps(self.steps, "steps")
+        check_steps(self.batch_size, "batch_size")
+        if self.steps < 1 or self.batch_size < 1:
+            raise ValueError(f"steps and batch_size must be >= 1, got {self.steps} and {self.batch_size}")
+        check_rate(self.lr, "lr")
+        if not 0 <= self.warmup_fraction <= 1:
+            raise ValueError(f"warmup_fraction must be in [0, 1], got {self.warmup_fraction}")
+        check_rate(self.weight_decay, "weight_decay")
 
 
 def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None, config: AlbertConfig | None = None,

@@ -31,11 +31,10 @@ class Lamb(torch.optim.Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-6,
                  weight_decay: float = 0.01, adapt: bool = True):
-        if lr < 0:
-            raise ValueError(f"learning rate must be >= 0, got {lr}")
+        check_rate(lr)
         if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
             raise ValueError(f"betas must be in [0, 1), got {betas}")
-        if eps <= 0 or weight_decay < 0:
+        if not (0 < eps < math.inf and 0 <= weight_decay < math.inf):
             raise ValueError(f"eps must be > 0 and weight_decay >= 0, got eps={eps}, weight_decay={weight_decay}")
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, adapt=adapt))
 
@@ -112,9 +111,25 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     ]
 
 
+def check_rate(lr, what: str = "learning rate") -> None:
+    """ValueError unless `lr` is a finite number >= 0 (NaN passes every `< 0` test, and would train NaN weights)."""
+    value = float(lr)
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{what} must be a finite number >= 0, got {lr}")
+
+
+def check_steps(value, what: str) -> None:
+    """ValueError unless `value` is a whole number (an int, or a float such as 6.0): 5.5 steps cannot be run."""
+    whole = isinstance(value, int) and not isinstance(value, bool) or isinstance(value, float) and value.is_integer()
+    if not whole and not hasattr(value, "__index__"):
+        raise ValueError(f"{what} must be a whole number, got {value!r}")
+
+
 def build_optimizer(model: nn.Module, name: str = "lamb", lr: float = 1.76e-3, weight_decay: float = 0.01,
                     betas=(0.9, 0.999), eps: float = 1e-6) -> torch.optim.Optimizer:
     """LAMB (the paper's pretraining optimizer) or torch's AdamW, both on `param_groups(model, weight_decay)`."""
+    check_rate(lr)
+    check_rate(weight_decay, "weight_decay")
     groups = param_groups(model, weight_decay)
     if name == "lamb":
         return Lamb(groups, lr=lr, betas=betas, eps=eps)
@@ -140,6 +155,11 @@ class WarmupPolyDecay:
     power: float = 1.0
 
     def __post_init__(self):
+        check_steps(self.total_steps, "total_steps")
+        check_steps(self.warmup_steps, "warmup_steps")
+        check_rate(self.peak_lr, "peak_lr")
+        if not 0 < self.power < math.inf:
+            raise ValueError(f"power must be a finite number > 0, got {self.power}")
         if self.total_steps <= 0:
             raise ValueError(f"total_steps must be > 0, got {self.total_steps}")
         if not 0 <= self.warmup_steps <= self.total_steps:
@@ -172,6 +192,8 @@ def clip_grad_global_norm(params, max_norm: float = 1.0) -> float:
 
     Unlike torch's clip_grad_norm_, no epsilon is added, so gradients under the limit are left bit-exact.
     """
+    if not max_norm > 0:  # NaN or a negative limit would neither clip nor say so
+        raise ValueError(f"max_norm must be > 0 (math.inf: no clipping), got {max_norm}")
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
         return 0.0

@@ -94,7 +94,7 @@ from .distributed import (
     wrap_model,
 )
 from .objectives import PretrainingObjective
-from .optim import WarmupPolyDecay, build_optimizer, clip_grad_global_norm
+from .optim import WarmupPolyDecay, build_optimizer, check_steps, clip_grad_global_norm
 from .rundir import METRICS_FILE, amend_record, read_metrics, sweep_interrupted, truncate_metrics
 
 # DataLoader workers on a CUDA device when TrainConfig.workers is None: enough to build batches ahead of the GPU.
@@ -133,6 +133,8 @@ class TrainConfig:
     echo: bool = False  # also print one line per log step and evaluation (never when CI=true)
 
     def __post_init__(self):
+        check_steps(self.max_steps, "max_steps")
+        check_steps(self.accumulate, "accumulate")
         checks = [
             (self.max_steps >= 1, f"max_steps must be >= 1, got {self.max_steps}"),
             (self.accumulate >= 1, f"accumulate must be >= 1, got {self.accumulate}"),
@@ -184,6 +186,9 @@ def _to_device(batch: dict, device: torch.device, objective=None) -> dict:
     missing = [k for k in objective.required if k not in batch]
     if missing:
         raise KeyError(f"batch lacks {missing}; a batch source must yield dicts with keys {objective.inputs}")
+    if batch["input_ids"].shape[0] == 0:  # its loss would be 0 / 0
+        raise ValueError("a batch holds no sequence (input_ids of shape "
+                         f"{tuple(batch['input_ids'].shape)}); a batch source must yield at least one")
     # Not blocking: from pinned memory (LoadedBatches on CUDA) the copy overlaps the work already queued.
     return {k: batch[k].to(device, non_blocking=True) for k in objective.inputs if k in batch}
 
