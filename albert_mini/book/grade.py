@@ -262,6 +262,8 @@ def plan_class(submissions: Path, chapters: list[str] | None = None) -> tuple[li
             continue
         if not entry.is_dir():
             continue  # the gradebook, its journal, a teacher's notes
+        if entry.name.endswith(f"-{FEEDBACK_FOLDER}") and not any(entry.rglob("*.ipynb")):
+            continue  # the feedback pages of an earlier run
         if entry.name.startswith("."):
             rows.append(Row(entry.name, "", "", False, "a hidden folder; not graded (a student folder's name must "
                                                        "not start with a dot)"))
@@ -809,6 +811,28 @@ def grade_class(submissions: Path, settings: Settings, chapters: list[str] | Non
             raise
     ordered = [row for index in sorted(results) for row in results[index]]
     return sorted(ordered + rows, key=lambda r: (r.student, r.chapter, r.exercise == ""))
+
+
+FEEDBACK_FOLDER = "feedback"  # beside the gradebook: one Markdown file per student, to hand back
+
+
+def feedback_folder(gradebook: Path) -> Path:
+    return gradebook.with_name(f"{gradebook.stem}-{FEEDBACK_FOLDER}")
+
+
+def feedback_texts(rows: list[Row]) -> dict[str, str]:
+    """Student folder name -> a Markdown page of their rows (each exercise, passed or not, its message and hint),
+    as nbgrader's generate_feedback gives a student."""
+    pages: dict[str, list[str]] = {}
+    for row in rows:
+        lines = pages.setdefault(row.student, [f"# Feedback for {printable(row.student)}", ""])
+        cells = row.cells()
+        if row.exercise:
+            lines.append(f"- chapter {row.chapter}, `{row.exercise}`: **{'passed' if row.passed else 'not yet'}**. "
+                         f"{cells[4]}")
+        else:
+            lines.append(f"- {cells[4]}")
+    return {student: "\n".join(lines) + "\n" for student, lines in pages.items()}
 
 
 def gradebook_text(rows: list[Row]) -> str:

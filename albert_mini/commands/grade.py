@@ -17,11 +17,12 @@ from ..cli import INTERRUPTED_STATUS, positive_float
 from ..cli import run as run_cli
 from ..errors import MissingFileError, UsageError
 from ..paths import sha256_bytes
-from ..safe_files import OutputRecord, Writes, atomic_write_text
+from ..safe_files import OutputRecord, Writes, atomic_write_bytes, atomic_write_text
 from . import command_parser, docstring_of
 
 WRITES = Writes("grade", outputs="--out FILE, the gradebook CSV (default SUBMISSIONS/gradebook.csv; a rerun "
-                "replaces its own, --overwrite any other), and its journal .FILE.journal.jsonl beside it",
+                "replaces its own, --overwrite any other), its journal .FILE.journal.jsonl and FILE-feedback/ "
+                "(one STUDENT.md each) beside it",
                 inputs="SUBMISSIONS/ (every notebook in it)")
 
 
@@ -115,10 +116,23 @@ def _main(argv: list[str]) -> int:
               f"{journal_file}, and the same command continues from there", file=sys.stderr, flush=True)
         return INTERRUPTED_STATUS
     text = grade.gradebook_text(rows)
-    record.expect({out: sha256_bytes(text.encode("utf-8"))})  # a kill from here on leaves it ours
+    pages = {grade.feedback_folder(out) / f"{student}.md": page for student, page in grade.feedback_texts(rows).items()}
+    own = set(record.own())
+    kept = [path for path in pages if os.path.lexists(path) and path not in own and not args.overwrite]
+    pages = {path: page for path, page in pages.items() if path not in kept}
+    record.expect({out: sha256_bytes(text.encode("utf-8")),  # a kill from here on leaves them ours
+                   **{path: sha256_bytes(page.encode("utf-8", "surrogateescape")) for path, page in pages.items()}})
     atomic_write_text(out, text)
     record.add(out)
+    grade.feedback_folder(out).mkdir(exist_ok=True)
+    for path, page in pages.items():
+        atomic_write_bytes(path, page.encode("utf-8", "surrogateescape"))
+        record.add(path)
     record.save()
+    if kept:
+        print(f"note: kept {len(kept)} feedback files that grade did not write (--overwrite replaces them), e.g. "
+              f"{kept[0]}", flush=True)
     passed = sum(row.passed for row in rows)
-    print(f"{out}: {len(rows)} rows, {passed} passed ({time.monotonic() - start:.0f} s)", flush=True)
+    print(f"{out}: {len(rows)} rows, {passed} passed ({time.monotonic() - start:.0f} s); one feedback page per "
+          f"student in {grade.feedback_folder(out)}/", flush=True)
     return 0

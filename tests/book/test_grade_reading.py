@@ -181,3 +181,18 @@ def test_names_a_spreadsheet_shows_and_messages_capped():
 def test_a_large_honest_answer_is_within_the_limits(tmp_path):
     np.savez(tmp_path / "a.npz", v0=np.zeros(MAX_ARRAY_ELEMENTS, dtype=np.float64))
     assert read_arrays(tmp_path / "a.npz")["v0"].shape == (MAX_ARRAY_ELEMENTS,)
+
+
+def test_a_feedback_page_gives_each_exercise_its_verdict_and_message():
+    from albert_mini.book.grade import Row, feedback_texts
+
+    rows = [Row("ada", "03", "mlm_head_params", True, "mlm_head_params: all 13 cases agree. Well done!"),
+            Row("ada", "03", "break_even_embedding_size", False, "case 2 of 14 gives a different answer.\n"
+                                                                   "  hint: compare V x H with V x E + E x H"),
+            Row(os.fsdecode(b"b\xe9n"), "", "", False, "missing: no chapter notebook handed in")]
+    pages = feedback_texts(rows)
+    assert sorted(pages) == ["ada", os.fsdecode(b"b\xe9n")]
+    assert "`mlm_head_params`: **passed**" in pages["ada"] and "Well done!" in pages["ada"]
+    assert "`break_even_embedding_size`: **not yet**" in pages["ada"] and "hint: compare V x H" in pages["ada"]
+    assert pages[os.fsdecode(b"b\xe9n")].startswith("# Feedback for b\\xe9n") and "missing" in pages[
+        os.fsdecode(b"b\xe9n")]

@@ -135,6 +135,11 @@ def test_every_documented_command_runs_as_typed(tmp_path):
         [("ben", "03", n, "no") for n in three_names] + [("ben", "05", n, "no") for n in five_names])
     assert "--chapters 03 05" in done[DOCUMENTED[7]].stdout  # make echoed what it ran: the numbers, not files
     assert rows(teacher / "folder" / "gradebook.csv") == [("ada", "03", n, "yes") for n in three_names]
+    feedback = teacher / "class" / "gradebook-feedback"  # one page per student, and no student of its own
+    assert sorted(p.name for p in feedback.iterdir()) == ["ada.md", "ben.md"]
+    ben = (feedback / "ben.md").read_text()
+    assert ben.startswith("# Feedback for ben") and all(f"`{n}`: **not yet**" in ben for n in three_names)
+    assert not [r for r in everything + named if r[0] == feedback.name]
 
 
 def committed_copy(tmp_path: Path) -> tuple[Path, Path]:
