@@ -80,7 +80,7 @@ def _main(argv: list[str]) -> int:
                              "(default); every run records its device, and finished runs count on any device")
     args = parser.parse_args(argv)
     # The experiments load torch (seconds): imported once the flags are read, so --help answers at once.
-    from ..harness.experiments import EXPERIMENTS, OPT_IN, checked_tables, command_line, results_dir, run
+    from ..harness.experiments import EXPERIMENTS, OPT_IN, checked_tables, command_line, own_outputs, results_dir, run
     from ..harness.experiments.budget import FAST, current_budget
     from ..harness.experiments.estimate import describe, estimate
     from ..harness.experiments.provenance import use_device
@@ -103,7 +103,7 @@ def _main(argv: list[str]) -> int:
     figures = [FIGURES_ROOT / f"experiment_{n}.png" for n in names]  # the book's, which this command draws
     WRITES.check(folders=[("--out", out)], files=[] if args.estimate else outputs(names, out, budget),
                  inputs=[DATA_ROOT / "austen", TASKS_DIR], overwrite=args.overwrite or regenerating,
-                 regenerates=[results_dir(), *figures], own=figures)  # now, not after hours of training
+                 regenerates=[results_dir(), *figures], own=[*figures, *own_outputs(out)])  # now, not in hours
     use_device(args.device)  # a device that is not here is refused now
     cache = None if args.no_cache else RunCache(cache_dir())
     report = estimate(names, EXPERIMENTS, budget, args.seeds, cache)

@@ -48,11 +48,36 @@ def run(name: str, budget: Budget | None = None, out_dir: Path | None = None, se
                         time.perf_counter() - start, command, runner.compute_seconds.get(name),
                         sorted(runner.devices.get(name, ())), describe(budget) if describe else None)
     fig = experiment.figure(json.loads(path.read_text()))  # drawn from what was written, as a reader sees it
-    save_figure(fig, f"experiment_{name}.png", None if budget == FULL else path.parent)
+    figure = save_figure(fig, f"experiment_{name}.png", None if budget == FULL else path.parent)
     import matplotlib.pyplot as plt
 
     plt.close(fig)  # a run of every experiment would otherwise keep each figure open
+    if out_dir is not None and out_dir.resolve() != results_dir().resolve():
+        record_outputs(out_dir, [path, figure])
     return path
+
+
+RECORD_COMMAND = "experiments"  # the command whose outputs a folder's record lists (safe_files.OutputRecord)
+
+
+def record_outputs(folder: Path, paths: list[Path]) -> None:
+    """List the files just written into a --out folder of the user's as this command's own, so that the same
+    command run again replaces them instead of refusing them as someone else's (a file changed since is not
+    listed as it is, so it stays refused)."""
+    from ...safe_files import OutputRecord
+
+    record = OutputRecord(folder, RECORD_COMMAND)
+    for path in paths:
+        if Path(path).resolve().parent == Path(folder).resolve():
+            record.add(path)
+    record.save()
+
+
+def own_outputs(folder: Path) -> list[Path]:
+    """The files of `folder` an earlier run of this command wrote and nobody changed since."""
+    from ...safe_files import OutputRecord
+
+    return OutputRecord(folder, RECORD_COMMAND).own() if Path(folder).is_dir() else []
 
 
 def results_tables(folder: Path) -> str:
