@@ -131,6 +131,8 @@ _OS_FIXES = {
     errno.EISDIR: "it is a folder; give a file path",
     errno.ENOENT: "it does not exist; check the path",
     errno.EEXIST: "it already exists; choose a new path",
+    errno.EFBIG: "the file grew past the largest size this process may write (`ulimit -f`, or the file system's "
+                 "limit); raise the limit, or choose a disk that allows it, and rerun the same command",
 }
 
 

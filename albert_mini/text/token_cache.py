@@ -39,6 +39,7 @@ boundaries, and its datasets cache their sample indices as `.npy` files beside t
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
 import errno
 import functools
@@ -697,17 +698,30 @@ class _Recorded:
     """A file being written whose size and crc32 follow every write: the manifest records what was written."""
 
     def __init__(self, path: Path):
+        self.path = path
         self.file, self.size, self.crc = open(path, "wb"), 0, 0
 
     def write(self, data) -> int:
         view = memoryview(data).cast("B")
         self.crc = zlib.crc32(view, self.crc)
         self.size += view.nbytes
-        return self.file.write(view)
+        with self._named():
+            return self.file.write(view)
 
     def close(self) -> dict:
-        self.file.close()
+        with self._named():
+            self.file.close()
         return {"bytes": self.size, "crc32": f"{self.crc:08x}"}
+
+    @contextlib.contextmanager
+    def _named(self):
+        """A write error names this file: a full disk or `ulimit -f` (EFBIG) raise an OSError without a name."""
+        try:
+            yield
+        except OSError as error:
+            if error.filename is not None:
+                raise
+            raise OSError(error.errno, error.strerror, str(self.path)) from error
 
 
 def _collect(results, partial: Path, vocab_size: int) -> dict:
