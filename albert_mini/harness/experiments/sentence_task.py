@@ -8,14 +8,15 @@ difference per seed with a t interval over seeds; McNemar's exact test per seed 
 gives one answer to every pair.
 
 The quote strata of every SOP score and the no-network baselines beside them (strata.py) were added after the runs
-(issue 41), read from the per-pair scores the records already hold: a reading of the same numbers, not part of
-the pre-registered analysis; no run's key or numbers changed.
+by the SOP plateau study, read from the per-pair scores the records already hold: a reading of the same numbers, not
+part of the pre-registered analysis; no run's key or numbers changed.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -259,8 +260,8 @@ def trunk_folder(runner, spec: dict) -> Path:
 
 @dataclass(frozen=True)
 class TrunkStart:
-    """The finished trunk that branches start from (Table 5 v3 and issue 41's two stages): its plans, its run key
-    and record, the branch point its rule chose (with the evidence) and that step's checkpoint."""
+    """The finished trunk that branches start from (Table 5 v3 and the SOP plateau study's two stages): its plans,
+    its run key and record, the branch point its rule chose (with the evidence) and that step's checkpoint."""
 
     plan: TrunkPlan
     branch: BranchPlan
@@ -536,12 +537,14 @@ def draw(result: dict, left, right) -> None:
                       label=label if name == "trunk" else None)
     left.axhline(50, color="grey", ls=":", lw=1)
     left.axvline(result["trunk"]["branch_point"], color="black", ls=":", lw=1)
-    left.set(xlabel="step of the recipe", ylabel="held-out SOP %, 64 tokens", ylim=(40, 70),
+    shown = [100 * p[key] for _, points, _ in trunks for p in points for key in ("sop_head", "sop")]
+    left.set(xlabel="step of the recipe", ylabel="held-out SOP %, 64 tokens", ylim=holding(shown),
              title="SOP along the trunk")
     left.legend(loc="upper left", ncols=2)
     rows = result.get("rows") or (result.get("exploratory") or {}).get("rows")
     if rows:
         names = list(rows)
+        dots = [100 * v for row in rows.values() for task in ("sop", "nsp") for v in row[task]["values"]]
         for offset, task, colour in ((-0.15, "sop", "tab:blue"), (0.15, "nsp", "tab:orange")):
             for i, name in enumerate(names):
                 values = [100 * v for v in rows[name][task]["values"]]
@@ -550,8 +553,13 @@ def draw(result: dict, left, right) -> None:
         right.axhline(50, color="grey", ls=":", lw=1)
         title = "Rows, one dot per seed" if result.get("rows") else "Exploratory branches"
         right.set(xticks=range(len(names)), xticklabels=names, ylabel="probe accuracy %, 64 tokens",
-                  ylim=(40, 70), title=title)
+                  ylim=holding(dots), title=title)
         right.legend(loc="upper left", ncols=2)
+
+
+def holding(values: list[float]) -> tuple[float, float]:
+    """y limits in percent that hold every value with room for the legend above it: 40-70 or wider, in steps of 5."""
+    return (min(40, 5 * math.floor((min(values) - 2) / 5)), max(70, 5 * math.ceil((max(values) + 6) / 5)))
 
 
 def table(result: dict) -> str:

@@ -1,4 +1,4 @@
-"""Stage A of issue 41: a lever screen against SOP's plateau, pre-registered before any of its runs (PLAN below).
+"""Stage A of the SOP plateau study: a lever screen, pre-registered before any of its runs (PLAN below).
 
 Table 5 v3 stopped at its go/no-go rule: from the classroom recipe's step-3,000 trunk, SOP stayed at chance. Its
 exploratory SOP row (the first plan: 1,250 + 250 steps, seeds 0-2) is this screen's control. Two levers change only
@@ -39,7 +39,7 @@ from .trunk import train_branch
 PASS_SOP = 0.60  # the primary SOP a lever must reach in every seed
 PASS_MARGIN = 0.03  # ... and by how much it must beat the surface-feature regression in every seed
 STOP_SOP = 0.55  # the stop rule: if neither lever's seed 0 reaches this, two more levers are screened
-SURFACE_QUOTED = 0.566  # the surface regression as the issue measured it with an earlier script (for the record)
+SURFACE_QUOTED = 0.566  # the surface regression as an earlier script of the study measured it (for the record)
 PASS_SEEDS = (0, 1, 2)  # the seeds a lever must pass in
 
 PLAN = {
@@ -76,8 +76,8 @@ PLAN = {
               "(albert_mini.study.sop_strata); beside them, on the same pairs, the no-network baselines: the "
               "majority training label, the quote-state rule, the surface-feature regression",
     "surface_baseline": "the surface-feature regression as the code computes it on the held-out pairs at 64 tokens "
-                        "(strata.baselines: 57.0%, 878 of 1,540, measured before any lever ran; the issue's "
-                        "earlier script gave 56.6%). With either value the 60% floor is the binding threshold",
+                        "(strata.baselines: 57.0%, 878 of 1,540, measured before any lever ran; an earlier "
+                        "script of the study gave 56.6%). With either value the 60% floor is the binding threshold",
     "pass": f"a lever passes if its primary SOP is at least {PASS_SOP:.0%} in each of seeds 0, 1 and 2 and at least "
             f"{100 * PASS_MARGIN:.0f} points above the surface baseline in each",
     "stop_rule": f"seed 0 of A1 and of A2 runs first. If neither reaches {STOP_SOP:.0%} (primary SOP), the evidence "
@@ -89,9 +89,9 @@ PLAN = {
                  "other seeds are descriptive",
     "not_in_the_screen": "no downstream fine-tuning (Stage B runs it for every row); no paired contrasts: the screen "
                          "reads each lever against fixed thresholds, with the control row shown beside it",
-    "after": "no lever passes: Stage B keeps only the control row (the unchanged recipe's escape rate over 5 seeds "
-             "is the finding); a lever passes: Stage B applies it identically to every sentence row (issue 41, item "
-             "4), pre-registered after this screen",
+    "after": "no lever passes: Stage B keeps only the control row (its escape count over 5 seeds "
+             "is the finding); a lever passes: Stage B applies it identically to every sentence row (the study's full "
+             "table), pre-registered after this screen",
 }
 
 
@@ -199,7 +199,7 @@ def run(runner) -> dict:
             "plans": {"trunk": trunk_plan.settings(), "branch": dataclasses.asdict(branch_plan),
                       "levers": {lever.name: lever.settings() for lever in levers(runner.budget)}},
             "rows": rows, "control": branch_row("sop", control, trunk_plan) if control else None,
-            "baselines": {"sop": base, "surface_quoted_in_issue": SURFACE_QUOTED},
+            "baselines": {"sop": base, "surface_earlier_script": SURFACE_QUOTED},
             "verdicts": {name: verdict(row["per_seed"], surface, seeds if runner.budget == FAST else PASS_SEEDS)
                          for name, row in rows.items()}}
 
@@ -249,7 +249,7 @@ def table(result: dict) -> str:
     def cell(v, key):
         return f"{100 * v[key]:.1f}" if key in v else "-"
 
-    out = ["### Stage A: levers against SOP's plateau (issue 41)", "",
+    out = ["### Stage A: levers against SOP's plateau", "",
            "| row | seed | SOP probe (64) | quote | quote-free | SOP head | MLM acc | pass |",
            "|---|---|---|---|---|---|---|---|"]
     verdicts = result.get("verdicts", {})

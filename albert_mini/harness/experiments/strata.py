@@ -1,4 +1,4 @@
-"""The quote strata and the no-network baselines of Table 5's pair sets (issue 41, item 1).
+"""The quote strata and the no-network baselines of Table 5's pair sets (the SOP plateau study's first step).
 
 Every Table 5 score is stored pair by pair (`correct`, a string of 0/1 over the held-out pairs, in order), and the
 pairs are rebuilt deterministically from the corpus (trunk.scored_pairs). So the strata of any finished run are
