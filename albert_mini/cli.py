@@ -67,6 +67,12 @@ def run(command: Callable[[list[str]], Result], argv: list[str] | None = None) -
             raise
         print(INTERRUPTED_LINE, file=sys.stderr, flush=True)
         raise SystemExit(INTERRUPTED_STATUS) from None
+    except (ImportError, AttributeError) as error:
+        broken = broken_dependency(error)
+        if broken is None or DEBUG_FLAG in argv:
+            raise
+        print(f"error: {broken}", file=sys.stderr, flush=True)
+        raise SystemExit(ERROR_STATUS) from None
     except (UserError, OSError) as error:
         if DEBUG_FLAG in argv:
             raise
@@ -74,6 +80,39 @@ def run(command: Callable[[list[str]], Result], argv: list[str] | None = None) -
         if message:  # empty: another process of the run (torchrun's) says it
             print(f"error: {one_line(message)}", file=sys.stderr, flush=True)
         raise SystemExit(getattr(error, "exit_status", ERROR_STATUS)) from None
+
+
+# The installed packages a command imports once its flags are read: one that cannot be imported, or is not what
+# its name says (an empty folder named torch), is a broken installation, said in one line, not a bug's traceback.
+DEPENDENCIES = ("torch", "numpy", "sentencepiece", "safetensors", "tqdm", "matplotlib")
+
+
+def broken_dependency(error: ImportError | AttributeError) -> str | None:
+    """The one line for an import of a dependency that failed (`error` raised from it), else None."""
+    if isinstance(error, ImportError):
+        module = (error.name or _raised_in(error)).split(".")[0]
+    else:  # module 'torch' has no attribute 'version': a package of that name, but not the real one
+        obj = getattr(error, "obj", None)
+        module = obj.__name__.split(".")[0] if type(obj).__name__ == "module" else ""
+    if module not in DEPENDENCIES:
+        return None
+    where = sys.modules.get(module)
+    found = f" (Python found it at {where.__file__})" if getattr(where, "__file__", None) else ""
+    return (f"the installed package {module} cannot be used{found}: {type(error).__name__}: {one_line(error)}; "
+            "reinstall the environment (make venv, or pip install -e . in a fresh virtual environment), then rerun "
+            "`albert-mini env` to check it")
+
+
+def _raised_in(error: BaseException) -> str:
+    """The module of the innermost frame of `error` that belongs to a dependency (an ImportError a package raises
+    itself, such as torch's when its shared library is missing, names no module), else ""."""
+    found, frame = "", error.__traceback__
+    while frame is not None:
+        name = frame.tb_frame.f_globals.get("__name__", "")
+        if name.split(".")[0] in DEPENDENCIES:
+            found = name
+        frame = frame.tb_next
+    return found
 
 
 def launched_as_command() -> bool:

@@ -73,6 +73,10 @@ def _torch_lines() -> list[tuple[str, str]]:
         from ..devices import cpu_model, describe_device, mps_available, resolve_device
     except (ImportError, OSError) as error:  # OSError: a shared library of the wheel that cannot be loaded
         return [("torch", f"{version}; it cannot be imported: {type(error).__name__}: {error}")]
+    if not hasattr(torch, "version") or not hasattr(torch, "Tensor"):  # an empty or partial package named torch
+        where = getattr(torch, "__file__", None) or "a folder without __init__.py"
+        return [("torch", f"{version}; the package imported as torch ({where}) is not torch (no torch.version); "
+                          "reinstall it: make venv")]
     if torch.version.cuda:
         build = f"CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}"
     elif getattr(torch.version, "hip", None):
