@@ -301,8 +301,10 @@ def test_ctrl_c_is_one_line_exit_130_and_claims_no_failure(tmp_path):
         (tmp_path / student).mkdir()
         nbformat.write(submission(SOLUTIONS, after_first_check="import time\n\ntime.sleep(60)"),
                        tmp_path / student / NAME)
+    token = f"ctrl-c-test-{os.getpid()}-{time.monotonic_ns()}"  # marks this grader's processes, and only them
     process = subprocess.Popen([sys.executable, "-m", "albert_mini", "grade", str(tmp_path), "--jobs", "1"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                               env={**os.environ, "ALBERT_MINI_GRADE_TEST": token},
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a terminal's
     assert process.stdout.readline().startswith("grading 3 notebooks")  # the first sandbox is starting
     time.sleep(5)  # inside the first notebook, which sleeps for a minute
@@ -313,8 +315,19 @@ def test_ctrl_c_is_one_line_exit_130_and_claims_no_failure(tmp_path):
     assert not (tmp_path / "gradebook.csv").exists()
     journal = grade.journal_path(tmp_path / "gradebook.csv")
     assert not journal.exists() or "grading error" not in journal.read_text()
-    leftover = subprocess.run(["pgrep", "-f", "albert_mini.book.grade_runner"], capture_output=True, text=True)
-    assert leftover.stdout.strip() == ""
+    assert processes_with(token) == []  # no sandbox or runner of this grader left (others' graders may run)
+
+
+def processes_with(token: str) -> list[int]:
+    """The processes whose environment holds `token` (what one grader and everything it started inherit)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and token.encode() in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue  # ended meanwhile, or not ours to read
+    return found
 
 
 def test_the_sandbox_package_has_no_references_or_solutions(tmp_path):

@@ -196,3 +196,10 @@ def test_a_feedback_page_gives_each_exercise_its_verdict_and_message():
     assert "`break_even_embedding_size`: **not yet**" in pages["ada"] and "hint: compare V x H" in pages["ada"]
     assert pages[os.fsdecode(b"b\xe9n")].startswith("# Feedback for b\\xe9n") and "missing" in pages[
         os.fsdecode(b"b\xe9n")]
+
+
+def test_an_answer_of_thousands_of_small_arrays_reads_back(tmp_path):
+    """Chapter 6's apply_80_10_10 answers its repeated calls with 8,000 arrays."""
+    np.savez(tmp_path / "a.npz", **{f"v{i}": np.full(40, i, dtype=np.int64) for i in range(8000)})
+    read = read_arrays(tmp_path / "a.npz")
+    assert len(read) == 8000 and read["v7999"][0] == 7999
