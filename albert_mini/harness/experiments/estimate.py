@@ -24,6 +24,7 @@ from .provenance import cpu_model
 FIXED_SECONDS = {"throughput": (3, 95), "memory": (2, 2)}
 FINETUNE_SEQ_LEN = 128  # fine-tuning inputs are at most this long
 MC_OPTIONS = 4  # austen-mc's answer options
+MEASURED_BATCH = 8  # sequences per timed step
 
 
 def work(config: AlbertConfig, seq_len: int) -> float:
@@ -46,11 +47,14 @@ def step_seconds(budget: Budget, batch_size: int, seq_len: int, steps: int = 3) 
 
 
 def measured_speed(budget: Budget) -> dict[int, float]:
-    """albert-mini training tokens per second at the budget's sequence lengths (and the fine-tuning length)."""
+    """albert-mini training tokens per second at the budget's sequence lengths (and the fine-tuning length), timed
+    on batches of at most MEASURED_BATCH sequences: a step's time grows with its tokens, and a full batch of the
+    full budget took 6 s a step on a busy 2-core machine (an estimate of 100 s)."""
     setup = budget.setup()
     shapes = {FINETUNE_SEQ_LEN: setup.batch_size, **{p.seq_len: p.batch_size for p in setup.phases()}}
     steps = 2 if budget == FAST else 3
-    return {T: B * T / step_seconds(budget, B, T, steps) for T, B in sorted(shapes.items())}
+    return {T: min(B, MEASURED_BATCH) * T / step_seconds(budget, min(B, MEASURED_BATCH), T, steps)
+            for T, B in sorted(shapes.items())}
 
 
 def pretraining_seconds(run: Pretraining, budget: Budget, speed: dict[int, float]) -> float:
@@ -79,8 +83,9 @@ def finetuning_seconds(item, speed: dict[int, float]) -> float:
 
 
 def estimate(names: list[str], experiments: dict, budget: Budget, seeds, cache) -> dict:
-    """Pending and cached runs and the expected seconds, per experiment and in total."""
-    speed = measured_speed(budget)
+    """Pending and cached runs and the expected seconds, per experiment and in total. The training speed is
+    measured only when a run is left to train (it takes most of an estimate's time)."""
+    speed = _Speed(budget)
     seen: set[str] = set()
     per_experiment = {}
     pending = cached = shared = 0
@@ -115,7 +120,28 @@ def estimate(names: list[str], experiments: dict, budget: Budget, seeds, cache) 
             seconds += pretraining_seconds(item, budget, speed) if is_pretraining else finetuning_seconds(item, speed)
         per_experiment[name] = seconds
     return {"seconds": sum(per_experiment.values()), "per_experiment": per_experiment, "pending": pending,
-            "cached": cached, "shared": shared, "speed": speed, "cpu": cpu_model()}
+            "cached": cached, "shared": shared, "speed": dict(speed.measured or {}), "cpu": cpu_model()}
+
+
+class _Speed:
+    """measured_speed(budget), measured at the first look (a mapping of sequence length to tokens per second)."""
+
+    def __init__(self, budget: Budget):
+        self.budget, self.measured = budget, None
+
+    def _all(self) -> dict[int, float]:
+        if self.measured is None:
+            self.measured = measured_speed(self.budget)
+        return self.measured
+
+    def __getitem__(self, seq_len: int) -> float:
+        return self._all()[seq_len]
+
+    def get(self, seq_len: int, default=None):
+        return self._all().get(seq_len, default)
+
+    def __iter__(self):
+        return iter(self._all())
 
 
 def _pretrained_sha() -> str | None:
@@ -128,9 +154,10 @@ def _pretrained_sha() -> str | None:
 
 def describe(report: dict) -> str:
     """The lines printed before a run starts."""
-    speed = ", ".join(f"{tokens:,.0f} tokens/s at {T}" for T, tokens in report["speed"].items())
+    speed = (", ".join(f"{tokens:,.0f} tokens/s at {T}" for T, tokens in report["speed"].items())
+             + " (a busy machine makes it longer)" if report["speed"] else "not measured, nothing is left to train")
     parts = ", ".join(f"{name} {seconds / 60:.1f}" for name, seconds in report["per_experiment"].items())
     return (f"expected duration: {report['seconds'] / 60:.1f} min for {report['pending']} runs to train "
             f"({report['cached']} finished earlier, {report['shared']} shared between experiments) on {report['cpu']}\n"
             f"  per experiment (min): {parts}\n"
-            f"  from albert-mini's training speed measured just now: {speed} (a busy machine makes it longer)")
+            f"  from albert-mini's training speed measured just now: {speed}")
