@@ -49,14 +49,19 @@ def _main(argv: list[str]) -> None:
                              "the cores, and say so)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
-    from ..text.token_cache import cache_root, prepare
+    from ..safe_files import UnsafeWriteError
+    from ..text.token_cache import cache_root, prepare, prepared_cache
     from ..text.tokenizer import Tokenizer
 
     texts = {flag: expand_text_paths(spec) for flag, spec in (("--corpus", args.corpus),
                                                               ("--validation", args.validation)) if spec}
-    WRITES.check(folders=[(f"the token cache (${CACHE_ENV})", cache_root())],
-                 inputs=[*texts.get("--corpus", []), *texts.get("--validation", []), args.tokenizer])
     tokenizer = Tokenizer.from_file(args.tokenizer)
+    try:
+        WRITES.check(folders=[(f"the token cache (${CACHE_ENV})", cache_root())],
+                     inputs=[*texts.get("--corpus", []), *texts.get("--validation", []), args.tokenizer])
+    except UnsafeWriteError:  # a cache this command may not write to: fine if every text is prepared there
+        if not all(prepared_cache(paths, tokenizer, SPLIT_BY[args.split_by]) for paths in texts.values()):
+            raise
     say = (lambda *a, **k: None) if args.quiet else print
     for flag, paths in texts.items():
         cache = prepare(paths, tokenizer, SPLIT_BY[args.split_by],

@@ -526,6 +526,15 @@ def token_dtype(vocab_size: int) -> str:
     return "uint16" if vocab_size <= np.iinfo(np.uint16).max + 1 else "uint32"
 
 
+def prepared_cache(paths: Sequence[Path], tokenizer, mode: str, root: Path | None = None) -> TokenCache | None:
+    """The complete cache of these files with this tokenizer, or None; writes nothing (a read-only cache that is
+    complete is used as it is)."""
+    _, file_sha256 = cut_and_hash([Path(p) for p in paths], mode)
+    key = cache_key(file_sha256, hashlib.sha256(tokenizer.sp.serialized_model_proto()).hexdigest(), mode)
+    folder = (Path(root) if root is not None else cache_root()) / key
+    return TokenCache(folder) if (folder / MANIFEST_NAME).is_file() else None
+
+
 def prepare(paths: Sequence[Path], tokenizer, mode: str, file_sha256: Sequence[str] | None = None,
             workers: int | None = None, root: Path | None = None, progress: bool = True,
             say: Callable[[str], None] = print) -> TokenCache:
