@@ -188,3 +188,16 @@ KEY_EXPRESSIONS = {
 @pytest.mark.parametrize("exercise", ch03.EXERCISES, ids=lambda e: e.name)
 def test_no_hint_gives_the_formula_away(exercise):
     gives_nothing_away(exercise, KEY_EXPRESSIONS[exercise.name])
+
+
+def test_a_recognised_mistake_leaves_the_first_tier_for_the_next_wrong_try(capsys):
+    """The missing bias gets its own hint; the next, unrecognised wrong answer then gets tier 1, not tier 2."""
+    from albert_mini.book.exercises import check_factorized_embedding_params
+    from albert_mini.book.exercises.ch03 import FACTORIZED
+
+    check_factorized_embedding_params(lambda V, E, H: V * E + E * H)
+    assert "short by exactly H" in capsys.readouterr().out
+    check_factorized_embedding_params(lambda V, E, H: V * E + E * H + H + 7)
+    assert f"hint: {FACTORIZED.hints[0]}" in capsys.readouterr().out
+    check_factorized_embedding_params(lambda V, E, H: V * E + E * H + H + 7)
+    assert f"hint: {FACTORIZED.hints[1]}" in capsys.readouterr().out

@@ -67,6 +67,7 @@ class Verdict:
 
     passed: bool | None
     message: str
+    tier_used: bool = False  # whether the hint was the attempt's tier (a recognised mistake's own hint is not)
 
 
 @dataclass(frozen=True)
@@ -176,26 +177,31 @@ class Exercise:
             return Verdict(False, f"{self.label}: {where}: the answer could not be read "
                                   f"({type(error).__name__}: {error})\n  input:    {shown}")
         if isinstance(got, Unsupported) or not self._same(got, want):
+            hint, tiered = self._hint(got, want, request, arrays, attempt)
             return Verdict(False, f"{self.label}: {where} gives a different answer.\n  input:    {shown}\n"
                                   f"{_mismatch(got, want, self.rtol, self.atol, self.parts)}\n"
-                                  f"  hint: {self.hint(got, want, request, arrays, attempt)}")
+                                  f"  hint: {hint}", tier_used=tiered)
         return None
 
     def hint(self, got: Any, expected: Any, request: dict, arrays: dict, attempt: int) -> str:
         """A recognised mistake's own hint, else the tier for this attempt (then where the worked answer is)."""
+        return self._hint(got, expected, request, arrays, attempt)[0]
+
+    def _hint(self, got: Any, expected: Any, request: dict, arrays: dict, attempt: int) -> tuple[str, bool]:
+        """The hint, and whether it was the attempt's tier (which then counts as used)."""
         args, kwargs = decode_arguments(request, arrays)
         for mistake in self.mistakes:
             try:
                 if mistake.test(got, expected, tuple(args), kwargs):
-                    return mistake.hint
+                    return mistake.hint, False
             except Exception:  # a test that does not apply to this kind of answer
                 continue
         if not self.hints:
-            return "compare your answer with the expected one on this input, by hand"
+            return "compare your answer with the expected one on this input, by hand", False
         tier = self.hints[min(attempt, len(self.hints)) - 1]
         if attempt > len(self.hints):
             tier += f" (the worked answer is in chapters/solutions/, chapter {self.chapter})"
-        return tier
+        return tier, True
 
     def verdict(self, function, seed: int | None = None, attempt: int = 1) -> Verdict:
         """The verdict on `function` for the cases drawn from `seed` (the learner's when None), in this process."""
@@ -216,7 +222,8 @@ class Exercise:
             print(f"{self.name}: {NOT_ATTEMPTED}; write it above, then run both cells")
             return False
         if not verdict.passed:
-            _ATTEMPTS[self.name] = attempt
+            if verdict.tier_used:  # a recognised mistake's own hint leaves the tiers for the next wrong try
+                _ATTEMPTS[self.name] = attempt
             if grading:
                 raise ExerciseFailed(verdict.message)
             print(f"Not yet. {verdict.message}")
