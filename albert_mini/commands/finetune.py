@@ -122,6 +122,7 @@ def _main(argv: list[str]) -> int:
 
 def _finetune(args, directory: RunDirectory | None) -> int:
     from ..tasks.finetuning import FinetuneSettings, run_task
+    from ..text.corpus import fingerprint_files
     from ..text.tokenizer import Tokenizer
     from ..training.checkpoint import weights_bytes
     from ..training.run import recorded_command
@@ -134,8 +135,12 @@ def _finetune(args, directory: RunDirectory | None) -> int:
                                 device=args.device)
     resume = False
     if directory is not None:
+        files = [f for f in (args.train_file, args.test_file) if f]
+        # The files' sha256, as pretraining's run.json records its text: a finished run is not taken as done, nor
+        # resumed, once its training file changed (the same path, other text).
         record = {"kind": "finetune", "settings": run_settings(args),
-                  "tokenizer": tokenizer.file_reference(), "command": recorded_command()}
+                  "tokenizer": tokenizer.file_reference(), "command": recorded_command(),
+                  **({"corpus": fingerprint_files(files)} if files else {})}
         resume = directory.settle(record, args.overwrite)
     result = run_task(task, args.init, settings, tokenizer=tokenizer, config=config,
                       out_dir=directory.out if directory else None, progress=True, resume=resume)

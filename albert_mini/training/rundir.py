@@ -254,8 +254,9 @@ def resumable(out: str | Path, record: dict, overwrite: bool, flag: str = "--out
         if changes:
             if overwrite:
                 return False
+            text = "--train-file and --test-file" if record.get("kind") == "finetune" else "--corpus"
             raise RunDirError(
-                f"the text of --corpus changed since the run in {out} started: {listing(changes)}. Resuming on "
+                f"the text of {text} changed since the run in {out} started: {listing(changes)}. Resuming on "
                 f"other text would not continue that run; restore the text to resume, choose a new {flag}, or pass "
                 "--overwrite to start over"
             )
