@@ -198,6 +198,6 @@ def test_a_recognised_mistake_leaves_the_first_tier_for_the_next_wrong_try(capsy
     check_factorized_embedding_params(lambda V, E, H: V * E + E * H)
     assert "short by exactly H" in capsys.readouterr().out
     check_factorized_embedding_params(lambda V, E, H: V * E + E * H + H + 7)
-    assert f"hint: {FACTORIZED.hints[0]}" in capsys.readouterr().out
-    check_factorized_embedding_params(lambda V, E, H: V * E + E * H + H + 7)
-    assert f"hint: {FACTORIZED.hints[1]}" in capsys.readouterr().out
+    assert f"hint: {FACTORIZED.hints[0]} (your answer is too high)" in capsys.readouterr().out
+    check_factorized_embedding_params(lambda V, E, H: V * E + E * H + H - 7)
+    assert f"hint: {FACTORIZED.hints[1]} (your answer is too low)" in capsys.readouterr().out

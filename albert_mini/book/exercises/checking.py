@@ -198,7 +198,7 @@ class Exercise:
                 continue
         if not self.hints:
             return "compare your answer with the expected one on this input, by hand", False
-        tier = self.hints[min(attempt, len(self.hints)) - 1]
+        tier = self.hints[min(attempt, len(self.hints)) - 1] + _direction(got, expected)
         if attempt > len(self.hints):
             tier += f" (the worked answer is in chapters/solutions/, chapter {self.chapter})"
         return tier, True
@@ -230,6 +230,13 @@ class Exercise:
             return False
         print(verdict.message)
         return True
+
+
+def _direction(got: Any, expected: Any) -> str:
+    """Where the answer is a number: whether it is too high or too low (the tier hints never say by how much)."""
+    if type(got) in (int, float) and type(expected) in (int, float) and math.isfinite(got) and got != expected:
+        return f" (your answer is too {'high' if got > expected else 'low'})"
+    return ""
 
 
 def _decoded(record: Any, arrays: dict[str, np.ndarray]) -> Any:
