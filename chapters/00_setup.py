@@ -92,4 +92,24 @@ for name in PRESETS:
     )
 
 # %% [markdown]
+# ## Exercises
+#
+# Chapters 01-09 end their sections with exercises. Each is three cells: the task in words; a function to write,
+# handed out as its signature and docstring followed by `raise NotImplementedError("write your solution here")`
+# (replace that line with your code); and a check cell, `check_<name>(<name>)`. Run your cell, then the check:
+#
+# - before you write anything it prints "not attempted yet";
+# - a wrong answer prints "Not yet." with the failing case (its input, what was expected, what you returned) and
+#   a hint: the first wrong try names the idea to revisit, the next a narrower pointer, and a common mistake
+#   that the check recognises gets a hint of its own; for a number, the hint says whether yours is too high or
+#   too low; after the last hint it says where the worked answer is;
+# - a right answer prints "Well done!".
+#
+# A check never stops the chapter, and no later cell uses your function, so *Run All* always reaches the end.
+# While your function is checked, the package's own version of it is switched off, so that you do not call it
+# by accident. The worked answers live in `chapters/solutions/`, one file per chapter, for when you choose to
+# look. The check in your notebook is for learning; a teacher's marks come from `make grade`, which runs your
+# notebook in a sandbox on inputs drawn when it grades.
+
+# %% [markdown]
 # The next chapter asks why anyone needed a *lite* BERT in the first place.
