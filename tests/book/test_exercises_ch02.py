@@ -319,3 +319,14 @@ def test_the_package_rule_lives_in_the_library():
 
     assert "truncate_longest_first" in tokenizer.__all__
     assert not hasattr(ch02, "__all__")  # the exercises module exports nothing to the chapters
+
+
+def test_right_ids_with_wrong_types_get_no_hint_about_ids(capsys):
+    """ids right and types wrong in a way no mistake names: the hint is a tier, never one about the ids (such as
+    "with ids_b=None ..." when ids_b was given)."""
+    def types_shifted(a, b=None):
+        ids, types = layout_by_hand(a, b)
+        return ids, [1 - t for t in types]
+
+    printed = fails_with(check_pair_layout, types_shifted, capsys, "hint:")
+    assert "ids_b=None" not in printed and "[CLS]" not in printed.split("hint:")[1]

@@ -76,7 +76,7 @@ def test_checks_report_a_stub(check, capsys):
 # ------------------------------------------------------------------ Exercise 1
 @pytest.mark.parametrize("wrong, hint", [
     (lambda n, optimizer="adamw": 16 * n, "the wrong number of optimizer states"),
-    (lambda n, optimizer="adamw": 4 * n * (1 + STATES[optimizer]), "the gradient is kept too"),
+    (lambda n, optimizer="adamw": 4 * n * (1 + STATES[optimizer]), "one fp32 value per parameter is missing"),
     (lambda n, optimizer="adamw": 32 * n * (2 + STATES[optimizer]), "that is bits"),
     (lambda n, optimizer="adamw": n * (2 + STATES[optimizer]), "that counts values"),
     (lambda n, optimizer="adamw": 4 * n if optimizer != "sgd" else 8 * n, "that is the weights alone"),
@@ -145,3 +145,11 @@ def test_no_hint_spells_out_the_solution(exercise):
 def test_later_tries_get_narrower_hints_then_the_solutions_file(capsys):
     one_too_many = lambda n, optimizer="adamw": right_memory(n, optimizer) + 8  # noqa: E731
     gives_the_tiers_in_turn(check_training_memory_bytes, one_too_many, ch09.MEMORY, capsys)
+
+
+def test_a_missing_state_with_the_gradient_kept_is_not_told_to_keep_the_gradient(capsys):
+    """Weight, gradient and one of AdamW's two states gives the same number as forgetting the gradient: the hint
+    names the missing value without claiming which one it is."""
+    keeps_gradient = lambda n, optimizer="adamw": 4 * n * (2 + max(STATES[optimizer] - 1, 0))  # noqa: E731
+    printed = fails_with(check_training_memory_bytes, keeps_gradient, capsys, "hint:")
+    assert "gradient is kept too" not in printed and "one fp32 value per parameter is missing" in printed

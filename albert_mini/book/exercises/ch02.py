@@ -195,7 +195,9 @@ def _first_sep_one(expected, ids_a, ids_b=None):
 
 
 def _ids_like(variant):
-    return lambda got, expected, args, kwargs: got != expected and got[0] == variant(*args, **kwargs)[0]
+    """A mistake in the ids that `variant` makes (the ids differ from the expected ones, and equal the variant's)."""
+    return lambda got, expected, args, kwargs: (got[0] != expected[0]
+                                                and got[0] == variant(*args, **kwargs)[0])
 
 
 PAIR_LAYOUT = Exercise(

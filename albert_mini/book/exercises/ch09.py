@@ -46,7 +46,8 @@ MEMORY = Exercise(
         Mistake(lambda got, want, args, kw: args[0] > 0 and got == want * 8,
                 "that is bits: an fp32 value is 32 bits, 4 bytes."),
         Mistake(lambda got, want, args, kw: args[0] > 0 and got == 4 * (1 + _states(args[1])) * args[0],
-                "the gradient is kept too: one fp32 value per parameter beside the weight."),
+                "one fp32 value per parameter is missing: count the weight, its gradient and each of this "
+                "optimizer's states."),
         Mistake(lambda got, want, args, kw: args[0] > 0 and got == 4 * args[0],
                 "that is the weights alone: training also keeps their gradients and the optimizer's states."),
         Mistake(lambda got, want, args, kw: args[0] > 0 and got != want and got % (4 * args[0]) == 0,
