@@ -288,7 +288,8 @@ def sandbox_problem() -> str | None:
     if shutil.which("bwrap") is None:
         return "bubblewrap (bwrap) is not installed (Debian/Ubuntu: sudo apt-get install bubblewrap)"
     probe = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all",
-                            "--die-with-parent", "true"], capture_output=True, text=True, timeout=60)
+                            "--die-with-parent", "--size", "1048576", "--tmpfs", "/tmp", "true"],
+                           capture_output=True, text=True, timeout=60)  # --size: bubblewrap 0.6 or later
     if probe.returncode != 0:
         return f"bubblewrap cannot create a sandbox here ({probe.stderr.strip() or probe.returncode})"
     return None
