@@ -592,7 +592,7 @@ print(f"SOP heads answering one class to every held-out pair: {constant} of {run
 # all-shared models peak at E = 128. The paper ranks fine-tuned scores after 125,000 steps of 4,096 x 512 tokens;
 # ours rank pretraining loss after about 1/125,000 of those tokens, where a wider embedding table may simply learn
 # faster. The sentence-order heads are at chance at this budget (the count above), so SOP says nothing here;
-# chapter 5 shows what it takes for SOP to leave chance.
+# chapter 5 measures how far SOP gets at this book's scale.
 
 # %% [markdown]
 # ## Summary
