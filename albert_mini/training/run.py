@@ -297,6 +297,7 @@ class Run:
             directory.settle(plan.run_record(data.corpus), setup.overwrite,
                              files={rundir.CONFIG_FILE: plan.config_json})
         trainer = build_trainer(setup, model, data.train, data.validation, dist=info)
+        trainer.run_identity = run_identity(plan.run_record(data.corpus))
         run = cls(setup, plan, info, config, tokenizer, data, model, trainer, directory)
         if directory is not None and directory.resuming:
             if directory.checkpoint is not None:
@@ -336,6 +337,14 @@ class Run:
     def close(self) -> None:
         if self.directory is not None:
             self.directory.release()
+
+
+def run_identity(record: dict) -> str:
+    """A digest of what makes run.json's record this run: its settings, model, tokenizer and text by content (not
+    the command line, the device, the notes, or where the files lie)."""
+    corpus, tokenizer = record.get("corpus") or {}, record.get("tokenizer") or {}
+    return digest({"settings": record["settings"], "model": record["model"], "tokenizer": tokenizer.get("sha256"),
+                   "text": sorted((corpus.get("files") or {}).values())})
 
 
 def progress_lines(setup: PretrainingSetup, info: DistInfo, say=print):

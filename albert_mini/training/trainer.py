@@ -88,7 +88,6 @@ from .distributed import (
     DistInfo,
     all_reduce_sum,
     assert_replicas_identical,
-    broadcast_flag,
     gather_objects,
     stop_votes,
     wrap_model,
@@ -273,6 +272,10 @@ class Trainer:
         self.elapsed = 0.0  # training wall time of the whole run, across resumptions
         self.tokens_seen = 0
         self.last_saved_step: int | None = None
+        # What identifies the run (training/run.py sets it from run.json's record): saved in every checkpoint, and
+        # a checkpoint of another run (copied into this one's folder) is refused instead of resumed.
+        self.run_identity: str | None = None
+        self._asked_anywhere = False  # whether any rank's stop signal was seen by the last vote (`_out_of_time`)
         self.history: list[dict] = []
         # The objective's stats vector + tokens seen, since the last log line.
         self._sums = torch.zeros(self.objective.n_stats + 1, dtype=torch.float64, device=_sums_device(self.device))
@@ -453,10 +456,16 @@ class Trainer:
         self.elapsed = time.perf_counter() - run_start
         if self.step >= self.config.max_steps:
             return "max_steps"
-        budget = self.config.max_minutes
-        spent, asked = stop_votes(budget is not None and self.elapsed >= 60 * budget,
-                                  preemption.requested() is not None, self.dist)
-        return "max_minutes" if spent else PREEMPTED if asked else None
+        if self._out_of_time(run_start):
+            return "max_minutes"
+        return PREEMPTED if self._stop_asked() else None
+
+    def _stop_asked(self) -> bool:
+        """Whether a signal asked this run to stop (training/preemption.py): under DDP, on any rank, as the vote of
+        the last `_out_of_time` carried it; in one process, here."""
+        if self.dist.is_distributed:
+            return self._asked_anywhere
+        return preemption.requested() is not None
 
     def _stop_preempted(self) -> None:
         """Save the step reached, its log window too (no end lines are written, so the resumed run logs as an
@@ -477,10 +486,14 @@ class Trainer:
         raise preemption.Preempted(message if self.dist.local_rank == 0 else "", signum)
 
     def _out_of_time(self, run_start: float) -> bool:
-        """Whether the time budget is spent (rank 0's clock decides, so every rank stops at the same point)."""
+        """Whether the time budget is spent (rank 0's clock decides, so every rank stops at the same point). Under
+        DDP the same collective carries each rank's stop signal (`_stop_asked` reads it): one all-reduce, one host
+        read, as rank 0's broadcast cost before."""
         self.elapsed = time.perf_counter() - run_start
         budget = self.config.max_minutes
-        return broadcast_flag(budget is not None and self.elapsed >= 60 * budget, self.dist)
+        spent, self._asked_anywhere = stop_votes(budget is not None and self.elapsed >= 60 * budget,
+                                                 preemption.requested() is not None, self.dist)
+        return spent
 
     def _finished(self) -> bool:
         """Whether the run has nothing left to train: max_steps reached or the time budget spent."""
@@ -612,6 +625,7 @@ class Trainer:
             "metrics_lines": self._lines_written,  # what metrics.jsonl held: a resumption keeps just these lines
             "world_size": self.dist.world_size,
             "device": describe_device(self.device),  # what computed the steps so far (rank 0's)
+            **({"run": self.run_identity} if self.run_identity is not None else {}),
         }
 
     def save(self) -> Path | None:
@@ -697,6 +711,13 @@ class Trainer:
         changed = [k for k in RESUME_MUST_MATCH if state["train_config"].get(k) != getattr(self.config, k)]
         if changed:
             raise CheckpointError(f"{path} was trained with different {changed}; keep them when resuming")
+        theirs = state.get("run")  # absent from checkpoints saved before it was recorded: those resume as before
+        if theirs is not None and self.run_identity is not None and theirs != self.run_identity:
+            raise CheckpointError(
+                f"{path} belongs to another run (its settings, model, tokenizer or text differ from this run's "
+                "run.json): a checkpoint copied from elsewhere is not resumed; remove it from checkpoints/, or "
+                "start again in a new --out (or with --overwrite)"
+            )
 
     def _end_clock(self, lines: int) -> float | None:
         """The run's clock (elapsed_s) in the end lines that follow the checkpoint of this step in metrics.jsonl
