@@ -186,9 +186,11 @@ def grade_and_measure(folder: Path, timeout: float, extra: list[str] = ()) -> di
 
         with gradebook.open(encoding="utf-8", newline="") as handle:
             rows = list(csv.DictReader(handle))
-    measured = {os.fsdecode(path.relative_to(runs).parts[0]): line.strip(' "\\n,') for path in runs.rglob("*.ipynb")
-                for line in path.read_text(errors="replace").split("\\n")
-                if "MEASURE" in line and "print" not in line} if runs.is_dir() else {}
+    measured = {}  # student -> what the notebook printed on its MEASURE lines (in its outputs)
+    for path in runs.rglob("*.ipynb") if runs.is_dir() else []:
+        outputs = [o.get("text", "") for cell in nbformat.read(path, 4).cells for o in cell.get("outputs", [])]
+        lines = [line for text in outputs for line in text.splitlines() if line.startswith("MEASURE")]
+        measured[os.fsdecode(path.relative_to(runs).parts[0])] = " ".join(lines)
     return {"status": "hung" if hung else process.returncode, "rows": rows, "peak": peak, "measured": measured,
             "seconds": time.monotonic() - start, "stdout": out.decode("utf-8", "replace"),
             "stderr": err.decode("utf-8", "replace")}
