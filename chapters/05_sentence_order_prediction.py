@@ -668,7 +668,7 @@ for task in ("nsp", "sop"):
 # %%
 from albert_mini.settings import pick
 
-live = Recipe(steps=pick(fast=20, full=600))
+live = Recipe(steps=pick(fast=20, full=600), warmup=pick(fast=2, full=100))
 for row in ("nsp", "sop"):
     model, _ = train_row(diaries, live, row, seed=0)
     scores = score_row(model, diaries, live, row, pairs)
