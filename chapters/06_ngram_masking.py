@@ -666,7 +666,7 @@ print("seed 7 vs seed 8, same labels:", np.array_equal(first.labels, other.label
 # > What we keep: whole-word candidates by the reference's piece rule, the budget (specials counted, Python's
 # > rounding, the cap of 20), shrinking a span until it fits, skipping overlaps, and 80/10/10 per token. Note that
 # > the first public release of the reference defaulted to `ngram=1` and had `favor_shorter_ngram` inverted
-# > (google-research#79 and #81); the numbers here are those of the fixed code.
+# > (google-research/albert#79 and google-research/albert#81); the numbers here are those of the fixed code.
 
 # %% [markdown]
 # ## Summary
