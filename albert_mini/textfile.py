@@ -33,6 +33,11 @@ def decode_utf8(data: bytes, path: str | Path, error: type[Exception], allow_bom
     except UnicodeDecodeError as err:
         offset = start + skip + err.start
         converted = path.with_name(f"{path.stem}.utf8{path.suffix}")
+        if start == 0 and data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            raise error(
+                f"{path} is UTF-16 text (it starts with a UTF-16 byte-order mark); convert it with `iconv -f utf-16 "
+                f"-t utf-8 {shlex.quote(str(path))} > {shlex.quote(str(converted))}` and use that file"
+            ) from None
         raise error(
             f"{path} is not UTF-8 text: byte 0x{data[skip + err.start]:02x} at byte offset {offset} (line "
             f"{_line_at(path, offset, data, start)}) cannot be decoded. If it is Latin-1 text, convert it with "

@@ -401,6 +401,8 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
         """`max_predictions`: the most masked tokens any sequence holds (the masker's cap); with it, the MLM head
         runs at that many positions per sequence, a shape known before the data (see `masked_positions`). Without
         it, at the batch's largest count, which the host reads from the labels."""
+        if (labels is not None or sentence_order_label is not None) and input_ids.shape[0] == 0:
+            raise ValueError("an empty batch (0 sequences) has no loss to average; pass at least one sequence")
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
                           output_attentions)
         h = out.last_hidden_state  # (B, T, H)

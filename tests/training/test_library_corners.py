@@ -72,6 +72,13 @@ def test_an_empty_batch_with_labels_is_refused_by_every_head_and_the_trainer():
                                                                "labels")}
     with pytest.raises(ValueError, match="a batch holds no sequence"):
         _to_device(empty, torch.device("cpu"))
+    from albert_mini.model.albert import AlbertForPreTraining
+
+    pretraining = AlbertForPreTraining(CONFIG)
+    for labels in ({"labels": empty["labels"]}, {"sentence_order_label": torch.zeros(0, dtype=torch.long)}):
+        with pytest.raises(ValueError, match="an empty batch"):
+            pretraining(empty["input_ids"], **labels)
+    assert pretraining(empty["input_ids"]).mlm_logits.shape[0] == 0  # without labels there is no loss to average
 
 
 def test_a_mask_on_another_device_is_refused_naming_both_devices():

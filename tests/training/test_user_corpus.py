@@ -223,3 +223,13 @@ def test_a_run_on_your_text_resumes_from_the_cache_bit_identically(texts, model_
     for name in weights:
         assert ((tmp_path / "straight" / "checkpoints" / "step-0000003" / name).read_bytes()
                 == (tmp_path / "resumed" / "checkpoints" / "step-0000003" / name).read_bytes()), name
+
+
+def test_a_utf16_file_with_its_byte_order_mark_gets_utf16_advice(texts):
+    wide = texts / "wide.txt"
+    wide.write_bytes("A line.\nCafé noir.\n".encode("utf-16"))  # Python writes the BOM first
+    with pytest.raises(CorpusError) as error:
+        load_text_files(wide)
+    message = str(error.value)
+    assert message.startswith(f"{wide} is UTF-16 text (it starts with a UTF-16 byte-order mark)")
+    assert f"`iconv -f utf-16 -t utf-8 {wide} > {texts / 'wide.utf8.txt'}`" in message and "latin1" not in message
