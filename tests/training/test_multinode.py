@@ -3,25 +3,14 @@ agents on localhost, gloo); two nodes that do not share --out stop in one line e
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 
 import pytest
+from nodes import FLAGS, TIMEOUT, free_port
 from safetensors.torch import load_file
 
 from albert_mini.training.checkpoint import list_checkpoints
-
-FLAGS = ["--preset", "albert-nano", "--corpus", "synthetic", "--seq-len", "32", "--batch-size", "2", "--steps", "6",
-         "--lr", "2e-3", "--save-every", "3", "--keep", "2", "--eval-every", "0", "--eval-batches", "1",
-         "--log-every", "1", "--quiet"]
-TIMEOUT = 240  # seconds: a hang fails the test instead of holding CI
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def torchrun(*launcher: str, out) -> list[str]:
