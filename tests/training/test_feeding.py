@@ -65,12 +65,10 @@ def test_the_static_gather_gives_the_dynamic_ones_logits_loss_and_gradients():
         loss.backward()
         results.append((out, loss.detach(), stats, {n: p.grad.clone() for n, p in model.named_parameters()}))
     (dynamic, loss_d, stats_d, grads_d), (static, loss_s, stats_s, grads_s) = results
-    assert static.mlm_logits.shape == (4, 6, CONFIG.vocab_size)
-    assert dynamic.mlm_logits.shape == (4, int(selected.sum(1).max()), CONFIG.vocab_size)
-    real, dynamic_real = static.mlm_labels != IGNORE_INDEX, dynamic.mlm_labels != IGNORE_INDEX
+    assert static.mlm_logits.shape == (4, 6, CONFIG.vocab_size) and dynamic.mlm_logits.shape[0] == selected.sum()
+    real = static.mlm_labels != IGNORE_INDEX
     assert torch.equal(static.mlm_labels[real], batch["labels"][selected])
-    assert torch.equal(dynamic.mlm_labels[dynamic_real], batch["labels"][selected])
-    torch.testing.assert_close(static.mlm_logits[real], dynamic.mlm_logits[dynamic_real], rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(static.mlm_logits[real], dynamic.mlm_logits, rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(static.mlm_loss_sum, dynamic.mlm_loss_sum, rtol=1e-6, atol=0)
     assert int(static.mlm_count) == dynamic.mlm_count
     torch.testing.assert_close(stats_s, stats_d, rtol=1e-6, atol=0)  # loss sum, correct, counts
