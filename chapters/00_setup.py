@@ -95,7 +95,7 @@ for name in PRESETS:
 # ## Exercises
 #
 # Chapters 01-09 end their sections with exercises. Each is three cells: the task in words; a function to write,
-# handed out as its signature and docstring followed by `raise NotImplementedError("write your solution here")`
+# handed out as its signature and docstring followed by `raise NotImplementedError(...)`
 # (replace that line with your code); and a check cell, `check_<name>(<name>)`. Run your cell, then the check:
 #
 # - before you write anything it prints "not attempted yet";

@@ -112,10 +112,12 @@ def test_torchrun_joins_nccl_on_gpus_and_gloo_otherwise(machine, monkeypatch, cu
     monkeypatch.setenv("MASTER_PORT", "29500")
     joined, selected = [], []
     monkeypatch.setattr(torch.distributed, "is_initialized", lambda: False)
-    monkeypatch.setattr(torch.distributed, "init_process_group", lambda backend: joined.append(backend))
+    monkeypatch.setattr(torch.distributed, "init_process_group",
+                        lambda backend, timeout: joined.append((backend, timeout)))
     monkeypatch.setattr(torch.cuda, "set_device", lambda device: selected.append(device))
+    monkeypatch.setattr(distributed, "end_with_agent", lambda: None)  # the test process has no torchrun agent
     info = init_distributed("auto")
-    assert joined == [expected_backend]
+    assert joined == [(expected_backend, distributed.group_timeout())]  # an explicit timeout, never torch's default
     assert (info.rank, info.world_size, info.local_rank, info.device) == (1, 2, 1, expected_device)
     assert selected == ([expected_device] if cuda else [])
 

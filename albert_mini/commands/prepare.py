@@ -50,18 +50,18 @@ def _main(argv: list[str]) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     from ..safe_files import UnsafeWriteError
-    from ..text.token_cache import cache_root, prepare, prepared_cache
+    from ..text.token_cache import cache_root, prepare
     from ..text.tokenizer import Tokenizer
 
     texts = {flag: expand_text_paths(spec) for flag, spec in (("--corpus", args.corpus),
                                                               ("--validation", args.validation)) if spec}
-    tokenizer = Tokenizer.from_file(args.tokenizer)
-    try:
+    try:  # the write rule speaks first, before the tokenizer is read
         WRITES.check(folders=[(f"the token cache (${CACHE_ENV})", cache_root())],
                      inputs=[*texts.get("--corpus", []), *texts.get("--validation", []), args.tokenizer])
     except UnsafeWriteError:  # a cache this command may not write to: fine if every text is prepared there
-        if not all(prepared_cache(paths, tokenizer, SPLIT_BY[args.split_by]) for paths in texts.values()):
+        if not _prepared_already(texts, args.tokenizer, SPLIT_BY[args.split_by]):
             raise
+    tokenizer = Tokenizer.from_file(args.tokenizer)
     say = (lambda *a, **k: None) if args.quiet else print
     for flag, paths in texts.items():
         cache = prepare(paths, tokenizer, SPLIT_BY[args.split_by],
@@ -71,3 +71,16 @@ def _main(argv: list[str]) -> None:
               f"{m['text_bytes'] / 1e6:,.1f} MB in {cache.folder}")
     if not args.quiet:
         print(f"cache root: {cache_root()}")
+
+
+def _prepared_already(texts: dict, tokenizer_path, split_by) -> bool:
+    """Whether every text is already in the token cache, so that a cache this command may not write to serves."""
+    from ..errors import UserError
+    from ..text.token_cache import prepared_cache
+    from ..text.tokenizer import Tokenizer
+
+    try:
+        tokenizer = Tokenizer.from_file(tokenizer_path)
+    except UserError:
+        return False  # the write rule's refusal stands; the tokenizer's own error comes once the cache is fixed
+    return all(prepared_cache(paths, tokenizer, split_by) for paths in texts.values())

@@ -200,10 +200,13 @@ def test_the_handout_carries_the_reference_notes_the_chapters_link(tmp_path):
 
 
 def test_make_passes_chapter_numbers_not_chapter_files_to_grade():
-    dry = subprocess.run(["make", "-n", "grade", "SUBMISSIONS=class", 'CHAPTERS=03 05'], cwd=ROOT,
+    # --no-print-directory: under `make test` (MAKELEVEL set) make would print "Entering directory" first
+    dry = subprocess.run(["make", "--no-print-directory", "-n", "grade", "SUBMISSIONS=class", 'CHAPTERS=03 05'],
+                         cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout
     assert "--chapters 03 05" in " ".join(dry.split()) and "chapters/" not in dry
-    plain = subprocess.run(["make", "-n", "grade", "SUBMISSIONS=class"], cwd=ROOT, capture_output=True, text=True,
+    plain = subprocess.run(["make", "--no-print-directory", "-n", "grade", "SUBMISSIONS=class"], cwd=ROOT,
+                           capture_output=True, text=True,
                            check=True).stdout
     assert "--chapters" not in plain
     assert shlex.split(plain.splitlines()[1].rstrip("\\"))[:3] == [".venv/bin/albert-mini", "grade", "class"]

@@ -25,6 +25,7 @@ FAMILIES = {
     "scratch": ("sentence_scratch",),
     "tables": ("sharing", "embedding_size", "smoothness", "finetune"),
     "speed": ("throughput", "memory"),
+    "language": ("sop_language",),  # the built language: no Austen, its own small runs
 }
 
 
