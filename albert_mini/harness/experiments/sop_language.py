@@ -14,6 +14,7 @@ import functools
 import time
 
 import numpy as np
+import torch
 
 from ...study.figure_style import book_figure, book_style
 from ...study.sop_language import (
@@ -142,8 +143,6 @@ def pairs(language: Language, seq_len: int, counts: tuple) -> dict:
 
 def train_and_score(language: Language, recipe: Recipe, counts: dict, row: str, seed: int) -> dict:
     """One row and seed from scratch, scored: a run of the cache."""
-    import torch
-
     start = time.perf_counter()
     model, losses = train_row(language, recipe, row, seed)
     seconds = time.perf_counter() - start
@@ -162,8 +161,6 @@ def rules(language: Language, recipe: Recipe, counts: dict) -> dict:
     for task in TASKS:
         _, labels, held = sets[task]["held_out"]
         train = sets[task]["train"][2]
-        import torch
-
         out[task] = {
             "topic_rule": graded(torch.tensor([topic_rule(language, x) for x in held]), labels),
             "clock_rule": graded(torch.tensor([clock_rule(language, x) for x in held]), labels),
@@ -214,13 +211,6 @@ def predictions(per_seed: dict) -> dict:
         checks.setdefault("T5", {})[seed] = all(rows["none"][task] < T5 for task in TASKS)
     return {name: {"per_seed": values, "holds": all(values.values()), "seeds_holding": sum(values.values())}
             for name, values in checks.items()}
-
-
-def cell_summary(per_seed: dict, row: str, task: str, key: str | None = None) -> dict:
-    """Mean, lowest and highest over seeds of one cell."""
-    values = [rows[row][key or task] for rows in per_seed.values() if (key or task) in rows[row]]
-    return {"mean": float(np.mean(values)), "min": float(min(values)), "max": float(max(values)),
-            "n": len(values)} if values else {}
 
 
 # ---------------------------------------------------------------------------------------------- figure and table

@@ -31,7 +31,7 @@ from .provenance import experiment_device
 from .sentence_task import PlannedRun, planned_trunk, trunk_start
 from .sentence_task import describe_budget as describe_budget  # meta.budget: the recipe's plans
 from .strata import baselines, texts
-from .trunk import TrunkPlan, scored_pairs, trunk_config
+from .trunk import TrunkPlan, fresh_sentence_classifier, scored_pairs, trunk_config
 
 ARMS = ("sop", "nsp")  # the labels an arm is taught
 TASKS = ("sop", "nsp")  # what each arm's head is read on
@@ -155,16 +155,12 @@ def train_arm(checkpoint, arm: str, seed: int, plan: TrunkPlan, settings: Superv
     """One arm: the trunk's weights, a fresh head from `seed`, `settings.steps` steps of `arm`'s labels alone."""
     model = AlbertForPreTraining(trunk_config())
     load_checkpoint(checkpoint, model)
-    generator = torch.Generator().manual_seed(seed)
-    head = model.sop_classifier.classifier
-    with torch.no_grad():
-        head.weight.copy_(torch.randn(head.weight.shape, generator=generator) * model.config.initializer_range)
-        head.bias.zero_()
     model.predictions.requires_grad_(False)  # no MLM: the output head is not part of either arm
     device = experiment_device()
     model.to(device)
     inputs, labels = training_pairs(arm, seed, settings.steps * settings.batch_size, plan.max_documents)
     optimizer = build_optimizer(model, "adamw", lr=settings.lr, weight_decay=settings.weight_decay)
+    fresh_sentence_classifier(model, optimizer, seed)  # the head drawn from the seed, as Table 5's branches draw it
     schedule = WarmupPolyDecay(settings.lr, settings.steps, round(settings.warmup_fraction * settings.steps))
     torch.manual_seed(seed)
     points, losses, start = [], [], time.perf_counter()
