@@ -248,7 +248,7 @@ def test_leak_rules_catch_an_answer_computed_early_and_a_value_printed_early():
 
 
 def test_the_leak_test_catches_chapter_5s_overlap_computed_before_its_exercise():
-    """The leak the issue found: a topic probe computing Exercise 3's overlap seven cells before it asks."""
+    """A leak found in review: a topic probe computing Exercise 3's overlap seven cells before it asks."""
     chapter = CHAPTERS / "05_sentence_order_prediction.py"
     cells = readable_cells(chapter)
     early = ("def topic_features(instances):\n    rows = []\n    for inst in instances:\n"

@@ -24,7 +24,7 @@ def suggestions(error: str) -> list[list[str]]:
 
 
 @pytest.mark.slow
-def test_the_issues_case_names_the_flags_and_values_that_work(tmp_path, capsys):
+def test_a_batch_larger_than_an_epoch_names_the_flags_and_values_that_work(tmp_path, capsys):
     """`--seq-len 8 --task sop` on Austen used to die after loading with 'epoch 0 has 13 examples'."""
     error = cli_error(pretrain, AUSTEN + ["--seq-len", "8", "--task", "sop", "--out", str(tmp_path / "run")], capsys)
     assert error == (

@@ -80,7 +80,7 @@ def test_a_run_resumed_on_another_device_says_so_and_notes_it_in_run_json(tmp_pa
     pretrain(flags)
     assert FAKE_GPU not in capsys.readouterr().out
     assert record(out)["notes"] == said
-    assert [m for m in metrics(out) if m["type"] == "resume"] == resumed  # finished: no line appended (issue 33)
+    assert [m for m in metrics(out) if m["type"] == "resume"] == resumed  # finished: a rerun appends no line
 
 
 # ---------------------------------------------------------------------- --config

@@ -16,7 +16,7 @@ directory is still a run's (nothing in it is foreign), every checkpoint verifies
 and resuming once more ends bit-identical to the uninterrupted run, with a metrics log that reads as its log.
 18 + 20 kill points x 3 kinds: 114 single faults and 114 double ones.
 
-Preparing a text into the token cache (issue 42) is stopped the same three ways at each of its 8 points
+Preparing a text into the token cache is stopped the same three ways at each of its 8 points
 (encoding, each file written, before and after the rename into place): the rerun refuses nothing, leaves no
 partial folder and writes the bytes an uninterrupted preparation writes. And a `prepare` or a first
 `pretrain --corpus` whose worker processes are busy is stopped by SIGTERM, SIGINT or kill -9: no worker outlives it.
@@ -460,7 +460,7 @@ def test_the_fault_cases_are_counted(scenario):
     assert len(scenario[4]) == points
 
 
-# ---------------------------------------------------------------------- preparing a text (issue 42)
+# ---------------------------------------------------------------------- preparing a text
 PREPARE_POINTS = ("encoding the second work item", "after tokens.bin", *(f"after {name}" for name in
                   token_cache.INDEX_NAMES), "before the rename into place", "after the rename into place")
 PREPARE_ERROR = {"exception": InjectedFault, "full disk": OSError}
@@ -583,7 +583,7 @@ def started(pid: int) -> str | None:
                          ids=["prepare-sigterm", "prepare-sigint", "prepare-kill-9", "pretrain-sigterm",
                               "pretrain-kill-9"])
 def test_no_worker_outlives_a_stopped_preparation(command, stop, prepared_text, tmp_path):
-    """Issue 42: the workers of `prepare` (or of a first `pretrain --corpus`) end with their parent, however it
+    """The workers of `prepare` (or of a first `pretrain --corpus`) end with their parent, however it
     ends; the partial folder a kill leaves is cleaned by the next run, which prepares the same bytes."""
     files, tokenizer, straight = prepared_text
     marks, folder = tmp_path / "marks", tmp_path / "texts"
@@ -628,7 +628,7 @@ def test_no_worker_outlives_a_stopped_preparation(command, stop, prepared_text, 
     assert not list((tmp_path / "cache").glob("*.partial-*"))
 
 
-# ---------------------------------------------------------------------- folders of outputs (issue 42)
+# ---------------------------------------------------------------------- folders of outputs
 OUTPUT_STEPS = ("replace", "unlink", "rmdir")  # what writing a folder of outputs does to the file system
 OUTPUT_ERROR = {"exception": InjectedFault, "full disk": OSError}
 
@@ -705,7 +705,7 @@ def books(root: Path) -> list[Path]:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_an_html_build_stopped_at_every_step_of_its_copy_is_finished_by_the_same_command(kind, tmp_path):
-    """Issue 42: `html` killed while it replaces its old book (once, or twice in a row with another book each
+    """`html` killed while it replaces its old book (once, or twice in a row with another book each
     time) leaves only files its record knows; the next build replaces them, without a word about "files that no
     book build wrote", and the folder is that book exactly. A file of the user's is still refused after a kill."""
     from albert_mini.book import html_book
@@ -743,7 +743,7 @@ def test_an_html_build_stopped_at_every_step_of_its_copy_is_finished_by_the_same
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_hand_out_stopped_at_every_step_is_finished_by_the_same_command_without_overwrite(kind, tmp_path,
                                                                                             monkeypatch):
-    """Issue 42: `exercises` killed at any step of writing its hand-out (a first one, or over an earlier one) is
+    """`exercises` killed at any step of writing its hand-out (a first one, or over an earlier one) is
     finished by the same command, without --overwrite, and the folder is that hand-out exactly. A learner's file
     that --overwrite allowed to replace, but that the kill left unreplaced, still needs --overwrite."""
     from albert_mini.book.exercises import student

@@ -1,4 +1,4 @@
-"""Fed like a GPU job (issue 43): the MLM head on fixed-size masked positions, and batches through a DataLoader.
+"""Fed like a GPU job: the MLM head on fixed-size masked positions, and batches through a DataLoader.
 
 The static gather is checked against the data-dependent one it replaces (`labels[labels != -100]`): the same logits
 at the real positions, the same loss, the same gradients. The DataLoader with worker processes must hand out the

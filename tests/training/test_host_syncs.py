@@ -1,10 +1,11 @@
-"""Host syncs per optimizer step (issue 43): every value the host reads back from a tensor makes it wait for a GPU.
+"""Host syncs per optimizer step: every value the host reads back from a tensor makes it wait for a GPU.
 
 Counted on the CPU, where every read shows as a call: `Tensor.item`, `tolist`, `cpu`, `numpy`, `nonzero` and the
 conversions `bool`, `float`, `int`, `index`, over 24 steps of a tiny `albert-mini pretrain` (the command's own
-path), log, evaluation and save steps left out. Before issue 43 a step made 35 of them (30 by the issue's count,
-which left out `float`): LAMB's two `.item()` per weight tensor, the metrics and the loss denominators. Now it makes
-one: the gradient norm, which clipping and the divergence check read.
+path), log, evaluation and save steps left out. When the metrics, the loss denominators and LAMB's trust ratios
+were read on the host, a step made 35 of them (30 without `float`): LAMB's two `.item()` per weight tensor, the
+metrics and the loss denominators. Now it makes one: the gradient norm, which clipping and the divergence check
+read.
 """
 
 from __future__ import annotations

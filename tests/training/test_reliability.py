@@ -178,7 +178,7 @@ def test_finetune_save_is_checked_first_and_written_identically(tmp_path, capsys
     assert "already exists" in error and "--overwrite" in error
 
 
-# ---------------------------------------------------------------------- a diverged run (issue 42)
+# ---------------------------------------------------------------------- a diverged run
 def finite(checkpoint_dir) -> bool:
     from safetensors.torch import load_file
 
@@ -186,7 +186,7 @@ def finite(checkpoint_dir) -> bool:
 
 
 def test_lr_1e30_is_one_line_naming_the_step_and_keeps_the_last_good_checkpoint(tmp_path, capsys):
-    """The issue's case: `--lr 1e30` exited 0 with a NaN held-out loss and a checkpoint of NaN weights."""
+    """A diverging run: `--lr 1e30` once exited 0 with a NaN held-out loss and a checkpoint of NaN weights."""
     out = tmp_path / "run"
     error = cli_error(pretrain, FLAGS + ["--steps", "3", "--lr", "1e30", "--warmup", "0", "--out", str(out)], capsys)
     # Step 1's gradients are finite and its checkpoint is written; its update makes step 2's NaN.

@@ -1,4 +1,4 @@
-"""Run directories that always recover (issue 33): every state that kills can leave resumes or restarts.
+"""Run directories that always recover: every state that kills can leave resumes or restarts.
 
 A kill before the first checkpoint, then a second one just after the resume emptied the log, leaves an empty
 metrics.jsonl: still the run's. A log torn anywhere in its first line is the run's too. A symlinked
@@ -180,7 +180,7 @@ class BudgetSpentAt(Trainer):
 
 
 class Watched(BudgetSpentAt):
-    """Also a watch inside the passes (issue 42) whose clock says the budget is spent at the `cut_look`-th tensor
+    """Also a watch inside the passes whose clock says the budget is spent at the `cut_look`-th tensor
     autograd saves or reads back during step `cut_step` (None: never); it counts its looks per step."""
 
     cut_step: int | None = None
@@ -243,7 +243,7 @@ def weights_of(trainer) -> dict:
 
 @pytest.mark.parametrize("where", ["first-forward", "middle", "last-backward"])
 def test_a_step_cut_inside_a_pass_is_undone_and_the_resumed_run_is_bit_identical(where, tmp_path):
-    """Issue 42: one long step (thousands of layers) ran far past --minutes. The budget is watched inside every
+    """One long step (thousands of layers) once ran far past --minutes. The budget is watched inside every
     forward and backward pass; a step cut there is undone like one cut between micro-batches."""
     straight = budget_trainer(tmp_path / "straight", None)
     straight.train()

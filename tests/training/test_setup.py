@@ -179,7 +179,7 @@ def calls_of(name: str) -> set[str]:
 
 def test_schedule_model_and_loss_of_pretraining_are_built_in_one_place():
     # The curriculum's two-phase source, the pretraining model and the weighted loss each have one builder.
-    # ... and Stage A's lever A2 (NSP for 500 steps, then SOP: issue 41) is the one other two-phase stream
+    # ... and Stage A's lever A2 (NSP for 500 steps, then SOP) is the one other two-phase stream
     assert calls_of("PhasedBatches") == {"training/run_data.py", "harness/experiments/levers.py"}
     assert calls_of("curriculum") == {"training/setup.py"}
     assert calls_of("build_pretraining_model") == {"training/run.py"} | {

@@ -200,7 +200,7 @@ def test_stops_on_exhausted_data_and_on_the_time_budget():
     assert (result.step, result.stop_reason) == (3, "data exhausted")
     result = train(model, SyntheticBatches(CONFIG.vocab_size, B, T), TrainConfig(max_steps=10_000, max_minutes=0.002))
     # How many steps fit in 0.12 s is the machine's business: none, on a busy one where the first step takes longer
-    # (the budget is watched inside a step too, issue 42, and a step it cuts is undone).
+    # (the budget is watched inside a step too, and a step it cuts is undone).
     assert result.stop_reason == "max_minutes" and result.step < 10_000
 
 
