@@ -20,7 +20,8 @@ TRACKER = re.compile(r"\bissues? +(#?\d+|N\b)|(?<![\w./-])#\d+\b", re.IGNORECASE
 def tracked_text_files() -> list[Path]:
     listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
     paths = [ROOT / name for name in listed.decode().split("\0") if name and not name.startswith("data/")]
-    return [p for p in paths if p.is_file() and b"\0" not in p.read_bytes()[:8192]]
+    # This file is left out: its examples of what the pattern finds are tracker numbers on purpose.
+    return [p for p in paths if p.is_file() and p != Path(__file__).resolve() and b"\0" not in p.read_bytes()[:8192]]
 
 
 @pytest.mark.parametrize("text, found", [
