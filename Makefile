@@ -20,7 +20,7 @@ help:
 	@echo "make test        run the test suite and every chapter in fast mode (what CI runs)"
 	@echo "make test-fast   ruff and the tests not marked slow or browser, no chapters (under 2 minutes)"
 	@echo "make book        execute every chapter in full mode, refresh notebooks and figures/"
-	@echo "make lab         open JupyterLab on chapters/ (fetches polarity first); double-click a chapter's .py to open it as a notebook"
+	@echo "make lab         open JupyterLab on chapters/ (fetches polarity first); double-click a chapter's .ipynb"
 	@echo "make html        the book as static HTML in build/html/ from the executed notebooks (offline maths)"
 	@echo "make browser-deps install Debian's chromium and chromium-driver for the browser tests (as root)"
 	@echo "make data        rebuild the Austen corpus, tokenizer and derived tasks and verify them; fetch polarity"

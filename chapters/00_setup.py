@@ -24,9 +24,10 @@
 # make lab   # installs .venv (once), fetches the polarity sentences, opens JupyterLab
 # ```
 #
-# JupyterLab opens on the `chapters/` folder. The chapters are stored as plain Python files (`NN_topic.py`, in
-# jupytext's "percent" format) paired with notebooks (`NN_topic.ipynb`): double-click a `.py` file and it opens as
-# a notebook; saving keeps the pair in sync. Run each chapter from top to bottom, starting with this one.
+# JupyterLab opens on the `chapters/` folder, where each chapter is a notebook (`NN_topic.ipynb`): double-click
+# one to open it. Its text and code are stored in a plain Python file beside it (`NN_topic.py`, in jupytext's
+# "percent" format, left out of the file browser), and saving keeps the pair in sync. Run each chapter from top to
+# bottom, starting with this one.
 
 # %% [markdown]
 # ## The versions this book was run with

@@ -97,6 +97,8 @@ CONF = '''\
 # Written by albert_mini.book.html_book for one build; edit the generator, not this file.
 project = {project!r}
 html_title = {project!r}
+author = {author!r}                    # the theme's footer: "By ..." (without it, "By Author name not set")
+copyright = {copyright!r}
 root_doc = "index"
 extensions = ["myst_nb"]
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
@@ -117,6 +119,15 @@ html_show_search_summary = False       # summaries are fetched page by page, whi
 mathjax_path = "mathjax/{script}"
 mathjax3_config = {{"loader": {{"load": ["[tex]/textmacros"]}}, "tex": {{"packages": {{"[+]": ["textmacros"]}}}}}}
 '''
+
+
+def copyright_line(root: Path) -> tuple[str, str]:
+    """The year and the holder from LICENSE's "Copyright (c) YEAR HOLDER" line: the book's footer names them."""
+    match = re.search(r"^Copyright \(c\) (\d{4}) (.+)$", (root / "LICENSE").read_text(), re.MULTILINE)
+    if match is None:
+        raise BookBuildError("LICENSE has no 'Copyright (c) YEAR HOLDER' line for the book's footer; restore it "
+                             "(git checkout LICENSE)")
+    return match.group(1), match.group(2).strip()
 
 
 def mathjax_source() -> Path:
@@ -233,8 +244,9 @@ def stage(root: Path, staging: Path) -> list[Path]:
     (staging / "_static" / f"{ZOOM}.js").write_text(ZOOM_JS)
     (staging / "_static" / f"{ZOOM}.css").write_text(ZOOM_CSS)
     (staging / "index.md").write_text(index_page(root, notebooks))
-    (staging / "conf.py").write_text(CONF.format(project=TITLE, script=MATHJAX_SCRIPT, css=OUTPUT_CSS_FILE,
-                                                 zoom=ZOOM))
+    year, author = copyright_line(root)
+    (staging / "conf.py").write_text(CONF.format(project=TITLE, author=author, copyright=f"{year}, {author}",
+                                                 script=MATHJAX_SCRIPT, css=OUTPUT_CSS_FILE, zoom=ZOOM))
     return notebooks
 
 

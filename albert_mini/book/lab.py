@@ -4,10 +4,13 @@
     albert-mini lab --no-browser    # prints the address instead (with its token)
 
 The server's root is the checkout (so a chapter's `../figures/x.png` resolves), it listens on 127.0.0.1 only, on a
-free port, with a random token, and the tab lands in `chapters/`. Double-clicking a chapter `NN_topic.py` opens
-it as a notebook: the default viewer for Python files is jupytext's notebook, a setting installed into this
-environment (`{sys.prefix}/share/jupyter/lab/settings/overrides.json`), never into your home. Fast mode is
-whatever the environment says: `ALBERT_MINI_FAST=1 make lab` runs every chapter with its small settings.
+free port, with a random token, and the tab lands in `chapters/`. Each chapter shows one name there,
+`NN_topic.ipynb`: its paired source `NN_topic.py` is left out of the file browser's listings (JupyterLab truncates
+both names to the same text in a narrow sidebar), and jupytext opens the notebook with its inputs from the `.py` and
+its outputs from the `.ipynb`, and saves both. A `.py` opened by path (File, Open from Path) opens as a notebook
+too: the default viewer for Python files is jupytext's notebook, a setting installed into this environment
+(`{sys.prefix}/share/jupyter/lab/settings/overrides.json`), never into your home. Fast mode is whatever the
+environment says: `ALBERT_MINI_FAST=1 make lab` runs every chapter with its small settings.
 
 Every chapter names the Jupyter kernel `albert-mini` ("Python (albert-mini)"): this environment's python, by its
 absolute path, so a Jupyter installed elsewhere (nbgrader's, a system JupyterLab) still runs the chapters with
@@ -124,6 +127,12 @@ def port_in_use(port: int, host: str = LOOPBACK) -> bool:
     return False
 
 
+# What the file browser leaves out: jupyter_server's own defaults, and the chapters' paired sources (`NN_topic.py`,
+# in chapters/ and chapters/solutions/), which the chapter's `.ipynb` opens with. Names only: a glob cannot say
+# "beside its notebook", and no package module starts with two digits.
+HIDDEN = ("__pycache__", "*.pyc", "*.pyo", ".DS_Store", "*~", "[0-9][0-9]_*.py")
+
+
 def lab_command(root: Path, port: int, open_browser: bool) -> list[str]:
     """The `jupyter lab` command line (the token travels in the environment, never on the command line)."""
     command = [
@@ -134,6 +143,7 @@ def lab_command(root: Path, port: int, open_browser: bool) -> list[str]:
         "--ServerApp.port_retries=0",
         f"--ServerApp.open_browser={open_browser}",
         f"--LabApp.default_url=/lab/tree/{LANDING}",
+        f"--ContentsManager.hide_globs={list(HIDDEN)!r}",
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--ServerApp.allow_root=True")  # containers and CI run as root; it is still loopback + token

@@ -363,8 +363,10 @@ return {top: scroller.scrollTop, height: scroller.clientHeight, scrollHeight: sc
 def lab_page(browser, lab):
     browser.get(lab.url)
     page = LabPage(browser, lab)
-    poll(lambda: set(page.listing()) >= {p.name for p in SOURCES + NOTEBOOKS},
+    poll(lambda: set(page.listing()) >= {p.name for p in NOTEBOOKS},
          "the file browser to show chapters/ (the landing folder)")
+    # One name per chapter: the paired sources are left out of the listing (truncated, both names look the same).
+    assert not set(page.listing()) & {p.name for p in SOURCES}
     return page
 
 
@@ -393,7 +395,7 @@ def first_code_cell_with_output() -> tuple[Path, int]:
         cells = json.loads(notebook.read_text())["cells"]
         index = next(i for i, cell in enumerate(cells) if cell["cell_type"] == "code")
         if cells[index].get("outputs"):
-            return notebook.with_suffix(".py"), index
+            return notebook, index
     pytest.fail("no chapter's first code cell has an output to wait for")
 
 
@@ -403,10 +405,11 @@ def test_lab_runs_first_code_cell_in_fast_mode(lab_page, chapter_files):
     import jupytext
     from selenium.webdriver.common.by import By
 
-    source, index = first_code_cell_with_output()
-    tab = lab_page.open(source.name, len(jupytext.read(source).cells))
+    notebook, index = first_code_cell_with_output()
+    source = notebook.with_suffix(".py")
+    tab = lab_page.open(notebook.name, len(jupytext.read(source).cells))
     poll(lambda: lab_page.kernel_ready(tab["id"], kernel_display_name()) and lab_page.debugger_known(tab["id"]),
-         f"{source.name}'s kernel")
+         f"{notebook.name}'s kernel")
     cell = lab_page.driver.find_elements(By.CSS_SELECTOR, f'[id="{tab["id"]}"] .jp-Notebook .jp-Cell')[index]
     lab_page.js("arguments[0].scrollIntoView({block: 'center'})", cell)
     cell.find_element(By.CSS_SELECTOR, ".jp-InputPrompt").click()  # selects the cell, as a learner would
@@ -417,11 +420,11 @@ def test_lab_runs_first_code_cell_in_fast_mode(lab_page, chapter_files):
         outputs = [o.text for o in cell.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output")]
         return re.fullmatch(r"\[\d+\]:", prompt.strip()) and any(text.strip() for text in outputs) and outputs
 
-    outputs = poll(finished, f"the first code cell of {source.name} to run and print", timeout=RUN_WAIT)
+    outputs = poll(finished, f"the first code cell of {notebook.name} to run and print", timeout=RUN_WAIT)
     assert not any(TRACEBACK.search(text) for text in outputs), outputs
     # The kernel runs with the launcher's environment: ALBERT_MINI_FAST=1 as the tests started it.
     status, sessions = lab_page.lab.request("GET", "/api/sessions")
-    kernel = next(s["kernel"]["id"] for s in sessions if s["path"] == f"chapters/{source.name}")
+    kernel = next(s["kernel"]["id"] for s in sessions if s["path"] == f"chapters/{notebook.name}")
     if Path("/proc").is_dir():
         processes = [pid for pid in child_pids(lab_page.lab.process.pid)
                      if kernel in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")]
@@ -429,29 +432,30 @@ def test_lab_runs_first_code_cell_in_fast_mode(lab_page, chapter_files):
         environ = Path(f"/proc/{processes[0]}/environ").read_bytes().split(b"\0")
         assert b"ALBERT_MINI_FAST=1" in environ
     lab_page.close(tab["id"], discard=True)  # the run's output is not the committed one: do not save it
-    lab_page.lab.shut_down_sessions(f"chapters/{source.name}")
-    for path in (source, source.with_suffix(".ipynb")):
+    lab_page.lab.shut_down_sessions(f"chapters/{notebook.name}")
+    for path in (source, notebook):
         assert path.read_bytes() == chapter_files[path]
     check_lab_logs(lab_page)
 
 
 # Tabs stay open, as a learner's do, and the kernels run until the server stops: closing a tab the moment its kernel
 # is up cancels JupyterLab's question to the kernel about the debugger, which it logs as a console error.
+# A chapter opens from its notebook, with its inputs from the paired source (the source of truth): saving writes both.
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
-def test_lab_opens_chapter_source_as_notebook_and_saves_it_unchanged(lab_page, chapter_files, source):
+def test_lab_opens_chapter_from_its_notebook_and_saves_both_unchanged(lab_page, chapter_files, source):
     import jupytext
 
     cells = len(jupytext.read(source).cells)
-    tab = lab_page.open(source.name, cells)
-    poll(lambda: lab_page.kernel_ready(tab["id"], kernel_display_name()), f"{source.name}'s kernel")
-    assert not lab_page.current()["dirty"], f"{source.name} shows as unsaved right after opening"
-    paired = source.with_suffix(".ipynb")
-    stamps = {path: path.stat().st_mtime_ns for path in (source, paired)}
+    notebook = source.with_suffix(".ipynb")
+    tab = lab_page.open(notebook.name, cells)
+    poll(lambda: lab_page.kernel_ready(tab["id"], kernel_display_name()), f"{notebook.name}'s kernel")
+    assert not lab_page.current()["dirty"], f"{notebook.name} shows as unsaved right after opening"
+    stamps = {path: path.stat().st_mtime_ns for path in (source, notebook)}
     lab_page.click_toolbar(tab["id"], "docmanager:save")
     poll(lambda: all(path.stat().st_mtime_ns != stamp for path, stamp in stamps.items()),
-         f"{source.name} and {paired.name} to be written")
+         f"{source.name} and {notebook.name} to be written")
     for path in stamps:
-        assert path.read_bytes() == chapter_files[path], f"saving {source.name} changed {path.name} (see git diff)"
+        assert path.read_bytes() == chapter_files[path], f"saving {notebook.name} changed {path.name} (see git diff)"
     check_lab_logs(lab_page)
 
 
@@ -470,11 +474,11 @@ def test_lab_shows_committed_notebook(lab_page, notebook):
 
 def test_lab_no_open_chapter_is_marked_unsaved(lab_page):
     """Once every kernel has started (JupyterLab then rewrites the kernel spec in each notebook's metadata), none of
-    the chapters opened above, sources or notebooks, carries the unsaved mark."""
+    the chapters opened above carries the unsaved mark."""
     tabs = lab_page.js("return [...document.querySelectorAll('.lm-DockPanel-tabBar .lm-TabBar-tab')]"
                        ".map((t) => [t.dataset.id, t.querySelector('.lm-TabBar-tabLabel').textContent])")
     chapters = {name: widget for widget, name in tabs if name.endswith((".py", ".ipynb"))}
-    assert sorted(chapters) == sorted(p.name for p in SOURCES + NOTEBOOKS)
+    assert sorted(chapters) == sorted(p.name for p in NOTEBOOKS)
     for name, widget in chapters.items():
         poll(lambda widget=widget: lab_page.kernel_ready(widget, kernel_display_name()), f"{name}'s kernel")
     dirty = lab_page.js("return [...document.querySelectorAll('.lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-dirty')]"
@@ -549,6 +553,12 @@ return {
 def test_book_has_every_page_and_no_other(book):
     built = sorted(str(p.relative_to(book)) for p in book.rglob("*.html") if p.relative_to(book).parts[0] != "_static")
     assert built == sorted(book_pages())
+
+
+def test_every_book_page_names_its_authors(book):
+    pages = [book / page for page in book_pages()]
+    assert [p.name for p in pages if "Author name not set" in p.read_text()] == []
+    assert [p.name for p in pages if "the albert-mini authors" not in p.read_text()] == []
 
 
 def test_a_book_figure_opens_full_size_on_click_and_closes_on_escape(browser, book):

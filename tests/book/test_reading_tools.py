@@ -2,6 +2,7 @@
 thing)."""
 
 import json
+import re
 import socket
 from pathlib import Path
 
@@ -104,6 +105,20 @@ def test_the_book_stages_the_reference_notes_that_chapters_link(tmp_path):
     page = (tmp_path / "src" / "index.md").read_text()
     assert ":caption: Reference\n\nchapters/REFERENCE_NOTES\n" in page  # in a toctree: Sphinx -W accepts the page
     assert "(chapters/REFERENCE_NOTES)" in page
+
+
+def test_the_book_footer_names_the_licence_holder(tmp_path):
+    """The theme's footer says "By" the conf's author: the holder LICENSE names, never "Author name not set"."""
+    html_book.stage(ROOT, tmp_path / "src")
+    conf: dict = {}
+    exec((tmp_path / "src" / "conf.py").read_text(), conf)  # our generated conf.py: plain assignments
+    holder = re.search(r"^Copyright \(c\) \d{4} (.+)$", (ROOT / "LICENSE").read_text(), re.MULTILINE).group(1)
+    assert conf["author"] == holder == "the albert-mini authors"
+    assert conf["copyright"].endswith(holder)
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "LICENSE").write_text("MIT License\n")
+    with pytest.raises(html_book.BookBuildError, match=r"LICENSE has no 'Copyright \(c\) YEAR HOLDER' line"):
+        html_book.copyright_line(tmp_path / "repo")
 
 
 def test_mathjax_ships_in_the_environment():
