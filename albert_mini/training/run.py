@@ -81,11 +81,11 @@ def build_optimization(setup: PretrainingSetup, model) -> tuple:
 
 
 def train_config(setup: PretrainingSetup) -> TrainConfig:
-    """How long and how the trainer trains, logs, evaluates and saves."""
+    """How long and how the trainer trains, logs, evaluates and saves (without `out`: no checkpoints, as from code)."""
     return TrainConfig(
         max_steps=setup.steps, max_minutes=setup.minutes, accumulate=setup.accumulate, clip_norm=setup.clip_norm,
         log_every=setup.log_every, eval_every=setup.eval_every, eval_batches=setup.eval_batches,
-        save_every=setup.save_every, keep_checkpoints=setup.keep, out_dir=setup.out,
+        save_every=setup.save_every if setup.out else 0, keep_checkpoints=setup.keep, out_dir=setup.out,
         bf16=setup.bf16, compile=setup.compile, progress=not setup.quiet, echo=not setup.quiet)
 
 
@@ -363,7 +363,8 @@ def pretrain(setup: PretrainingSetup, info: DistInfo | None = None, check_memory
               "undone: one step of this model and batch takes longer than the time that was left, so nothing was "
               "trained and the final evaluation was skipped; give more --minutes (the run resumes), or a smaller "
               "model, --batch-size or --seq-len", flush=True)
-    say(f"stopped at step {result.step} ({result.stop_reason}); metrics and checkpoints in {Path(setup.out)}")
+    kept = f"metrics and checkpoints in {Path(setup.out)}" if setup.out else "nothing written (no --out)"
+    say(f"stopped at step {result.step} ({result.stop_reason}); {kept}")
     if result.eval is not None:
         say("held-out: " + ", ".join(f"{k} {v:.4f}" for k, v in result.eval.items()
                                      if isinstance(v, float) and k != "elapsed_s"))

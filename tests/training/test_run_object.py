@@ -5,7 +5,7 @@ import pytest
 
 from albert_mini.errors import UsageError
 from albert_mini.training import run_data
-from albert_mini.training.run import Run, RunDirectory
+from albert_mini.training.run import Run, RunDirectory, pretrain
 from albert_mini.training.setup import PretrainingSetup
 
 SMALL = dict(preset="albert-nano", corpus="austen", task="sop", seq_len=64, batch_size=4, steps=2, eval_batches=1,
@@ -64,3 +64,11 @@ def test_a_run_directory_in_one_process_decides_resumption_and_releases_its_lock
         assert again.settle(record, overwrite=False) is True  # the same run: resumed
     finally:
         again.release()
+
+
+def test_pretrain_from_code_without_an_out_folder_trains_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    result = pretrain(PretrainingSetup(**{**SMALL, "quiet": False}))
+    assert result.step == SMALL["steps"] and result.eval is not None
+    assert "nothing written (no --out)" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
