@@ -185,9 +185,9 @@ print("the masker's p(n):", masker.ngram_probs.round(4))
 #
 # Write `sample_span_length(rng, max_n=3)`: one draw of n from that law, as a Python `int`, using only the numpy
 # `Generator` you are given (never `np.random.*` directly, so that a seed fixes the result). The check calls it
-# 10,000 times per case and compares the frequencies with $p(n)$. (The first public release of the reference
-# code had the logic of its `favor_shorter_ngram` flag inverted, google-research#79; the check rejects a sampler
-# that favours long spans, or draws n uniformly.)
+# 1,000 times per case and tests whether the counts fit $p(n)$ (a chi-square test). (The first public release of
+# the reference code had the logic of its `favor_shorter_ngram` flag inverted, google-research#79; the check
+# rejects a sampler that favours long spans, or draws n uniformly.)
 
 # %% nbgrader={"grade": false, "grade_id": "sample_span_length", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def sample_span_length(rng, max_n=3):

@@ -1,14 +1,16 @@
 """Checks for Chapter 6 (n-gram masking): p(n), sampling a span length, the prediction budget, 80/10/10.
 
 Two exercises draw random numbers. Their checks call the learner's function many times with one seeded
-Generator (`Case(..., repeat=N)`, the global generators seeded too) and compare frequencies (`summarize`). For
-the span length, two cases use the same Generator seed under two global seeds (`screen`), so an answer that
-draws from np.random.* or Python's random, which the text forbids, is named as such.
+Generator (`Case(..., repeat=N)`, the global generators seeded too) and judge the frequencies (`summarize`; for
+the span length a chi-square test, its level and power written beside it). For the span length, two cases use
+the same Generator seed under two global seeds (`screen`), so an answer that draws from np.random.* or Python's
+random, which the text forbids, is named as such.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,6 +18,7 @@ from ...text.masking import Masker, replace_80_10_10
 from ...text.masking import prediction_budget as package_budget
 from ..answering import Rng
 from .checking import Case, Exercise, Mistake, WrongForm, kind_of, python_int
+from .goodness_of_fit import chi_square, chi_square_sf, fits
 
 # The package functions that answer an exercise, switched off while the learner's function is checked.
 _MASKER_SETUP = "albert_mini.text.masking:Masker.__init__"  # computes Masker.ngram_probs for any ngram
@@ -110,7 +113,22 @@ NGRAM = Exercise(
 
 
 # ------------------------------------------------------------------------------------------- Exercise 2: draw n
-_DRAWS = 10_000  # the standard error of a frequency is at most 0.005: a tolerance of 0.02 is four of them
+# The test: each case calls the function _DRAWS times with one seeded Generator and counts the lengths 1..max_n;
+# Pearson's chi-square goodness-of-fit test against p(n) (max_n - 1 degrees of freedom) keeps the answer unless
+# p < _ALPHA. A recognised mistake's hint is given when the counts pass the same test against its law.
+# Level: the reference, and any sampler that draws as it does, passes on every run (the cases are seeded); an
+# honest sampler that draws other numbers fails a case with probability 1e-6 (asymptotically; 1.2e-6 to 1.7e-6
+# simulated with 10^7 multinomial samples per max_n = 2..6), under 1e-5 over the check's five distinct draws.
+# Power against the laws the hints recognise, at 1,000 draws: noncentrality lambda = N sum((q - p)^2 / p) is at
+# least 125 (uniform, max_n = 2; reversed: 500); the chance of accepting is 1.6e-10 for uniform at max_n = 2 and
+# below 1e-21 everywhere else (the noncentral chi-square as a Poisson mixture of chi_square_sf), and 0 of 10^6
+# simulated samples per law and max_n = 2..6 was accepted (rng.multinomial, seed 0). The hint names the mistake in
+# at least 999,995 of those 10^6. A law the hints do not name, p(n) proportional to 1/n^2, is rejected with
+# probability 1 - 2.5e-5 at max_n = 2 and 1 - 1e-12 or better from max_n = 3 (the first case's).
+# Ten times fewer draws than a per-length tolerance of 0.02 needed: on one Xeon core at load 4 the check of the
+# worked solution takes 0.11-0.15 s instead of 1.15-1.45 s.
+_DRAWS = 1_000
+_ALPHA = 1e-6
 
 
 def sample_span_length(rng: np.random.Generator, max_n: int = 3) -> int:
@@ -118,15 +136,30 @@ def sample_span_length(rng: np.random.Generator, max_n: int = 3) -> int:
     return int(rng.choice(np.arange(1, max_n + 1), p=ngram_probabilities(max_n)))
 
 
-def _expected_frequencies(rng, max_n: int = 3) -> np.ndarray:
-    """What 10,000 draws should show: the law itself."""
+def _expected_law(rng, max_n: int = 3) -> np.ndarray:
+    """What the draws of a case should follow: the law itself."""
     return ngram_probabilities(max_n)
 
 
-def _frequencies(values: list, case: Case) -> np.ndarray:
+@dataclass(frozen=True)
+class Draws:
+    """How often each length 1..max_n came out of a case's draws, and how well that fits p(n)."""
+
+    counts: tuple[int, ...]
+    p_value: float
+
+    def __repr__(self) -> str:
+        total = sum(self.counts)
+        shares = ", ".join(f"{count / total:.3f}" for count in self.counts)
+        p = f"{self.p_value:.1e}" if self.p_value > 0 else "below 1e-300"
+        return (f"frequencies [{shares}] over {total:,} draws (a chi-square test against p(n) gives p = {p}; "
+                f"the check keeps p >= {_ALPHA:g})")
+
+
+def _counts(values: list, case: Case) -> Draws:
     """How often each length 1..max_n came out; a draw that is not a Python int in range is the wrong form."""
     max_n = case.args[1] if len(case.args) > 1 else case.kwargs.get("max_n", 3)
-    counts = np.zeros(max_n)
+    counts = np.zeros(max_n, dtype=np.int64)
     for value in values:
         if type(value) is not int:
             python_int(value)  # raises WrongForm naming what came back
@@ -134,35 +167,40 @@ def _frequencies(values: list, case: Case) -> np.ndarray:
             raise WrongForm(f"one draw returned {value!r}; a span length is a whole number of words from 1 to "
                             f"max_n = {max_n} (count from 1)")
         counts[value - 1] += 1
-    return counts / len(values)
+    p_value = chi_square_sf(float(chi_square(counts, ngram_probabilities(max_n))), max_n - 1) if max_n > 1 else 1.0
+    return Draws(tuple(int(c) for c in counts), p_value)
+
+
+def _fits_law(got: Draws, law: np.ndarray) -> bool:
+    return type(got) is Draws and fits(got.counts, law, _ALPHA)
 
 
 def _sampling_cases(rng_seed: int, max_n: int, global_seed: int, note: str = "") -> Case:
     return Case((Rng(rng_seed), max_n), repeat=_DRAWS, global_seed=global_seed, note=note)
 
 
-def _near(target):
-    """A mistake test on frequencies: within the check's tolerance of `target(max_n)`."""
-    return lambda got, want, args, kw: args[1] > 1 and np.allclose(got, target(args[1]), rtol=0, atol=0.02)
+def _drawn_from(target):
+    """A mistake test on the counts: they pass the check's test against `target(max_n)` instead of p(n)."""
+    return lambda got, want, args, kw: args[1] > 1 and _fits_law(got, target(args[1]))
 
 
 SAMPLE = Exercise(
-    "sample_span_length", "06", _expected_frequencies,
+    "sample_span_length", "06", _expected_law,
     [_sampling_cases(0, 3, 1, "frequencies of n = 1..3"),
      _sampling_cases(0, 3, 2, "the same rng seed under another global seed"),
      _sampling_cases(1, 2, 1), _sampling_cases(2, 1, 1), _sampling_cases(3, 5, 1)],
     drawn=lambda rng: [_sampling_cases(int(rng.integers(2**31)), int(rng.integers(2, 7)),
                                        int(rng.integers(2**31)))],
-    summarize=_frequencies, screen=_only_from_rng, rtol=0.0, atol=0.02, unavailable=(_MASKER_SETUP,),
-    title="sample_span_length (frequencies of n = 1..max_n over 10,000 draws)",
+    summarize=_counts, compare=_fits_law, screen=_only_from_rng, unavailable=(_MASKER_SETUP,),
+    title=f"sample_span_length (frequencies of n = 1..max_n over {_DRAWS:,} draws, a chi-square test)",
     hints=("revisit the law of Exercise 1: how often each length comes out should follow it.",
            "a numpy Generator can draw one value from a list of values with given probabilities; give it the "
            "law for this max_n."),
     mistakes=(
-        Mistake(_near(lambda n: np.full(n, 1 / n)),
+        Mistake(_drawn_from(lambda n: np.full(n, 1 / n)),
                 "your lengths come out about equally often: draw them with the probabilities of Exercise 1, "
                 "not uniformly."),
-        Mistake(_near(lambda n: ngram_probabilities(n)[::-1]),
+        Mistake(_drawn_from(lambda n: ngram_probabilities(n)[::-1]),
                 "your draws favour long spans: the probabilities are the wrong way round (the bug of "
                 "google-research#79). Length n has weight 1/n."),
     ),
@@ -325,7 +363,7 @@ def check_ngram_probabilities(fn) -> bool:
 
 
 def check_sample_span_length(fn) -> bool:
-    """Check that `fn(rng, max_n)` draws n with the frequencies p(n) (10,000 seeded draws), from `rng` alone."""
+    """Check that `fn(rng, max_n)` draws n from p(n) (a chi-square test on 1,000 seeded draws), from `rng` alone."""
     return SAMPLE.check(fn)
 
 
