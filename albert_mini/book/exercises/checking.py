@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..answering import Unsupported, call_all, decode_answer, decode_arguments, encode_cases
+from .showing import Shown, short_form
 
 NOT_ATTEMPTED = "not attempted yet"  # what a check prints for a stub: the same line on every run
 _ATTEMPTS: dict[str, int] = {}  # wrong tries per exercise in this kernel, for the hint tiers
@@ -358,33 +359,16 @@ def kind_of(value: Any) -> str:
         return f"a {value.type_name} (not plain data)"
     kind = type(value)
     name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
-    return f"a {name} ({_show(value, 60)})"
+    return f"a {name} ({short_form(value, 60)})"
 
 
 # --------------------------------------------------------------------------------------------- showing
-class _Shown(str):
-    """Text shown as it is (not quoted) among an input's values."""
-
-    def __repr__(self) -> str:
-        return str(self)
-
-
-def _show(value: Any, limit: int = 300) -> str:
-    import torch
-
-    if isinstance(value, torch.Tensor | np.ndarray):
-        size = value.numel() if isinstance(value, torch.Tensor) else value.size
-        value = value.tolist() if size <= 50 else _Shown(f"<array of shape {tuple(value.shape)}>")
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + " ..."
-
-
 def _describe(request: dict, arrays: dict[str, np.ndarray]) -> str:
     """The inputs of a request as a learner reads them (a Generator by its seed, so the line is the same each run)."""
     args, kwargs = decode_arguments(request, arrays)
-    args = [_Shown(f"np.random.default_rng({tree['rng']})") if isinstance(tree, dict) and "rng" in tree else value
+    args = [Shown(f"np.random.default_rng({tree['rng']})") if isinstance(tree, dict) and "rng" in tree else value
             for tree, value in zip(request["args"].get("list", []), args)]
-    parts = [_show(a, 120) for a in args] + [f"{k}={_show(v, 120)}" for k, v in kwargs.items()]
+    parts = [short_form(a, 120) for a in args] + [f"{k}={short_form(v, 120)}" for k, v in kwargs.items()]
     if request.get("repeat"):
         parts.append(f"called {request['repeat']:,} times with one Generator")
     return ", ".join(parts)
@@ -403,10 +387,10 @@ def _mismatch(got: Any, expected: Any, rtol: float, atol: float, parts: Sequence
                 continue
             label = parts[index] if index < len(parts) else f"part {index}"
             lines.append(f"  {label} (item {index} of the tuple) differs:\n"
-                         f"    expected: {_show(want)}\n    got:      {_show(have)}"
+                         f"    expected: {short_form(want)}\n    got:      {short_form(have)}"
                          f"{_largest_difference(have, want, indent='    ')}")
         return "\n".join(lines)
-    return f"  expected: {_show(expected)}\n  got:      {_show(got)}{_largest_difference(got, expected)}"
+    return f"  expected: {short_form(expected)}\n  got:      {short_form(got)}{_largest_difference(got, expected)}"
 
 
 def _largest_difference(got: Any, expected: Any, indent: str = "  ") -> str:
