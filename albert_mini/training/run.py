@@ -207,6 +207,21 @@ class RunDirectory:
         self.checkpoint = self.out / rundir.CHECKPOINTS / name if name else None
         return self.resuming
 
+    def refuse_other_settings(self, record: dict, overwrite: bool) -> None:
+        """Refuse, before any text is read, a folder holding a run of other settings, model or tokenizer (the
+        text's fingerprint is compared by `settle`, once the text is read). Rank 0 checks; every rank raises."""
+        error, failure = None, None
+        if self.info.is_main:
+            try:
+                rundir.resumable(self.out, {**record, "corpus": None}, overwrite)
+            except Exception as err:  # every rank must hear it, as in `settle`
+                error, failure = str(err), err
+        error = broadcast_object(error, self.info)
+        if failure is not None:
+            raise failure
+        if error is not None:
+            raise rundir.RunDirError(error)
+
     def _decide(self, record: dict, overwrite: bool, files: dict[str, str]) -> dict:
         same = rundir.resumable(self.out, record, overwrite)
         notes = rundir.recorded_notes(self.out) if same else []  # kept: a resumed run is still that run
@@ -282,6 +297,8 @@ class Run:
         seed_everything(setup.seed)  # the global RNGs; the data pipeline has its own seeded generators
         plan = RunPlan.of(setup, info)  # the tokenizer, the model config and the settings, resolved once
         config, tokenizer = plan.config, plan.tokenizer
+        if directory is not None:
+            directory.refuse_other_settings(plan.record, setup.overwrite)  # before the text is read
         if check_memory is not None:
             check_memory(setup, config, info.device, plan.data.phases)  # before anything is allocated
         data = load_run_data(setup, config, tokenizer, info, say, plan.data)

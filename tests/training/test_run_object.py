@@ -72,3 +72,19 @@ def test_pretrain_from_code_without_an_out_folder_trains_and_writes_nothing(tmp_
     assert result.step == SMALL["steps"] and result.eval is not None
     assert "nothing written (no --out)" in capsys.readouterr().out
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_resume_with_other_settings_is_refused_before_any_text_is_read(monkeypatch, tmp_path):
+    out = tmp_path / "run"
+    Run.build(PretrainingSetup(**SMALL, out=str(out))).close()  # a run.json of these settings
+    import albert_mini.training.run as run_module
+
+    read = counting(monkeypatch, run_module, "load_run_data")
+    with pytest.raises(Exception, match=r"different settings: settings\.seq_len: 64 -> 32"):
+        Run.build(PretrainingSetup(**{**SMALL, "seq_len": 32}, out=str(out)))
+    assert read == []  # refused from run.json alone
+    run = Run.build(PretrainingSetup(**SMALL, out=str(out)))  # the same settings still resume
+    try:
+        assert run.directory.resuming and len(read) == 1
+    finally:
+        run.close()
