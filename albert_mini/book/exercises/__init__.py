@@ -27,10 +27,8 @@ for _module in pkgutil.iter_modules(__path__):
     if _CHAPTER_MODULE.fullmatch(_module.name):
         _loaded = importlib.import_module(f"{__name__}.{_module.name}")
         for _name in dir(_loaded):
-            if _name.startswith("check_"):
+            if _name.startswith("check_"):  # each listed once in __all__ above (tests/book/test_exercises_package.py)
                 globals()[_name] = getattr(_loaded, _name)
-                if _name not in __all__:  # the list above names most of them already
-                    __all__.append(_name)
 
 
 def chapters_with_exercises() -> list[str]:

@@ -55,7 +55,8 @@ def _only_from_rng(cases: list[Case], answers: list) -> str | None:
 
 # ------------------------------------------------------------------------------------------- Exercise 1: p(n)
 # The references are written here, apart from the package's functions (those are switched off while an answer,
-# the reference included, is checked); tests/book/test_exercises_ch06.py shows that they agree with the package.
+# the reference included, is checked); tests/book/test_exercises_ch06.py shows that they agree with the package,
+# and tests/book/test_exercises_twins.py compares each word-for-word copy with its original on every case.
 def ngram_probabilities(max_n: int) -> np.ndarray:
     """p(n) for n = 1..max_n, proportional to 1/n (the package's Masker.ngram_probs)."""
     weights = 1.0 / np.arange(1, max_n + 1)

@@ -18,7 +18,8 @@ def _whole_number(value) -> int:
 
 # ------------------------------------------------------------------------------------------- Exercise 1
 # The references are written here, apart from the package's functions (those are switched off while an answer,
-# the reference included, is checked); tests/book/test_exercises_ch09.py shows that they agree with the package.
+# the reference included, is checked); tests/book/test_exercises_ch09.py shows that they agree with the package,
+# and tests/book/test_exercises_twins.py compares each word-for-word copy with its original on every case.
 def training_memory_bytes(n_params: int, optimizer: str = "adamw") -> int:
     """fp32 bytes of the weights, their gradients and the optimizer's states (study.memory.parameter_bytes)."""
     return 4 * (2 + OPTIMIZER_STATES[optimizer]) * n_params
