@@ -341,10 +341,14 @@ class PreTrainingOutput:
 
     The losses are means, as in HF (loss = mlm_loss + sentence_loss). The sums and counts behind them are there
     too, for a trainer that averages over a batch split across micro-batches and processes (see
-    albert_mini.training.objectives). With `labels` given, `mlm_logits` holds only the masked positions, (N, V)
-    in row-major order of the batch, as the original gathers them; without labels it covers every position,
-    (B, T, V). With `max_predictions=P` as well, it holds P positions per sequence, (B, P, V): the masked ones in
-    order, then padding whose `mlm_labels` are IGNORE_INDEX (a static shape: see `masked_positions`).
+    albert_mini.training.objectives).
+
+    `mlm_logits` has one shape, (B, P, V): the P positions of each sequence that the MLM head scored. Without
+    `labels` it scores every position (P = T, as HF's `prediction_logits`). With `labels` it scores the masked ones
+    in order, then padding whose `mlm_labels` are IGNORE_INDEX, up to P = `max_predictions` (a shape known before
+    the data: see `masked_positions`) or, without it, the batch's largest count. So
+    `mlm_logits[mlm_labels != IGNORE_INDEX]` gives the N masked positions in row-major order of the batch, as the
+    original gathers them.
 
     Differs from HF: `AlbertForPreTrainingOutput` calls these `prediction_logits` and `sop_logits`. We say
     `mlm_logits` because the HF name hides which task the logits are for, and `sentence_logits` because the same
@@ -355,15 +359,15 @@ class PreTrainingOutput:
     loss: torch.Tensor | None
     mlm_loss: torch.Tensor | None
     sentence_loss: torch.Tensor | None
-    mlm_logits: torch.Tensor
+    mlm_logits: torch.Tensor  # (B, P, V): P = T without labels, else max_predictions or the largest masked count
     sentence_logits: torch.Tensor  # (B, 2)
     hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor, ...] | None = None
     mlm_loss_sum: torch.Tensor | None = None  # cross-entropy summed over the N masked positions
-    mlm_count: int | torch.Tensor = 0  # N (a 0-d tensor, never read on the host, when max_predictions is given)
+    mlm_count: int | torch.Tensor = 0  # N as a 0-d tensor, never read on the host (0 without labels)
     sentence_loss_sum: torch.Tensor | None = None  # cross-entropy summed over the labelled sequences
     sentence_count: int = 0
-    mlm_labels: torch.Tensor | None = None  # the targets of mlm_logits, IGNORE_INDEX at padding (shape (N,) or (B, P))
+    mlm_labels: torch.Tensor | None = None  # (B, P): the targets of mlm_logits, IGNORE_INDEX at padding
 
 
 class AlbertForPreTraining(AlbertPreTrainedModel):
@@ -395,7 +399,8 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
         output_hidden_states: bool = False, output_attentions: bool = False, max_predictions: int | None = None,
     ) -> PreTrainingOutput:
         """`max_predictions`: the most masked tokens any sequence holds (the masker's cap); with it, the MLM head
-        runs at that many positions per sequence, a shape known before the data (see `masked_positions`)."""
+        runs at that many positions per sequence, a shape known before the data (see `masked_positions`). Without
+        it, at the batch's largest count, which the host reads from the labels."""
         if (labels is not None or sentence_order_label is not None) and input_ids.shape[0] == 0:
             raise ValueError("an empty batch (0 sequences) has no loss to average; pass at least one sequence")
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, output_hidden_states,
@@ -404,23 +409,19 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
         mlm_loss = sentence_loss = mlm_sum = sentence_sum = None
         mlm_count = sentence_count = 0
         targets = None
-        if labels is not None and max_predictions is not None:
+        if labels is None:
+            mlm_logits = self.predictions(h)  # (B, T, V): every position
+        else:
+            selected = labels != IGNORE_INDEX  # (B, T)
+            if max_predictions is None:
+                max_predictions = int(selected.sum(1).max())  # the batch's largest count: the host waits for it
             positions, targets = masked_positions(labels, max_predictions)  # (B, P) each
             gathered = h.gather(1, positions[..., None].expand(-1, -1, h.size(-1)))  # (B, P, H)
             mlm_logits = self.predictions(gathered)  # (B, P, V): the masked positions, then padding
-            # Padding has the target IGNORE_INDEX, so it adds exactly 0 to the sum: the same loss as below.
+            # Padding has the target IGNORE_INDEX, so it adds exactly 0; nothing masked: a 0 in the graph.
             mlm_sum = F.cross_entropy(mlm_logits.flatten(0, 1), targets.flatten(), reduction="sum")
-            mlm_count = (labels != IGNORE_INDEX).sum()  # a 0-d tensor: counting on the host would wait for it
+            mlm_count = selected.sum()  # a 0-d tensor: counting on the host would wait for it
             mlm_loss = mlm_sum / mlm_count.clamp(min=1)
-        elif labels is not None:
-            selected = labels != IGNORE_INDEX  # (B, T)
-            targets = labels[selected]  # (N,)
-            mlm_logits = self.predictions(h[selected])  # (N, V): only the masked positions
-            mlm_sum = F.cross_entropy(mlm_logits, targets, reduction="sum")  # nothing masked: a 0 in the graph
-            mlm_count = targets.numel()
-            mlm_loss = mlm_sum / max(mlm_count, 1)
-        else:
-            mlm_logits = self.predictions(h)  # (B, T, V)
         sentence_logits = self.sop_classifier(out.pooler_output)  # (B, 2)
         if sentence_order_label is not None:
             sentence_targets = sentence_order_label.view(-1)  # (B,)
@@ -447,5 +448,6 @@ def masked_positions(labels: torch.Tensor, max_predictions: int) -> tuple[torch.
     torch._assert_async(selected.sum(1).max() <= max_predictions,
                         "a sequence has more masked tokens than max_predictions; pass the masker's cap")
     # A stable sort of "not masked" puts the masked positions first, each group in its order along the sequence.
-    positions = torch.sort((~selected).to(torch.uint8), dim=1, stable=True).indices[:, :max_predictions]
+    # Contiguous: the gather keeps its index for backward, which then holds (B, P) positions, not the sort's (B, T).
+    positions = torch.sort((~selected).to(torch.uint8), dim=1, stable=True).indices[:, :max_predictions].contiguous()
     return positions, labels.gather(1, positions)  # an unmasked position's label is IGNORE_INDEX already

@@ -52,8 +52,10 @@ def activation_bytes(config: AlbertConfig, batch_size: int, seq_len: int, masked
     Exact for this implementation (see tests): per token and layer application it keeps the layer input, q, k,
     v, the attention output and its log-sum-exp, two LayerNorm inputs with their statistics, the FFN input,
     and the FFN's two I-wide tensors: 8H + 2I + heads + 4 floats. `padded` adds the additive attention mask.
+    `masked_per_sequence` is P, the positions per sequence the MLM head runs at (`mlm_logits` is (B, P, V)):
+    `max_predictions` when the call gives it (the trainer's masker cap), else the batch's largest masked count.
     """
-    B, T, N = batch_size, seq_len, batch_size * masked_per_sequence
+    B, T, rows = batch_size, seq_len, batch_size * masked_per_sequence  # rows: the B x P the MLM head runs at
     E, H, I, V = config.embedding_size, config.hidden_size, config.intermediate_size, config.vocab_size
     heads, tokens = config.num_attention_heads, batch_size * seq_len
     applications = config.num_hidden_layers * config.inner_group_num
@@ -62,12 +64,16 @@ def activation_bytes(config: AlbertConfig, batch_size: int, seq_len: int, masked
         floats += tokens * E  # the projection's input (otherwise it is the first layer's input, counted there)
     floats += applications * tokens * (8 * H + 2 * I + heads + 4)
     floats += tokens * H + B * H  # final hidden states (kept whole for the pooler's slice), pooler output
-    floats += N * (H + 3 * E + 2 + V)  # MLM head at the N masked positions, log-softmax over V
+    # The MLM head runs at B x P gathered positions (the masked ones, then padding), not at the N masked ones
+    # alone: padding rows are allocated and kept like real ones, so they count here.
+    floats += rows * (H + 3 * E + 2 + V)  # MLM head at the B x P positions, log-softmax over V
     floats += 2 + 2 * B  # two scalar losses, sentence log-softmax
     if padded:
         floats += tokens  # the additive attention mask, shared by every layer
-    integers = 2 * tokens + T + N + B  # input ids, token types, positions, MLM and sentence targets (int64)
-    return 4 * floats + 8 * integers + tokens  # + the boolean mask of MLM positions
+    # int64: input ids, token types, position ids; the gather's (B, P) index and the (B, P) MLM targets; the
+    # sentence targets; and the masked count the MLM mean divides by (a 0-d tensor, so the host never reads it).
+    integers = 2 * tokens + T + 2 * rows + B + 1
+    return 4 * floats + 8 * integers
 
 
 def training_memory(config: AlbertConfig, batch_size: int, seq_len: int, masked_per_sequence: int | None = None,

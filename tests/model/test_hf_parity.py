@@ -81,8 +81,8 @@ def test_base_model_and_losses(name):
         base_ref = hf.albert(input_ids=ids, token_type_ids=types, attention_mask=mask)
         base = ours.albert(ids, mask, types)
     assert abs(out.loss - ref.loss) < TOL
-    assert out.mlm_logits.shape == (3, config.vocab_size)  # only the three masked positions
-    assert (out.mlm_logits - ref.prediction_logits[labels != -100]).abs().max() < TOL
+    assert out.mlm_logits.shape == (3, 1, config.vocab_size)  # only the masked position of each sequence
+    assert (out.mlm_logits[:, 0] - ref.prediction_logits[labels != -100]).abs().max() < TOL
     assert (base.last_hidden_state - base_ref.last_hidden_state).abs().max() < TOL
     assert (base.pooler_output - base_ref.pooler_output).abs().max() < TOL
 

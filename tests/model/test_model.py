@@ -103,10 +103,31 @@ def test_mlm_logits_only_at_masked_positions_and_tied_decoder():
     labels = torch.full_like(ids, -100)
     labels[0, 3] = 42
     out = model(ids, labels=labels, sentence_order_label=torch.tensor([0, 1]))
-    assert out.mlm_logits.shape == (1, 8000)
+    assert out.mlm_logits.shape == (2, 1, 8000) and out.mlm_labels.tolist() == [[42], [-100]]
     assert torch.isclose(out.loss, out.mlm_loss + out.sentence_loss)
     full = model(ids).mlm_logits
-    assert torch.allclose(full[0, 3], out.mlm_logits[0], atol=1e-5)
+    assert torch.allclose(full[0, 3], out.mlm_logits[0, 0], atol=1e-5)
+
+
+@pytest.mark.parametrize("max_predictions", [None, 4])
+def test_mlm_logits_are_b_p_v_with_the_masked_positions_first_in_order(max_predictions):
+    """One shape in every call: (B, T, V) without labels; with them (B, P, V), each row's masked positions in
+    order, then padding labelled IGNORE_INDEX, P being max_predictions or else the batch's largest count."""
+    torch.manual_seed(0)
+    model = AlbertForPreTraining(nano()).eval()
+    ids = torch.randint(5, 8000, (3, 10))
+    labels = torch.full_like(ids, -100)
+    labels[0, 7], labels[0, 2], labels[2, 1], labels[2, 5], labels[2, 9] = 11, 12, 13, 14, 15
+    with torch.no_grad():
+        full = model(ids).mlm_logits
+        out = model(ids, labels=labels, max_predictions=max_predictions)
+    assert full.shape == (3, 10, 8000)
+    assert out.mlm_logits.shape == (3, max_predictions or 3, 8000)
+    pad = [-100] * ((max_predictions or 3) - 3)
+    assert out.mlm_labels.tolist() == [[12, 11, -100] + pad, [-100] * 3 + pad, [13, 14, 15] + pad]
+    scored = out.mlm_labels != -100
+    torch.testing.assert_close(out.mlm_logits[scored], full[labels != -100], rtol=1e-5, atol=1e-5)
+    assert int(out.mlm_count) == 5
 
 
 def test_no_masked_tokens_gives_zero_mlm_loss():
@@ -114,7 +135,8 @@ def test_no_masked_tokens_gives_zero_mlm_loss():
     ids = torch.randint(5, 8000, (2, 10))
     out = model(ids, labels=torch.full_like(ids, -100))
     assert out.mlm_loss.item() == 0.0 and out.loss.requires_grad
-    assert out.mlm_count == 0 and out.mlm_loss_sum.item() == 0.0 and out.mlm_loss_sum.requires_grad
+    assert int(out.mlm_count) == 0 and out.mlm_loss_sum.item() == 0.0 and out.mlm_loss_sum.requires_grad
+    assert out.mlm_logits.shape == (2, 0, 8000)
 
 
 def test_losses_come_as_sums_and_counts_beside_the_means():
@@ -124,8 +146,9 @@ def test_losses_come_as_sums_and_counts_beside_the_means():
     labels[0, 2], labels[1, 5], labels[2, 7], labels[2, 8] = 11, 12, 13, 14
     sentence = torch.tensor([0, 1, 1])
     out = model(ids, labels=labels, sentence_order_label=sentence)
-    assert (out.mlm_count, out.sentence_count) == (4, 3)
-    per_token = torch.nn.functional.cross_entropy(out.mlm_logits, labels[labels != -100], reduction="none")
+    assert (int(out.mlm_count), out.sentence_count) == (4, 3)
+    masked = out.mlm_logits[out.mlm_labels != -100]  # (4, V), row-major
+    per_token = torch.nn.functional.cross_entropy(masked, labels[labels != -100], reduction="none")
     assert torch.allclose(out.mlm_loss_sum, per_token.sum()) and torch.allclose(out.mlm_loss, per_token.mean())
     per_sequence = torch.nn.functional.cross_entropy(out.sentence_logits, sentence, reduction="none")
     assert torch.allclose(out.sentence_loss_sum, per_sequence.sum())

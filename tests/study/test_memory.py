@@ -7,12 +7,14 @@ from albert_mini import AlbertConfig, AlbertForPreTraining, count_parameters
 from albert_mini.study.memory import activation_bytes, measure_activation_bytes, training_memory
 
 
-def batch_for(config, B, T, masked, padded=False):
+def batch_for(config, B, T, masked, padded=False, uneven=False):
+    """`masked` tokens per sequence (`uneven`: the i-th sequence masks `masked` - i, at least 1)."""
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(5, config.vocab_size, (B, T), generator=g)
     labels = torch.full_like(ids, -100)
-    positions = torch.stack([torch.randperm(T - 1, generator=g)[:masked] + 1 for _ in range(B)])
-    labels.scatter_(1, positions, ids.gather(1, positions))
+    for row in range(B):
+        where = torch.randperm(T - 1, generator=g)[:max(masked - row, 1) if uneven else masked] + 1
+        labels[row, where] = ids[row, where]
     mask = torch.ones_like(ids)
     if padded:
         mask[0, T // 2:] = 0
@@ -32,6 +34,18 @@ def test_closed_form_matches_measured(preset, changes, B, T, masked, padded):
     model = AlbertForPreTraining(config).train()
     measured = measure_activation_bytes(model, batch_for(config, B, T, masked, padded))
     assert activation_bytes(config, B, T, masked, padded=padded) == measured
+
+
+@pytest.mark.parametrize("max_predictions,P", [(None, 4), (7, 7)])
+def test_closed_form_counts_the_mlm_heads_padding_rows(max_predictions, P):
+    """Sequences masking 4, 3, 2 and 1 tokens: the head runs at P positions of each (the largest count, or the
+    cap given), padding included, and the closed form at P counts what autograd keeps."""
+    config = AlbertConfig.from_preset("albert-nano")
+    model = AlbertForPreTraining(config).train()
+    batch = batch_for(config, 4, 16, 4, uneven=True)
+    measured = measure_activation_bytes(model, {**batch, "max_predictions": max_predictions})
+    assert activation_bytes(config, 4, 16, P) == measured
+    assert activation_bytes(config, 4, 16, P - 1) < measured  # the padding rows are counted, not left out
 
 
 def test_sharing_saves_parameters_not_activations():

@@ -51,7 +51,9 @@ def test_batches_feed_albert_for_pretraining(task):
     out = model(**batch)
     assert torch.isfinite(out.loss)
     assert (out.sentence_loss is None) == (task == "none")
-    assert out.mlm_logits.shape[0] == int((batch["labels"] != IGNORE_INDEX).sum())
+    masked = batch["labels"] != IGNORE_INDEX
+    assert out.mlm_logits.shape[:2] == (B, int(masked.sum(1).max()))
+    assert torch.equal(out.mlm_labels[out.mlm_labels != IGNORE_INDEX], batch["labels"][masked])
 
 
 def test_collate_pads_to_the_longest_or_to_pad_to():

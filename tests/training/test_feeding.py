@@ -51,30 +51,46 @@ def test_masked_positions_are_the_masked_tokens_in_order_then_padding():
         masked_positions(labels, 1)
 
 
-def test_the_static_gather_gives_the_dynamic_ones_logits_loss_and_gradients():
+def n_position_mlm(model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """The data-dependent path the gather replaces: the head at `labels[labels != -100]`'s N positions, (N, V)
+    logits in row-major order, and their summed cross-entropy."""
+    h = model.albert(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]).last_hidden_state
+    selected = batch["labels"] != IGNORE_INDEX
+    logits = model.predictions(h[selected])
+    return logits, torch.nn.functional.cross_entropy(logits, batch["labels"][selected], reduction="sum")
+
+
+def test_the_padded_gather_gives_the_n_position_logits_loss_and_gradients():
+    """With max_predictions (8, above the batch's largest count 6) and without it (P = 6), mlm_logits is (B, P, V);
+    its masked rows, loss and gradients are those of the head run at the N masked positions alone."""
     torch.manual_seed(0)
     model = AlbertForPreTraining(CONFIG)
     batch = labelled_batch()
     selected = batch["labels"] != IGNORE_INDEX
     objective = PretrainingObjective()
-    results = []
-    for options in ({}, {"max_predictions": 6}):
+
+    def gradients():
+        return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    model.zero_grad()
+    logits_n, sum_n = n_position_mlm(model, batch)
+    sum_n.backward()
+    grads_n = gradients()
+    for options, P in (({}, 6), ({"max_predictions": 8}, 8)):
         model.zero_grad()
         out = model(**batch, **options)
-        loss, stats = objective(out, batch, objective.denominators(batch))
-        loss.backward()
-        results.append((out, loss.detach(), stats, {n: p.grad.clone() for n, p in model.named_parameters()}))
-    (dynamic, loss_d, stats_d, grads_d), (static, loss_s, stats_s, grads_s) = results
-    assert static.mlm_logits.shape == (4, 6, CONFIG.vocab_size) and dynamic.mlm_logits.shape[0] == selected.sum()
-    real = static.mlm_labels != IGNORE_INDEX
-    assert torch.equal(static.mlm_labels[real], batch["labels"][selected])
-    torch.testing.assert_close(static.mlm_logits[real], dynamic.mlm_logits, rtol=1e-6, atol=1e-6)
-    torch.testing.assert_close(static.mlm_loss_sum, dynamic.mlm_loss_sum, rtol=1e-6, atol=0)
-    assert int(static.mlm_count) == dynamic.mlm_count
-    torch.testing.assert_close(stats_s, stats_d, rtol=1e-6, atol=0)  # loss sum, correct, counts
-    torch.testing.assert_close(loss_s, loss_d, rtol=1e-6, atol=0)
-    for name in grads_d:
-        torch.testing.assert_close(grads_s[name], grads_d[name], rtol=1e-5, atol=1e-7, msg=name)
+        out.mlm_loss_sum.backward()
+        assert out.mlm_logits.shape == (4, P, CONFIG.vocab_size) and out.mlm_labels.shape == (4, P)
+        real = out.mlm_labels != IGNORE_INDEX
+        assert torch.equal(out.mlm_labels[real], batch["labels"][selected]) and int(out.mlm_count) == selected.sum()
+        torch.testing.assert_close(out.mlm_logits[real], logits_n, rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(out.mlm_loss_sum, sum_n, rtol=1e-6, atol=0)
+        _, stats = objective(out, batch, objective.denominators(batch))
+        right = (logits_n.argmax(-1) == batch["labels"][selected]).sum()
+        want = [float(sum_n.detach()), float(right), float(selected.sum())]  # loss sum, correct, masked tokens
+        assert stats[:3].tolist() == pytest.approx(want, rel=1e-6)
+        for name, grad in gradients().items():
+            torch.testing.assert_close(grad, grads_n[name], rtol=1e-5, atol=1e-7, msg=name)
 
 
 def test_the_static_gather_compiles_without_a_graph_break():

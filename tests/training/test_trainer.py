@@ -215,7 +215,8 @@ def test_evaluate_counts_masked_tokens_and_sentences():
         for batch in val:
             out = model(**batch)
             targets = batch["labels"][batch["labels"] != -100]
-            correct += int((out.mlm_logits.argmax(-1) == targets).sum())
+            predicted = out.mlm_logits.argmax(-1)[out.mlm_labels != -100]  # the masked positions, row-major
+            correct += int((predicted == targets).sum())
             total += targets.numel()
             sop_correct += int((out.sentence_logits.argmax(-1) == batch["sentence_order_label"]).sum())
     assert metrics["mlm_acc"] == correct / total

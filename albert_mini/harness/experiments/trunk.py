@@ -173,8 +173,9 @@ def mlm_scores(model: AlbertForPreTraining, held_out: list[dict]) -> dict:
         batch = {k: v.to(device) for k, v in batch.items() if k != "sentence_order_label"}
         out = model(**batch)
         labels = batch["labels"]
-        where = (labels != IGNORE_INDEX).nonzero()  # (N, 2), row-major like out.mlm_logits
-        right = out.mlm_logits.argmax(-1) == labels[labels != IGNORE_INDEX]
+        where = (labels != IGNORE_INDEX).nonzero()  # (N, 2), row-major like the masked rows of out.mlm_logits
+        scored = out.mlm_labels != IGNORE_INDEX  # (B, P): the masked positions, then padding
+        right = (out.mlm_logits.argmax(-1) == out.mlm_labels)[scored]  # (N,)
         loss += float(out.mlm_loss_sum)
         correct += float(right.sum())
         count += len(right)
