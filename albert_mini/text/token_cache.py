@@ -2,7 +2,11 @@
 
 The first `pretrain --corpus PATH...` (or `albert-mini prepare`) reads the text files in pieces cut at blank
 lines, and worker processes split each piece into documents and sentences and encode them with SentencePiece.
-What they write is the same TokenDocuments that `tokenize_documents(load_text_files(...))` gives, laid out flat:
+What they write is the same TokenDocuments that `tokenize_documents(load_text_files(...))` gives, laid out flat.
+No piece holds more than MAX_PIECE_BYTES of text, whatever its lines (a 200 MB line is 50 pieces, not one of 2 GB
+in memory): a longer document is cut inside, at a blank line, a line end or a sentence end, and joined again when
+written, the same tokens. Only where MAX_PIECE_BYTES - PIECE_BYTES (3 MB) of text hold none of these is a sentence
+cut, at a word (or inside a word of over 3 MB), into two sentences; every character is kept (see `_cut`).
 
     <cache>/<key>/
       manifest.json        what the folder holds: version, key, files (sha256 in order), tokenizer, counts, and
@@ -80,9 +84,16 @@ from .instances import ROW_FIELDS, TokenDocuments
 # into the documents and paragraphs of its LF twin (version 1 missed those blank lines, merging documents).
 # 3: one tokens.bin instead of a shard per piece (a corpus of 100,000 files mapped 100,000 files, past the usual
 # limit of 1,024 open files), and the size and crc32 of every file in the manifest.
-PREPARE_VERSION = 3
+# 4: no piece holds more than MAX_PIECE_BYTES (a 200 MB line was one piece, 2 GB of memory to read): a document is
+# cut inside where it must be and joined again, which changes nothing but a stretch of MAX_PIECE_BYTES - PIECE_BYTES
+# with no blank line, line end (mode "blank_line") or plain sentence end, whose sentence is cut in two (see `_cut`).
+PREPARE_VERSION = 4
 PIECE_BYTES = 1 << 20  # text per work item: a worker's dozen passes over it stay in its core's cache (8 MB
 # took 8% more CPU), and a call costs about a millisecond
+# The most text one piece holds (but a run of whitespace, which is never cut): what bounds the memory a worker
+# reads a piece with (about 15 times its text), whatever the text's lines. A piece that reaches it without a
+# document's end is cut inside its document, after PIECE_BYTES, at the first of the boundaries `_cut` lists.
+MAX_PIECE_BYTES = 4 << 20
 MIN_JOB_BYTES = 64 << 10  # small files are grouped into work items of at least this much text (one call each)
 WINDOW_BYTES = 1 << 20  # how much the reading pass reads at a time (a blank line may straddle two reads)
 # A blank line in the bytes, LF or CRLF (a lone CR file is not cut: one piece). A match ends after an LF, so a
@@ -154,12 +165,16 @@ def crc32_file(path: Path) -> str:
 @dataclass(frozen=True)
 class Piece:
     """Bytes [start, end) of one file: a whole file (mode "file"), or a run of its documents cut at blank lines;
-    `crc32` of those bytes as the reading pass read them (a worker refuses other bytes)."""
+    `crc32` of those bytes as the reading pass read them (a worker refuses other bytes). A file or document longer
+    than MAX_PIECE_BYTES is cut inside: then `continues` (its first document goes on from the piece before) and
+    `continued` (its last goes on in the next piece) say so, and the writer joins the document's parts."""
 
     file: str
     start: int
     end: int
     crc32: str
+    continues: bool = False
+    continued: bool = False
 
 
 class TextChanged(CorpusError):
@@ -172,24 +187,27 @@ def changed_while_read(path, how: str) -> TextChanged:
 
 
 def cut_pieces(paths: Sequence[Path], mode: str, piece_bytes: int | None = None,
-               file_sha256: Sequence[str] | None = None) -> list[Piece]:
+               file_sha256: Sequence[str] | None = None, max_piece_bytes: int | None = None) -> list[Piece]:
     """Work items in file order, from one reading pass over each file (a file open per core at most). In mode
     "blank_line" a file is cut after a blank line near every `piece_bytes`, which gives the same documents as
-    reading it whole (see corpus.paragraphs_of_text). The same pass takes each file's sha256: a file whose
-    sha256 is not its `file_sha256` (the one its cache key was made from) changed since, a TextChanged."""
-    return cut_and_hash(paths, mode, piece_bytes, file_sha256)[0]
+    reading it whole (see corpus.paragraphs_of_text); no piece holds more than `max_piece_bytes` (see `_cut`).
+    The same pass takes each file's sha256: a file whose sha256 is not its `file_sha256` (the one its cache key
+    was made from) changed since, a TextChanged."""
+    return cut_and_hash(paths, mode, piece_bytes, file_sha256, max_piece_bytes)[0]
 
 
 def cut_and_hash(paths: Sequence[Path], mode: str, piece_bytes: int | None = None,
-                 file_sha256: Sequence[str] | None = None) -> tuple[list[Piece], list[str]]:
+                 file_sha256: Sequence[str] | None = None,
+                 max_piece_bytes: int | None = None) -> tuple[list[Piece], list[str]]:
     """`cut_pieces`, and the sha256 of every file its pass took. Several files are read at once, one a core: the
     pass comes before any worker starts, and reading, sha256 and crc32 let other threads run meanwhile."""
-    piece_bytes = piece_bytes or PIECE_BYTES
+    most = max_piece_bytes or MAX_PIECE_BYTES
+    least = min(piece_bytes or PIECE_BYTES, most // 2)
     threads = min(default_workers(), len(paths))
     pool = ThreadPoolExecutor(threads, thread_name_prefix="cut-and-hash") if threads > 1 else None
     stop = threading.Event()
     try:
-        scanned = (pool.map if pool else map)(lambda path: _scan(Path(path), mode, piece_bytes, stop), paths)
+        scanned = (pool.map if pool else map)(lambda path: _scan(Path(path), mode, least, most, stop), paths)
         pieces, digests = [], []
         for i, (path, (found, digest)) in enumerate(zip(paths, scanned)):
             if file_sha256 is not None and digest != file_sha256[i]:
@@ -206,40 +224,92 @@ def cut_and_hash(paths: Sequence[Path], mode: str, piece_bytes: int | None = Non
     return pieces, digests
 
 
-def _scan(path: Path, mode: str, piece_bytes: int, stop: threading.Event) -> tuple[list[Piece], str]:
+def _scan(path: Path, mode: str, least: int, most: int, stop: threading.Event) -> tuple[list[Piece], str]:
     """(pieces, sha256) of one file, read once from start to end, WINDOW_BYTES at a time (or until `stop` is set:
-    then what it returns is incomplete, for a caller that no longer wants it)."""
-    whole, crc, pieces = hashlib.sha256(), 0, []
-    start = offset = 0  # where the current piece starts; where the window just read starts, in the file
-    carry = b""  # the end of the previous windows where a blank line may have begun (a line end, then blanks)
+    then what it returns is incomplete, for a caller that no longer wants it). It holds the bytes of the piece
+    being cut only: at most `most` and a window (but a run of whitespace, see `_cut`)."""
+    whole, pieces = hashlib.sha256(), []
+    held = bytearray()  # the file's bytes from `start`, where the current piece starts, to what was read
+    start, continues = 0, False
     with open(path, "rb") as f:
-        while not stop.is_set() and (window := f.read(WINDOW_BYTES)):
+        while not stop.is_set():
+            window = f.read(WINDOW_BYTES)
             whole.update(window)
-            hashed = 0  # how much of this window the current piece's crc32 holds
-            if mode == "blank_line":
-                data, base = carry + window, offset - len(carry)
-                at = max(0, start + piece_bytes - base)  # a cut ends the first blank line starting here or later
-                while at < len(data) and (found := BLANK_LINE_BYTES.search(data, at)):
-                    cut = base + found.end()
-                    crc = zlib.crc32(window[hashed:cut - offset], crc)
-                    pieces.append(Piece(str(path), start, cut, f"{crc:08x}"))
-                    start, hashed, crc = cut, cut - offset, 0
-                    at = max(found.end(), start + piece_bytes - base)
-                carry = _blank_tail(data)
-            crc = zlib.crc32(window[hashed:], crc)
-            offset += len(window)
-    if offset > start or not pieces:  # the rest of the file (or an empty file: one empty piece)
-        pieces.append(Piece(str(path), start, offset, f"{crc:08x}"))
+            held += window
+            while (cut := _cut(held, mode, least, most, at_end=not window)) is not None:
+                end, inside = cut
+                pieces.append(Piece(str(path), start, start + end, crc32_hex(held[:end]), continues, inside))
+                del held[:end]
+                start, continues = start + end, inside
+            if not window:
+                break
+    if held or not pieces:  # the rest of the file (or an empty file: one empty piece)
+        pieces.append(Piece(str(path), start, start + len(held), crc32_hex(held), continues))
     return pieces, whole.hexdigest()
 
 
-def _blank_tail(data: bytes) -> bytes:
-    """The end of `data` a blank line may have begun in and go on past: from its last LF (or the CR before it)
-    when only spaces, tabs and CRs follow, or a final CR; else nothing."""
-    last = data.rfind(b"\n")
-    if last >= 0 and not data[last + 1:].strip(b" \t\r"):
-        return data[last - 1 if last and data[last - 1:last] == b"\r" else last:]
-    return data[-1:] if data.endswith(b"\r") else b""
+WHITESPACE_BYTES = b" \t\r\n"  # the whitespace a piece is cut after (others, such as a no-break space, are text here)
+# A character that is not such whitespace (a UTF-8 continuation byte is no character's start)
+TEXT_START = rb"[^ \t\r\n\x80-\xbf]"
+LINE_START = re.compile(rb"[\r\n][ \t]*(?=" + TEXT_START + rb")")  # a line's first character after a line end
+# A word's first character, after whitespace (looked for as one character: a pattern that starts with the
+# whitespace would try every byte of a long run of it, then give each up)
+WORD_START = re.compile(rb"(?<=[ \t\r\n])" + TEXT_START)
+CHARACTER_START = re.compile(TEXT_START)
+# A plain sentence end: a lower-case letter, a dot, whitespace, a capital (corpus.split_sentences always cuts there
+# unless the word is a title of ABBREVIATIONS, which `_ends_sentence` checks).
+SENTENCE_START = re.compile(rb"[a-z]\.[ \t\r\n]+(?=[A-Z])")
+WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_'")
+
+
+def _cut(held: bytearray, mode: str, least: int, most: int, at_end: bool) -> tuple[int, bool] | None:
+    """Where the piece starting `held` ends, and whether that is inside a document; None while more bytes are
+    needed (and at the file's end, where the piece is the rest of the file).
+
+    In mode "blank_line" a piece ends after the first blank line starting between `least` and `most` bytes in.
+    Otherwise a piece longer than `most` is cut inside its document, after `least` bytes, at the first of, in this
+    order: a blank line (a paragraph's end in mode "file"); a line end (a paragraph's end in mode "blank_line");
+    a plain sentence end (`SENTENCE_START`); a word's start; a character's start. None of these changes the
+    tokens but the last two, which find no such boundary in `most - least` bytes (4 MB - 1 MB: a sentence of
+    millions of characters), and cut that sentence in two there (every character is kept, in one part or the
+    other). A run of whitespace is never cut: a piece goes on to its end. The cut depends on the bytes alone,
+    never on how they were read."""
+    limit = min(len(held), most + 1)  # a boundary at `most` may look at the byte after it
+    if mode == "blank_line":
+        found = BLANK_LINE_BYTES.search(held, least, limit)
+        if found is not None and found.start() < most:
+            return found.end(), False
+    if len(held) <= most:
+        return None
+    if mode == "file":
+        found = BLANK_LINE_BYTES.search(held, least, limit)
+        if found is not None and found.start() < most:
+            return found.end(), True
+    # Where the whitespace before byte `least` starts: a boundary after it may begin there.
+    back = len(bytes(held[:least]).rstrip(WHITESPACE_BYTES))
+    if mode == "blank_line" and (found := LINE_START.search(held, back, limit)) is not None:
+        return found.end(), True
+    for found in SENTENCE_START.finditer(held, max(back - 2, 0), limit):
+        if found.end() >= least and _ends_sentence(held, found.start() + 1):
+            return found.end(), True
+    if (found := WORD_START.search(held, back, limit)) is not None:
+        return found.start(), True
+    if (found := CHARACTER_START.search(held, least, limit)) is not None:
+        return found.start(), True
+    # Only whitespace (or no character's start) from `least` to `most`: the first word after it, once read.
+    found = WORD_START.search(held, back)
+    return (found.start(), True) if found is not None else None
+
+
+def _ends_sentence(held: bytearray, dot: int) -> bool:
+    """Whether the dot at `held[dot]` ends a sentence by split_sentences' rules: its word (ASCII letters, digits,
+    underscores and apostrophes, with an ASCII character before it in the piece) is no title of ABBREVIATIONS."""
+    start = dot
+    while start > 0 and held[start - 1] in WORD_BYTES:
+        start -= 1
+    if start == 0 or held[start - 1] >= 0x80:  # the word may go on before the piece, or in a character not ASCII
+        return False
+    return bytes(held[start:dot]).decode("ascii") not in ABBREVIATIONS
 
 
 def read_piece(piece: Piece) -> str:
@@ -354,12 +424,57 @@ SEPARATORS = np.array([0, ord(" "), ord("\n"), ord(DOCUMENT_END)], dtype=np.uint
 def read_sentences(text: str, mode: str) -> tuple[list[bytes], list[int], list[str]]:
     """What the cache keeps of a piece's text: for each document (as `paragraphs_of_text` cuts it), the sha256 of
     its paragraphs joined by blank lines and its number of sentences; and every sentence, preprocessed."""
+    documents, per_document, sentences = read_documents(text, mode)
+    return [document_sha256(doc) for doc in documents], per_document, sentences
+
+
+def read_documents(text: str, mode: str) -> tuple[list[bytes], list[int], list[str]]:
+    """`read_sentences` with each document's text (UTF-8, a paragraph a line) in place of its sha256."""
     text, data = _paragraph_lines(text, mode)
     if not text:
         return [], [], []
-    digests = [hashlib.sha256(doc.replace(b"\n", b"\n\n")).digest() for doc in data.split(DOCUMENT_END.encode())]
+    documents = data.split(DOCUMENT_END.encode())
     data = _sentence_lines(text, data).encode("utf-8")
-    return digests, _sentences_per_document(data), _preprocessed(data)
+    return documents, _sentences_per_document(data), _preprocessed(data)
+
+
+def document_sha256(paragraph_lines: bytes, digest=None):
+    """The sha256 of a document's paragraphs joined by blank lines, from its text a paragraph a line (or `digest`,
+    a sha256 object, updated with them: a document cut into pieces is hashed part by part)."""
+    text = paragraph_lines.replace(b"\n", b"\n\n")
+    if digest is not None:
+        digest.update(text)
+        return digest
+    return hashlib.sha256(text).digest()
+
+
+# What a run of whitespace becomes once collapsed (`_collapse_separators`), by rank: nothing, a space, a line end
+# (a paragraph's end in mode "blank_line"), a blank line (a document's end in mode "blank_line", a paragraph's in
+# mode "file"); and what joins two parts of one document that a run of that rank separates, in its sha256's text.
+SPACE, LINE_END, BLANK_LINE_RANK = 1, 2, 3
+JOINS = {0: b"", SPACE: b" ", LINE_END: b"\n\n", BLANK_LINE_RANK: b"\n\n"}
+
+
+def separator_rank(run: str, mode: str) -> int:
+    """The rank of a run of whitespace (where a piece starts or ends): what the reading rules make of it."""
+    if not run:
+        return 0
+    run = universal_newlines(run)
+    if BLANK_LINE.search(run):
+        return BLANK_LINE_RANK
+    if mode == "blank_line" and any(end in run for end in "\n" + LINE_ENDS):
+        return LINE_END
+    return SPACE
+
+
+def _edge(piece: Piece, text: str, mode: str, documents: list[bytes], first: int) -> dict:
+    """What the writer needs to join a piece's documents to its neighbours' (a piece cut inside a document): the
+    rank of the whitespace it starts and ends with, and the text of its first and last documents (or part)."""
+    lead, trail = len(text) - len(text.lstrip()), len(text.rstrip())
+    return {"first": first, "documents": len(documents), "continues": piece.continues, "continued": piece.continued,
+            "lead": separator_rank(text[:lead], mode), "trail": separator_rank(text[trail:], mode),
+            "head": documents[0] if piece.continues and documents else None,
+            "tail": documents[-1] if piece.continued and documents else None}
 
 
 def _sentences_per_document(data: bytes) -> list[int]:
@@ -502,9 +617,17 @@ def _prepare_job(job: tuple[list[Piece], str, str]) -> dict:
 
 
 def _tokenize(pieces: list[Piece], mode: str, dtype: str) -> dict:
-    digests, per_document, sentences = [], [], []
+    digests, per_document, sentences, edges = [], [], [], []
     for piece in pieces:  # one file open at a time
-        found = read_sentences(read_piece(piece), mode)
+        text = read_piece(piece)
+        if piece.continues or piece.continued:  # a document cut inside: the writer joins its parts (`_Documents`)
+            documents, counts, found = read_documents(text, mode)
+            edges.append(_edge(piece, text, mode, documents, len(per_document)))
+            found = [document_sha256(doc) for doc in documents], counts, found
+            del documents
+        else:
+            found = read_sentences(text, mode)
+        del text
         digests += found[0]
         per_document += found[1]
         sentences += found[2]
@@ -519,7 +642,7 @@ def _tokenize(pieces: list[Piece], mode: str, dtype: str) -> dict:
             "sentences": kept[ends] - kept[ends - np.asarray(per_document, dtype=np.int64)],
             "counts": np.bincount(flat, minlength=_worker_processor.get_piece_size()),
             "digests": np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(-1, 32),
-            "bytes": sum(p.end - p.start for p in pieces)}
+            "bytes": sum(p.end - p.start for p in pieces), "edges": edges}
 
 
 def token_dtype(vocab_size: int) -> str:
@@ -600,7 +723,7 @@ def _write(folder: Path, paths, file_sha256, model: bytes, tokenizer, mode: str,
             f"into {folder}")
         results = _run_jobs(jobs, model, workers, total, progress)
         try:
-            summary = _collect(results, partial, tokenizer.vocab_size)
+            summary = _collect(results, partial, tokenizer.vocab_size, mode)
         finally:
             results.close()  # an error while writing ends the workers now, not when the generator is collected
         took = {"workers": workers, "seconds": round(time.perf_counter() - start, 3)}
@@ -733,23 +856,86 @@ class _Recorded:
             raise OSError(error.errno, error.strerror, str(self.path)) from error
 
 
-def _collect(results, partial: Path, vocab_size: int) -> dict:
+def _collect(results, partial: Path, vocab_size: int, mode: str) -> dict:
     """Write the jobs' tokens to tokens.bin as they come, in order; keep their boundaries, digests and counts."""
-    lengths, per_document, digests, text_bytes = [], [], [], 0
+    lengths, documents, text_bytes = [], _Documents(mode), 0
     counts = np.zeros(vocab_size, dtype=np.int64)
     tokens = _Recorded(partial / TOKENS_NAME)
     try:
         for result in results:
             tokens.write(np.ascontiguousarray(result["tokens"]))
             lengths.append(result["lengths"])
-            per_document.append(result["sentences"])
-            digests.append(result["digests"])
+            documents.add(result)
             counts[:len(result["counts"])] += result["counts"]
             text_bytes += result["bytes"]
     finally:
         written = tokens.close()
-    return {"lengths": np.concatenate(lengths), "per_document": np.concatenate(per_document),
-            "digests": np.concatenate(digests), "counts": counts, "text_bytes": text_bytes, TOKENS_NAME: written}
+    per_document, digests = documents.finish()
+    return {"lengths": np.concatenate(lengths), "per_document": per_document, "digests": digests, "counts": counts,
+            "text_bytes": text_bytes, TOKENS_NAME: written}
+
+
+class _Documents:
+    """The documents of the jobs' results, in order. A document cut into pieces (Piece.continues) is one again: its
+    parts' sentence counts summed and its sha256 taken over their text, joined as the whole text's reading joins
+    them (by the whitespace between them: a space, or a blank line between paragraphs; a blank line in mode
+    "blank_line" ends the document instead)."""
+
+    def __init__(self, mode: str):
+        self.mode, self.counts, self.digests = mode, [], []
+        self.open = None  # [sha256 object, sentences] of the last document, which the next piece goes on with
+        self.rank = 0  # the whitespace since the open document's last text (a piece of whitespace only adds to it)
+
+    def add(self, result: dict) -> None:
+        counts, digests, at = result["sentences"], result["digests"], 0
+        for edge in result["edges"]:
+            self._whole(counts[at:edge["first"]], digests[at:edge["first"]])
+            self._join(edge, counts, digests)
+            at = edge["first"] + edge["documents"]
+        self._whole(counts[at:], digests[at:])
+
+    def finish(self) -> tuple[np.ndarray, np.ndarray]:
+        self._close()
+        if not self.counts:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, 32), dtype=np.uint8)
+        return np.concatenate(self.counts).astype(np.int64), np.concatenate(self.digests)
+
+    def _whole(self, counts: np.ndarray, digests: np.ndarray) -> None:
+        if len(counts):
+            self._close()
+            self.counts.append(np.asarray(counts, dtype=np.int64))
+            self.digests.append(digests)
+
+    def _close(self) -> None:
+        if self.open is not None:
+            digest, sentences = self.open
+            self.open = None
+            self._whole(np.array([sentences], dtype=np.int64),
+                        np.frombuffer(digest.digest(), dtype=np.uint8).reshape(1, 32))
+
+    def _join(self, edge: dict, counts: np.ndarray, digests: np.ndarray) -> None:
+        first, end = edge["first"], edge["first"] + edge["documents"]
+        if edge["continues"] and self.open is not None:
+            rank = max(self.rank, edge["lead"])
+            if first == end:  # whitespace only: the document stays open, the whitespace adds to what follows
+                self.rank = rank
+            elif self.mode == "blank_line" and rank == BLANK_LINE_RANK:
+                self._close()  # the cut fell after a blank line: the next document starts here
+            else:
+                self.open[0].update(JOINS[rank])
+                document_sha256(edge["head"], self.open[0])
+                self.open[1] += int(counts[first])
+                first += 1
+        for d in range(first, end):
+            self._close()
+            if d == end - 1 and edge["continued"]:
+                self.open = [document_sha256(edge["tail"], hashlib.sha256()), int(counts[d])]
+            else:
+                self._whole(counts[d:d + 1], digests[d:d + 1])
+        if not edge["continued"]:
+            self._close()
+        elif edge["documents"]:  # (a piece of whitespace only set the rank above)
+            self.rank = edge["trail"]
 
 
 def _save(path: Path, array: np.ndarray) -> dict:

@@ -113,7 +113,8 @@ def reference_job(pieces, mode: str, dtype: str, processor) -> dict:
     return {"tokens": flat.astype(dtype), "lengths": np.array([len(ids) for ids in encoded], dtype=np.int64),
             "sentences": np.array(counts, np.int64), "counts": np.bincount(flat, minlength=processor.get_piece_size()),
             "digests": np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(-1, 32),
-            "bytes": sum(p.end - p.start for p in pieces)}
+            "bytes": sum(p.end - p.start for p in pieces),
+            "edges": []}  # (no piece here is cut inside a document: the cut-document tests below compare those)
 
 
 # Every character the reading rules look at: line ends and blank lines of every kind, whitespace of every kind,
@@ -167,6 +168,7 @@ def test_prepared_jobs_are_those_of_the_line_by_line_worker(texts, tokenizer, tm
     for mode in ("blank_line", "file"):
         pieces = token_cache.cut_pieces([*texts, odd], mode, piece_bytes=4_000)
         assert len(pieces) > 10 or mode == "file"
+        assert not any(piece.continues or piece.continued for piece in pieces)  # (reference_job's "edges")
         read = kept = 0
         for job in token_cache.group_pieces(pieces, 2):
             made = token_cache._prepare_job((job, mode, "uint16"))
