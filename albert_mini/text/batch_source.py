@@ -7,6 +7,14 @@ position plus the settings, and `load_state_dict()` refuses a position saved und
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import functools
+import os
+import signal
+import sys
+import threading
+import weakref
 from collections import deque
 
 import torch
@@ -157,6 +165,10 @@ class LoadedBatches:
     pure function of it, so the batches are the same bits with and without workers, in the same order, and a
     checkpoint's data position is the source's own: `state_dict()` is where the batches handed out so far end, not
     how far the workers have read ahead, and `load_state_dict` starts the loader again from there.
+
+    The workers let SIGTERM, SIGUSR1 and SIGINT pass (`_start_worker`): a scheduler or a terminal's Ctrl-C signals
+    every process of the group, and the run they feed decides what the signal means (a preempted run saves, see
+    training/preemption.py). They still end with it: at its exit (`_close_at_exit`), or with it however it ends.
     """
 
     def __init__(self, source: BatchSource, workers: int = 0, pin_memory: bool = False, prefetch: int = 2):
@@ -182,13 +194,20 @@ class LoadedBatches:
                 self._after.append(self.source.position())
                 yield ticket
 
+        # `_start_worker` is given this process's pid, and whether the thread that forks the workers is the main
+        # thread, which lives as long as the process.
+        start = functools.partial(_start_worker, os.getpid(), threading.current_thread() is threading.main_thread())
         # Its own generator: the worker seeds a DataLoader draws would otherwise come from torch's global RNG and
         # shift every dropout mask after it (the batches themselves use no global RNG).
         loader = DataLoader(_Tickets(self.source), batch_size=None, sampler=_Iterable(tickets),
                             num_workers=self.workers, pin_memory=self.pin_memory,
                             prefetch_factor=self.prefetch if self.workers else None,
-                            generator=torch.Generator().manual_seed(0))
-        self._iter = iter(loader)
+                            generator=torch.Generator().manual_seed(0),
+                            worker_init_fn=start if self.workers else None)
+        with _group_signals_held() if self.workers else contextlib.nullcontext():
+            self._iter = iter(loader)  # (the workers start here)
+        if self.workers:
+            _close_at_exit(self)
 
     def __iter__(self):
         return self
@@ -224,8 +243,66 @@ class LoadedBatches:
         if self._iter is not None:
             if hasattr(self._iter, "_shutdown_workers"):
                 self._iter._shutdown_workers()
+            for worker in getattr(self._iter, "_workers", ()):
+                if worker.is_alive():  # still building after torch's wait: its SIGTERM is ignored (_start_worker)
+                    worker.kill()
+                    worker.join()
             self._iter = None
             self.source.set_position(self._given)
+        _open_loaders.discard(self)
+
+
+# What a scheduler (SIGTERM, SIGUSR1) or a terminal's Ctrl-C (SIGINT) sends to every process of a job's group.
+GROUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGUSR1", "SIGINT") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def _group_signals_held():
+    """Hold GROUP_SIGNALS back from this thread while the block runs (where the platform can): a worker forked in
+    it starts with them held, until `_start_worker` ignores them, so none ends a worker before that; one that
+    arrives meanwhile reaches this process when the block ends."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, GROUP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def _start_worker(parent: int, forked_by_main_thread: bool, worker_id: int) -> None:
+    """A loader worker's first act: let the group's signals pass, and end with the process it feeds."""
+    for signum in GROUP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, GROUP_SIGNALS)  # (held since the fork; now ignored)
+    # torch's workers see their parent's end themselves, within seconds; on Linux the kernel ends them at once
+    # (a second signal ends the parent with os._exit, and SIGKILL runs nothing). The death signal follows the
+    # thread that forked: only the main thread lives as long as the process.
+    if forked_by_main_thread and sys.platform.startswith("linux"):
+        from .token_cache import die_with_parent
+
+        die_with_parent(parent)
+
+
+_open_loaders: weakref.WeakSet = weakref.WeakSet()  # the LoadedBatches whose workers run (closed at exit)
+_exit_hook = []  # the hook that closes them, once registered
+
+
+def _close_at_exit(loaded: LoadedBatches) -> None:
+    """Stop `loaded`'s workers when Python exits (unless closed before): they ignore the SIGTERM with which
+    multiprocessing's exit ends the workers left running (it would wait for them forever), and torch's loader
+    stops its own only until its exit flag is set. The hook is registered once, after torch and multiprocessing
+    registered theirs (multiprocessing's once a loader made its queues), so it runs before them."""
+    if not _exit_hook:
+        _exit_hook.append(atexit.register(_close_open_loaders))
+    _open_loaders.add(loaded)
+
+
+def _close_open_loaders() -> None:
+    for loaded in list(_open_loaders):
+        loaded.close()
 
 
 class _Iterable:
