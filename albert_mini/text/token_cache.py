@@ -90,7 +90,7 @@ from .instances import ROW_FIELDS, TokenDocuments
 PREPARE_VERSION = 4
 PIECE_BYTES = 1 << 20  # text per work item: a worker's dozen passes over it stay in its core's cache (8 MB
 # took 8% more CPU), and a call costs about a millisecond
-# The most text one piece holds (but a run of whitespace, which is never cut): what bounds the memory a worker
+# The most text one piece holds: what bounds the memory a worker
 # reads a piece with (about 15 times its text), whatever the text's lines. A piece that reaches it without a
 # document's end is cut inside its document, after PIECE_BYTES, at the first of the boundaries `_cut` lists.
 MAX_PIECE_BYTES = 4 << 20
@@ -227,7 +227,7 @@ def cut_and_hash(paths: Sequence[Path], mode: str, piece_bytes: int | None = Non
 def _scan(path: Path, mode: str, least: int, most: int, stop: threading.Event) -> tuple[list[Piece], str]:
     """(pieces, sha256) of one file, read once from start to end, WINDOW_BYTES at a time (or until `stop` is set:
     then what it returns is incomplete, for a caller that no longer wants it). It holds the bytes of the piece
-    being cut only: at most `most` and a window (but a run of whitespace, see `_cut`)."""
+    being cut only: at most `most` and a window."""
     whole, pieces = hashlib.sha256(), []
     held = bytearray()  # the file's bytes from `start`, where the current piece starts, to what was read
     start, continues = 0, False
@@ -256,9 +256,10 @@ LINE_START = re.compile(rb"[\r\n][ \t]*(?=" + TEXT_START + rb")")  # a line's fi
 # whitespace would try every byte of a long run of it, then give each up)
 WORD_START = re.compile(rb"(?<=[ \t\r\n])" + TEXT_START)
 CHARACTER_START = re.compile(TEXT_START)
+NOT_INSIDE_CHARACTER = re.compile(rb"[^\x80-\xbf]")
 # A plain sentence end: a lower-case letter, a dot, whitespace, a capital (corpus.split_sentences always cuts there
 # unless the word is a title of ABBREVIATIONS, which `_ends_sentence` checks).
-SENTENCE_START = re.compile(rb"[a-z]\.[ \t\r\n]+(?=[A-Z])")
+SENTENCE_START = re.compile(rb"\.(?<=[a-z]\.)[ \t\r\n]+(?=[A-Z])")  # (led by the dot: searched for fast)
 WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_'")
 
 
@@ -272,33 +273,57 @@ def _cut(held: bytearray, mode: str, least: int, most: int, at_end: bool) -> tup
     a plain sentence end (`SENTENCE_START`); a word's start; a character's start. None of these changes the
     tokens but the last two, which find no such boundary in `most - least` bytes (4 MB - 1 MB: a sentence of
     millions of characters), and cut that sentence in two there (every character is kept, in one part or the
-    other). A run of whitespace is never cut: a piece goes on to its end. The cut depends on the bytes alone,
+    other). Whitespace alone is cut after `least` bytes too: it still ends the document or paragraph it ends
+    (`_Documents` joins it as the whole run reads), and inside a sentence it is a sentence too long, cut there.
+    The cut depends on the bytes alone,
     never on how they were read."""
     limit = min(len(held), most + 1)  # a boundary at `most` may look at the byte after it
     if mode == "blank_line":
-        found = BLANK_LINE_BYTES.search(held, least, limit)
-        if found is not None and found.start() < most:
-            return found.end(), False
+        found = _blank_line(held, least, limit)
+        if found is not None and found[0] < most:
+            return found[1], False
     if len(held) <= most:
         return None
     if mode == "file":
-        found = BLANK_LINE_BYTES.search(held, least, limit)
-        if found is not None and found.start() < most:
-            return found.end(), True
+        found = _blank_line(held, least, limit)
+        if found is not None and found[0] < most:
+            return found[1], True
+    if not bytes(held[least:limit]).strip(WHITESPACE_BYTES):  # whitespace alone (seen at once, not by patterns)
+        return _cut_whitespace(held, least, limit)
     # Where the whitespace before byte `least` starts: a boundary after it may begin there.
     back = len(bytes(held[:least]).rstrip(WHITESPACE_BYTES))
-    if mode == "blank_line" and (found := LINE_START.search(held, back, limit)) is not None:
+    has_line_end = held.find(b"\n", back, limit) >= 0 or held.find(b"\r", back, limit) >= 0  # (seen at once)
+    if mode == "blank_line" and has_line_end and (found := LINE_START.search(held, back, limit)) is not None:
         return found.end(), True
-    for found in SENTENCE_START.finditer(held, max(back - 2, 0), limit):
-        if found.end() >= least and _ends_sentence(held, found.start() + 1):
+    for found in SENTENCE_START.finditer(held, max(back - 1, 0), limit):
+        if found.end() >= least and _ends_sentence(held, found.start()):
             return found.end(), True
     if (found := WORD_START.search(held, back, limit)) is not None:
         return found.start(), True
     if (found := CHARACTER_START.search(held, least, limit)) is not None:
         return found.start(), True
-    # Only whitespace (or no character's start) from `least` to `most`: the first word after it, once read.
-    found = WORD_START.search(held, back)
-    return (found.start(), True) if found is not None else None
+    return _cut_whitespace(held, least, limit)
+
+
+def _cut_whitespace(held: bytearray, least: int, limit: int) -> tuple[int, bool]:
+    """Where to cut when only whitespace lies between `least` and `most` (after the rest of a character begun
+    before, or bytes that are not UTF-8, which the worker refuses naming the offset): at `least`, or the first
+    character's start after it, never between the CR and the LF of a line end."""
+    at = found.start() if (found := NOT_INSIDE_CHARACTER.search(held, least, limit)) is not None else least
+    return at + (held[at - 1:at + 1] == b"\r\n"), True
+
+
+BLANK_LINE_FROM_LF = re.compile(rb"\n[ \t]*\r?\n")  # BLANK_LINE_BYTES from its first LF
+
+
+def _blank_line(held: bytearray, start: int, end: int) -> tuple[int, int] | None:
+    """(start, end) of BLANK_LINE_BYTES' first match in held[start:end], found from its LF: a pattern that starts
+    with a literal byte is searched for fast, one with an optional CR first tries every byte (50 MB/s)."""
+    found = BLANK_LINE_FROM_LF.search(held, start, end)
+    if found is None:
+        return None
+    crlf = found.start() > start and held[found.start() - 1] == ord("\r")
+    return found.start() - crlf, found.end()
 
 
 def _ends_sentence(held: bytearray, dot: int) -> bool:
@@ -467,12 +492,20 @@ def separator_rank(run: str, mode: str) -> int:
     return SPACE
 
 
+OPENS_LINE = re.compile(r"[ \t]*\n")  # a run that starts with the end of a blank line begun before it
+CLOSES_LINE = re.compile(r"\n[ \t]*\Z")  # a run that ends inside a blank line the next one may end
+
+
 def _edge(piece: Piece, text: str, mode: str, documents: list[bytes], first: int) -> dict:
     """What the writer needs to join a piece's documents to its neighbours' (a piece cut inside a document): the
-    rank of the whitespace it starts and ends with, and the text of its first and last documents (or part)."""
+    whitespace it starts and ends with (its rank, and whether a blank line may straddle the cut), and the text
+    of its first and last documents (or part)."""
     lead, trail = len(text) - len(text.lstrip()), len(text.rstrip())
+    starts, ends = universal_newlines(text[:lead]), universal_newlines(text[trail:])
     return {"first": first, "documents": len(documents), "continues": piece.continues, "continued": piece.continued,
-            "lead": separator_rank(text[:lead], mode), "trail": separator_rank(text[trail:], mode),
+            "lead": separator_rank(starts, mode), "trail": separator_rank(ends, mode),
+            "lead_opens": OPENS_LINE.match(starts) is not None, "trail_closes": CLOSES_LINE.search(ends) is not None,
+            "spaces_only": not text.strip(" \t"),
             "head": documents[0] if piece.continues and documents else None,
             "tail": documents[-1] if piece.continued and documents else None}
 
@@ -885,6 +918,7 @@ class _Documents:
         self.mode, self.counts, self.digests = mode, [], []
         self.open = None  # [sha256 object, sentences] of the last document, which the next piece goes on with
         self.rank = 0  # the whitespace since the open document's last text (a piece of whitespace only adds to it)
+        self.in_line = False  # whether that whitespace ends with a line end and spaces (a blank line's beginning)
 
     def add(self, result: dict) -> None:
         counts, digests, at = result["sentences"], result["digests"], 0
@@ -916,9 +950,12 @@ class _Documents:
     def _join(self, edge: dict, counts: np.ndarray, digests: np.ndarray) -> None:
         first, end = edge["first"], edge["first"] + edge["documents"]
         if edge["continues"] and self.open is not None:
-            rank = max(self.rank, edge["lead"])
+            # A blank line may straddle the cut (a cut inside a run of whitespace): a line end and spaces before
+            # it, spaces and a line end after it.
+            rank = max(self.rank, edge["lead"], BLANK_LINE_RANK if self.in_line and edge["lead_opens"] else 0)
             if first == end:  # whitespace only: the document stays open, the whitespace adds to what follows
                 self.rank = rank
+                self.in_line = edge["trail_closes"] or (self.in_line and edge["spaces_only"])
             elif self.mode == "blank_line" and rank == BLANK_LINE_RANK:
                 self._close()  # the cut fell after a blank line: the next document starts here
             else:
@@ -935,7 +972,7 @@ class _Documents:
         if not edge["continued"]:
             self._close()
         elif edge["documents"]:  # (a piece of whitespace only set the rank above)
-            self.rank = edge["trail"]
+            self.rank, self.in_line = edge["trail"], edge["trail_closes"]
 
 
 def _save(path: Path, array: np.ndarray) -> dict:

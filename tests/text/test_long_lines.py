@@ -15,6 +15,8 @@ from albert_mini.text.corpus import load_corpus, load_text_files, normalize_para
 from albert_mini.text.tokenizer import Tokenizer
 
 MOST, LEAST = 2_000, 500  # the budgets of these tests: a piece of at most 2,000 bytes, cut after 500
+# Whitespace longer than the random test's budget, where a blank line may straddle a cut
+LONG_RUNS = [" " * 45, "\n" + " \t" * 30 + "\n", "\r" * 3, " \r \r " * 10, "\n" + " " * 50, " " * 50 + "\r\n"]
 
 
 @pytest.fixture(scope="module")
@@ -116,18 +118,34 @@ def test_a_sentence_longer_than_the_budget_is_cut_at_a_word_and_nothing_is_lost(
     assert "".join(sentences).replace(" ", "") == "".join(words)  # every character, in order
 
 
-def test_a_run_of_whitespace_is_never_cut(tokenizer, tmp_path, small_pieces):
-    """Blank lines and spaces longer than the budget stay in one piece, so they separate what they separate in
-    the text read whole (here a blank line of 5,000 spaces ends a document)."""
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+@pytest.mark.parametrize("mode", ["file", "blank_line"])
+def test_whitespace_longer_than_the_budget_is_cut_and_read_as_the_whole_run(tokenizer, tmp_path, small_pieces,
+                                                                           newline, mode):
+    """A blank line of 5,000 spaces (LF, CRLF or lone CR line ends) is cut like any text, into pieces of whitespace
+    alone, and still ends a document (mode "blank_line") or a paragraph (mode "file"): the tokens of the text
+    read whole. 5,000 spaces inside a sentence are a sentence longer than the budget: cut in two there, the
+    document the same."""
     path = tmp_path / "gap.txt"
-    path.write_text("First one. " * 100 + "\n" + " " * 5_000 + "\nSecond one. " * 100, encoding="utf-8")
-    pieces = token_cache.cut_pieces([path], "blank_line")
-    data = path.read_bytes()
-    assert any(p.end - p.start > 5_000 for p in pieces)
-    assert all(data[p.start:p.end].strip() for p in pieces)  # no piece of whitespace alone: none was cut inside it
-    cache = prepare([path], tokenizer, tmp_path, "blank_line")
-    assert [cache.digest_hex(d) for d in range(len(cache))] == document_digests([path], "blank_line")
-    assert len(cache) == 2
+    path.write_bytes(("First one. " * 100 + newline + " " * 5_000 + newline + "Second one. " * 100).encode())
+    spaced = tmp_path / "spaced.txt"
+    spaced.write_bytes(("Then" + " \t" * 2_500 + "two words." + newline).encode())
+    for text in (path, spaced):
+        data, pieces = text.read_bytes(), token_cache.cut_pieces([text], mode)
+        assert all(p.end - p.start <= MOST for p in pieces)
+        assert sum(1 for p in pieces if not data[p.start:p.end].strip()) >= 2  # whitespace alone, cut inside
+        assert all(data[p.end - 1:p.end + 1] != b"\r\n" for p in pieces)
+    cache = prepare([path], tokenizer, tmp_path, mode)
+    memory = tokenize_documents(load_text_files([path], mode=mode), tokenizer)
+    assert_same_documents(cache.documents_view(), memory)
+    assert [cache.digest_hex(d) for d in range(len(cache))] == document_digests([path], mode)
+    assert len(cache) == (2 if mode == "blank_line" else 1)
+    cache = token_cache.prepare([spaced], tokenizer, mode, root=tmp_path / "spaced", progress=False,
+                                say=lambda *a: None)
+    assert [cache.digest_hex(d) for d in range(len(cache))] == document_digests([spaced], mode)
+    sentences = [tokenizer.decode(cache.tokens(int(a), int(b)).tolist())
+                 for a, b in zip(cache.sentences[:-1], cache.sentences[1:])]
+    assert sentences == ["then", "two words."]
 
 
 @pytest.mark.parametrize("mode", ["file", "blank_line"])
@@ -141,7 +159,7 @@ def test_documents_cut_anywhere_are_joined_as_the_whole_text_reads_them(tokenize
     rng = random.Random(11)
     paths = []
     for i in range(40):
-        text = "".join(rng.choice(ALPHABET + EDGES) for _ in range(rng.randint(20, 120)))
+        text = "".join(rng.choice(ALPHABET + EDGES + LONG_RUNS) for _ in range(rng.randint(20, 120)))
         paths.append(tmp_path / f"{i:02d}.txt")
         paths[-1].write_bytes(text.encode("utf-8"))
     paths = [p for p in paths if p.read_text(encoding="utf-8").strip()]
