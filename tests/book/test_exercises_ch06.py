@@ -3,6 +3,7 @@ reject stubs, plausible mistakes (each with its own hint) and cheats."""
 
 import functools
 import math
+import runpy
 from fractions import Fraction
 from pathlib import Path
 
@@ -15,7 +16,6 @@ from exercise_helpers import (
     gives_nothing_away,
     gives_the_tiers_in_turn,
     grader_passes,
-    passes_solutions_and_references,
     reports_a_stub,
 )
 
@@ -120,12 +120,27 @@ def test_the_packages_masker_decides_each_token_of_a_span_on_its_own():
 
 
 # ------------------------------------------------------------------ the checks pass right answers
-def test_checks_pass_the_solutions_the_references_and_independent_answers(capsys):
-    passes_solutions_and_references(ch06, SOLUTIONS)  # choice_sampler: the grader's test below
-    assert check_ngram_probabilities(harmonic_probabilities)  # a list is as good as an array
-    assert check_prediction_budget(budget_by_hand)
-    assert check_apply_80_10_10(corrupt_with_loop)
-    assert check_sample_span_length(choice_sampler) and check_sample_span_length(inverse_cdf_sampler)
+@pytest.fixture(scope="module")
+def solutions():
+    """The worked solutions' names, the file run top to bottom (it asserts each check itself)."""
+    return runpy.run_path(str(SOLUTIONS))
+
+
+# One test per exercise and answer: the masking check alone calls its answer 2,000 times.
+@pytest.mark.parametrize("source", ["solution", "reference"])
+@pytest.mark.parametrize("exercise", ch06.EXERCISES, ids=lambda exercise: exercise.name)
+def test_checks_pass_the_solutions_and_the_references(solutions, exercise, source):
+    answer = solutions[exercise.name] if source == "solution" else getattr(ch06, exercise.name)
+    assert exercise.check(answer) is True, exercise.name
+
+
+@pytest.mark.parametrize("check, answer", [
+    (check_ngram_probabilities, harmonic_probabilities),  # a list is as good as an array
+    (check_prediction_budget, budget_by_hand), (check_apply_80_10_10, corrupt_with_loop),
+    (check_sample_span_length, choice_sampler),  # choice_sampler: also the grader's test below
+    (check_sample_span_length, inverse_cdf_sampler)], ids=lambda x: x.__name__)
+def test_checks_pass_independent_answers(check, answer, capsys):
+    assert check(answer) is True
     assert "Well done!" in capsys.readouterr().out
 
 

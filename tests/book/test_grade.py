@@ -226,15 +226,16 @@ def test_a_rerun_replaces_its_own_gradebook_and_continues_from_the_journal(grade
 
 
 @needs_sandbox
-def test_a_gradebook_it_did_not_write_is_kept_and_the_error_names_the_make_flag(tmp_path):
+def test_a_gradebook_it_did_not_write_is_kept_and_the_error_names_the_make_flag(tmp_path, capsys):
     student = tmp_path / "ada"
     student.mkdir()
     nbformat.write(submission({}), student / NAME)
     (tmp_path / "gradebook.csv").write_text("the teacher's own\n")
-    result = subprocess.run([sys.executable, "-m", "albert_mini", "grade", str(tmp_path)], capture_output=True,
-                            text=True, cwd=ROOT)
-    assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and "OVERWRITE=1" in result.stderr
+    with pytest.raises(SystemExit) as stopped:  # in this process: the command's own exit, without starting Python
+        grade_command.main([str(tmp_path)])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "OVERWRITE=1" in error
     assert (tmp_path / "gradebook.csv").read_text() == "the teacher's own\n"
 
 
