@@ -188,7 +188,8 @@ def grade_and_measure(folder: Path, timeout: float, extra: list[str] = ()) -> di
             rows = list(csv.DictReader(handle))
     measured = {}  # student -> what the notebook printed on its MEASURE lines (in its outputs)
     for path in runs.rglob("*.ipynb") if runs.is_dir() else []:
-        outputs = [o.get("text", "") for cell in nbformat.read(path, 4).cells for o in cell.get("outputs", [])]
+        # A cell's stream text joined first: under load the kernel may flush one print in two outputs.
+        outputs = ["".join(o.get("text", "") for o in cell.get("outputs", [])) for cell in nbformat.read(path, 4).cells]
         lines = [line for text in outputs for line in text.splitlines() if line.startswith("MEASURE")]
         measured[os.fsdecode(path.relative_to(runs).parts[0])] = " ".join(lines)
     return {"status": "hung" if hung else process.returncode, "rows": rows, "peak": peak, "measured": measured,
