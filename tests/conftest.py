@@ -63,23 +63,19 @@ class ChapterKernels:
 # `make test` hands each worker whole files (--dist loadfile: a module's fixtures are built once, a notebook's cells
 # run in one kernel) in collection order (--no-loadscope-reorder), so these start first and no worker is left alone
 # with one of them at the end. A file missing here only starts later; a name here that no longer exists changes
-# nothing. Two exceptions to the order: test_grade.py and test_browser.py wait on kernels, servers and time limits
-# for much of their time, and start beside the experiments' modules rather than beside each other; and
-# test_experiments.py, which reads every family's results (fast_results.py), follows the scratch rows' module on
-# its worker (a module of one test takes its successor at once), and that one is handed out only when the first
-# two modules are down to their last tests (the browser's goes to the first), after the trunk family's computing:
-# test_experiments.py finds both families done instead of waiting for them.
+# nothing. One exception to the order: the grading modules and test_browser.py wait on kernels, servers and time
+# limits for much of their time, and start beside modules that compute (the teacher's commands, the numerics
+# guard, the fast trunk's two modules) rather than beside each other.
 LONGEST_FIRST = (
-    "tests/study/test_experiments_trunk.py",
+    "tests/book/test_teacher_commands.py",
     "tests/book/test_grade.py",
+    "tests/study/test_numerics_guard.py",
     "tests/book/test_browser.py",
-    "tests/study/test_experiments_scratch.py",
-    "tests/study/test_experiments.py",
+    "tests/study/test_sop_escape.py",
+    "tests/book/test_grade_hostile.py",
+    "tests/study/test_levers.py",
     "tests/training/test_fault_injection.py",
     "tests/book/test_nbgrader.py",
-    "tests/study/test_numerics_guard.py",
-    "tests/study/test_levers.py",
-    "tests/study/test_sop_escape.py",
     "chapters/07_pretraining.ipynb",
     "tests/training/test_multinode.py",
     "tests/book/test_exercises_ch06.py",

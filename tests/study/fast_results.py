@@ -1,8 +1,11 @@
-"""Each experiment run once per test session on the fast budget, shared by every test module and xdist worker.
+"""Every experiment's result on the fast budget (seeds 0 and 1) as a committed record, and what the tests of the
+harness's tables, figures and chapter readers check on it.
 
-The experiments fall into families that share runs (the Table 5 trunk; the Table 3-4 models). A family computes
-under its own file lock in a folder every worker of the session sees, so two workers run two families at once,
-and a module that needs a family another worker is computing waits for it instead of computing it again.
+The records (tests/fixtures/experiment_records/, written by tests/fixtures/make_experiment_records.py) stand in for
+training every fast model in every test session; one end-to-end run (test_experiments.py) trains an experiment,
+checks its provenance against the checkout and that it writes what its record holds, so that a record left behind
+by a change to its experiment fails. The fast trunk's checkpoint, which the tests of Table 5's branches resume from,
+is still trained once per session under a lock every xdist worker sees (session_lock, fast_branches.py).
 """
 
 from __future__ import annotations
@@ -11,26 +14,24 @@ import contextlib
 import fcntl
 import json
 import os
-import subprocess
+import re
 from pathlib import Path
 
 from albert_mini.harness import experiments
 from albert_mini.harness.experiments.budget import FAST, TOKENS_PER_MODEL
-from albert_mini.harness.experiments.runs import RunCache
 from albert_mini.paths import REPO_ROOT
 
-TEST_SEEDS = (0, 1)  # two seeds: enough for a spread, half the time of the default three
-FAMILIES = {
-    "trunk": ("sentence_task", "sop_levers", "sop_escape", "sop_supervised"),  # one fast trunk, branched four ways
-    "scratch": ("sentence_scratch",),
-    "tables": ("sharing", "embedding_size", "smoothness", "finetune"),
-    "speed": ("throughput", "memory"),
-    "language": ("sop_language",),  # the built language: no Austen, its own small runs
-}
+TEST_SEEDS = (0, 1)  # the records' seeds: enough for a spread and a paired difference
+RECORDS = REPO_ROOT / "tests" / "fixtures" / "experiment_records"
 
 
-def family_of(name: str) -> str:
-    return next(family for family, names in FAMILIES.items() if name in names)
+def fast_result(name: str) -> dict:
+    """Experiment `name`'s committed fast result."""
+    return json.loads((RECORDS / f"{name}.json").read_text())
+
+
+def fast_results(names) -> dict[str, dict]:
+    return {name: fast_result(name) for name in names}
 
 
 def shared_root(tmp_path_factory) -> Path:
@@ -51,34 +52,54 @@ def session_lock(tmp_path_factory, name: str):
         yield root
 
 
-def fast_result(name: str, tmp_path_factory) -> dict:
-    """Experiment `name`'s fast result (seeds 0 and 1), computed by the first module of the session that asks."""
-    family = family_of(name)
-    with session_lock(tmp_path_factory, family) as root:
-        out = root / "results"
-        out.mkdir(exist_ok=True)
-        path = out / f"{name}.json"
-        if not path.exists():
-            experiments.run(name, FAST, out, seeds=TEST_SEEDS, cache=RunCache(root / f"runs-{family}"))
-        return json.loads(path.read_text())
-
-
-def fast_results(names, tmp_path_factory) -> dict[str, dict]:
-    return {name: fast_result(name, tmp_path_factory) for name in names}
-
-
-def check_provenance_and_figure(name: str, result: dict) -> None:
-    """A result names its experiment, command, revision, budget and seeds, and its figure has data."""
+def check_provenance_and_figure(name: str, result: dict, seeds=TEST_SEEDS, revision: str | None = None) -> None:
+    """A result names its experiment, command, revision (`revision` when given), budget and seeds, and its figure
+    has data."""
     meta = result["meta"]
     assert meta["experiment"] == name and meta["fast_mode"] is True
     assert meta["command"] == f"albert-mini experiments {name}"
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO_ROOT)
-    assert meta["git_revision"].split("+")[0] == head.stdout.strip() and len(meta["git_revision"]) >= 7
+    assert re.fullmatch(r"[0-9a-f]{7,40}(\+dirty)?", meta["git_revision"]), meta["git_revision"]
+    if revision is not None:
+        assert meta["git_revision"].split("+")[0] == revision
     describe = getattr(experiments.EXPERIMENTS[name], "describe_budget", None)
     if describe:  # an experiment with plans of its own records them, not the Tables 3-4 budget
         assert meta["budget"] == json.loads(json.dumps(describe(FAST)))
     else:
         assert meta["budget"]["steps"] == FAST.setup().steps and meta["budget"]["tokens"] == TOKENS_PER_MODEL["fast"]
-    assert meta["seeds"][:2] == list(TEST_SEEDS) and meta["cpu"] and meta["wall_seconds"] >= 0
+    assert meta["seeds"][:len(seeds)] == list(seeds) and meta["cpu"] and meta["wall_seconds"] >= 0
     fig = experiments.EXPERIMENTS[name].figure(result)
-    assert fig.axes and fig.axes[0].has_data()
+    try:
+        assert fig.axes and fig.axes[0].has_data()
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+
+
+def kind(value) -> str:
+    return "number" if isinstance(value, int | float) and not isinstance(value, bool) else type(value).__name__
+
+
+def shape_differences(written, recorded, path: str = "result") -> list[str]:
+    """Where `written` holds other keys or other kinds of values than `recorded`, numbers aside: a mapping's keys
+    (its seeds' keys compared by their first seed's contents), a list's first item, each leaf's kind (None stands
+    for any)."""
+    if written is None or recorded is None:
+        return []
+    if kind(written) != kind(recorded):
+        return [f"{path}: {kind(written)} written, {kind(recorded)} recorded"]
+    if isinstance(written, list):
+        return shape_differences(written[0], recorded[0], f"{path}[0]") if written and recorded else []
+    if not isinstance(written, dict):
+        return []
+    names = [{key for key in value if not key.isdigit()} for value in (written, recorded)]
+    seeds = [[key for key in value if key.isdigit()] for value in (written, recorded)]
+    differences = [f"{path}.{key} only written" for key in sorted(names[0] - names[1])]
+    differences += [f"{path}.{key} only recorded" for key in sorted(names[1] - names[0])]
+    for key in sorted(names[0] & names[1]):
+        differences += shape_differences(written[key], recorded[key], f"{path}.{key}")
+    if bool(seeds[0]) != bool(seeds[1]):
+        differences.append(f"{path}: numbered keys on one side only")
+    elif seeds[0]:
+        differences += shape_differences(written[seeds[0][0]], recorded[seeds[1][0]], f"{path}.<seed>")
+    return differences

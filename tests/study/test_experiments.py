@@ -1,30 +1,26 @@
-"""Every registered experiment runs end to end on the fast budget and writes a well-formed result and figure."""
+"""The harness's tables, figures and chapter readers on every experiment's committed fast result
+(tests/fixtures/experiment_records/), and one experiment run end to end, interrupted and resumed."""
 
 import dataclasses
 import json
+import subprocess
 
 import pytest
-from fast_results import FAMILIES, TEST_SEEDS, check_provenance_and_figure, fast_results
+from fast_results import RECORDS, TEST_SEEDS, check_provenance_and_figure, fast_result, fast_results, shape_differences
 
 from albert_mini import count_parameters
 from albert_mini.harness import experiments
 from albert_mini.harness.experiments.budget import FAST, SEEDS, TOKENS_PER_MODEL, Budget, mini, variant
 from albert_mini.harness.experiments.measure import Pretraining
 from albert_mini.harness.experiments.runs import RunCache, Runner
+from albert_mini.paths import REPO_ROOT
 from albert_mini.study.paper import table3_row
 
-HERE = FAMILIES["tables"] + FAMILIES["speed"]  # the other families have modules of their own
-
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory, polarity_data):  # the finetune experiment reads the polarity sentences
-    return fast_results(HERE, tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def every_result(tmp_path_factory, polarity_data):
-    """Every experiment's fast result: waits for the families other workers compute (fast_results.py)."""
-    return fast_results(experiments.EXPERIMENTS, tmp_path_factory)
+def results():
+    """Every experiment's committed fast result (fast_results.py)."""
+    return fast_results(experiments.EXPERIMENTS)
 
 
 def test_every_experiment_is_a_module_with_run_figure_and_table():
@@ -33,8 +29,11 @@ def test_every_experiment_is_a_module_with_run_figure_and_table():
         assert all(callable(getattr(module, f)) for f in ("run", "figure", "table"))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", HERE)
+def test_every_experiment_has_a_record():
+    assert sorted(path.stem for path in RECORDS.glob("*.json")) == sorted(experiments.EXPERIMENTS)
+
+
+@pytest.mark.parametrize("name", experiments.EXPERIMENTS)
 def test_result_has_provenance_and_a_figure(results, name):
     check_provenance_and_figure(name, results[name])
 
@@ -88,7 +87,6 @@ def test_a_constant_head_is_reported_not_tested():
     assert contrast(records, "sop", "nsp", "sop")["per_seed"]["0"]["mcnemar_p"] == 1.0  # one discordant each way
 
 
-@pytest.mark.slow
 def test_sharing_and_embedding_rows_carry_exact_counts(results):
     for name in ("sharing", "embedding_size"):
         for row in results[name]["rows"].values():
@@ -98,7 +96,6 @@ def test_sharing_and_embedding_rows_carry_exact_counts(results):
         < sharing["E=128 none"]["params"]
 
 
-@pytest.mark.slow
 def test_sharing_rows_pair_with_their_baseline(results):
     rows = results["sharing"]["rows"]
     assert "vs_baseline" not in rows["E=128 all"]
@@ -111,7 +108,6 @@ def test_sharing_rows_pair_with_their_baseline(results):
     assert table3_row({"sharing": "none", "E": 256}) == (108, 82.3)
 
 
-@pytest.mark.slow
 def test_smoothness_twin_differs_only_in_sharing(results):
     models = results["smoothness"]["models"]
     assert list(models) == list(experiments.EXPERIMENTS["smoothness"].MODELS)
@@ -125,7 +121,8 @@ def test_smoothness_twin_differs_only_in_sharing(results):
 
 
 @pytest.mark.slow
-def test_an_interrupted_experiment_resumes_without_redoing_finished_runs(tmp_path):
+def test_an_interrupted_experiment_resumes_without_redoing_finished_runs_and_writes_what_its_record_holds(tmp_path):
+    """The one experiment the tests train end to end (smoothness, one seed: three small models)."""
     class StopAfterFirst(RunCache):
         def save(self, spec, result, seconds=None):
             super().save(spec, result, seconds)
@@ -141,8 +138,22 @@ def test_an_interrupted_experiment_resumes_without_redoing_finished_runs(tmp_pat
     # What the result cost counts the run computed before the interruption too, from its stored seconds.
     stored = [json.loads(f.read_text())["seconds"] for f in (tmp_path / "runs").glob("*.json")]
     assert len(stored) == 3 and all(s > 0 for s in stored)
-    meta = json.loads((tmp_path / "smoothness.json").read_text())["meta"]
-    assert meta["compute_seconds"] == pytest.approx(sum(stored), abs=0.2)
+    result = json.loads((tmp_path / "smoothness.json").read_text())
+    assert result["meta"]["compute_seconds"] == pytest.approx(sum(stored), abs=0.2)
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO_ROOT)
+    check_provenance_and_figure("smoothness", result, seeds=(0,), revision=head.stdout.strip())
+    # Its committed record holds what it writes now (else: python tests/fixtures/make_experiment_records.py).
+    assert shape_differences(result, fast_result("smoothness")) == []
+
+
+def test_a_record_that_no_longer_matches_its_experiment_is_found():
+    record = fast_result("smoothness")
+    written = json.loads(json.dumps(record))
+    written["meta"]["added"], written["meta"]["seeds"] = 1, "0 1"
+    del written["reading"]
+    assert shape_differences(written, record) == ["result.reading only recorded", "result.meta.added only written",
+                                                  "result.meta.seeds: str written, list recorded"]
+    assert shape_differences(record, json.loads(json.dumps(record))) == []
 
 
 def test_other_settings_never_reuse_a_cached_run(tmp_path):
@@ -171,7 +182,6 @@ def test_full_budget_is_three_seeds_with_the_curriculum():
         Budget(tokens=10, pretraining={})
 
 
-@pytest.mark.slow
 def test_throughput_and_memory(results):
     rows = results["throughput"]["rows"]
     assert rows["albert-base"]["paper_speedup"] == 5.6
@@ -193,9 +203,7 @@ def test_unknown_experiment():
         Runner(FAST, ())
 
 
-@pytest.mark.slow
-def test_results_tables_put_ours_next_to_the_paper(every_result, tmp_path):
-    results = every_result
+def test_results_tables_put_ours_next_to_the_paper(results, tmp_path):
     for name, result in results.items():
         (tmp_path / f"{name}.json").write_text(json.dumps(result))
     text = experiments.results_tables(tmp_path)
@@ -224,9 +232,7 @@ def test_command_line_prints_the_estimate_first_and_checks_seeds(capsys, monkeyp
     assert stop.value.code == 2 and "--seeds must be distinct" in capsys.readouterr().err
 
 
-@pytest.mark.slow
-def test_chapter_readers_read_what_the_experiments_write(every_result, tmp_path):
-    results = every_result
+def test_chapter_readers_read_what_the_experiments_write(results, tmp_path):
     from albert_mini.study import results as readers
 
     for name, result in results.items():

