@@ -5,10 +5,9 @@ import json
 import numpy as np
 import pytest
 import torch
+from fast_results import TEST_SEEDS, fast_result
 
-from albert_mini.harness import experiments
 from albert_mini.harness.experiments import sop_language as experiment
-from albert_mini.harness.experiments.budget import FAST
 from albert_mini.study.sop_language import (
     FUNCTION_WORDS,
     MONTHS,
@@ -150,16 +149,17 @@ def test_the_predictions_hold_only_when_every_seed_holds_them():
     assert [verdict[t]["holds"] for t in ("T1", "T2", "T3", "T5")] == [False, False, True, False]
 
 
-def test_the_fast_experiment_writes_every_cell_the_plan_names(tmp_path):
-    path = experiments.run("sop_language", FAST, tmp_path, seeds=(0,), cache=None)
-    result = json.loads(path.read_text())
+def test_the_fast_experiment_writes_every_cell_the_plan_names():
+    """On its committed fast result (tests/study/fast_results.py; the one training end to end is another's)."""
+    result = fast_result("sop_language")
     assert result["plan"]["predictions"].keys() == {"T1", "T2", "T3", "T4", "T5"}
     assert result["language"] == json.loads(json.dumps(experiment.FAST_LANGUAGE.settings()))
-    cells = result["per_seed"]["0"]
-    assert set(cells) == {"none", "nsp", "sop"}
-    for row, cell in cells.items():
-        assert 0 <= cell["sop"] <= 100 and 0 <= cell["nsp"] <= 100
-        assert ("sop_head" in cell) == (row == "sop") and ("nsp_head" in cell) == (row == "nsp")
+    assert sorted(result["per_seed"]) == [str(seed) for seed in TEST_SEEDS]
+    for cells in result["per_seed"].values():
+        assert set(cells) == {"none", "nsp", "sop"}
+        for row, cell in cells.items():
+            assert 0 <= cell["sop"] <= 100 and 0 <= cell["nsp"] <= 100
+            assert ("sop_head" in cell) == (row == "sop") and ("nsp_head" in cell) == (row == "nsp")
     assert result["rules"]["sop"]["clock_rule"]["accuracy"] == 1.0
     assert set(result["predictions"]) == {"T1", "T2", "T3", "T4", "T5"}
-    assert "T3" in experiment.table(result) and (tmp_path / "experiment_sop_language.png").exists()
+    assert "T3" in experiment.table(result)
