@@ -32,6 +32,7 @@ from ..paths import sha256_bytes, sha256_file
 from ..text.batch_source import BatchSource
 from ..training import rundir
 from ..training.checkpoint import CheckpointError, latest_checkpoint, load_pretrained
+from ..training.objectives import as_stat, at_least_one
 from ..training.optim import WarmupPolyDecay, build_optimizer, check_rate, check_steps
 from ..training.trainer import TrainConfig, Trainer
 from .kinds import task_kind
@@ -57,8 +58,8 @@ class TaskObjective:
     """
 
     name = "finetune"
-    n_stats = 3  # [loss summed over examples, correct, examples]
-    n_denominators = 1
+    stat_names = ("loss", "correct", "examples")  # loss summed over examples, correct, examples
+    denominator_names = ("examples",)
     progress = {"loss": "loss", "acc": "acc"}
 
     def __init__(self, kind: str):
@@ -67,19 +68,20 @@ class TaskObjective:
         self.inputs = (*_ENCODER_INPUTS, *self.kind.targets)
         self.required = ("input_ids", *self.kind.targets)
 
-    def denominators(self, batch: dict) -> list[float]:
+    def denominators(self, batch: dict) -> dict:
         """Examples in the micro-batch (a multiple-choice example counts once, whatever its options)."""
-        return [float(batch["input_ids"].shape[0])]
+        return {"examples": batch["input_ids"].shape[0]}
 
-    def __call__(self, out, batch: dict, denominators) -> tuple[torch.Tensor, torch.Tensor]:
+    def __call__(self, out, batch: dict, denominators: dict) -> tuple[torch.Tensor, dict]:
         n = batch["input_ids"].shape[0]
         loss_sum = out.loss * n  # the heads' losses are HF's means over examples
         hits = self.kind.hits(out, batch)
-        stats = torch.tensor([float(loss_sum.detach()), float(hits.sum()), float(n)], dtype=torch.float64)
-        return loss_sum / max(denominators[0], 1.0), stats
+        stats = {"loss": as_stat(loss_sum, loss_sum.device), "correct": as_stat(hits.sum(), loss_sum.device),
+                 "examples": as_stat(n, loss_sum.device)}
+        return loss_sum / at_least_one(denominators["examples"], loss_sum), stats
 
-    def metrics(self, sums: torch.Tensor) -> dict:
-        loss, correct, n = sums.tolist()
+    def metrics(self, sums: dict) -> dict:
+        loss, correct, n = (sums[k] for k in self.stat_names)
         return {"loss": loss / n if n else None, "acc": correct / n if n else None}
 
 

@@ -24,6 +24,7 @@ from albert_mini.training.checkpoint import (
 )
 from albert_mini.training.objectives import pretraining_objective
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
+from albert_mini.training.rundir import read_metrics as read_log
 from albert_mini.training.trainer import TrainConfig, Trainer, evaluate, train
 from cli_helpers import cli_error
 
@@ -63,6 +64,11 @@ def make_trainer(out_dir, init_seed=0, source_class=SyntheticBatches, max_steps=
 
 
 def read_metrics(run_dir):
+    """The log as its readers take it: the last line per kind and step, nothing a resume line sets aside."""
+    return read_log(run_dir / "metrics.jsonl")[0]
+
+
+def raw_lines(run_dir):
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
@@ -90,7 +96,10 @@ def test_killed_and_resumed_run_is_bit_identical_to_an_uninterrupted_one(tmp_pat
     for p, q in zip(straight.model.parameters(), resumed.model.parameters()):
         sa, sb = straight.optimizer.state[p], resumed.optimizer.state[q]
         assert torch.equal(sa["exp_avg"], sb["exp_avg"]) and torch.equal(sa["exp_avg_sq"], sb["exp_avg_sq"])
-    # The log reads as one run: the resumed run's lines after step 3 replace the dead run's.
+    # The log is appended, never rewritten: the dead run's line of step 4 stays in the file, after it the resume
+    # line at step 3, and readers take the log as one run: the resumed run's lines after step 3 replace the dead run's.
+    raw = [(m["type"], m["step"]) for m in raw_lines(tmp_path / "resumed")]
+    assert raw[raw.index(("train", 4)):raw.index(("train", 4)) + 2] == [("train", 4), ("resume", 3)]
     lines = [m for m in read_metrics(tmp_path / "resumed") if m["type"] != "resume"]
     straight_lines = read_metrics(tmp_path / "straight")
     assert [(m["type"], m["step"]) for m in lines] == [(m["type"], m["step"]) for m in straight_lines]
@@ -174,7 +183,7 @@ def test_objective_equals_the_model_loss_on_one_batch():
     masked = float((batch["labels"] != -100).sum())
     loss, stats = pretraining_objective(out, batch, masked, float(B))
     assert torch.allclose(loss, out.loss, rtol=1e-6)
-    assert stats[2] == masked and stats[5] == B
+    assert stats["mlm_count"] == masked and stats["sentence_count"] == B
 
 
 def test_accumulation_gives_the_gradient_of_the_whole_batch_per_token():
