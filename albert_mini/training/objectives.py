@@ -125,31 +125,28 @@ class PretrainingObjective:
     required = ("input_ids", "labels")
     progress = {"loss": "loss", "mlm_acc": "mlm_acc", "sentence_acc": "sent_acc"}
     weights = {"mlm": 1.0, "sentence": 1.0}  # the paper's; a subclass need not call __init__
+    loss_terms = LOSSES  # the losses summed, by name (a new one: an entry of LOSSES)
 
     def __init__(self, mlm_weight: float = 1.0, sentence_weight: float = 1.0):
         self.weights = {"mlm": mlm_weight, "sentence": sentence_weight}
 
     @property
-    def losses(self) -> dict[str, Loss]:
-        return LOSSES
-
-    @property
     def stat_names(self) -> tuple[str, ...]:
-        return stat_names(self.losses)
+        return stat_names(self.loss_terms)
 
     @property
     def denominator_names(self) -> tuple[str, ...]:
-        return tuple(self.losses)
+        return tuple(self.loss_terms)
 
     def denominators(self, batch: dict) -> dict[str, torch.Tensor | int]:
         """The predictions of each loss in one micro-batch, counted on the batch's device (reading a count on the
         host would make the host wait for the GPU every step)."""
-        return {name: spec.denominator(batch) for name, spec in self.losses.items()}
+        return {name: spec.denominator(batch) for name, spec in self.loss_terms.items()}
 
     def __call__(self, out, batch: dict, denominators: dict) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """The loss to backpropagate and the unweighted sums of each loss (0 for one the model did not compute)."""
         loss, stats, device = None, {}, batch["input_ids"].device
-        for name, spec in self.losses.items():
+        for name, spec in self.loss_terms.items():
             total = getattr(out, f"{name}_loss_sum", None)
             if total is None:
                 if spec.required:
@@ -165,7 +162,7 @@ class PretrainingObjective:
         return loss, {key: as_stat(value, device) for key, value in stats.items()}
 
     def metrics(self, sums: dict) -> dict:
-        return metrics_from_sums(sums, self.losses)
+        return metrics_from_sums(sums, self.loss_terms)
 
 
 def sentence_metrics_warning(metrics: dict, margin: float = 0.05) -> str | None:

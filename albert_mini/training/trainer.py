@@ -347,13 +347,16 @@ class Trainer:
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:
-        """This rank's state besides the weights: step, optimizer, schedule, data position, metrics window."""
-        return {"step": self.step, "optimizer": self.optimizer.state_dict(), "schedule": self.schedule.state_dict(),
-                "train_config": dataclasses.asdict(self.config), "data": self.source.state_dict(),
-                "window": {"sums": {k: v.cpu().clone() for k, v in self._sums.items()},
-                           "grad_norms": list(self._norms), "seconds": self._window_seconds},
-                "elapsed_seconds": self.elapsed, "tokens_seen": self.tokens_seen,
-                "last_eval_step": self.last_eval_step}
+        """Everything besides the weights that continues the run exactly: step, optimizer, schedule, data position
+        and metrics window, and what the subscribers add (the checkpoints: every rank's RNG and data position)."""
+        state = {"step": self.step, "optimizer": self.optimizer.state_dict(), "schedule": self.schedule.state_dict(),
+                 "train_config": dataclasses.asdict(self.config), "data": self.source.state_dict(),
+                 "window": {"sums": {k: v.cpu().clone() for k, v in self._sums.items()},
+                            "grad_norms": list(self._norms), "seconds": self._window_seconds},
+                 "elapsed_seconds": self.elapsed, "tokens_seen": self.tokens_seen,
+                 "last_eval_step": self.last_eval_step}
+        self.emit("on_state_dict", state)
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from `state_dict()` (the optimizer's own state is loaded with the weights)."""

@@ -9,7 +9,6 @@ the resume line of metrics.jsonl and in run.json's notes, since the steps after 
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from ...devices import describe_device
@@ -60,19 +59,22 @@ class Checkpoints:
         elif trainer.dist.is_main:
             sweep_interrupted(self.out_dir)  # what a killed save left, which no later save of this run will sweep
 
-    def on_save(self, trainer) -> None:
-        """Rank 0 writes; every rank contributes its data position, RNG states and metrics window."""
-        state = trainer.state_dict()
+    def on_state_dict(self, trainer, state: dict) -> None:
+        """Every rank's data position, RNG states and metrics window (a collective: every rank calls it), and what
+        a resume checks: the processes, the device, the run."""
         state["rng"] = capture_rng_state()
         for key in PER_RANK:
             state[key] = gather_objects(state[key], trainer.dist)
         # The run folder as the record names it: no machine path in a checkpoint that may be shared.
-        state["train_config"] = {**dataclasses.asdict(trainer.config), "out_dir": recorded_path(self.out_dir)}
+        state["train_config"] = {**state["train_config"], "out_dir": recorded_path(self.out_dir)}
         state.update(world_size=trainer.dist.world_size, device=describe_device(trainer.device))
         identity = getattr(trainer, "run_identity", None)
         if identity is not None:
             state["run"] = identity
-        state.pop("step")
+
+    def on_save(self, trainer) -> None:
+        """Rank 0 writes; every rank contributes its state."""
+        state = trainer.state_dict()
         trainer.last_saved_path = None
         if trainer.dist.is_main:
             trainer.last_saved_path = save_checkpoint(self.out_dir, trainer.step, trainer.model, state,
