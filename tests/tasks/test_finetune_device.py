@@ -12,7 +12,7 @@ from albert_mini import AlbertConfig
 from albert_mini.devices import describe_device
 from albert_mini.errors import UsageError
 from albert_mini.tasks.finetuning import FinetuneSettings, run_task
-from albert_mini.training import trainer as trainer_module
+from albert_mini.training.shell import checkpoints as trainer_module
 
 NANO = AlbertConfig.from_preset("albert-nano")
 TINY = dict(steps=2, batch_size=4, max_train_examples=8, max_eval_examples=8)

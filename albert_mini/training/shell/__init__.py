@@ -1,6 +1,8 @@
-"""The run as software, subscribed to the trainer's events (training/trainer.py): the console, the log, the
-checkpoints and exact resume, the stop rules (time budget, preemption); the run directory (directory.py) and the
-memory check (fits.py) for every caller that builds a run."""
+"""The run as software, subscribed to the trainer's events (training/trainer.py).
+
+The console, the log, the checkpoints and exact resume, the stop rules (time budget, preemption); the run
+directory (directory.py) and the memory check (fits.py) for every caller that builds a run.
+"""
 
 from __future__ import annotations
 
