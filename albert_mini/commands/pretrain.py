@@ -68,9 +68,9 @@ preemption: SIGTERM or SIGUSR1 (what a cluster scheduler sends before it takes t
   the step under way with a checkpoint and one line, exit status 128 + the signal (143, 138) so the scheduler
   requeues it; the same command resumes it bit for bit. A second signal ends it at once.
 
-stopping: --minutes is watched inside a step too (one process), so a very long step cannot overrun it; a step it
-  cuts is undone, never half applied. A loss that becomes NaN or infinite stops the run with one line naming the
-  step (exit status 2); no checkpoint ever holds such weights, so the newest one is the last good one.
+stopping: --minutes is checked between optimizer steps, so a run overruns it by at most the step under way (a
+  step is never cut). A loss that becomes NaN or infinite stops the run with one line naming the step (exit
+  status 2); no checkpoint ever holds such weights, so the newest one is the last good one.
 
 errors: bad flags, files or directories end with one line `error: ...` and exit status 2; --debug shows the
   traceback.

@@ -1,22 +1,16 @@
 """The training loop of pretraining, fine-tuning, the chapters and the experiments: accumulate, clip, schedule,
-evaluate, log; everything about the run as software subscribes to its events (albert_mini.training.shell).
+evaluate, log. Everything about the run as software subscribes to its events (training/shell/).
 
-Batches. The trainer pulls micro-batches with `next(source)` (a list or any iterable works too): dicts of tensors,
-input_ids, attention_mask, token_type_ids (B, T), labels (B, T) (the token id at masked positions, -100 elsewhere),
-optionally sentence_order_label (B,). Under DDP each rank has its own source; to be saved, a source has
-`state_dict()` / `load_state_dict(state)` (every source of albert_mini.text.batch_source does).
+Batches are dicts of tensors pulled with `next(source)` (input_ids, attention_mask, token_type_ids, labels,
+optionally sentence_order_label); under DDP each rank has its own source. One optimizer step = `accumulate`
+micro-batches on every rank; its loss is the objective's mean over the whole effective batch (objectives.py,
+distributed.py), gradients clipped to global norm `clip_norm`. The loss statistics are named 0-d float64 tensors
+kept on the device and stacked once for the all-reduce of a log line: a step reads one value on the host, the
+gradient norm (tests/training/test_host_syncs.py). A NaN or infinite norm, logged loss or weight (checked before a
+save and at the end) raises NonFiniteError naming the step, so no checkpoint holds one.
 
-One optimizer step = `accumulate` micro-batches on every rank; its loss is the objective's (objectives.py), a mean
-over the whole effective batch (distributed.py says why), with gradients clipped to global norm `clip_norm`. The
-loss statistics are a dict of named 0-d float64 tensors kept on the device and stacked once for the all-reduce of a
-log step; a step reads one value on the host, the gradient norm (tests/training/test_host_syncs.py counts them).
-
-Events. Subscribers (`Callback`) hear `on_start`, `on_step_end`, `on_evaluate`, `on_end`, and `on_log` (every metric
-line), `on_save` / `on_resume` (the checkpoint of `state_dict()`), `on_close`; at the start and at each step end
-they may set `control.stop` (a reason) or `control.save`. The default subscribers are the shell's.
-
-Divergence. A NaN or infinite gradient norm, logged loss or (before a save and at the end) weight raises
-NonFiniteError naming the step: no checkpoint ever holds non-finite weights.
+Events: `on_start`, `on_step_end` (subscribers may set `control.stop` or `control.save`), `on_evaluate`, `on_end`,
+and `on_log` (every metric line), `on_state_dict`, `on_save`, `on_resume`, `on_close`.
 """
 
 from __future__ import annotations
@@ -33,60 +27,11 @@ import torch
 from ..model.hf import non_finite_tensors
 from ..text.batch_source import BatchSource, LoadedBatches
 from .distributed import DistInfo, all_reduce_sum, assert_replicas_identical, wrap_model
+from .evaluation import evaluate, reduce_stats
+from .evaluation import to_device as _to_device
 from .objectives import PretrainingObjective, as_stat
-from .optim import WarmupPolyDecay, build_optimizer, check_steps, clip_grad_global_norm
-
-GPU_WORKERS = 2  # DataLoader workers on a CUDA device when TrainConfig.workers is None: batches built ahead
-
-
-@dataclass
-class TrainConfig:
-    """How long and how to train; everything else (model, optimizer, schedule, data) is passed in built."""
-
-    max_steps: int  # optimizer steps; the run also stops when the data or the time budget runs out
-    max_minutes: float | None = None  # wall-clock budget of the whole run across resumptions, checked between steps
-    accumulate: int = 1  # micro-batches per optimizer step
-    clip_norm: float | None = 1.0  # global gradient norm limit (None: no clipping)
-    log_every: int = 10  # steps between train-metric lines
-    eval_every: int = 0  # steps between evaluations on the validation batches (0: only at the end)
-    eval_batches: int | None = None  # cap on validation batches per evaluation
-    save_every: int = 0  # steps between checkpoints (0: only at the end); needs out_dir
-    keep_checkpoints: int = 2
-    out_dir: str | None = None  # metrics.jsonl and checkpoints/ go here (rank 0 only)
-    bf16: bool = False  # bf16 autocast: for GPUs and AMX CPUs; about 5x slower on AVX2-only CPUs
-    compile: bool = False  # torch.compile the model
-    progress: bool = True  # tqdm bar on a terminal or in a Jupyter kernel, rank 0; never under CI or `make book`
-    # DataLoader workers building batches ahead (None: GPU_WORKERS on CUDA, else 0: on the CPU the step's threads use
-    # every core already, and a worker gained nothing beyond noise, benchmarks/pretrain_cpu.py).
-    workers: int | None = None
-    echo: bool = False  # also print one line per log step and evaluation (never when CI=true)
-
-    def __post_init__(self):
-        check_steps(self.max_steps, "max_steps")
-        check_steps(self.accumulate, "accumulate")
-        for ok, message in [
-            (self.max_steps >= 1 and self.accumulate >= 1 and self.log_every >= 1 and self.keep_checkpoints >= 1,
-             "max_steps, accumulate, log_every and keep_checkpoints must be >= 1"),
-            (self.eval_every >= 0 and self.save_every >= 0, "eval_every and save_every must be >= 0"),
-            (self.max_minutes is None or self.max_minutes > 0, f"max_minutes must be > 0, got {self.max_minutes}"),
-            (self.clip_norm is None or self.clip_norm > 0, f"clip_norm must be > 0 or None, got {self.clip_norm}"),
-            (self.eval_batches is None or self.eval_batches >= 1, "eval_batches must be >= 1 or None"),
-            (self.workers is None or self.workers >= 0, f"workers must be >= 0 or None, got {self.workers}"),
-            (not self.save_every or self.out_dir, "save_every needs out_dir: checkpoints are written there")]:
-            if not ok:
-                raise ValueError(message)
-
-
-@dataclass
-class TrainResult:
-    """How a call to `Trainer.train` ended: its step, why ("max_steps", "max_minutes", "data exhausted"), the last
-    train and eval metrics, and every metric line of this call."""
-
-    step: int
-    stop_reason: str
-    train: dict | None
-    eval: dict | None
-    history: list[dict]
+from .optim import WarmupPolyDecay, build_optimizer, clip_grad_global_norm
+from .train_config import GPU_WORKERS, TrainConfig, TrainResult
 
 
 class NonFiniteError(FloatingPointError):
@@ -103,53 +48,6 @@ class Control:
 
     stop: str | None = None
     save: bool = False
-
-
-class Callback:
-    """A subscriber to the trainer's events; each method is optional."""
-
-
-def _to_device(batch: dict, device: torch.device, objective=None) -> dict:
-    objective = objective or PretrainingObjective()
-    missing = [k for k in objective.required if k not in batch]
-    if missing:
-        raise KeyError(f"batch lacks {missing}; a batch source must yield dicts with keys {objective.inputs}")
-    if batch["input_ids"].shape[0] == 0:  # its loss would be 0 / 0
-        raise ValueError("a batch holds no sequence (input_ids of shape "
-                         f"{tuple(batch['input_ids'].shape)}); a batch source must yield at least one")
-    # Not blocking: from pinned memory (LoadedBatches on CUDA) the copy overlaps the work already queued.
-    return {k: batch[k].to(device, non_blocking=True) for k in objective.inputs if k in batch}
-
-
-def reduce_stats(sums: dict, dist: DistInfo) -> dict:
-    """Named sums summed over ranks as host numbers: stacked once, one all-reduce, one read."""
-    stacked = torch.stack([sums[k].to(dist.reduce_device) for k in sums])
-    return dict(zip(sums, all_reduce_sum(stacked, dist).cpu().tolist()))
-
-
-@torch.no_grad()
-def evaluate(model: torch.nn.Module, batches, dist: DistInfo | None = None, max_batches: int | None = None,
-             bf16: bool = False, objective=None) -> dict:
-    """The objective's metrics on validation batches, summed over ranks (pretraining: MLM and sentence accuracy)."""
-    if iter(batches) is batches:
-        raise TypeError("validation batches must be re-iterable (a list, or a source whose __iter__ starts over); "
-                        "wrap an iterator with list(...)")
-    dist, objective = dist or DistInfo(), objective or PretrainingObjective()
-    device, was_training = next(model.parameters()).device, model.training
-    model.eval()
-    sums = {k: torch.zeros((), dtype=torch.float64) for k in objective.stat_names}
-    try:
-        for i, batch in enumerate(batches):
-            if max_batches is not None and i >= max_batches:
-                break
-            batch = _to_device(batch, device, objective)
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                out = model(**batch)
-            for k, v in objective(out, batch, dict.fromkeys(objective.denominator_names, 1.0))[1].items():
-                sums[k] += v.detach().cpu()
-    finally:
-        model.train(was_training)
-    return objective.metrics(reduce_stats(sums, dist))
 
 
 class Trainer:

@@ -6,12 +6,10 @@ directory (directory.py) and the memory check (fits.py) for every caller that bu
 
 from __future__ import annotations
 
-from .budget import PREEMPTED, StopRules
+from .budget import StopRules
 from .checkpoints import Checkpoints
 from .console import Console
 from .log import MetricsLog
-
-__all__ = ["PREEMPTED", "Checkpoints", "Console", "MetricsLog", "StopRules", "standard_shell"]
 
 
 def standard_shell(trainer) -> list:
