@@ -11,6 +11,7 @@ import torch
 from safetensors.torch import load_file
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
+from albert_mini.paths import sha256_file
 from albert_mini.text.synthetic import SyntheticBatches
 from albert_mini.training.checkpoint import (
     CheckpointError,
@@ -22,7 +23,7 @@ from albert_mini.training.checkpoint import (
     set_fault_hook,
     verify_checkpoint,
 )
-from albert_mini.training.objectives import pretraining_objective
+from albert_mini.training.objectives import PretrainingObjective, pretraining_objective
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
 from albert_mini.training.rundir import read_metrics as read_log
 from albert_mini.training.trainer import TrainConfig, Trainer, evaluate, train
@@ -115,6 +116,36 @@ def test_checkpoint_weights_load_into_a_fresh_model_with_the_tie_intact(tmp_path
         assert torch.equal(model.state_dict()[name], tensor), name
     stored = load_file(latest_checkpoint(tmp_path) / "model.safetensors")
     assert "predictions.decoder.weight" not in stored  # tied duplicate dropped, restored on load
+
+
+def test_a_checkpoint_whose_window_is_one_vector_resumes_bit_identically(tmp_path):
+    """Checkpoints saved before the stats were named hold the metrics window as one vector (the stats in their
+    order, then tokens): a resume reads it by those names, so such a run continues exactly, log lines included."""
+    straight = make_trainer(tmp_path / "straight")
+    straight.train()
+    DiesAt.die_at = 8  # dies in step 5, after the checkpoint of step 3, whose window holds step 3 (logged at 4)
+    with pytest.raises(Killed):
+        make_trainer(tmp_path / "run", source_class=DiesAt).train()
+    DiesAt.die_at = None
+    step = list_checkpoints(tmp_path / "run")[-1]
+    state = torch.load(step / "trainer_state.pt", weights_only=True)
+    names = (*PretrainingObjective().stat_names, "tokens")
+    for window in state["window"]:
+        assert list(window["sums"]) == list(names) and window["grad_norms"]
+        window["sums"] = torch.stack([window["sums"][k] for k in names])  # as an older version saved it
+    torch.save(state, step / "trainer_state.pt")
+    manifest = json.loads((step / "manifest.json").read_text())
+    manifest["sha256"]["trainer_state.pt"] = sha256_file(step / "trainer_state.pt")
+    (step / "manifest.json").write_text(json.dumps(manifest))
+    resumed = make_trainer(tmp_path / "run", init_seed=1)
+    assert resumed.resume() == 3
+    resumed.train()
+    for name, tensor in straight.model.state_dict().items():
+        assert torch.equal(tensor, resumed.model.state_dict()[name]), name
+    timing = ("elapsed_s", "tokens_per_s")
+    ours, theirs = ([{k: v for k, v in m.items() if k not in timing} for m in read_metrics(run)
+                     if m["type"] == "train"] for run in (tmp_path / "run", tmp_path / "straight"))
+    assert ours == theirs  # the line of step 4 sums steps 3 and 4: the window came back by name
 
 
 @pytest.mark.parametrize("name", ["model.safetensors", "trainer_state.pt"])
