@@ -271,6 +271,8 @@ class Trainer:
 
     def save(self):
         """Write a checkpoint of the step reached (the shell's checkpoints do; weights checked first)."""
+        if not any(hasattr(callback, "on_save") for callback in self.callbacks):
+            raise ValueError("save() needs TrainConfig.out_dir: the shell's checkpoints are written there")
         self._check_weights()  # a checkpoint never holds NaN or infinity: the newest one is always a good one
         self.emit("on_save")
         return getattr(self, "last_saved_path", None)
