@@ -3,15 +3,14 @@
     albert-mini finetune --task polarity --init data/pretrained/albert-mini-austen
 
 The fine-tuning itself (the task objective and batches, models from a checkpoint, HF weights or random
-initialisation, scoring, `run_task`) is albert_mini.tasks.finetuning; this module reads the flags, checks the
-files and the run directory, records the run and calls `run_task`.
+initialisation, scoring, the run directory: `run_task`) is albert_mini.tasks.finetuning; this module reads the
+flags, checks the files and calls `run_task` with the run's record.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..choices import DEVICE_CHOICES
 from ..cli import positive_float, positive_int
@@ -27,9 +26,6 @@ from ..tasks.registry import FILE_FORMATS, TASKS, file_task, get_task
 from ..training import preemption
 from ..training.setup import FREE_ON_RESUME
 from . import command_parser
-
-if TYPE_CHECKING:  # the run's modules load torch: imported where the run starts, so --help answers at once
-    from ..training.run import RunDirectory
 
 WRITES = Writes("finetune", outputs="--save FILE (the weights; --overwrite to replace one); --out DIR (a run "
                 "directory: its own files only)",
@@ -103,24 +99,18 @@ def _main(argv: list[str]) -> int:
     if args.save and Path(args.save).is_dir():
         example = Path(args.save) / "model.safetensors"
         raise UsageError(f"--save {args.save} is a directory; give a file path, e.g. {example}")
-    # The run-directory rule at once, before the task is read; an existing --out is locked now, a new one when
-    # it is created (training/run.py's RunDirectory, as pretraining's).
-    from ..training.run import RunDirectory
+    from ..training import rundir
 
-    directory = RunDirectory.open(args.out) if args.out else None
+    if args.out:  # the run-directory rule first (its messages), then the write rule
+        rundir.check_run_dir(Path(args.out))
+    WRITES.check(files=[("--save", args.save)] if args.save else [],
+                 folders=[("--out", args.out)] if args.out else [], inputs=inputs_of(args), overwrite=args.overwrite)
     preemption.enable()  # SIGTERM or SIGUSR1 while it trains: save after the step (--out), exit 128 + the signal
-    try:
-        # before the training, not after it: a refused --save must not cost the run
-        WRITES.check(files=[("--save", args.save)] if args.save else [],
-                     folders=[("--out", args.out)] if args.out else [], inputs=inputs_of(args),
-                     overwrite=args.overwrite)
-        return _finetune(args, directory)
-    finally:
-        if directory is not None:
-            directory.release()
+    return _finetune(args)
 
 
-def _finetune(args, directory: RunDirectory | None) -> int:
+def _finetune(args) -> int:
+    """Fine-tune as the library does (the run directory settled, locked and recorded by `run_task`)."""
     from ..tasks.finetuning import FinetuneSettings, run_task
     from ..text.corpus import fingerprint_files
     from ..text.tokenizer import Tokenizer
@@ -133,17 +123,13 @@ def _finetune(args, directory: RunDirectory | None) -> int:
     settings = FinetuneSettings(steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                                 max_train_examples=args.max_train_examples, max_eval_examples=args.max_eval_examples,
                                 device=args.device)
-    resume = False
-    if directory is not None:
+    record = None
+    if args.out:  # run.json: the flags, the tokenizer, the command and the files' fingerprints
         files = [f for f in (args.train_file, args.test_file) if f]
-        # The files' sha256, as pretraining's run.json records its text: a finished run is not taken as done, nor
-        # resumed, once its training file changed (the same path, other text).
-        record = {"kind": "finetune", "settings": run_settings(args),
-                  "tokenizer": tokenizer.file_reference(), "command": recorded_command(),
-                  **({"corpus": fingerprint_files(files)} if files else {})}
-        resume = directory.settle(record, args.overwrite)
-    result = run_task(task, args.init, settings, tokenizer=tokenizer, config=config,
-                      out_dir=directory.out if directory else None, progress=True, resume=resume)
+        record = {"kind": "finetune", "settings": run_settings(args), "tokenizer": tokenizer.file_reference(),
+                  "command": recorded_command(), **({"corpus": fingerprint_files(files)} if files else {})}
+    result = run_task(task, args.init, settings, tokenizer=tokenizer, config=config, out_dir=args.out,
+                      progress=True, overwrite=args.overwrite, record=record)
     model = result.pop("model")
     if args.save:
         atomic_write_bytes(args.save, weights_bytes(model, {"task": result["task"]}))

@@ -5,10 +5,9 @@
     albert-mini pretrain --corpus my_texts/ --tokenizer runs/my.model --steps 600 --out runs/my
     torchrun --standalone --nproc_per_node 2 -m albert_mini pretrain ...   # DDP: training/distributed.py
 
-The flags are the fields of PretrainingSetup (training/setup.py), checked there once; whether the model and batch
-can fit in the device's memory is checked here (`check_fits`: albert_mini.study.memory's estimate, which the
-library does not import), called by the run once its model config is resolved; training/run.py builds the run and
-its directory (run.json, config.json, metrics.jsonl, checkpoints/) and trains it.
+The flags are the fields of PretrainingSetup (training/setup.py), checked there once; training/run.py builds the
+run (the memory check included) and its directory (run.json, config.json, metrics.jsonl, checkpoints/) and trains
+it.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..cli import run as run_cli
-from ..errors import UsageError
 from ..paths import DATA_ROOT
 from ..safe_files import Writes
 from ..text.corpus import expand_text_paths
@@ -70,9 +68,9 @@ preemption: SIGTERM or SIGUSR1 (what a cluster scheduler sends before it takes t
   the step under way with a checkpoint and one line, exit status 128 + the signal (143, 138) so the scheduler
   requeues it; the same command resumes it bit for bit. A second signal ends it at once.
 
-stopping: --minutes is watched inside a step too (one process), so a very long step cannot overrun it; a step it
-  cuts is undone, never half applied. A loss that becomes NaN or infinite stops the run with one line naming the
-  step (exit status 2); no checkpoint ever holds such weights, so the newest one is the last good one.
+stopping: --minutes is checked between optimizer steps, so a run overruns it by at most the step under way (a
+  step is never cut). A loss that becomes NaN or infinite stops the run with one line naming the step (exit
+  status 2); no checkpoint ever holds such weights, so the newest one is the last good one.
 
 errors: bad flags, files or directories end with one line `error: ...` and exit status 2; --debug shows the
   traceback.
@@ -150,7 +148,7 @@ def _main(argv: list[str]) -> TrainResult:
         check_ranks_agree(setup.settings(), info)  # before any text is read: a difference is one line, no hang
         from ..training.run import pretrain  # the run's modules, once its flags, folders and device are settled
 
-        return pretrain(setup, info, check_memory=check_fits)
+        return pretrain(setup, info)
     except RuntimeError as error:  # another rank died or hung: one line and exit 2, not a wait or a traceback
         from ..training.distributed import is_peer_loss, peer_lost
 
@@ -168,34 +166,3 @@ def newest_checkpoint(out: str | None) -> str | None:
 
     newest = latest_checkpoint(out) if out else None
     return str(newest) if newest is not None else None
-
-
-def _size(n: int) -> str:
-    """Bytes as a person reads them: 23.5 GiB, 19.4 TiB, 647.3 PiB."""
-    for unit in ("GiB", "TiB", "PiB"):
-        if n < 1024**4 or unit == "PiB":
-            return f"{n / 1024**3:,.1f} {unit}"
-        n /= 1024
-    return ""  # not reached
-
-
-def check_fits(setup: PretrainingSetup, config, device, phases) -> None:
-    """Refuse a model and batch whose training step cannot fit on `device`, before anything is allocated (else
-    the allocator fails with a traceback, or the kernel kills the process): the closed-form estimate of one fp32
-    step of the largest of the schedule's `phases` (albert_mini.study.memory: weights, gradients, optimizer states,
-    activations) against the device's total memory, in one verdict. The estimate leaves out what it cannot know
-    (the data, the framework), so it errs low: a run refused here could not have fitted. `config` is the run's
-    model, its vocabulary the tokenizer's."""
-    shapes = [(p.batch_size, p.seq_len) for p in phases]
-    from ..study.memory import step_fit
-
-    verdict = step_fit(config, device, shapes, setup.optimizer, setup.bf16, setup.mask_prob,
-                       setup.max_predictions or 20)
-    if verdict is None or verdict.fits:
-        return
-    model = f"{setup.preset} with --config {' '.join(setup.config)}" if setup.config else setup.preset
-    raise UsageError(f"{model} at --batch-size {setup.batch_size} x --seq-len {setup.seq_len} needs about "
-                     f"{_size(verdict.total)} to train (weights, gradients and {setup.optimizer}'s states "
-                     f"{_size(verdict.states)}, activations {_size(verdict.activations)}), more than "
-                     f"{verdict.where} ({_size(verdict.limit)}); choose a smaller model (--config hidden_size, "
-                     "max_position_embeddings, ...), --batch-size or --seq-len")

@@ -13,6 +13,7 @@ downloads those files is the harness's (albert_mini/harness/data/), which the li
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -32,7 +33,9 @@ from ..paths import sha256_bytes, sha256_file
 from ..text.batch_source import BatchSource
 from ..training import rundir
 from ..training.checkpoint import CheckpointError, latest_checkpoint, load_pretrained
+from ..training.objectives import as_stat, at_least_one
 from ..training.optim import WarmupPolyDecay, build_optimizer, check_rate, check_steps
+from ..training.shell.directory import RunDirectory
 from ..training.trainer import TrainConfig, Trainer
 from .kinds import task_kind
 
@@ -57,8 +60,8 @@ class TaskObjective:
     """
 
     name = "finetune"
-    n_stats = 3  # [loss summed over examples, correct, examples]
-    n_denominators = 1
+    stat_names = ("loss", "correct", "examples")  # loss summed over examples, correct, examples
+    denominator_names = ("examples",)
     progress = {"loss": "loss", "acc": "acc"}
 
     def __init__(self, kind: str):
@@ -67,19 +70,20 @@ class TaskObjective:
         self.inputs = (*_ENCODER_INPUTS, *self.kind.targets)
         self.required = ("input_ids", *self.kind.targets)
 
-    def denominators(self, batch: dict) -> list[float]:
+    def denominators(self, batch: dict) -> dict:
         """Examples in the micro-batch (a multiple-choice example counts once, whatever its options)."""
-        return [float(batch["input_ids"].shape[0])]
+        return {"examples": batch["input_ids"].shape[0]}
 
-    def __call__(self, out, batch: dict, denominators) -> tuple[torch.Tensor, torch.Tensor]:
+    def __call__(self, out, batch: dict, denominators: dict) -> tuple[torch.Tensor, dict]:
         n = batch["input_ids"].shape[0]
         loss_sum = out.loss * n  # the heads' losses are HF's means over examples
         hits = self.kind.hits(out, batch)
-        stats = torch.tensor([float(loss_sum.detach()), float(hits.sum()), float(n)], dtype=torch.float64)
-        return loss_sum / max(denominators[0], 1.0), stats
+        stats = {"loss": as_stat(loss_sum, loss_sum.device), "correct": as_stat(hits.sum(), loss_sum.device),
+                 "examples": as_stat(n, loss_sum.device)}
+        return loss_sum / at_least_one(denominators["examples"], loss_sum), stats
 
-    def metrics(self, sums: torch.Tensor) -> dict:
-        loss, correct, n = sums.tolist()
+    def metrics(self, sums: dict) -> dict:
+        loss, correct, n = (sums[k] for k in self.stat_names)
         return {"loss": loss / n if n else None, "acc": correct / n if n else None}
 
 
@@ -321,15 +325,26 @@ class FinetuneSettings:
 
 
 def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None, config: AlbertConfig | None = None,
-             out_dir: str | Path | None = None, progress: bool = False, resume: bool = False,
-             device: str | torch.device | None = None) -> dict:
+             out_dir: str | Path | None = None, progress: bool = False, device: str | torch.device | None = None,
+             overwrite: bool = False, record: dict | None = None) -> dict:
     """Fine-tune a fresh head on `task` from `init` (a checkpoint, an HF dir or "random"); score the test split.
 
-    With `resume`, training continues from the newest checkpoint in `out_dir` (if any) instead of step 0. The
-    model trains on `device` (default: settings.device, resolved by albert_mini.devices; "auto" takes a GPU when
-    there is one); the head is drawn on the CPU first, so its start is the same on every device. The result and
-    out_dir's run.json, when there is one, name the device used.
+    With `out_dir`, the run directory is settled by the library as for pretraining (training/shell/directory.py):
+    checked, locked while the run trains, its run.json written (`record`, or one naming the task, the init and the
+    settings), and the run resumed from its newest checkpoint when the folder holds this very run (a run of other
+    settings is refused unless `overwrite`). The model trains on `device` (default: settings.device, resolved by
+    albert_mini.devices; "auto" takes a GPU when there is one); the head is drawn on the CPU first, so its start is
+    the same on every device. The result and run.json name the device used.
     """
+    directory = RunDirectory.open(out_dir) if out_dir is not None else None
+    try:
+        return _run_task(task, init, settings, tokenizer, config, directory, progress, device, overwrite, record)
+    finally:
+        if directory is not None:
+            directory.release()
+
+
+def _run_task(task, init, settings, tokenizer, config, directory, progress, device, overwrite, record) -> dict:
     from ..text.tokenizer import Tokenizer  # see the module's docstring
     from .registry import get_task
 
@@ -346,6 +361,10 @@ def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None,
     if len(train_features) < settings.batch_size:
         raise UsageError(f"{task.name} gives {len(train_features)} training features, fewer than one batch of "
                          f"--batch-size {settings.batch_size}; use --batch-size {max(1, len(train_features))} or lower")
+    resume = False
+    if directory is not None:
+        resume = directory.settle(record or default_record(task, init, settings, tokenizer), overwrite)
+    out_dir = directory.out if directory is not None else None
     model = build_task_model(task.kind, init, config=config, num_labels=task.num_labels, seed=settings.seed)
     model.to(device)
     start = time.perf_counter()
@@ -358,8 +377,8 @@ def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None,
                       objective=TaskObjective(task.kind))
     if out_dir is not None:
         rundir.amend_record(out_dir, device=describe_device(device))
-    if resume:
-        trainer.resume()  # on another device than its checkpoint's: said, and noted in run.json
+    if resume:  # rank 0's pick (a damaged newest one set aside); on another device: said, and noted in run.json
+        trainer.resume(directory.checkpoint)
     try:
         result = trainer.train()
     except FloatingPointError as err:  # the trainer's NonFiniteError names the step; nothing non-finite is saved
@@ -368,15 +387,26 @@ def run_task(task: Task | str, init, settings: FinetuneSettings, tokenizer=None,
                        "and start again") from err
     seconds = time.perf_counter() - start
     scores = evaluate_task(model, task, tokenizer, test_examples, test_features)
-    label = ("random" if init in (None, "random")
-             else type(init).__name__ if isinstance(init, nn.Module) else str(init))
-    return {"task": task.name, "init": label, "split": task.splits[-1],
+    return {"task": task.name, "init": init_label(init), "split": task.splits[-1],
             **scores, "train_examples": len(train_examples), "train_features": len(train_features),
             "epochs": settings.steps * settings.batch_size / len(train_features), "train_seconds": round(seconds, 1),
             "device": describe_device(device),
             "final_train_loss": result.train["loss"] if result.train else None,
             "history": [{"step": h["step"], "loss": h["loss"], "acc": h["acc"]} for h in result.history
                         if h["type"] == "train"], "model": model}
+
+
+def init_label(init) -> str:
+    """What a result and a run record call the encoder a run started from."""
+    return "random" if init in (None, "random") else type(init).__name__ if isinstance(init, nn.Module) else str(init)
+
+
+def default_record(task: Task, init, settings: FinetuneSettings, tokenizer) -> dict:
+    """run.json of a fine-tuning run started from code: the task, the init and the budget that decide the numbers
+    (the device does not: a run may resume on another), and the tokenizer."""
+    budget = {k: v for k, v in dataclasses.asdict(settings).items() if k != "device"}
+    return {"kind": "finetune", "settings": {"task": task.name, "init": init_label(init), **budget},
+            "tokenizer": tokenizer.file_reference()}
 
 
 def _check_labelled(task: Task, split: str, examples: Sequence) -> None:

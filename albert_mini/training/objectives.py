@@ -1,14 +1,20 @@
-"""What the trainer optimises and reports: an objective turns a model output into a loss and summed metrics.
+"""What the trainer optimises and reports: an objective turns a model output into a loss and named metric sums.
 
 An objective tells the trainer which batch keys go to the model (`inputs`, of which `required` must be present),
-the denominators of a micro-batch (summed over the effective batch before the loss is formed), how to turn a model
-output into a loss and a float64 stats vector of length `n_stats`, and how summed stats become metrics. This
-module holds pretraining's; fine-tuning (albert_mini.tasks.finetuning) plugs its own into the same trainer.
+the denominators of a micro-batch (a dict of counts, summed over the effective batch before the loss is formed),
+how to turn a model output into a loss and a dict of named 0-d float64 sums (`stat_names`), and how summed stats
+become metrics. This module holds pretraining's; fine-tuning (albert_mini.tasks.finetuning) plugs its own in.
+
+Pretraining's loss is the sum of the losses in `LOSSES`, each a mean over its predictions in the whole effective
+batch. Adding one touches the model (its output gains `<name>_loss_sum`, `<name>_count` and the logits) and this
+table: one `Loss` entry saying how a batch counts its predictions and which ones the model got right.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
@@ -17,32 +23,57 @@ from ..specials import IGNORE_INDEX
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "labels", "sentence_order_label")
 
 
-def pretraining_objective(out, batch: dict, mlm_denominator: float, sentence_denominator: float,
-                          mlm_weight: float = 1.0, sentence_weight: float = 1.0):
-    """Summed MLM and sentence losses of a micro-batch divided by the counts of the whole effective batch.
+@dataclass(frozen=True)
+class Loss:
+    """One pretraining loss. The model's output holds its sum (`<name>_loss_sum`, None when the batch has no
+    labels for it) and its count (`<name>_count`); `denominator(batch)` counts the same predictions before the
+    forward pass, `correct(out, batch)` those the model got right. Its metrics are `<name>_loss` and `<name>_acc`:
+    None when nothing was counted if `required`, else left out."""
 
-    The sums come from the model (PreTrainingOutput.mlm_loss_sum, .sentence_loss_sum). Returns the loss to
-    backpropagate (each part times its weight: a recipe probe's knob, 1 in the paper) and a float64 vector of
-    unweighted sums for the metrics: [mlm loss, mlm correct, masked tokens, sentence loss, sentence correct,
-    sequences].
-    """
-    if out.mlm_loss_sum is None:
-        raise ValueError("the model was called without labels; a pretraining batch needs 'labels'")
+    denominator: Callable[[dict], torch.Tensor | int]
+    correct: Callable[[object, dict], torch.Tensor]
+    required: bool = False
+    report_count: bool = False  # also report `<name>_count`: how sure the accuracy is
+
+
+def _masked(batch: dict) -> torch.Tensor:
+    return (batch["labels"] != IGNORE_INDEX).sum()
+
+
+def _mlm_correct(out, batch: dict) -> torch.Tensor:
     targets = out.mlm_labels
     if targets is None:  # a model that does not say its targets: the masked ones, row-major like its mlm_logits
         labels = batch["labels"]
         targets = labels[labels != IGNORE_INDEX]
-    loss = _weighted(mlm_weight, out.mlm_loss_sum / at_least_one(mlm_denominator, out.mlm_loss_sum))
     # Padding's target IGNORE_INDEX is no token id, so argmax never counts it as correct.
-    stats = [out.mlm_loss_sum.detach(), (out.mlm_logits.argmax(-1) == targets).sum(), out.mlm_count]
-    if out.sentence_loss_sum is not None:
-        y = batch["sentence_order_label"].view(-1)
-        loss = loss + _weighted(sentence_weight, out.sentence_loss_sum / at_least_one(sentence_denominator,
-                                                                                       out.sentence_loss_sum))
-        stats += [out.sentence_loss_sum.detach(), (out.sentence_logits.argmax(-1) == y).sum(), out.sentence_count]
-    else:
-        stats += [0.0, 0, 0]
-    return loss, stats_vector(stats, out.mlm_loss_sum.device)
+    return (out.mlm_logits.argmax(-1) == targets).sum()
+
+
+def _sequences(batch: dict) -> int:
+    return batch["sentence_order_label"].numel() if "sentence_order_label" in batch else 0
+
+
+def _sentence_correct(out, batch: dict) -> torch.Tensor:
+    return (out.sentence_logits.argmax(-1) == batch["sentence_order_label"].view(-1)).sum()
+
+
+# The losses of pretraining, in the order they are added up (the order is part of the arithmetic).
+LOSSES: dict[str, Loss] = {
+    "mlm": Loss(_masked, _mlm_correct, required=True),
+    "sentence": Loss(_sequences, _sentence_correct, report_count=True),
+}
+
+
+def stat_names(losses: dict[str, Loss]) -> tuple[str, ...]:
+    """The names of the summed stats of `losses`: loss sum, correct predictions and count of each."""
+    return tuple(f"{name}_{part}" for name in losses for part in ("loss", "correct", "count"))
+
+
+def pretraining_objective(out, batch: dict, mlm_denominator, sentence_denominator, mlm_weight: float = 1.0,
+                          sentence_weight: float = 1.0):
+    """MLM plus sentence loss of a micro-batch over the counts of the whole effective batch, and its named sums."""
+    objective = PretrainingObjective(mlm_weight, sentence_weight)
+    return objective(out, batch, {"mlm": mlm_denominator, "sentence": sentence_denominator})
 
 
 def at_least_one(count, like: torch.Tensor):
@@ -53,59 +84,85 @@ def at_least_one(count, like: torch.Tensor):
     return max(count, 1.0)
 
 
-def stats_vector(values, device) -> torch.Tensor:
-    """Numbers and 0-d tensors as one float64 vector on `device` (the CPU when it has no float64: MPS), built
-    without reading any of them on the host, so a step's metrics cost the GPU no wait."""
+def as_stat(value, device) -> torch.Tensor:
+    """A number or a tensor as a 0-d float64 tensor on `device` (the CPU when it has no float64: MPS), made
+    without reading it on the host, so a step's metrics cost the GPU no wait."""
     if device.type == "mps":
         device = torch.device("cpu")
+    if isinstance(value, torch.Tensor):
+        return value.detach().to(device=device, dtype=torch.float64)
     # A number is filled in on the device: copying it there from the host would wait for the GPU as well.
-    return torch.stack([v.detach().to(device=device, dtype=torch.float64) if isinstance(v, torch.Tensor)
-                        else torch.full((), v, dtype=torch.float64, device=device) for v in values])
+    return torch.full((), value, dtype=torch.float64, device=device)
 
 
 def _weighted(weight: float, loss: torch.Tensor) -> torch.Tensor:
     return loss if weight == 1.0 else weight * loss  # the paper's weights leave the graph as it was
 
 
-def metrics_from_sums(sums: torch.Tensor) -> dict:
-    """Per-token MLM and per-sequence sentence loss and accuracy from a summed stats vector."""
-    mlm_loss, mlm_correct, masked, s_loss, s_correct, sequences = sums[:6].tolist()
-    # None, not NaN, when nothing was masked: metrics.jsonl stays strict JSON.
-    out = {"mlm_loss": mlm_loss / masked if masked else None, "mlm_acc": mlm_correct / masked if masked else None}
-    if sequences:
-        out["sentence_loss"], out["sentence_acc"] = s_loss / sequences, s_correct / sequences
-        out["sentence_count"] = int(sequences)  # how sure the accuracy is (sentence_metrics_warning's band)
-    parts = [out["mlm_loss"], out.get("sentence_loss", 0.0)]
+def metrics_from_sums(sums: dict, losses: dict[str, Loss] | None = None) -> dict:
+    """Per-prediction loss and accuracy of each loss from summed stats (numbers), and their total, "loss"."""
+    out, parts = {}, []
+    for name, spec in (LOSSES if losses is None else losses).items():
+        count = sums[f"{name}_count"]
+        if count:
+            out[f"{name}_loss"] = sums[f"{name}_loss"] / count
+            out[f"{name}_acc"] = sums[f"{name}_correct"] / count
+            if spec.report_count:
+                out[f"{name}_count"] = int(count)  # how sure the accuracy is (sentence_metrics_warning's band)
+        elif spec.required:  # None, not NaN: metrics.jsonl stays strict JSON
+            out[f"{name}_loss"] = out[f"{name}_acc"] = None
+        parts.append(out.get(f"{name}_loss", 0.0))
     out["loss"] = None if None in parts else sum(parts)
     return out
 
 
 class PretrainingObjective:
-    """Pretraining: MLM plus the sentence task, each a mean over the whole effective batch (and each weighted)."""
+    """Pretraining: the losses of `LOSSES` (MLM plus the sentence task), each a mean over the whole effective batch
+    and each weighted (a recipe probe's knob; 1 in the paper)."""
 
     name = "pretrain"  # the progress bar's label
     inputs = MODEL_INPUTS
     required = ("input_ids", "labels")
-    n_stats = 6
-    n_denominators = 2
     progress = {"loss": "loss", "mlm_acc": "mlm_acc", "sentence_acc": "sent_acc"}
-    mlm_weight = sentence_weight = 1.0  # the paper's; a subclass need not call __init__
+    weights = {"mlm": 1.0, "sentence": 1.0}  # the paper's; a subclass need not call __init__
+    loss_terms = LOSSES  # the losses summed, by name (a new one: an entry of LOSSES)
 
     def __init__(self, mlm_weight: float = 1.0, sentence_weight: float = 1.0):
-        self.mlm_weight, self.sentence_weight = mlm_weight, sentence_weight
+        self.weights = {"mlm": mlm_weight, "sentence": sentence_weight}
 
-    def denominators(self, batch: dict) -> torch.Tensor:
-        """Masked tokens and labelled sequences of one micro-batch, a float64 vector on the batch's device (counted
-        there: reading the count on the host would make the host wait for the GPU every step)."""
-        labels = batch["labels"]
-        sequences = batch["sentence_order_label"].numel() if "sentence_order_label" in batch else 0
-        return stats_vector([(labels != IGNORE_INDEX).sum(), sequences], labels.device)
+    @property
+    def stat_names(self) -> tuple[str, ...]:
+        return stat_names(self.loss_terms)
 
-    def __call__(self, out, batch: dict, denominators) -> tuple[torch.Tensor, torch.Tensor]:
-        return pretraining_objective(out, batch, *denominators, self.mlm_weight, self.sentence_weight)
+    @property
+    def denominator_names(self) -> tuple[str, ...]:
+        return tuple(self.loss_terms)
 
-    def metrics(self, sums: torch.Tensor) -> dict:
-        return metrics_from_sums(sums)
+    def denominators(self, batch: dict) -> dict[str, torch.Tensor | int]:
+        """The predictions of each loss in one micro-batch, counted on the batch's device (reading a count on the
+        host would make the host wait for the GPU every step)."""
+        return {name: spec.denominator(batch) for name, spec in self.loss_terms.items()}
+
+    def __call__(self, out, batch: dict, denominators: dict) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The loss to backpropagate and the unweighted sums of each loss (0 for one the model did not compute)."""
+        loss, stats, device = None, {}, batch["input_ids"].device
+        for name, spec in self.loss_terms.items():
+            total = getattr(out, f"{name}_loss_sum", None)
+            if total is None:
+                if spec.required:
+                    raise ValueError(f"the model was called without the labels of its {name} loss; a pretraining "
+                                     "batch needs them ('labels' for MLM)")
+                stats.update({f"{name}_loss": 0.0, f"{name}_correct": 0, f"{name}_count": 0})
+                continue
+            part = _weighted(self.weights.get(name, 1.0), total / at_least_one(denominators[name], total))
+            loss = part if loss is None else loss + part
+            device = total.device
+            stats.update({f"{name}_loss": total.detach(), f"{name}_correct": spec.correct(out, batch),
+                          f"{name}_count": getattr(out, f"{name}_count")})
+        return loss, {key: as_stat(value, device) for key, value in stats.items()}
+
+    def metrics(self, sums: dict) -> dict:
+        return metrics_from_sums(sums, self.loss_terms)
 
 
 def sentence_metrics_warning(metrics: dict, margin: float = 0.05) -> str | None:

@@ -8,6 +8,7 @@ lr = init * t / W during warmup then init * (1 - t / T)^power, and gradients cli
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -16,7 +17,8 @@ from torch import nn
 from ..choices import OPTIMIZERS
 
 # What chapters import from here (the module's public face; albert_mini/README.md).
-__all__ = ["WarmupPolyDecay", "build_optimizer", "clip_grad_global_norm", "param_groups"]
+__all__ = ["SCHEDULES", "WarmupPolyDecay", "build_optimizer", "build_schedule", "clip_grad_global_norm",
+           "param_groups"]
 
 # Any parameter whose name contains one of these gets neither weight decay nor the trust ratio.
 NO_DECAY_PATTERNS = ("LayerNorm", "layer_norm", "bias")
@@ -184,6 +186,49 @@ class WarmupPolyDecay:
     def state_dict(self) -> dict:
         return {"peak_lr": self.peak_lr, "total_steps": self.total_steps, "warmup_steps": self.warmup_steps,
                 "power": self.power}
+
+
+@dataclass(frozen=True)
+class WarmupDecay:
+    """Linear warm-up, then peak * shape(t / total): a schedule from any decay shape of the fraction done (1 at 0).
+
+    What a new entry of SCHEDULES builds, e.g. cosine: WarmupDecay(lr, steps, warmup, lambda f: (1 + cos(pi f)) / 2).
+    """
+
+    peak_lr: float
+    total_steps: int
+    warmup_steps: int
+    shape: Callable[[float], float]
+    name: str = "decay"  # what a checkpoint records of the shape, so a resume with another one is refused
+
+    def __post_init__(self):
+        WarmupPolyDecay(self.peak_lr, self.total_steps, self.warmup_steps)  # the same checks
+
+    def __call__(self, step: int) -> float:
+        if step < self.warmup_steps:
+            return self.peak_lr * step / self.warmup_steps
+        return self.peak_lr * self.shape(min(step, self.total_steps) / self.total_steps)
+
+    apply = WarmupPolyDecay.apply
+
+    def state_dict(self) -> dict:
+        return {"peak_lr": self.peak_lr, "total_steps": self.total_steps, "warmup_steps": self.warmup_steps,
+                "shape": self.name}
+
+
+# The learning-rate schedules by name (PretrainingSetup.decay): (peak_lr, total_steps, warmup_steps) -> schedule,
+# anything with `apply(optimizer, step) -> lr`, `state_dict()` and `warmup_steps`. A new schedule is a new entry.
+SCHEDULES: dict[str, Callable[[float, int, int], object]] = {
+    "linear": lambda lr, steps, warmup: WarmupPolyDecay(lr, steps, warmup, power=1.0),  # the paper's
+    "constant": lambda lr, steps, warmup: WarmupPolyDecay(lr, steps, warmup, power=1e-9),  # 1 until the last step
+}
+
+
+def build_schedule(name: str, peak_lr: float, total_steps: int, warmup_steps: int = 0):
+    """The schedule `name` of SCHEDULES."""
+    if name not in SCHEDULES:
+        raise ValueError(f"unknown schedule {name!r}; choose one of {', '.join(SCHEDULES)}")
+    return SCHEDULES[name](peak_lr, total_steps, warmup_steps)
 
 
 @torch.no_grad()

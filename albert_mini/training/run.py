@@ -4,15 +4,13 @@
 1. the plan (`RunPlan`): what the build needs from the setup, resolved once into plain values (the tokenizer,
    the model config from the preset, the --config fields and the tokenizer's vocabulary, the phases and dataset
    options, run.json's record); the model is checked against the device's memory before anything is allocated
-   (the command passes that check in);
+   (shell/fits.py, for every caller);
 2. the text read or mapped once and each dataset built once, then checked (training/run_data.py, from the plan's
    plain values);
 3. model, objective, optimizer with its schedule, and the trainer (the builders below, which the experiments,
    the trunk and the research probes call with setups of their own);
-4. the run directory (`RunDirectory`): rank 0 alone checks, locks, clears and records it and picks the checkpoint
-   to resume from; every rank then confirms it sees the folder rank 0 wrote, and all ranks go on together or
-   stop together with the same one-line error. A node that cannot see the run's folder (a multi-node run whose
-   --out is not shared) is named in that line; no rank is left waiting.
+4. the run directory (shell/directory.py's `RunDirectory`): rank 0 alone checks, locks, clears and records it
+   and picks the checkpoint to resume from; the trainer's shell (training/shell/) saves, resumes, logs and stops.
 
 The run directory gets run.json (the setup's settings, --config included, the model config built from them, the
 tokenizer's path and sha256, the sha256 of every text file, the world size, the device the run computes on and
@@ -23,12 +21,10 @@ checkpoints/step-NNNNNNN/. Fine-tuning's command settles its directory with the 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -40,26 +36,21 @@ from ..model.albert import AlbertForPreTraining
 from ..model.config import AlbertConfig
 from ..model.counting import count_parameters
 from ..paths import recorded_path
-from ..safe_files import atomic_write_text, check_out_folder
 from ..text.tokenizer import Tokenizer
 from . import rundir
-from .checkpoint import latest_checkpoint, newest_intact_checkpoint
-from .distributed import DistInfo, broadcast_object, check_ranks_agree, digest, gather_objects
+from .checkpoint import latest_checkpoint
+from .distributed import DistInfo, check_ranks_agree, digest
 from .objectives import PretrainingObjective
-from .optim import WarmupPolyDecay, build_optimizer
+from .optim import build_optimizer, build_schedule
 from .pretraining_model import build_pretraining_model
 from .run_data import DataPlan, RunData, load_run_data
 from .setup import Phase, PretrainingSetup
+from .shell.directory import RunDirectory
+from .shell.fits import check_fits
 from .trainer import NonFiniteError, TrainConfig, Trainer, TrainResult
 
 # What chapters import from here (the module's public face; albert_mini/README.md).
 __all__ = ["build_model"]
-
-# A "constant" learning rate is the poly decay with a vanishing power: 1 until the last step.
-DECAY_POWER = {"linear": 1.0, "constant": 1e-9}
-SHARED_FOLDER = ("every process of a run must see the same --out: on several machines, a folder on a file system "
-                 "they all mount (NFS, Lustre, a cloud file share), since rank 0 alone writes the run's files and "
-                 "every rank resumes from its checkpoints")
 
 
 # ---------------------------------------------------------------------------------------------- builders
@@ -74,7 +65,7 @@ def build_model(setup: PretrainingSetup, config: AlbertConfig | None = None, tra
 
 def build_optimization(setup: PretrainingSetup, model) -> tuple:
     """(optimizer, learning-rate schedule): warm-up, then linear decay to 0 at the last step (or constant)."""
-    schedule = WarmupPolyDecay(setup.lr, setup.steps, setup.warmup_steps, power=DECAY_POWER[setup.decay])
+    schedule = build_schedule(setup.decay, setup.lr, setup.steps, setup.warmup_steps)
     optimizer = build_optimizer(model, setup.optimizer, lr=setup.lr, weight_decay=setup.weight_decay,
                                 betas=setup.betas)
     return optimizer, schedule
@@ -160,107 +151,6 @@ class RunPlan:
         return {**self.record, "corpus": corpus}
 
 
-# ---------------------------------------------------------------------------------------------- the directory
-@dataclass
-class RunDirectory:
-    """A run's --out, settled once for every rank: checked and locked by rank 0, resumed from one checkpoint."""
-
-    out: Path
-    info: DistInfo = field(default_factory=DistInfo)
-    lock: rundir.RunLock | None = None
-    resuming: bool = False
-    checkpoint: Path | None = None  # the checkpoint every rank resumes from (rank 0's pick), None: step 0
-
-    @classmethod
-    def open(cls, out: str | Path, info: DistInfo | None = None) -> RunDirectory:
-        """Refuse at once a folder no run may use; rank 0 locks one that exists (a new one once it is created, so
-        bad flags found while the data is read leave no folder behind)."""
-        info = info or DistInfo()
-        out = Path(out)
-        rundir.check_run_dir(out)
-        check_out_folder(out)
-        lock = rundir.RunLock(out) if info.is_main and out.is_dir() else None
-        return cls(out, info, lock)
-
-    def settle(self, record: dict, overwrite: bool, files: dict[str, str] | None = None) -> bool:
-        """Resume or start the run `record` describes; True when resuming. Rank 0 decides, clears what --overwrite
-        allows, writes run.json (then `files`, {name: text}) and picks the checkpoint; the other ranks take its
-        decision and check that they see the same folder. Every rank returns, or every rank raises the same
-        RunDirError."""
-        decision, failure = None, None
-        if self.info.is_main:
-            try:
-                decision = self._decide(record, overwrite, files or {})
-            except Exception as err:  # every rank must hear it, or the others would wait for a decision forever
-                decision, failure = {"error": str(err)}, err
-        decision = broadcast_object(decision, self.info)
-        if failure is not None:
-            raise failure
-        if "error" in decision:
-            raise rundir.RunDirError(f"rank 0 could not settle {self.out}: {decision['error']}")
-        seen = None if self.info.is_main else self._sees(decision)  # rank 0 wrote them
-        problems = [p for p in gather_objects(seen, self.info) if p]
-        if problems:
-            raise rundir.RunDirError(f"{'; '.join(problems)}: {SHARED_FOLDER}")
-        self.resuming = decision["resume"]
-        name = decision["checkpoint"]
-        self.checkpoint = self.out / rundir.CHECKPOINTS / name if name else None
-        return self.resuming
-
-    def refuse_other_settings(self, record: dict, overwrite: bool) -> None:
-        """Refuse, before any text is read, a folder holding a run of other settings, model or tokenizer (the
-        text's fingerprint is compared by `settle`, once the text is read). Rank 0 checks; every rank raises."""
-        error, failure = None, None
-        if self.info.is_main:
-            try:
-                rundir.resumable(self.out, {**record, "corpus": None}, overwrite)
-            except Exception as err:  # every rank must hear it, as in `settle`
-                error, failure = str(err), err
-        error = broadcast_object(error, self.info)
-        if failure is not None:
-            raise failure
-        if error is not None:
-            raise rundir.RunDirError(error)
-
-    def _decide(self, record: dict, overwrite: bool, files: dict[str, str]) -> dict:
-        same = rundir.resumable(self.out, record, overwrite)
-        notes = rundir.recorded_notes(self.out) if same else []  # kept: a resumed run is still that run
-        if self.lock is None:
-            self.lock = rundir.RunLock(self.out)
-        record = {**record, "notes": notes} if notes else record
-        if not same:
-            rundir.clear(self.out, rundir.RUN)
-        self.out.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(record, indent=2) + "\n"
-        atomic_write_text(self.out / rundir.RUN_FILE, text)  # first: the files are a run
-        for name, content in files.items():
-            atomic_write_text(self.out / name, content)
-        # A damaged newest checkpoint is set aside here, once, by the only writer.
-        checkpoint = newest_intact_checkpoint(self.out, set_aside=True) if same else None
-        return {"resume": same, "checkpoint": checkpoint.name if checkpoint else None,
-                "run_json": hashlib.sha256(text.encode("utf-8")).hexdigest()}
-
-    def _sees(self, decision: dict) -> str | None:
-        """None when this rank (not rank 0) sees the run.json (and checkpoint) rank 0 wrote, else what it sees
-        instead."""
-        where = f"rank {self.info.rank} (--out {self.out})"
-        try:
-            text = (self.out / rundir.RUN_FILE).read_bytes()
-        except OSError:
-            return f"{where} does not see the {rundir.RUN_FILE} rank 0 wrote"
-        if hashlib.sha256(text).hexdigest() != decision["run_json"]:
-            return f"{where} sees another {rundir.RUN_FILE} than the one rank 0 wrote"
-        name = decision["checkpoint"]
-        if name and not (self.out / rundir.CHECKPOINTS / name).is_dir():
-            return f"{where} does not see the checkpoint {name} that rank 0 resumes from"
-        return None
-
-    def release(self) -> None:
-        if self.lock is not None:
-            self.lock.release()
-            self.lock = None
-
-
 # ---------------------------------------------------------------------------------------------- the run
 @dataclass
 class Run:
@@ -279,9 +169,10 @@ class Run:
     @classmethod
     def build(cls, setup: PretrainingSetup, info: DistInfo | None = None, say=print,
               check_memory: Callable[[PretrainingSetup, AlbertConfig, torch.device, tuple[Phase, ...]], None]
-              | None = None) -> Run:
+              = check_fits) -> Run:
         """Build the run once, resuming it when --out holds the same run (`say`: progress lines of rank 0).
-        `check_memory(setup, config, device, phases)` may refuse the model before anything is allocated."""
+        `check_memory(setup, config, device, phases)` refuses a model that cannot fit before anything is allocated
+        (shell/fits.py's estimate, for every caller)."""
         info = info or DistInfo()
         say = progress_lines(setup, info, say)
         directory = RunDirectory.open(setup.out, info) if setup.out else None
@@ -299,8 +190,7 @@ class Run:
         config, tokenizer = plan.config, plan.tokenizer
         if directory is not None:
             directory.refuse_other_settings(plan.record, setup.overwrite)  # before the text is read
-        if check_memory is not None:
-            check_memory(setup, config, info.device, plan.data.phases)  # before anything is allocated
+        check_memory(setup, config, info.device, plan.data.phases)  # before anything is allocated
         data = load_run_data(setup, config, tokenizer, info, say, plan.data)
         # The same flags (checked by the command) can still name other files on another node: the text and the
         # tokenizer each rank read, and the model they make, are compared before the model is built.
@@ -369,17 +259,12 @@ def progress_lines(setup: PretrainingSetup, info: DistInfo, say=print):
     return say if info.is_main and not setup.quiet else (lambda *a, **k: None)
 
 
-def pretrain(setup: PretrainingSetup, info: DistInfo | None = None, check_memory=None) -> TrainResult:
+def pretrain(setup: PretrainingSetup, info: DistInfo | None = None, check_memory=check_fits) -> TrainResult:
     """What `albert-mini pretrain` does: build the run (resuming it if --out allows), train it, say where it is."""
     info = info or DistInfo()
     say = progress_lines(setup, info)
     run = Run.build(setup, info, say, check_memory)
     result = run.train()
-    if run.trainer.first_step_too_long and info.is_main:  # said even with --quiet: the run trained nothing
-        print(f"the time budget (--minutes {setup.minutes:g}) ran out inside step {result.step + 1}, which was "
-              "undone: one step of this model and batch takes longer than the time that was left, so nothing was "
-              "trained and the final evaluation was skipped; give more --minutes (the run resumes), or a smaller "
-              "model, --batch-size or --seq-len", flush=True)
     kept = f"metrics and checkpoints in {Path(setup.out)}" if setup.out else "nothing written (no --out)"
     say(f"stopped at step {result.step} ({result.stop_reason}); {kept}")
     if result.eval is not None:

@@ -19,11 +19,10 @@ directory that is absent, empty, or holds what this kind of writer writes, and n
   however it ends, so a killed run never leaves a stale lock behind, and the run directory gains no lock file.
 - run.json names the device the run computes on ("device") and keeps its "notes" across resumptions: a run resumed
   on another device than the one its checkpoint was computed on gets a note saying so (albert_mini.training.trainer).
-- metrics.jsonl is appended line by line. `read_metrics` drops a torn last line (a kill or a full disk during an
-  append); on resume `truncate_metrics` keeps only the lines the checkpoint resumed from had seen written (none
-  when there is no checkpoint yet), so an interrupted run's lines are never duplicated. An empty log, or one
-  whose only line is torn anywhere, is still the run's: a kill can leave either (a resume with no checkpoint
-  empties the log, and a second kill before the next line keeps it empty), and the next run resumes from it.
+- metrics.jsonl is appended line by line and never rewritten. `read_metrics` drops a torn line (a kill or a full
+  disk during an append) and reads the log as one run: a resume line sets aside what was logged after its step,
+  and the last line of a kind and step counts. An empty log, or one whose only line is torn anywhere, is still
+  the run's: a kill can leave either, and the next run resumes from it.
 - checkpoints/ is a folder of the run's own. A symbolic link there is refused in one line naming the fix: its
   target may be shared with other runs, and --overwrite would have to delete another folder's contents.
 """
@@ -463,45 +462,30 @@ def parse_metrics_line(line: str) -> dict | None:
 
 
 def read_metrics(path: str | Path) -> tuple[list[dict], int]:
-    """The complete lines of a metrics log, and how many damaged lines were dropped (a torn tail, usually).
+    """The lines of a metrics log as one uninterrupted run wrote them, and how many damaged lines were dropped (a
+    torn tail, usually).
 
-    The one reader of metrics.jsonl in the training code (the run directory check reads its first line with
+    The log is appended and never rewritten (training/shell/log.py): a resume line at step s sets aside what the
+    earlier life of the run logged after s, and of several lines of one kind at one step the last one counts. The
+    one reader of metrics.jsonl in the training code (the run directory check reads its first line with
     `parse_metrics_line` too).
     """
     path = Path(path)
     if not path.is_file():
         return [], 0
-    records, dropped = [], 0
+    latest, dropped = {}, 0
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         if not line.strip("\x00 \t\r"):  # blank, or the zeros a crash can leave where data never reached the disk
             continue
         record = parse_metrics_line(line)
         if record is None:
             dropped += 1
-        else:
-            records.append(record)
-    return records, dropped
-
-
-def truncate_metrics(path: str | Path, step: int, lines: int) -> str | None:
-    """Keep the first `lines` complete lines of `path` (the checkpoint of `step` records how many were written
-    before it); written atomically. A one-line note of what was dropped, or None when nothing was."""
-    path = Path(path)
-    if not path.exists():
-        return None
-    raw = path.read_bytes()
-    records, damaged = read_metrics(path)
-    kept = records[:lines]
-    later = len(records) - len(kept)
-    text = "".join(json.dumps(r) + "\n" for r in kept)
-    if raw == text.encode("utf-8"):
-        return None
-    atomic_write_text(path, text)  # also when only blank lines or a crash's zero bytes go: appends follow lines
-    if not later and not damaged:
-        return None
-    parts = [f"{later} line(s) logged after step {step} by the interrupted run"] if later else []
-    parts += [f"{damaged} damaged line(s) (a write cut short)"] if damaged else []
-    return f"{path}: dropped {' and '.join(parts)}, so the log reads as one run"
+            continue
+        if record["type"] == "resume":
+            latest = {key: r for key, r in latest.items() if r["step"] <= record["step"]}
+        latest.pop((record["type"], record["step"]), None)  # the last one counts, where it stands
+        latest[record["type"], record["step"]] = record
+    return list(latest.values()), dropped
 
 
 def read_run(folder: Path) -> tuple[dict, list[dict]]:

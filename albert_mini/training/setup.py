@@ -30,7 +30,6 @@ __all__ = ["PretrainingSetup", "in_process"]
 NAMED_CORPORA = ("austen", "synthetic")
 SPLIT_BY = {"file": "file", "blank-line": "blank_line"}  # --split-by value -> load_text_files mode
 DEFAULT_HOLDOUT = 0.05
-DECAYS = ("linear", "constant")
 MASKINGS = ("dynamic", "static")
 TRAIN_TOKENIZER = "albert-mini tokenizer train --text PATH... --vocab-size 8000 --out tok.model"
 FLOAT32_MAX = 3.4028234663852886e38  # the largest float32: the optimizer's numbers must fit in one
@@ -380,9 +379,11 @@ def check(s: PretrainingSetup) -> None:
 
 def _check_choices(s: PretrainingSetup) -> None:
     """Each setting that names one of a list (a preset, a task, an optimizer, ...) names one on it."""
+    from .optim import SCHEDULES  # the decays by name (torch: loaded once the flags are read)
+
     choices = {"--preset": (s.preset, PRESETS), "--task": (s.task, SENTENCE_TASK_NAMES), "--optimizer": (s.optimizer,
                OPTIMIZERS), "--output-bias": (s.output_bias, OUTPUT_BIASES), "--masking": (s.masking,
-               MASKINGS), "decay": (s.decay, DECAYS), "position_init": (s.position_init, POSITION_INITS)}
+               MASKINGS), "decay": (s.decay, tuple(SCHEDULES)), "position_init": (s.position_init, POSITION_INITS)}
     for name, (value, known) in choices.items():
         if value not in known:
             raise UsageError(f"{name} must be one of {', '.join(known)}, got {value!r}")

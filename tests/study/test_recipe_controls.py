@@ -71,7 +71,7 @@ class RolledAccuracy(PretrainingObjective):
     def __call__(self, out, batch, denominators):
         loss, stats = super().__call__(out, batch, denominators)
         rolled = batch["sentence_order_label"].roll(1)
-        stats[4] = float((out.sentence_logits.argmax(-1) == rolled).sum())
+        stats["sentence_correct"] = (out.sentence_logits.argmax(-1) == rolled).sum().double()
         return loss, stats
 
 

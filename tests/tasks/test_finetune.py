@@ -61,11 +61,11 @@ def test_objective_sums_count_examples_not_rows():
         logits = torch.tensor([[5.0, 0, 0, 0], [0, 5.0, 0, 0], [5.0, 0, 0, 0]])
         loss = torch.tensor(0.5)
 
-    loss, stats = objective(Out, batch, [6.0])
-    assert objective.denominators(batch) == [3.0]
-    assert stats.tolist() == [1.5, 2.0, 3.0]
+    loss, stats = objective(Out, batch, {"examples": 6.0})
+    assert objective.denominators(batch) == {"examples": 3}
+    assert {k: v.item() for k, v in stats.items()} == {"loss": 1.5, "correct": 2.0, "examples": 3.0}
     assert loss.item() == pytest.approx(1.5 / 6.0)
-    assert objective.metrics(stats) == {"loss": 0.5, "acc": pytest.approx(2 / 3)}
+    assert objective.metrics({k: v.item() for k, v in stats.items()}) == {"loss": 0.5, "acc": pytest.approx(2 / 3)}
 
 
 def test_span_objective_needs_both_positions_right():
@@ -77,8 +77,8 @@ def test_span_objective_needs_both_positions_right():
     batch = {"input_ids": torch.ones(2, 6, dtype=torch.long), "start_positions": torch.tensor([1, 2]),
              "end_positions": torch.tensor([3, 4])}
     from albert_mini.model.heads import TaskOutput
-    _, stats = objective(TaskOutput(torch.tensor(1.0), logits), batch, [2.0])
-    assert stats[1].item() == 1.0
+    _, stats = objective(TaskOutput(torch.tensor(1.0), logits), batch, {"examples": 2.0})
+    assert stats["correct"].item() == 1.0
 
 
 def test_task_batches_resume_exactly_and_cover_each_epoch():

@@ -16,11 +16,12 @@ from albert_mini.commands.pretrain import main as pretrain
 from albert_mini.devices import describe_device
 from albert_mini.errors import UsageError
 from albert_mini.text.synthetic import SyntheticBatches
-from albert_mini.training import trainer as trainer_module
 from albert_mini.training.checkpoint import latest_checkpoint, load_pretrained
 from albert_mini.training.distributed import DistInfo
+from albert_mini.training.objectives import as_stat
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
 from albert_mini.training.setup import PretrainingSetup, canonical_config, defaults
+from albert_mini.training.shell import checkpoints as checkpoints_module
 from albert_mini.training.trainer import TrainConfig, Trainer, evaluate
 from cli_helpers import cli_error
 
@@ -61,7 +62,7 @@ def test_a_run_resumed_on_another_device_says_so_and_notes_it_in_run_json(tmp_pa
     out = tmp_path / "run"
     flags = FLAGS + ["--steps", "4", "--out", str(out)]
     with monkeypatch.context() as patch:
-        patch.setattr(trainer_module, "describe_device", lambda device: FAKE_GPU)
+        patch.setattr(checkpoints_module, "describe_device", lambda device: FAKE_GPU)
         pretrain(flags)
     for step in (3, 4):
         shutil.rmtree(out / "checkpoints" / f"step-{step:07d}")
@@ -159,7 +160,7 @@ def test_metric_sums_stay_float64_on_the_cpu_even_when_the_process_names_a_gpu()
     trainer = tiny_trainer(DistInfo(device=torch.device("mps")))
     result = trainer.train()
     assert result.step == 2 and result.train["mlm_loss"] > 0
-    assert (trainer._sums.device.type, trainer._sums.dtype) == ("cpu", torch.float64)
+    assert {(s.device.type, s.dtype) for s in trainer._sums.values()} == {("cpu", torch.float64)}
     held_out = [SyntheticBatches(8000, 2, 16, seed=2).batch(0, 0)]
     assert evaluate(trainer.model, held_out, DistInfo(device=torch.device("mps")))["mlm_loss"] > 0
 
@@ -173,9 +174,10 @@ def test_the_numbers_are_those_of_a_trainer_on_the_cpu():
 
 
 def test_a_steps_stats_move_to_the_cpu_as_float64():
-    stats = torch.tensor([1.5, 2.0], dtype=torch.float32)
-    moved = trainer_module._on_cpu(stats)
-    assert (moved.device.type, moved.dtype, moved.tolist()) == ("cpu", torch.float64, [1.5, 2.0])
-    already = torch.tensor([1.0], dtype=torch.float64)
-    kept = trainer_module._on_cpu(already)  # on the CPU already: the same memory, so CPU runs are bit-identical
+    """A named stat is a 0-d float64 tensor, on the CPU for a device without float64 (MPS)."""
+    moved = as_stat(torch.tensor(1.5, dtype=torch.float32), torch.device("mps"))
+    assert (moved.device.type, moved.dtype, moved.item()) == ("cpu", torch.float64, 1.5)
+    assert as_stat(3, torch.device("cpu")).dtype == torch.float64
+    already = torch.tensor(1.0, dtype=torch.float64)
+    kept = as_stat(already, torch.device("cpu"))  # on the CPU already: the same memory, so CPU runs are bit-identical
     assert kept.data_ptr() == already.data_ptr() and kept.dtype == torch.float64

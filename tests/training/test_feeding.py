@@ -88,7 +88,8 @@ def test_the_padded_gather_gives_the_n_position_logits_loss_and_gradients():
         _, stats = objective(out, batch, objective.denominators(batch))
         right = (logits_n.argmax(-1) == batch["labels"][selected]).sum()
         want = [float(sum_n.detach()), float(right), float(selected.sum())]  # loss sum, correct, masked tokens
-        assert stats[:3].tolist() == pytest.approx(want, rel=1e-6)
+        got = [stats[k].item() for k in ("mlm_loss", "mlm_correct", "mlm_count")]
+        assert got == pytest.approx(want, rel=1e-6)
         for name, grad in gradients().items():
             torch.testing.assert_close(grad, grads_n[name], rtol=1e-5, atol=1e-7, msg=name)
 
@@ -160,10 +161,10 @@ def test_a_run_fed_by_workers_resumes_to_the_bits_of_one_fed_without(tmp_path, m
     doomed = make_trainer(tmp_path / "resumed", workers=2)
     real_log = Trainer._log_train
 
-    def dies_at_step_4(self, run_start):
+    def dies_at_step_4(self):
         if self.step == 4:
             raise Killed
-        return real_log(self, run_start)
+        return real_log(self)
 
     monkeypatch.setattr(Trainer, "_log_train", dies_at_step_4)
     with pytest.raises(Killed):

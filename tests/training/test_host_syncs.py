@@ -54,17 +54,25 @@ def test_an_optimizer_step_of_pretrain_reads_one_value_on_the_host(tmp_path, mon
 
     counter = ReadCounter(monkeypatch)
     steps = []
-    advance = Trainer._advance
+    draw, train_step = Trainer._draw, Trainer.train_step
 
-    def counted_advance(self, run_start):  # one optimizer step: no log, evaluation or save happens in here
+    def counted_draw(self):  # the micro-batches of a step and their denominators
         counter.active = True
         try:
-            return advance(self, run_start)
+            return draw(self)
+        finally:
+            counter.active = False
+
+    def counted_step(self, *args, **kwargs):  # one optimizer step: no log, evaluation or save happens in here
+        counter.active = True
+        try:
+            return train_step(self, *args, **kwargs)
         finally:
             counter.active = False
             steps.append(self.step)
 
-    monkeypatch.setattr(Trainer, "_advance", counted_advance)
+    monkeypatch.setattr(Trainer, "_draw", counted_draw)
+    monkeypatch.setattr(Trainer, "train_step", counted_step)
     main(["--preset", "albert-nano", "--corpus", "austen", "--seq-len", "64", "--batch-size", "4", "--steps", "24",
           "--log-every", "10", "--eval-every", "12", "--save-every", "12", "--eval-batches", "1", "--quiet",
           "--out", str(tmp_path / "run")])

@@ -2,15 +2,13 @@
 
 import math
 
-import torch
-
 from albert_mini.training.objectives import metrics_from_sums, sentence_metrics_warning
 
 
-def sums(sentence_loss: float, sentence_acc: float, sequences: int) -> torch.Tensor:
-    """A stats vector as pretraining_objective sums it: 1,000 masked tokens, then the sentence task."""
-    return torch.tensor([2000.0, 400.0, 1000.0, sentence_loss * sequences, sentence_acc * sequences, sequences],
-                        dtype=torch.float64)
+def sums(sentence_loss: float, sentence_acc: float, sequences: int) -> dict:
+    """Named sums as pretraining_objective sums them: 1,000 masked tokens, then the sentence task."""
+    return {"mlm_loss": 2000.0, "mlm_correct": 400.0, "mlm_count": 1000.0, "sentence_loss": sentence_loss * sequences,
+            "sentence_correct": sentence_acc * sequences, "sentence_count": sequences}
 
 
 def test_metrics_carry_the_sentence_count_the_warning_reads():

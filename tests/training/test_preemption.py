@@ -2,7 +2,6 @@
 and exit status 128 + the signal; the same command resumes it and ends bit-identical to a run never stopped (in one
 process and under torchrun); a second signal ends it at once."""
 
-import json
 import os
 import signal
 import subprocess
@@ -16,6 +15,7 @@ from safetensors.torch import load_file
 
 from albert_mini.training.checkpoint import list_checkpoints
 from albert_mini.training.preemption import REPEAT_S
+from albert_mini.training.rundir import read_metrics
 
 REPO = Path(__file__).resolve().parents[2]
 FLAGS = ["--preset", "albert-nano", "--corpus", "synthetic", "--seq-len", "32", "--batch-size", "2", "--steps", "8",
@@ -73,8 +73,9 @@ def error_lines(stderr: str) -> list[str]:
 
 
 def log_without_clocks(out) -> list[dict]:
-    """metrics.jsonl without the resume line and the wall-clock fields, which differ between any two runs."""
-    lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    """metrics.jsonl as its readers take it, without the resume line and the wall-clock fields, which differ
+    between any two runs."""
+    lines = read_metrics(out / "metrics.jsonl")[0]
     return [{k: v for k, v in m.items() if k not in ("elapsed_s", "tokens_per_s")} for m in lines
             if m["type"] != "resume"]
 

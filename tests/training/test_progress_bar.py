@@ -6,7 +6,7 @@ import torch
 from albert_mini import AlbertConfig, AlbertForPreTraining
 from albert_mini.settings import STATIC_ENV
 from albert_mini.text.synthetic import SyntheticBatches
-from albert_mini.training import trainer as trainer_module
+from albert_mini.training.shell import console as trainer_module
 from albert_mini.training.trainer import TrainConfig, train
 
 

@@ -15,7 +15,7 @@ from albert_mini.commands.finetune import main as finetune
 from albert_mini.commands.pretrain import main as pretrain
 from albert_mini.training import checkpoint
 from albert_mini.training.checkpoint import CheckpointError, list_checkpoints, load_checkpoint, sorted_metadata
-from albert_mini.training.rundir import read_metrics, truncate_metrics
+from albert_mini.training.rundir import read_metrics
 from albert_mini.training.trainer import Trainer
 from cli_helpers import REPO, cli_error
 
@@ -53,39 +53,47 @@ def test_a_second_run_is_refused_at_once_naming_the_first_and_a_killed_run_leave
         first.wait()
     logged = train_steps(out)
     assert logged and not list_checkpoints(out)  # killed before its first checkpoint
+    before = (out / "metrics.jsonl").read_text()
     pretrain(long + ["--out", str(out), "--minutes", "0.002"])  # the same run, resumed from nothing
-    err = capsys.readouterr().err
-    assert f"dropped {len(logged)} line(s) logged after step 0 by the interrupted run" in err
+    after = (out / "metrics.jsonl").read_text()
+    assert after.startswith(before)  # appended, never rewritten
+    first_new = json.loads(after[len(before):].lstrip("\n").splitlines()[0])
+    assert (first_new["type"], first_new["step"]) == ("resume", 0)  # what the killed run logged is set aside
     steps = train_steps(out)
-    assert steps == list(range(1, len(steps) + 1))  # one line per step: nothing of the killed run left
+    assert steps == list(range(1, len(steps) + 1))  # one line per step as readers take it
 
 
 # ---------------------------------------------------------------------- metrics.jsonl
-def test_a_torn_last_line_and_lines_past_the_checkpoint_are_dropped_on_resume(tmp_path, capsys):
+def test_a_torn_last_line_and_lines_past_the_checkpoint_stay_in_the_file_and_readers_see_one_run(tmp_path):
     straight, out = tmp_path / "straight", tmp_path / "run"
     for run in (straight, out):
         pretrain(FLAGS + ["--steps", "3", "--out", str(run)])
     (out / "checkpoints" / "step-0000003").rename(out / "checkpoints" / ".tmp-gone")  # as if killed before it
     with open(out / "metrics.jsonl", "a") as f:
         f.write('{"type": "train", "step": 4, "lo')  # a kill (or a full disk) in the middle of an append
-    capsys.readouterr()
+    before = (out / "metrics.jsonl").read_text()
     pretrain(FLAGS + ["--steps", "3", "--out", str(out)])
-    notes = [line for line in capsys.readouterr().err.splitlines() if "dropped" in line]
-    later = sum(r["step"] > 2 for r in read_metrics(straight / "metrics.jsonl")[0])  # step 3's train and eval lines
-    assert notes == [f"{out / 'metrics.jsonl'}: dropped {later} line(s) logged after step 2 by the interrupted run "
-                     "and 1 damaged line(s) (a write cut short), so the log reads as one run"]
+    text = (out / "metrics.jsonl").read_text()
+    assert text.startswith(before + "\n")  # appended, never rewritten; the torn line ended on a line of its own
+    resume = json.loads(text[len(before) + 1:].splitlines()[0])
+    assert (resume["type"], resume["step"]) == ("resume", 2)
     assert train_steps(out) == train_steps(straight) == [1, 2, 3]
-    lines = (out / "metrics.jsonl").read_text().splitlines()
-    assert all(json.loads(line) for line in lines)
+    assert read_metrics(out / "metrics.jsonl")[1] == 1  # the torn line, skipped
+    kinds = [(r["type"], r["step"]) for r in read_metrics(out / "metrics.jsonl")[0] if r["type"] != "resume"]
+    assert kinds == [(r["type"], r["step"]) for r in read_metrics(straight / "metrics.jsonl")[0]]
 
 
-def test_truncate_metrics_keeps_the_lines_it_keeps_byte_for_byte(tmp_path):
+def test_readers_take_the_last_line_per_kind_and_step_and_drop_what_a_resume_line_sets_aside(tmp_path):
     path = tmp_path / "metrics.jsonl"
-    lines = [json.dumps({"type": "train", "step": s, "loss": 1 / 3 + s}) for s in (1, 2, 3)]
-    path.write_text("\n".join(lines) + "\n" + "garbage\n")
-    assert "1 line(s) logged after step 2" in truncate_metrics(path, 2, lines=2)
-    assert path.read_text() == lines[0] + "\n" + lines[1] + "\n"
-    assert truncate_metrics(path, 2, lines=2) is None  # nothing left to drop: the file is not rewritten
+    lines = [{"type": "train", "step": 2, "loss": 3.0}, {"type": "train", "step": 4, "loss": 2.0},
+             {"type": "eval", "step": 4, "loss": 2.5}, {"type": "train", "step": 6, "loss": 1.0},
+             {"type": "resume", "step": 4}, {"type": "eval", "step": 4, "loss": 2.4},
+             {"type": "train", "step": 6, "loss": 1.5}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines) + "garbage\n")
+    records, damaged = read_metrics(path)
+    assert damaged == 1
+    assert [(r["type"], r["step"], r.get("loss")) for r in records] == [
+        ("train", 2, 3.0), ("train", 4, 2.0), ("resume", 4, None), ("eval", 4, 2.4), ("train", 6, 1.5)]
 
 
 # ---------------------------------------------------------------------- damaged files
@@ -112,7 +120,7 @@ def test_an_unreadable_trainer_state_never_passes_on_torchs_weights_only_advice(
     assert "cannot be read safely" in str(error.value) and "weights_only" not in str(error.value)
 
 
-@pytest.mark.parametrize("field", ["metrics_lines", "device"])
+@pytest.mark.parametrize("field", ["last_eval_step", "device"])
 def test_a_checkpoint_saved_before_a_resume_field_existed_is_one_line(tmp_path, capsys, field):
     """Such a checkpoint (older albert-mini) is refused by name, not resumed with a guessed log or device."""
     out = tmp_path / "run"

@@ -14,7 +14,7 @@ from albert_mini.training.checkpoint import (
     list_checkpoints,
     load_pretrained,
 )
-from albert_mini.training.rundir import RUN, RunDirError, inspect
+from albert_mini.training.rundir import RUN, RunDirError, inspect, read_metrics
 from cli_helpers import REPO, cli_error
 
 SST2 = REPO / "tests" / "tasks" / "fixtures" / "tasks" / "sst2.tsv"  # the task fixtures live beside the task tests
@@ -174,10 +174,11 @@ def test_a_corrupt_newest_checkpoint_is_skipped_for_the_previous_one(tmp_path, c
     assert redone.read_bytes() == (straight / "checkpoints" / "step-0000003" / "model.safetensors").read_bytes()
 
     def train_steps(run):
-        return [r["step"] for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
-                if r["type"] == "train"]
+        return [r["step"] for r in read_metrics(run / "metrics.jsonl")[0] if r["type"] == "train"]
 
-    assert train_steps(out) == train_steps(straight) == [3]  # step 3 once, not twice
+    assert train_steps(out) == train_steps(straight) == [3]  # step 3 once as its readers take it (the last line)
+    raw = [r["type"] for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines())]
+    assert raw.count("resume") == 1 and raw.index("resume") > raw.index("train")  # appended after a resume line
     assert pretrain(FLAGS + ["--steps", "3", "--out", str(out)]).step == 3  # the set-aside copy is no obstacle
 
 

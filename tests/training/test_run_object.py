@@ -88,3 +88,15 @@ def test_a_resume_with_other_settings_is_refused_before_any_text_is_read(monkeyp
         assert run.directory.resuming and len(read) == 1
     finally:
         run.close()
+
+
+def test_a_run_built_from_code_gets_the_memory_check_too(monkeypatch):
+    """The memory check is the library's (training/shell/fits.py), not the command's: a run built from code with a
+    model that cannot fit is refused with the estimate before the text is read or anything is allocated."""
+    from albert_mini.training import run as run_module
+
+    read = counting(monkeypatch, run_module, "load_run_data")
+    setup = PretrainingSetup(**{**SMALL, "corpus": "synthetic"}, config=("hidden_size=100000000",))
+    with pytest.raises(UsageError, match="needs about .* to train"):
+        Run.build(setup)
+    assert read == []

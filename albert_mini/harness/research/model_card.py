@@ -39,13 +39,15 @@ def held_out_scores(model, splits=HELD_OUT_SPLITS, seq_len: int = 128, seed: int
     dataset = build_pretraining_dataset(documents, Tokenizer.default(), task="sop", max_seq_len=seq_len, seed=seed,
                                         dynamic=False)
     model.eval()
-    sums = torch.zeros(6, dtype=torch.float64)
+    sums = {}
     for start in range(0, len(dataset), batch_size):  # the last, smaller batch counts too
         batch = collate([dataset[i] for i in range(start, min(start + batch_size, len(dataset)))])
         _, stats = pretraining_objective(model(**batch), batch, 1.0, 1.0)
-        sums += stats
+        sums = {k: sums.get(k, 0.0) + v for k, v in stats.items()}
+    sums = {k: float(v) for k, v in sums.items()}
     metrics = metrics_from_sums(sums)
-    masked, mlm_correct, pairs, sop_correct = int(sums[2]), int(sums[1]), int(sums[5]), int(sums[4])
+    masked, mlm_correct = int(sums["mlm_count"]), int(sums["mlm_correct"])
+    pairs, sop_correct = int(sums["sentence_count"]), int(sums["sentence_correct"])
     return {"splits": list(splits), "seq_len": seq_len, "seed": seed,
             "masked_tokens": masked, "mlm_correct": mlm_correct, "mlm_acc": metrics["mlm_acc"],
             "mlm_interval": wilson_interval(mlm_correct, masked), "mlm_loss": metrics["mlm_loss"],
