@@ -35,7 +35,7 @@ def collate(rows):
             "labels": torch.tensor([r[1] for r in rows])}
 
 
-@pytest.mark.slow
+@pytest.mark.usefixtures("one_thread")  # a nano model steps fastest on one thread (tests/conftest.py)
 def test_classification_learns_through_the_shared_trainer():
     torch.manual_seed(0)
     model = build_task_model("classification", config=AlbertConfig(**NANO), seed=0)
@@ -97,6 +97,7 @@ def test_task_batches_resume_exactly_and_cover_each_epoch():
         TaskBatches(data[:2], lambda rows: rows, batch_size=3)
 
 
+@pytest.mark.usefixtures("one_thread")  # a nano model steps fastest on one thread (tests/conftest.py)
 def test_resumed_finetuning_matches_an_uninterrupted_run(tmp_path):
     def run(steps, out_dir, resume=False):
         torch.manual_seed(0)
