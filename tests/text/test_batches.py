@@ -153,6 +153,7 @@ def test_resume_refuses_a_different_data_setting():
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("one_thread")  # a tiny model steps fastest on one thread (tests/conftest.py)
 def test_trainer_resumed_from_a_checkpoint_ends_with_identical_weights(tmp_path):
     """End to end with albert_mini.training.trainer: 6 steps of 3 micro-batches over a 2-batch epoch, interrupted after
     step 4, resumed from its checkpoint: the data position restores exactly, so the weights match bit for bit."""
