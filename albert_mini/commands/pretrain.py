@@ -16,7 +16,6 @@ import argparse
 import atexit
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..cli import run as run_cli
@@ -138,8 +137,10 @@ def _main(argv: list[str]) -> TrainResult:
     from ..training import rundir
     from ..training.distributed import check_ranks_agree, cleanup, init_distributed
 
-    if setup.out:  # the run-directory rule first (its messages), then the write rule
-        rundir.check_run_dir(Path(setup.out))
+    # A file where the run's folder should be, then the write rule; what --out holds is listed once, when the run
+    # opens its directory.
+    if setup.out:
+        rundir.refuse_non_directory(setup.out)
     WRITES.check(folders=[("--out", setup.out)] if setup.out else [], inputs=inputs_of(setup))
     info = init_distributed(setup.device)
     preemption.enable()  # SIGTERM or SIGUSR1 while it trains: save after the step, exit 128 + the signal

@@ -137,7 +137,7 @@ class RunPlan:
         model_setup = setup if setup.corpus != "synthetic" else setup.replace(output_bias="zeros")
         settings = model_setup.settings()
         config = setup.model_config(**vocab)  # resolved once: the preset, --config, the tokenizer's vocabulary
-        preset_vocab = AlbertConfig.from_preset(setup.preset).vocab_size
+        preset_vocab = setup.model_config().vocab_size  # a text's run cannot set vocab_size with --config
         model, config_json = config.to_dict(), config.to_json()
         device = describe_device(info.device)
         record = {"kind": "pretrain", "settings": settings, "model": model, "tokenizer": reference, "corpus": None,

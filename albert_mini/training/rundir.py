@@ -94,13 +94,19 @@ class Contents:
 
 
 # ---------------------------------------------------------------------- looking
+def refuse_non_directory(path: str | Path, flag: str = "--out") -> None:
+    """RunDirError when `path` exists and is not a directory (a stat, not a listing)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise RunDirError(f"{flag} {path} is a file, not a directory; give a directory path (it is created if absent)")
+
+
 def inspect(path: str | Path, layout: Layout, flag: str = "--out") -> Contents:
     """Sort the entries of `path` by whether `layout` wrote them; RunDirError when `path` is not a directory."""
     path = Path(path)
     if not path.exists():
         return Contents(path, [], [])
-    if not path.is_dir():
-        raise RunDirError(f"{flag} {path} is a file, not a directory; give a directory path (it is created if absent)")
+    refuse_non_directory(path, flag)
     own, foreign = [], []
     for entry in sorted(path.iterdir()):
         if layout.checkpoints and entry.name == CHECKPOINTS and entry.is_symlink():
@@ -211,14 +217,15 @@ def check_run_dir(out: str | Path, flag: str = "--out") -> Contents:
     return contents
 
 
-def resumable(out: str | Path, record: dict, overwrite: bool, flag: str = "--out") -> bool:
+def resumable(out: str | Path, record: dict, overwrite: bool, flag: str = "--out",
+              contents: Contents | None = None) -> bool:
     """Whether `out` holds this very run (resume it) rather than nothing or a run --overwrite may replace.
 
     Raises RunDirError for a directory a run may not use (see `check_run_dir`), for a run with other settings
     or on changed text unless `overwrite`, and for run files without run.json unless `overwrite`.
     """
     out = Path(out)
-    contents = check_run_dir(out, flag)
+    contents = contents if contents is not None else check_run_dir(out, flag)  # given: listed under the lock
     if contents.empty:
         return False
     old = _read_record(out / RUN_FILE)

@@ -198,7 +198,11 @@ class PretrainingSetup:
         if self.validation is not None:
             object.__setattr__(self, "validation", tuple(self.validation))
         object.__setattr__(self, "betas", tuple(self.betas))
-        object.__setattr__(self, "config", canonical_config(self.config))
+        # Resolved once: the --config items parsed here, the model config built by `check` and kept (both outside
+        # the dataclass's fields, so they are neither compared nor recorded).
+        object.__setattr__(self, "_overrides", parsed_config(self.config))
+        object.__setattr__(self, "config", canonical_items(self._overrides))
+        object.__setattr__(self, "_model_config", None)
         check(self)
 
     # ------------------------------------------------------------------ what the settings imply
@@ -218,12 +222,21 @@ class PretrainingSetup:
         return not isinstance(self.corpus, str)
 
     def model_config(self, **fixed) -> AlbertConfig:
-        """The run's model: the --preset with the --config fields set, and `fixed` (the tokenizer's vocab_size)."""
-        overrides = config_overrides(self.config)
+        """The run's model: the --preset with the --config fields set (built once), and `fixed` (the tokenizer's
+        vocab_size) on top."""
+        if self._model_config is None:
+            object.__setattr__(self, "_model_config", self._config_of(lambda: AlbertConfig.from_preset(
+                self.preset, **self._overrides)))
+        config = self._model_config
+        if all(getattr(config, key) == value for key, value in fixed.items()):
+            return config
+        return self._config_of(lambda: config.replace(**fixed))
+
+    def _config_of(self, build) -> AlbertConfig:
         try:
-            return AlbertConfig.from_preset(self.preset, **{**overrides, **fixed})
+            return build()
         except (ConfigError, UnknownNameError) as err:
-            if not overrides:
+            if not self._overrides:
                 raise
             raise UsageError(f"--config {' '.join(self.config)}: {err}") from None
 
@@ -349,12 +362,21 @@ def _config_value(key: str, text: str):
     return text
 
 
-def canonical_config(items) -> tuple[str, ...]:
-    """--config items checked and written one way, in the config's field order (`key=value`, booleans as
-    true/false), so that a run recorded with them resumes however they were typed."""
-    overrides = config_overrides(() if items is None else ((items,) if isinstance(items, str) else items))
+def parsed_config(items) -> dict:
+    """--config as given (None, one item or several) parsed into fields: `config_overrides`."""
+    return config_overrides(() if items is None else ((items,) if isinstance(items, str) else items))
+
+
+def canonical_items(overrides: dict) -> tuple[str, ...]:
+    """Parsed --config fields written one way, in the config's field order (`key=value`, booleans as true/false),
+    so that a run recorded with them resumes however they were typed."""
     shown = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in overrides.items()}
     return tuple(f"{k}={shown[k]}" for k in CONFIG_FIELDS if k in shown)
+
+
+def canonical_config(items) -> tuple[str, ...]:
+    """--config items checked and written one way (`canonical_items` of `parsed_config`)."""
+    return canonical_items(parsed_config(items))
 
 
 def check(s: PretrainingSetup) -> None:
@@ -366,7 +388,7 @@ def check(s: PretrainingSetup) -> None:
         raise UsageError(f"--seed must be in [0, {SEED_MAX}], got {s.seed}")
     if s.warmup is not None and not 0 <= s.warmup <= s.steps:
         raise UsageError(f"--warmup must be in [0, --steps={s.steps}], got {s.warmup}")
-    if "vocab_size" in config_overrides(s.config) and s.corpus != "synthetic":
+    if "vocab_size" in s._overrides and s.corpus != "synthetic":
         raise UsageError("--config vocab_size: with a text corpus the tokenizer decides vocab_size (its number of "
                          "pieces); leave vocab_size out, or use --corpus synthetic")
     model_config = s.model_config()  # the --config fields checked by the config itself

@@ -30,6 +30,9 @@ class RunDirectory:
     lock: rundir.RunLock | None = None
     resuming: bool = False
     checkpoint: Path | None = None  # the checkpoint every rank resumes from (rank 0's pick), None: step 0
+    # What --out held when rank 0 locked it at `open` (listed once: no other run writes a locked folder); None for
+    # a folder that did not exist then, listed again when it is settled.
+    contents: rundir.Contents | None = None
 
     @classmethod
     def open(cls, out: str | Path, info: DistInfo | None = None) -> RunDirectory:
@@ -37,10 +40,10 @@ class RunDirectory:
         bad flags found while the data is read leave no folder behind)."""
         info = info or DistInfo()
         out = Path(out)
-        rundir.check_run_dir(out)
+        contents = rundir.check_run_dir(out)
         check_out_folder(out)
         lock = rundir.RunLock(out) if info.is_main and out.is_dir() else None
-        return cls(out, info, lock)
+        return cls(out, info, lock, contents=contents if lock is not None else None)
 
     def settle(self, record: dict, overwrite: bool, files: dict[str, str] | None = None) -> bool:
         """Resume or start the run `record` describes; True when resuming. Rank 0 decides, clears what --overwrite
@@ -73,7 +76,7 @@ class RunDirectory:
         error, failure = None, None
         if self.info.is_main:
             try:
-                rundir.resumable(self.out, {**record, "corpus": None}, overwrite)
+                rundir.resumable(self.out, {**record, "corpus": None}, overwrite, contents=self.contents)
             except Exception as err:  # every rank must hear it, as in `settle`
                 error, failure = str(err), err
         error = broadcast_object(error, self.info)
@@ -83,7 +86,7 @@ class RunDirectory:
             raise rundir.RunDirError(error)
 
     def _decide(self, record: dict, overwrite: bool, files: dict[str, str]) -> dict:
-        same = rundir.resumable(self.out, record, overwrite)
+        same = rundir.resumable(self.out, record, overwrite, contents=self.contents)
         notes = rundir.recorded_notes(self.out) if same else []  # kept: a resumed run is still that run
         if self.lock is None:
             self.lock = rundir.RunLock(self.out)
