@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import jupytext
 import nbformat
+from handins import hand_in, worked_solutions
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "chapters" / "03_factorized_embeddings.py"
@@ -32,30 +32,11 @@ HONEST = "zz_honest"  # sorts after every hostile student: graded only if the gr
 SANDBOX_SIZE = 2**30  # the disk and tmpfs attacks write more than a bounded sandbox allows, less than a disk holds
 
 
-def solutions() -> dict[str, str]:
-    cells = jupytext.read(CHAPTER.parent / "solutions" / CHAPTER.name, fmt="py:percent").cells
-    found = {}
-    for cell in cells:
-        if cell.cell_type == "code" and cell.source.startswith("def "):
-            found.setdefault(cell.source.split("(")[0][4:], cell.source)
-    return found
-
-
 def notebook(after_first_check: str = "", answers: dict[str, str] | None = None):
     """Chapter 3's exercise cells, solved, with `after_first_check` run right after the first check cell."""
-    answers = solutions() if answers is None else answers
-    cells = []
-    for cell in jupytext.read(CHAPTER).cells:
-        grading = cell.metadata.get("nbgrader", {})
-        if not grading:
-            continue
-        cell = nbformat.from_dict(dict(cell))
-        if grading.get("solution") and grading["grade_id"] in answers:
-            cell.source = answers[grading["grade_id"]]
-        cells.append(cell)
-        if after_first_check and grading.get("grade_id") == f"check_{FIRST}":
-            cells.append(nbformat.v4.new_code_cell(after_first_check))
-    return nbformat.v4.new_notebook(cells=cells)
+    answers = worked_solutions(CHAPTER) if answers is None else answers
+    after = {f"check_{FIRST}": after_first_check} if after_first_check else None
+    return hand_in(CHAPTER, answers, after=after)
 
 
 def rewrite(files: str) -> str:
@@ -139,7 +120,7 @@ def write_class(folder: Path, cases: list | None = None) -> None:
         os.makedirs(student, exist_ok=True)
         student = Path(os.fsdecode(student))
         if not case.get("no_notebook"):
-            answers = {**solutions(), **case.get("answers", {})}
+            answers = {**worked_solutions(CHAPTER), **case.get("answers", {})}
             nbformat.write(notebook(case.get("cell", ""), answers), student / NAME)
         if "fifo" in case:
             os.mkfifo(student / case["fifo"])

@@ -15,11 +15,12 @@ import pytest
 
 from albert_mini.book import grade
 from albert_mini.book.exercises import chapter_exercises
-from albert_mini.book.exercises.solutions import defined_function, solution_cells, solutions_path
+from albert_mini.book.exercises.solutions import solutions_path
 from albert_mini.commands import grade as grade_command
 
 jupytext = pytest.importorskip("jupytext")
 nbformat = pytest.importorskip("nbformat")
+from handins import hand_in, worked_solutions  # noqa: E402 (needs jupytext and nbformat)
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "chapters" / "03_factorized_embeddings.py"  # cheap exercises
@@ -27,8 +28,7 @@ NAME = CHAPTER.with_suffix(".ipynb").name
 EXERCISES = ["factorized_embedding_params", "break_even_embedding_size", "mlm_head_params"]
 TIME_LIMIT = 90  # generous: a loaded CI machine takes 20-30 s for a notebook that a quiet one runs in 8
 HANGING = "a_hanging"  # the student whose notebook sleeps past TIME_LIMIT: the name sorts before every other one
-SOLUTIONS = {defined_function(c.source): c.source for c in solution_cells(solutions_path(CHAPTER))
-             if c.cell_type == "code" and defined_function(c.source)}
+SOLUTIONS = worked_solutions(CHAPTER)
 STUBS = {name: f"def {name}(*args):\n    raise NotImplementedError\n" for name in EXERCISES}
 needs_sandbox = pytest.mark.skipif(grade.sandbox_problem() is not None and not os.environ.get("CI"),
                                    reason="bubblewrap is not installed (make sandbox-deps); under CI=true this fails")
@@ -36,18 +36,8 @@ needs_sandbox = pytest.mark.skipif(grade.sandbox_problem() is not None and not o
 
 def submission(answers: dict[str, str], after_first_check: str = "", first: str = ""):
     """Chapter 3's exercise cells as a student hands them in: stubs replaced by `answers`, plus extra cells."""
-    cells = [nbformat.v4.new_code_cell(first)] if first else []
-    for cell in jupytext.read(CHAPTER).cells:
-        grading = cell.metadata.get("nbgrader", {})
-        if not grading and not (cell.cell_type == "markdown" and "### Exercise" in cell.source):
-            continue  # the chapter's demos: not needed to grade, and they would slow the test down
-        cell = nbformat.from_dict(dict(cell))
-        if grading.get("solution") and grading["grade_id"] in answers:
-            cell.source = answers[grading["grade_id"]]
-        cells.append(cell)
-        if after_first_check and grading.get("grade_id") == f"check_{EXERCISES[0]}":
-            cells.append(nbformat.v4.new_code_cell(after_first_check))
-    return nbformat.v4.new_notebook(cells=cells)
+    after = {f"check_{EXERCISES[0]}": after_first_check} if after_first_check else None
+    return hand_in(CHAPTER, answers, after=after, first=first, exercise_text=True)
 
 
 def each(source: str) -> dict[str, str]:

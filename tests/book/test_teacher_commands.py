@@ -15,12 +15,13 @@ import pytest
 
 from albert_mini.book import grade
 from albert_mini.book.exercises import chapter_exercises
-from albert_mini.book.exercises.solutions import defined_function, solution_cells, solutions_path
+from albert_mini.book.exercises.solutions import solutions_path
 from albert_mini.book.exercises.student import NOTES, STUB
 from albert_mini.commands.exercises import main as hand_out
 
 nbformat = pytest.importorskip("nbformat")
 jupytext = pytest.importorskip("jupytext")
+from handins import hand_in, worked_solutions  # noqa: E402 (needs jupytext and nbformat)
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", ROOT / "chapters" / "TEACHER_GUIDE.md"]
@@ -71,18 +72,7 @@ def test_the_documents_print_exactly_the_commands_run_below():
 
 def solved(chapter: Path, answers: bool):
     """The chapter's exercise cells only (its demos would slow the class down), solved or untouched."""
-    solutions = {defined_function(c.source): c.source for c in solution_cells(solutions_path(chapter))
-                 if c.cell_type == "code" and defined_function(c.source)}
-    cells = []
-    for cell in jupytext.read(chapter).cells:
-        grading = cell.metadata.get("nbgrader", {})
-        if not grading:
-            continue
-        cell = nbformat.from_dict(dict(cell))
-        if answers and grading.get("solution") and grading["grade_id"] in solutions:
-            cell.source = solutions[grading["grade_id"]]
-        cells.append(cell)
-    return nbformat.v4.new_notebook(cells=cells)
+    return hand_in(chapter, worked_solutions(chapter) if answers else {})
 
 
 @pytest.mark.slow
