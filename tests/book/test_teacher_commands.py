@@ -81,8 +81,16 @@ def test_every_documented_command_runs_as_typed(tmp_path):
     """From a clone-like folder: the hand-outs, then a class graded by each documented make and CLI line."""
     teacher = tmp_path / "albert-mini"
     teacher.mkdir()
-    for name in ("Makefile", ".venv", "pyproject.toml", "constraints.txt", "chapters", "figures", "data"):
+    for name in ("Makefile", ".venv", "chapters", "figures", "data"):
         (teacher / name).symlink_to(ROOT / name)
+    # The venv's prerequisites as copies no newer than its stamp, as in a clone after `make venv`: where the
+    # checkout's pyproject.toml was edited since, `make` would otherwise reinstall the shared .venv from this
+    # folder, which holds no package, and leave it unable to import albert_mini.
+    stamp = ROOT / ".venv" / ".installed"
+    installed = stamp.stat().st_mtime_ns
+    for name in ("pyproject.toml", "constraints.txt"):
+        shutil.copy(ROOT / name, teacher / name)
+        os.utime(teacher / name, ns=(installed, installed))
     three = next((ROOT / "chapters").glob("03_*.py"))
     five = next((ROOT / "chapters").glob("05_*.py"))
     for student, chapters in {"ada": {three: True, five: True}, "ben": {three: False}}.items():
@@ -99,6 +107,7 @@ def test_every_documented_command_runs_as_typed(tmp_path):
         return subprocess.run(line, shell=True, cwd=teacher, env=env, capture_output=True, text=True, timeout=900)
 
     done = {line: run(line) for line in DOCUMENTED}
+    assert stamp.stat().st_mtime_ns == installed, "make reinstalled the checkout's .venv from the teacher's folder"
     for line, result in done.items():
         expected = 2 if line == "make grade" else 0
         assert result.returncode == expected, (line, result.stdout[-2000:], result.stderr[-2000:])
@@ -190,13 +199,13 @@ def test_the_handout_carries_the_reference_notes_the_chapters_link(tmp_path):
 
 
 def test_make_passes_chapter_numbers_not_chapter_files_to_grade():
-    # --no-print-directory: under `make test` (MAKELEVEL set) make would print "Entering directory" first
-    dry = subprocess.run(["make", "--no-print-directory", "-n", "grade", "SUBMISSIONS=class", 'CHAPTERS=03 05'],
-                         cwd=ROOT,
+    # --no-print-directory: under `make test` (MAKELEVEL set) make would print "Entering directory" first; -o: the
+    # venv counts as installed, so a pyproject.toml edited since its stamp adds no install lines to the dry run
+    options = ["make", "--no-print-directory", "-n", "-o", ".venv/.installed"]
+    dry = subprocess.run([*options, "grade", "SUBMISSIONS=class", 'CHAPTERS=03 05'], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout
     assert "--chapters 03 05" in " ".join(dry.split()) and "chapters/" not in dry
-    plain = subprocess.run(["make", "--no-print-directory", "-n", "grade", "SUBMISSIONS=class"], cwd=ROOT,
-                           capture_output=True, text=True,
+    plain = subprocess.run([*options, "grade", "SUBMISSIONS=class"], cwd=ROOT, capture_output=True, text=True,
                            check=True).stdout
     assert "--chapters" not in plain
     assert shlex.split(plain.splitlines()[1].rstrip("\\"))[:3] == [".venv/bin/albert-mini", "grade", "class"]
