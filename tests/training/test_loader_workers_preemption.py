@@ -11,12 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
-from test_preemption import FLAGS, TIMEOUT, assert_same_run, command, env_for
+import test_preemption
+from test_preemption import FLAGS, REPO, TIMEOUT, assert_same_run, env_for
 
 from albert_mini.training.checkpoint import list_checkpoints
 
-REPO = Path(__file__).resolve().parents[2]
 WORKERS = 2
+straight = test_preemption.straight  # the fixture: a run never stopped, fed without workers (the same bits)
 # `pretrain` fed by loader workers (TrainConfig.workers, which the command leaves at 0 on a CPU). With a step
 # `at` > 0, it writes a mark once the workers have built batches for it and waits there (at most a minute) for the
 # signal the test sends to the whole group: the signal lands inside that step, deterministically.
@@ -62,15 +63,6 @@ def start(tmp_path, out, at: int) -> tuple[subprocess.Popen, Path]:
     process = subprocess.Popen(argv, cwd=REPO, env=env_for(tmp_path), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
     return process, mark
-
-
-@pytest.fixture(scope="module")
-def straight(tmp_path_factory):
-    """The run never stopped, in one process fed without workers (workers hand out the same bits)."""
-    tmp = tmp_path_factory.mktemp("straight")
-    done = command(tmp, tmp / "run")
-    assert done.returncode == 0, done.stderr[-3000:]
-    return tmp / "run"
 
 
 @pytest.mark.slow
