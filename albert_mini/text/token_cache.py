@@ -841,14 +841,20 @@ def _end_workers(pool: ProcessPoolExecutor) -> None:
     encoding (seconds each). What Python 3.14's `kill_workers` does, done by hand before it: the workers are
     listed first (shutdown forgets them), and the pool's own thread cancels the futures (one cancelled here could
     be failed there too once the killed workers break the pool: InvalidStateError, a traceback in that thread)."""
+    manager = getattr(pool, "_executor_manager_thread", None)  # (shutdown forgets it too)
     kill = getattr(pool, "kill_workers", None)
     if kill is not None:
         kill()
-        return
-    workers = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in workers:
-        process.kill()  # (one that has ended already is left alone)
+    else:
+        workers = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in workers:
+            process.kill()  # (one that has ended already is left alone)
+    if manager is not None:
+        # Wait for the pool's thread to see its workers gone and close its wake-up pipe. Left running, it can
+        # close that pipe while Python's exit hook for pools writes to it (Python 3.11 checks, then writes):
+        # `OSError: Bad file descriptor`, a traceback printed after the one line a Ctrl-C gets.
+        manager.join(timeout=30)
 
 
 def worker_context():

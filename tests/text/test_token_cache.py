@@ -567,3 +567,24 @@ def test_the_cache_version_covers_the_newline_rule():
     assert token_cache.PREPARE_VERSION >= 2
     assert token_cache.BLANK_LINE_BYTES.search(b"a\r\n\r\nb").end() == 5
     assert token_cache.BLANK_LINE_BYTES.search(b"a\r\rb") is None
+
+
+def test_ended_workers_leave_no_pool_thread_for_the_exit_hook():
+    """After a Ctrl-C ends the preparation's workers, the pool's own thread has ended and closed its wake-up pipe:
+    Python's exit hook for pools then has nothing to write to (left running, the thread could close the pipe
+    under the hook's write, and a Ctrl-C printed a traceback after its one line)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, mp_context=token_cache.worker_context()) as pool:
+        busy = pool.submit(time.sleep, 60)
+        deadline = time.monotonic() + 60
+        while not busy.running():
+            assert time.monotonic() < deadline, "the worker never started"
+            time.sleep(0.01)
+        manager = pool._executor_manager_thread
+        wakeup = pool._executor_manager_thread_wakeup
+        started = time.monotonic()
+        token_cache._end_workers(pool)
+    assert not manager.is_alive()
+    assert wakeup._closed
+    assert time.monotonic() - started < 60, "the sleeping worker was waited for, not killed"
