@@ -14,7 +14,8 @@ The package has three wings (albert_mini/README.md), each a house of layers impo
       specials.py, paths.py, settings.py, devices.py: special ids, where files live, fast mode, devices
       errors.py, cli.py, textfile.py, safe_files.py: user errors, shared flags, reading and writing files
 
-The library never imports the harness or the commands.
+The library never imports the harness or the commands. `pip install albert-mini` installs the library without
+book/, and the commands; book/ and harness/ work on a checkout's chapters/ and data/ and ship with it alone.
 
 `import albert_mini` imports the modules behind the public names below (never the command line: `albert-mini
 COMMAND` and `python -m albert_mini COMMAND` import a command's module when it runs, and none of the public ones).

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import difflib
 import importlib
+import importlib.util
 from pathlib import Path
 
 from ..cli import ERROR_STATUS, Parser
@@ -74,12 +75,28 @@ def docstring_of(module: str) -> str:
     command whose parser shows a library module's docstring builds it without torch (`albert-mini help COMMAND`)."""
     path = Path(__file__).resolve().parents[1].joinpath(*module.split("."))
     source = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    if not source.is_file():  # a wing that ships only with a checkout (CHECKOUT_WINGS), as an import would say
+        raise ModuleNotFoundError(f"No module named 'albert_mini.{module}'", name=f"albert_mini.{module}")
     return ast.get_docstring(ast.parse(source.read_text(encoding="utf-8")), clean=False) or ""
 
 
 def module_of(name: str):
     """The module of command `name` (imported now)."""
     return importlib.import_module(f"{__name__}.{COMMANDS[name][0]}")
+
+
+# The wings that ship with a checkout of the repository, not with `pip install albert-mini` (pyproject.toml): they
+# work on the checkout's chapters/ and data/.
+CHECKOUT_WINGS = ("albert_mini.book", "albert_mini.harness")
+
+
+def missing_wing(error: ModuleNotFoundError) -> str | None:
+    """The checkout-only wing whose absence `error` reports (its folder is not installed), else None."""
+    missing = error.name or ""
+    for wing in CHECKOUT_WINGS:
+        if (missing == wing or missing.startswith(wing + ".")) and importlib.util.find_spec(wing) is None:
+            return wing
+    return None
 
 
 def help_text() -> str:
@@ -128,5 +145,15 @@ def _main(argv: list[str]) -> int:
         close = difflib.get_close_matches(name, COMMANDS, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise UsageError(f"unknown command {name!r}; {hint}choose from {', '.join(COMMANDS)} (see {PROG} --help)")
-    result = module_of(name).main(args)
+    try:
+        result = module_of(name).main(args)
+    except ModuleNotFoundError as error:
+        wing = missing_wing(error)
+        if wing is None:
+            raise
+        folder = wing.replace(".", "/")
+        raise UsageError(f"`{PROG} {name}` needs {folder}/, which comes with a checkout of the repository, not with "
+                         "the installed package (pip install albert-mini installs the library and the command "
+                         "line): clone the repository and run the command there after `make lab` or "
+                         "`pip install -e .`") from None
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
