@@ -50,17 +50,8 @@ class RunDirectory:
         allows, writes run.json (then `files`, {name: text}) and picks the checkpoint; the other ranks take its
         decision and check that they see the same folder. Every rank returns, or every rank raises the same
         RunDirError."""
-        decision, failure = None, None
-        if self.info.is_main:
-            try:
-                decision = self._decide(record, overwrite, files or {})
-            except Exception as err:  # every rank must hear it, or the others would wait for a decision forever
-                decision, failure = {"error": str(err)}, err
-        decision = broadcast_object(decision, self.info)
-        if failure is not None:
-            raise failure
-        if "error" in decision:
-            raise rundir.RunDirError(f"rank 0 could not settle {self.out}: {decision['error']}")
+        decision = decided_on_rank0(lambda: self._decide(record, overwrite, files or {}), self.info,
+                                    f"rank 0 could not settle {self.out}: ")
         seen = None if self.info.is_main else self._sees(decision)  # rank 0 wrote them
         problems = [p for p in gather_objects(seen, self.info) if p]
         if problems:
@@ -73,17 +64,8 @@ class RunDirectory:
     def refuse_other_settings(self, record: dict, overwrite: bool) -> None:
         """Refuse, before any text is read, a folder holding a run of other settings, model or tokenizer (the
         text's fingerprint is compared by `settle`, once the text is read). Rank 0 checks; every rank raises."""
-        error, failure = None, None
-        if self.info.is_main:
-            try:
-                rundir.resumable(self.out, {**record, "corpus": None}, overwrite, contents=self.contents)
-            except Exception as err:  # every rank must hear it, as in `settle`
-                error, failure = str(err), err
-        error = broadcast_object(error, self.info)
-        if failure is not None:
-            raise failure
-        if error is not None:
-            raise rundir.RunDirError(error)
+        decided_on_rank0(lambda: rundir.resumable(self.out, {**record, "corpus": None}, overwrite,
+                                                  contents=self.contents), self.info)
 
     def _decide(self, record: dict, overwrite: bool, files: dict[str, str]) -> dict:
         same = rundir.resumable(self.out, record, overwrite, contents=self.contents)
@@ -122,3 +104,21 @@ class RunDirectory:
         if self.lock is not None:
             self.lock.release()
             self.lock = None
+
+
+def decided_on_rank0(decide, info: DistInfo, context: str = ""):
+    """What `decide()` returns on rank 0, handed to every rank. If it raises, every rank raises: rank 0 its own
+    error, the others a RunDirError with its message after `context` (every rank must hear it, or the others would
+    wait for a decision forever)."""
+    outcome, failure = None, None
+    if info.is_main:
+        try:
+            outcome = {"value": decide()}
+        except Exception as err:
+            outcome, failure = {"error": str(err)}, err
+    outcome = broadcast_object(outcome, info)
+    if failure is not None:
+        raise failure
+    if "error" in outcome:
+        raise rundir.RunDirError(f"{context}{outcome['error']}")
+    return outcome["value"]
