@@ -3,6 +3,10 @@
 A source is an iterator of batches (dicts of tensors). Because every batch is a pure function of the source's
 settings and its position (epoch, index), a checkpoint only has to store the position: `state_dict()` is the
 position plus the settings, and `load_state_dict()` refuses a position saved under other settings.
+
+torchdata's StatefulDataLoader was tried in place of LoadedBatches (benchmarks/stateful_loader_trial.py; numbers
+and reasons in benchmarks/results/stateful_loader_trial.md): it resumed bit-identically too, but its state depends
+on the worker count, cannot read this position format, and lacks the workers' signal hooks, so it was not kept.
 """
 
 from __future__ import annotations
