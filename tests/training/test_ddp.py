@@ -1,31 +1,33 @@
-"""DDP on 2 CPU processes (gloo) equals one process on the concatenated global batch, and replicas agree."""
+"""What the ranks of a data-parallel run decide together, in one process with a fake world (fake_world.py: the ranks
+as threads, DDP's contract by FakeDDP): two ranks train as one process on the global batch does; a run of two
+processes resumes every rank bit-identically; a signal to one rank stops every rank after the same step; a lost
+rank ends the others with one line. The real two-node run (torchrun, gloo) is test_two_nodes.py."""
 
-import json
-import os
-import socket
-import subprocess
-import sys
+import shutil
+import signal
 
 import pytest
 import torch
-import torch.multiprocessing as mp
-from safetensors.torch import load_file, save_model
+from fake_world import FakeWorld, Killed, PeerGone
+from safetensors.torch import load_file
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
+from albert_mini.commands.pretrain import main as pretrain_cli
 from albert_mini.text.synthetic import SyntheticBatches
-from albert_mini.training.checkpoint import latest_checkpoint
-from albert_mini.training.distributed import cleanup, init_distributed
+from albert_mini.training import preemption
+from albert_mini.training import trainer as trainer_module
+from albert_mini.training.checkpoint import list_checkpoints
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
+from albert_mini.training.rundir import read_metrics
 from albert_mini.training.trainer import TrainConfig, Trainer
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 CONFIG = AlbertConfig.from_preset("albert-nano")
 WORLD, B, T, STEPS, ACCUMULATE = 2, 3, 32, 3, 2
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+FLAGS = ["--preset", "albert-nano", "--corpus", "synthetic", "--seq-len", "32", "--batch-size", "2", "--steps", "8",
+         "--lr", "2e-3", "--save-every", "3", "--keep", "3", "--eval-every", "0", "--eval-batches", "1",
+         "--log-every", "2", "--quiet"]
 
 
 def run_training(batch_size: int, rank: int, world: int, init_seed: int, dist=None) -> AlbertForPreTraining:
@@ -38,27 +40,16 @@ def run_training(batch_size: int, rank: int, world: int, init_seed: int, dist=No
     return model
 
 
-def ddp_worker(rank: int, port: int, out_dir: str) -> None:
-    """One rank: join the group through the same env:// variables torchrun sets, train, save its weights."""
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(WORLD),
-                      LOCAL_RANK=str(rank))
-    torch.set_num_threads(1)
-    info = init_distributed("cpu")
-    # Each rank starts from different weights: DDP must broadcast rank 0's before the first step.
-    model = run_training(B, rank, WORLD, init_seed=rank, dist=info)
-    save_model(model, os.path.join(out_dir, f"rank{rank}.safetensors"))
-    cleanup(info)
-
-
-@pytest.mark.slow
-def test_two_ranks_equal_one_process_on_the_global_batch(tmp_path, one_thread):
+def test_two_ranks_equal_one_process_on_the_global_batch(monkeypatch):
     # Ranks hold different numbers of masked tokens, so a per-rank mean would not match; a global one does.
     big = SyntheticBatches(CONFIG.vocab_size, WORLD * B, T, seed=7).batch(0, 0)
     counts = [(big["labels"][r * B:(r + 1) * B] != -100).sum().item() for r in range(WORLD)]
     assert counts[0] != counts[1]
 
-    mp.spawn(ddp_worker, args=(free_port(), str(tmp_path)), nprocs=WORLD, join=True)
-    ranks = [load_file(tmp_path / f"rank{r}.safetensors") for r in range(WORLD)]
+    world = FakeWorld(WORLD).install(monkeypatch)
+    # Each rank starts from different weights: the wrapper must hand every rank rank 0's before the first step.
+    ranks = [m.state_dict() for m in world.run(lambda info: run_training(B, info.rank, WORLD, info.rank, info))]
+    assert "all_reduce" in world.collectives and "all_gather" in world.collectives  # the counts; the replica check
     single = run_training(WORLD * B, 0, 1, init_seed=0).state_dict()
     for name, tensor in ranks[0].items():
         assert torch.equal(tensor, ranks[1][name]), f"ranks differ on {name}"
@@ -67,35 +58,92 @@ def test_two_ranks_equal_one_process_on_the_global_batch(tmp_path, one_thread):
     assert moved  # the steps did change the weights
 
 
-@pytest.mark.slow
-def test_torchrun_cli_matches_the_single_process_cli(tmp_path):
-    flags = ["--preset", "albert-nano", "--corpus", "synthetic", "--seq-len", "32", "--steps", "3", "--lr", "2e-3",
-             "--eval-every", "0", "--eval-batches", "1", "--save-every", "0", "--log-every", "1", "--quiet"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp_path)}  # (torchrun's log folders, left behind)
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(WORLD),
-               "-m", "albert_mini", "pretrain", *flags, "--batch-size", str(B), "--out", str(tmp_path / "ddp")]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
+# ---------------------------------------------------------------------- the command, on two processes of one node
+def two_processes(monkeypatch, out, extra=()) -> list:
+    """`albert-mini pretrain FLAGS --out out` on two ranks of one node: each rank's result (or SystemExit)."""
+    world = FakeWorld(WORLD, local_world_size=WORLD).install(monkeypatch)
+    return world.run(lambda info: pretrain_cli([*FLAGS, *extra, "--out", str(out)]))
 
-    from albert_mini.commands.pretrain import main
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        main(flags + ["--batch-size", str(WORLD * B), "--out", str(tmp_path / "single")])
-    finally:
-        torch.set_num_threads(before)
-    run = json.loads((tmp_path / "ddp" / "run.json").read_text())
-    assert (run["world_size"], run["effective_batch"]) == (WORLD, WORLD * B)
-    ddp = load_file(latest_checkpoint(tmp_path / "ddp") / "model.safetensors")
-    one = load_file(latest_checkpoint(tmp_path / "single") / "model.safetensors")
-    for name in one:
-        assert torch.allclose(ddp[name], one[name], rtol=0, atol=1e-6), name
-    lines = [json.loads(x) for x in (tmp_path / "ddp" / "metrics.jsonl").read_text().splitlines()]
-    single_lines = [json.loads(x) for x in (tmp_path / "single" / "metrics.jsonl").read_text().splitlines()]
-    # Rank 0 alone wrote the log: 3 train lines and the final evaluation, as in one process.
-    assert [(m["type"], m["step"]) for m in lines] == [(m["type"], m["step"]) for m in single_lines]
-    assert len(lines) == STEPS + 1
-    for a, b in zip(lines, single_lines):
-        assert a["loss"] == pytest.approx(b["loss"], abs=1e-5)
-        assert a.get("tokens_seen") == b.get("tokens_seen")
+def weights(out) -> dict:
+    return load_file(list_checkpoints(out)[-1] / "model.safetensors")
+
+
+def log_without_clocks(out) -> list[dict]:
+    return [{k: v for k, v in m.items() if k not in ("elapsed_s", "tokens_per_s")}
+            for m in read_metrics(out / "metrics.jsonl")[0] if m["type"] != "resume"]
+
+
+def assert_same_run(out, straight) -> None:
+    a, b = weights(out), weights(straight)
+    assert list_checkpoints(out)[-1].name == list_checkpoints(straight)[-1].name == "step-0000008"
+    assert a.keys() == b.keys()
+    for name in a:
+        assert a[name].equal(b[name]), f"{name} differs after the resume"
+    assert log_without_clocks(out) == log_without_clocks(straight)
+
+
+@pytest.fixture
+def straight(tmp_path, monkeypatch):
+    out = tmp_path / "straight"
+    results = two_processes(monkeypatch, out)
+    assert [r.step for r in results] == [8, 8], results
+    return out
+
+
+def test_a_two_process_run_resumes_every_rank_bit_identically(straight, tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    shutil.copytree(straight, out)
+    shutil.rmtree(out / "checkpoints" / "step-0000008")  # as a kill between the step-6 and step-8 checkpoints
+    results = two_processes(monkeypatch, out)
+    assert [r.step for r in results] == [8, 8], results
+    assert '"type": "resume", "step": 6' in (out / "metrics.jsonl").read_text()
+    assert_same_run(out, straight)
+
+
+def test_a_signal_to_one_rank_stops_every_rank_after_the_same_step_and_the_resume_is_bit_identical(
+        straight, tmp_path, monkeypatch, capsys):
+    out, world = tmp_path / "run", FakeWorld(WORLD, local_world_size=WORLD).install(monkeypatch)
+    signalled = set()  # the ranks a SIGTERM reached (signals are per process; here, per rank)
+    real = trainer_module.Trainer.train_step
+
+    def train_step(self, *args, **kwargs):
+        if self.dist.rank == 1 and self.step + 1 == 5:
+            signalled.add(1)  # inside step 5, as the signal's handler would note it
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(trainer_module.Trainer, "train_step", train_step)
+    monkeypatch.setattr(preemption, "requested", lambda: signal.SIGTERM if world.rank in signalled else None)
+    results = world.run(lambda info: pretrain_cli([*FLAGS, "--out", str(out)]))
+    assert all(isinstance(r, SystemExit) and r.code == 128 + signal.SIGTERM for r in results), results
+    ours = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+    assert len(ours) == 1 and ours[0].startswith("error: stopped by a signal to another rank after step 5"), ours
+    assert "step-0000005" in ours[0]  # one line on the node, rank 0's; rank 1 saved the same step
+    assert [p.name for p in list_checkpoints(out)] == ["step-0000003", "step-0000005"]
+    monkeypatch.setattr(preemption, "requested", lambda: None)
+    results = two_processes(monkeypatch, out)
+    assert [r.step for r in results] == [8, 8], results
+    assert '"type": "resume", "step": 5' in (out / "metrics.jsonl").read_text()
+    assert_same_run(out, straight)
+
+
+def test_a_lost_rank_ends_the_others_with_one_line_naming_it_the_step_and_the_checkpoint(tmp_path, monkeypatch,
+                                                                                           capsys):
+    out = tmp_path / "run"
+    world = FakeWorld(WORLD).install(monkeypatch)  # two nodes of one process each
+    real = trainer_module.Trainer.train_step
+
+    def train_step(self, *args, **kwargs):
+        if self.dist.rank == 1 and self.step + 1 == 5:
+            world.kill()  # inside step 5, after the step's first all-reduce (the counts)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(trainer_module.Trainer, "train_step", train_step)
+    results = world.run(lambda info: pretrain_cli([*FLAGS, "--out", str(out)]))
+    assert isinstance(results[1], Killed)
+    assert isinstance(results[0], SystemExit) and results[0].code == 2, results
+    assert isinstance(results[0].__context__.__cause__, PeerGone)  # what the backend raised, turned into the line
+    newest = list_checkpoints(out)[-1]
+    assert newest.name == "step-0000003"
+    assert capsys.readouterr().err == (f"error: node 1 of the run was lost at step 4 (connection closed); the newest "
+                                       f"checkpoint is {newest}; start every node again to resume\n")

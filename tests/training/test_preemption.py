@@ -1,6 +1,7 @@
 """A preempted run saves: SIGTERM or SIGUSR1 ends `pretrain` after the step under way with a checkpoint, one line
-and exit status 128 + the signal; the same command resumes it and ends bit-identical to a run never stopped (in one
-process and under torchrun); a second signal ends it at once."""
+and exit status 128 + the signal; the same command resumes it and ends bit-identical to a run never stopped; a second
+signal ends it at once. Under DDP a signal to one rank stops every rank after the same step: test_ddp.py (a fake
+world) and test_two_nodes.py (torchrun)."""
 
 import os
 import signal
@@ -58,14 +59,6 @@ def signalled(tmp_path, out, at, signum, times=1, rank=0) -> subprocess.Complete
 def command(tmp_path, out) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "albert_mini", "pretrain", *FLAGS, "--out", str(out)], cwd=REPO,
                           env=env_for(tmp_path), capture_output=True, text=True, timeout=TIMEOUT)
-
-
-def torchrun(tmp_path, out, *program) -> subprocess.CompletedProcess:
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
-    program = program or ("-m", "albert_mini")
-    return subprocess.run([*launcher, *program, "pretrain", *FLAGS, "--out", str(out)], cwd=tmp_path,
-                          env={**env_for(tmp_path), "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
-                          timeout=TIMEOUT)
 
 
 def error_lines(stderr: str) -> list[str]:
@@ -136,21 +129,3 @@ def test_a_second_signal_ends_the_run_at_once_and_the_newest_checkpoint_stays_wh
     again = command(tmp_path, out)
     assert again.returncode == 0, again.stderr[-3000:]
     assert_same_run(out, straight)
-
-
-@pytest.mark.slow
-def test_a_signal_to_one_rank_stops_every_rank_after_the_same_step_and_the_resume_is_bit_identical(tmp_path):
-    straight_ddp = tmp_path / "straight"
-    done = torchrun(tmp_path, straight_ddp)
-    assert done.returncode == 0, done.stderr[-3000:]
-    script = tmp_path / "signalled.py"
-    script.write_text(SIGNALLED)
-    out = tmp_path / "run"
-    stopped = torchrun(tmp_path, out, str(script), "5", str(int(signal.SIGTERM)), "1", "1")  # rank 1 only
-    assert stopped.returncode != 0
-    ours = error_lines(stopped.stderr)
-    assert len(ours) == 1 and "after step 5" in ours[0] and "step-0000005" in ours[0], stopped.stderr[-3000:]
-    assert [p.name for p in list_checkpoints(out)] == ["step-0000003", "step-0000005"]
-    again = torchrun(tmp_path, out)
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert_same_run(out, straight_ddp)
