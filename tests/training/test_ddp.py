@@ -1,7 +1,8 @@
 """What the ranks of a data-parallel run decide together, in one process with a fake world (fake_world.py: the ranks
-as threads, DDP's contract by FakeDDP): two ranks train as one process on the global batch does; a run of two
-processes resumes every rank bit-identically; a signal to one rank stops every rank after the same step; a lost
-rank ends the others with one line. The real two-node run (torchrun, gloo) is test_two_nodes.py."""
+as threads, DDP's contract by FakeDDP): two ranks train as one process on the global batch does; rank 0's clock
+decides the time budget (a fake clock); a run of two processes resumes every rank bit-identically; a signal to one
+rank stops every rank after the same step; a lost rank ends the others with one line. The real two-node run
+(torchrun, gloo) is test_two_nodes.py."""
 
 import shutil
 import signal
@@ -56,6 +57,43 @@ def test_two_ranks_equal_one_process_on_the_global_batch(monkeypatch):
         assert torch.allclose(tensor, single[name], rtol=0, atol=1e-6), name
     moved = [n for n, t in ranks[0].items() if not torch.equal(t, AlbertForPreTraining(CONFIG).state_dict()[n])]
     assert moved  # the steps did change the weights
+
+
+class StepClock:
+    """A fake clock that moves only when a step is trained: each optimizer step takes `seconds`."""
+
+    def __init__(self, seconds: float):
+        self.now, self.seconds = 1000.0, seconds
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Clocked(Trainer):
+    def train_step(self, *args, **kwargs):
+        try:
+            return super().train_step(*args, **kwargs)
+        finally:
+            self.clock.now += self.clock.seconds
+
+
+# A 1-minute budget, 5 steps: 25 s steps spend it in step 3, 70 s steps in step 1, 1 s steps never.
+@pytest.mark.parametrize("seconds, done", [((25.0, 70.0), 3), ((1.0, 70.0), 5), ((70.0, 1.0), 1)],
+                         ids=["rank-0-stops-rank-1-sooner", "rank-1-alone-spent", "rank-0-alone-spent"])
+def test_rank_0s_clock_decides_the_time_budget_for_every_rank(seconds, done, monkeypatch):
+    world = FakeWorld(WORLD).install(monkeypatch)
+
+    def train(info):
+        torch.manual_seed(0)
+        model = AlbertForPreTraining(CONFIG)
+        trainer = Clocked(model, build_optimizer(model, "lamb", lr=2e-3), WarmupPolyDecay(2e-3, 5, 1),
+                          SyntheticBatches(CONFIG.vocab_size, 2, 16, seed=5).shard(info.rank, WORLD),
+                          TrainConfig(max_steps=5, max_minutes=1.0, log_every=10, progress=False), dist=info)
+        trainer.clock = StepClock(seconds[info.rank])
+        return trainer.train()
+
+    results = world.run(train)
+    assert [(r.step, r.stop_reason) for r in results] == [(done, "max_minutes" if done < 5 else "max_steps")] * 2
 
 
 # ---------------------------------------------------------------------- the command, on two processes of one node
