@@ -1,43 +1,27 @@
 """A token cache: your text tokenized once, by all cores, and memory-mapped from disk by every later run.
 
-The first `pretrain --corpus PATH...` (or `albert-mini prepare`) reads the text files in pieces cut at blank
-lines, and worker processes split each piece into documents and sentences and encode them with SentencePiece.
-What they write is the same TokenDocuments that `tokenize_documents(load_text_files(...))` gives, laid out flat.
-No piece holds more than MAX_PIECE_BYTES of text, whatever its lines (a 200 MB line is 50 pieces, not one of 2 GB
-in memory): a longer document is cut inside, at a blank line, a line end or a sentence end, and joined again when
-written, the same tokens. Only where MAX_PIECE_BYTES - PIECE_BYTES (3 MB) of text hold none of these is a sentence
-cut, at a word (or inside a word of over 3 MB), into two sentences; every character is kept (see `_cut`).
+The first `pretrain --corpus PATH...` (or `albert-mini prepare`) cuts the text files into pieces at blank lines
+(a longer document is cut inside and joined again, see `_cut`), and worker processes split and encode them with
+SentencePiece: the TokenDocuments of `tokenize_documents(load_text_files(...))`, laid out flat.
 
     <cache>/<key>/
-      manifest.json        what the folder holds: version, key, files (sha256 in order), tokenizer, counts, and
-                           the size and crc32 of every file below, taken from the bytes as they were written
-      tokens.bin           token ids of every sentence, end to end (uint16, or uint32 for vocabularies over
-                           65,535 pieces), read with numpy.memmap
+      manifest.json        version, key, files (sha256 in order), tokenizer, counts, and the size and crc32 of
+                           every file below, taken from the bytes as they were written
+      tokens.bin           token ids of every sentence, end to end (uint16, or uint32 past 65,536 pieces)
       sentences.npy        (S + 1,) int64: where sentence s starts in tokens.bin, then the end
       documents.npy        (D + 1,) int64: the first sentence of document d, then S
       document_sha256.npy  (D, 32) uint8: sha256 of each document's text (the held-out documents are chosen by it)
       unigram.npy          (V,) int64: how often each id occurs (the MLM output bias starts from it)
-      passes/              instance rows of the large passes runs have built (`MappedDocuments.store_rows`),
-                           each with its size and crc32 beside it
+      passes/              instance rows of large passes (`MappedDocuments.store_rows`), size and crc32 beside
 
-The key is the sha256 of (PREPARE_VERSION, how files are cut into documents, the tokenizer model's sha256, the
-sha256 of every text file in order): change a byte of any of them and the text is prepared again into a new
-folder; move or rename the files and the cache still applies. What is encoded is what was hashed: one reading
-pass takes each file's sha256 and the crc32 of each piece from the same bytes, and a worker refuses a piece whose
-bytes no longer match (a file edited while it is prepared is an error, never cached under its old key).
-
-A folder appears whole or not at all (written under a temporary name, then renamed), and a lock file lets one
-process prepare while the others (DDP ranks, a second run) wait and then map the result. Mapping a folder checks
-every field of its manifest and the size and crc32 of every file (about 0.1 s per 100 MB), so a damaged or
-swapped file is one line naming the folder to delete, never a traceback or a run on other tokens. The cache
-root is $ALBERT_MINI_CACHE, else `cache/tokens` in the checkout. Deleting a key folder is always safe: it is
-rebuilt on demand. Preparing holds a bounded number of files open whatever the corpus (one per process, and
-the few files of the folder being written), uses at most one worker per core, and its workers end with it
-however it ends (kill -9 included).
-
-How this compares with the anchors: nanoGPT's `prepare.py` writes one uint16 memmap of a corpus with worker
-processes; Megatron-LM's `preprocess_data.py` writes `.bin` token files with an `.idx` of document and sentence
-boundaries, and its datasets cache their sample indices as `.npy` files beside them, as `passes/` does here.
+The key hashes PREPARE_VERSION, the mode, the tokenizer and every file's sha256 (not their names). What is
+encoded is what was hashed: the reading pass takes each file's sha256 and each piece's crc32 from the same bytes,
+and a worker refuses a piece whose bytes changed since. A folder appears whole or not at all (written under a
+temporary name, then renamed), a lock lets one process prepare while the others (DDP ranks) wait, and mapping
+checks every manifest field and every file's size and crc32 (0.1 s per 100 MB): damage is one line naming the
+folder to delete. Preparing holds a few files open, runs a worker per core at most, and its workers end with it
+however it ends (kill -9 included). As nanoGPT's `prepare.py` (a uint16 memmap written by worker processes) and
+Megatron-LM's `.bin` tokens with an `.idx` of boundaries and its `.npy` sample-index caches (here `passes/`).
 """
 
 from __future__ import annotations
@@ -77,38 +61,28 @@ from ..textfile import decode_utf8, universal_newlines
 from .corpus import _ASCII_PUNCTUATION, ABBREVIATIONS, BLANK_LINE, TEXT_MODES, CorpusError
 from .instances import ROW_FIELDS, TokenDocuments
 
-# Bump when the reading, splitting or encoding rules or the folder's layout change: old folders stop matching
-# and are prepared again (the key holds the version; a run's record holds the files' sha256, never the key, so
-# finished runs stay valid).
-# 2: CRLF and lone CR line ends are read as LF (textfile.universal_newlines), so a CRLF file's blank lines cut it
-# into the documents and paragraphs of its LF twin (version 1 missed those blank lines, merging documents).
-# 3: one tokens.bin instead of a shard per piece (a corpus of 100,000 files mapped 100,000 files, past the usual
-# limit of 1,024 open files), and the size and crc32 of every file in the manifest.
-# 4: no piece holds more than MAX_PIECE_BYTES (a 200 MB line was one piece, 2 GB of memory to read): a document is
-# cut inside where it must be and joined again, which changes nothing but a stretch of MAX_PIECE_BYTES - PIECE_BYTES
-# with no blank line, line end (mode "blank_line") or plain sentence end, whose sentence is cut in two (see `_cut`).
+# Bump when the reading, splitting or encoding rules or the layout change: old folders stop matching and are
+# prepared again (a run's record holds the files' sha256, never the key, so finished runs stay valid).
+# 2: CRLF and lone CR read as LF. 3: one tokens.bin instead of a shard per piece, and every file's size and crc32
+# in the manifest. 4: no piece over MAX_PIECE_BYTES (a sentence with no boundary in 3 MB is cut in two).
 PREPARE_VERSION = 4
-PIECE_BYTES = 1 << 20  # text per work item: a worker's dozen passes over it stay in its core's cache (8 MB
-# took 8% more CPU), and a call costs about a millisecond
-# The most text one piece holds: what bounds the memory a worker
-# reads a piece with (about 15 times its text), whatever the text's lines. A piece that reaches it without a
-# document's end is cut inside its document, after PIECE_BYTES, at the first of the boundaries `_cut` lists.
-MAX_PIECE_BYTES = 4 << 20
+PIECE_BYTES = 1 << 20  # text per work item: a worker's passes over it stay in its core's cache (8 MB: 8% more CPU)
+MAX_PIECE_BYTES = 4 << 20  # bounds a worker's memory (about 15 times a piece's text), whatever the text's lines
 MIN_JOB_BYTES = 64 << 10  # small files are grouped into work items of at least this much text (one call each)
 WINDOW_BYTES = 1 << 20  # how much the reading pass reads at a time (a blank line may straddle two reads)
-# A blank line in the bytes, LF or CRLF (a lone CR file is not cut: one piece). A match ends after an LF, so a
-# cut never falls between the CR and the LF of a line end, and every piece reads as it does inside the whole file.
+# A blank line, LF or CRLF (a lone CR file is one piece): a match ends after an LF, never inside a CRLF.
 BLANK_LINE_BYTES = re.compile(rb"\r?\n[ \t]*\r?\n")
 MANIFEST_NAME = "manifest.json"
 TOKENS_NAME = "tokens.bin"
 INDEX_NAMES = ("sentences.npy", "documents.npy", "document_sha256.npy", "unigram.npy")
 CONTENT_NAMES = (TOKENS_NAME, *INDEX_NAMES)  # what the manifest records the size and crc32 of
+KEY_FILE = re.compile("|".join(map(re.escape, (MANIFEST_NAME, *CONTENT_NAMES))))
 PASSES_NAME = "passes"
-# A pass's rows (.npy) and their size and crc32 (.json), as `_pass_path` names them, or the temp file of an
-# atomic write of either (safe_files.temp_name): what the cache may delete in a passes/ folder, and nothing else.
+# A pass's rows (.npy) and record (.json), as `_pass_path` names them, or an atomic write's temp file of either:
+# what the cache may delete in passes/, and nothing else.
 PASS_FILE = re.compile(r"\.?[a-z_]+-\d+-[-+.0-9a-z_]+-\d+-[0-9a-f]{16}-v\d+\.(npy|json)(\.tmp-\d+)?")
-# A pass with at least this many instances is kept on disk (building it takes a second or more); smaller ones are
-# rebuilt in memory, so a long run over a small text does not fill the disk with one file per epoch.
+# A pass of at least this many instances is kept on disk (a second or more to build); smaller ones are rebuilt,
+# so a long run over a small text does not fill the disk with one file per epoch.
 DISK_PASS_ROWS = 50_000
 READ_CHUNK = 8 << 20  # how much a crc32 check reads at a time
 
@@ -117,11 +91,12 @@ class CacheError(CorpusError):
     """A cache folder that is damaged or from another version; the message says what to delete."""
 
 
-def cache_root() -> Path:
-    """Where prepared texts live: $ALBERT_MINI_CACHE, else cache/tokens in the checkout (git-ignored).
+class TextChanged(CorpusError):
+    """A text file that changed while it was being prepared: its tokens would not be those of its key."""
 
-    A root that cannot be a folder for a reason the write rule does not name (a symbolic link to itself or to
-    nothing) is a CacheError naming the variable to set."""
+
+def cache_root() -> Path:
+    """$ALBERT_MINI_CACHE, else cache/tokens in the checkout; a link loop or a dangling link is a CacheError."""
     override = os.environ.get(CACHE_ENV, "").strip()
     root = Path(override).expanduser() if override else CACHE_ROOT / "tokens"
     where = f"${CACHE_ENV}" if override else f"the default (${CACHE_ENV} is not set)"
@@ -161,13 +136,12 @@ def crc32_file(path: Path) -> str:
     return f"{crc:08x}"
 
 
-# ---------------------------------------------------------------------------------------------- preparing
+# ---------------------------------------------------------------------------------------------- cutting
 @dataclass(frozen=True)
 class Piece:
-    """Bytes [start, end) of one file: a whole file (mode "file"), or a run of its documents cut at blank lines;
-    `crc32` of those bytes as the reading pass read them (a worker refuses other bytes). A file or document longer
-    than MAX_PIECE_BYTES is cut inside: then `continues` (its first document goes on from the piece before) and
-    `continued` (its last goes on in the next piece) say so, and the writer joins the document's parts."""
+    """Bytes [start, end) of one file and their crc32 as the reading pass read them. A document longer than
+    MAX_PIECE_BYTES is cut inside: `continues` (its first document goes on from the piece before) and `continued`
+    (its last goes on in the next) tell the writer to join the parts."""
 
     file: str
     start: int
@@ -177,10 +151,6 @@ class Piece:
     continued: bool = False
 
 
-class TextChanged(CorpusError):
-    """A text file that changed while it was being prepared: its tokens would not be those of its key."""
-
-
 def changed_while_read(path, how: str) -> TextChanged:
     return TextChanged(f"{path} changed while it was being prepared ({how}); nothing was cached: rerun once no "
                        "program writes to it")
@@ -188,46 +158,37 @@ def changed_while_read(path, how: str) -> TextChanged:
 
 def cut_pieces(paths: Sequence[Path], mode: str, piece_bytes: int | None = None,
                file_sha256: Sequence[str] | None = None, max_piece_bytes: int | None = None) -> list[Piece]:
-    """Work items in file order, from one reading pass over each file (a file open per core at most). In mode
-    "blank_line" a file is cut after a blank line near every `piece_bytes`, which gives the same documents as
-    reading it whole (see corpus.paragraphs_of_text); no piece holds more than `max_piece_bytes` (see `_cut`).
-    The same pass takes each file's sha256: a file whose sha256 is not its `file_sha256` (the one its cache key
-    was made from) changed since, a TextChanged."""
+    """The pieces of `cut_and_hash`."""
     return cut_and_hash(paths, mode, piece_bytes, file_sha256, max_piece_bytes)[0]
 
 
 def cut_and_hash(paths: Sequence[Path], mode: str, piece_bytes: int | None = None,
                  file_sha256: Sequence[str] | None = None,
                  max_piece_bytes: int | None = None) -> tuple[list[Piece], list[str]]:
-    """`cut_pieces`, and the sha256 of every file its pass took. Several files are read at once, one a core: the
-    pass comes before any worker starts, and reading, sha256 and crc32 let other threads run meanwhile."""
+    """Pieces in file order (see `_cut`) and every file's sha256, from one reading pass (a file a core at once);
+    a file whose sha256 is not its `file_sha256` (its cache key's) changed since: a TextChanged."""
     most = max_piece_bytes or MAX_PIECE_BYTES
     least = min(piece_bytes or PIECE_BYTES, most // 2)
-    threads = min(default_workers(), len(paths))
-    pool = ThreadPoolExecutor(threads, thread_name_prefix="cut-and-hash") if threads > 1 else None
+    pool = ThreadPoolExecutor(max(1, min(default_workers(), len(paths))), thread_name_prefix="cut-and-hash")
     stop = threading.Event()
     try:
-        scanned = (pool.map if pool else map)(lambda path: _scan(Path(path), mode, least, most, stop), paths)
         pieces, digests = [], []
+        scanned = pool.map(lambda path: _scan(Path(path), mode, least, most, stop), paths)
         for i, (path, (found, digest)) in enumerate(zip(paths, scanned)):
             if file_sha256 is not None and digest != file_sha256[i]:
                 raise changed_while_read(path, "its sha256 is not the one read a moment before")
             pieces += found
             digests.append(digest)
     finally:
-        # On an error or a Ctrl-C the files not started are not read and the others stop at their next window
-        # (their results are not used); either way every thread has ended before the workers are forked (a fork
-        # copies this thread only) and before the error reaches the caller.
+        # On an error or a Ctrl-C the other files stop at their next window; every thread has ended before the
+        # workers are forked (a fork copies this thread only) and before the error reaches the caller.
         stop.set()
-        if pool:
-            pool.shutdown(cancel_futures=True)
+        pool.shutdown(cancel_futures=True)
     return pieces, digests
 
 
 def _scan(path: Path, mode: str, least: int, most: int, stop: threading.Event) -> tuple[list[Piece], str]:
-    """(pieces, sha256) of one file, read once from start to end, WINDOW_BYTES at a time (or until `stop` is set:
-    then what it returns is incomplete, for a caller that no longer wants it). It holds the bytes of the piece
-    being cut only: at most `most` and a window."""
+    """(pieces, sha256) of one file, read once a window at a time (holding at most `most` bytes and a window)."""
     whole, pieces = hashlib.sha256(), []
     held = bytearray()  # the file's bytes from `start`, where the current piece starts, to what was read
     start, continues = 0, False
@@ -236,7 +197,7 @@ def _scan(path: Path, mode: str, least: int, most: int, stop: threading.Event) -
             window = f.read(WINDOW_BYTES)
             whole.update(window)
             held += window
-            while (cut := _cut(held, mode, least, most, at_end=not window)) is not None:
+            while (cut := _cut(held, mode, least, most)) is not None:
                 end, inside = cut
                 pieces.append(Piece(str(path), start, start + end, crc32_hex(held[:end]), continues, inside))
                 del held[:end]
@@ -248,34 +209,30 @@ def _scan(path: Path, mode: str, least: int, most: int, stop: threading.Event) -
     return pieces, whole.hexdigest()
 
 
-WHITESPACE_BYTES = b" \t\r\n"  # the whitespace a piece is cut after (others, such as a no-break space, are text here)
-# A character that is not such whitespace (a UTF-8 continuation byte is no character's start)
-TEXT_START = rb"[^ \t\r\n\x80-\xbf]"
+WHITESPACE_BYTES = b" \t\r\n"  # the whitespace a piece is cut after (others, such as a no-break space, are text)
+TEXT_START = rb"[^ \t\r\n\x80-\xbf]"  # a character that is not such whitespace (nor a UTF-8 continuation byte)
 LINE_START = re.compile(rb"[\r\n][ \t]*(?=" + TEXT_START + rb")")  # a line's first character after a line end
 # A word's first character, after whitespace (looked for as one character: a pattern that starts with the
-# whitespace would try every byte of a long run of it, then give each up)
+# whitespace would try every byte of a long run of it)
 WORD_START = re.compile(rb"(?<=[ \t\r\n])" + TEXT_START)
 CHARACTER_START = re.compile(TEXT_START)
 NOT_INSIDE_CHARACTER = re.compile(rb"[^\x80-\xbf]")
-# A plain sentence end: a lower-case letter, a dot, whitespace, a capital (corpus.split_sentences always cuts there
-# unless the word is a title of ABBREVIATIONS, which `_ends_sentence` checks).
-SENTENCE_START = re.compile(rb"\.(?<=[a-z]\.)[ \t\r\n]+(?=[A-Z])")  # (led by the dot: searched for fast)
+# A plain sentence end, lower-case letter, dot, whitespace, capital: split_sentences cuts there unless the word is
+# a title of ABBREVIATIONS (`_ends_sentence`). Led by the dot, so re searches for it fast.
+SENTENCE_START = re.compile(rb"\.(?<=[a-z]\.)[ \t\r\n]+(?=[A-Z])")
 WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_'")
+BLANK_LINE_FROM_LF = re.compile(rb"\n[ \t]*\r?\n")  # BLANK_LINE_BYTES from its first LF
 
 
-def _cut(held: bytearray, mode: str, least: int, most: int, at_end: bool) -> tuple[int, bool] | None:
-    """Where the piece starting `held` ends, and whether that is inside a document; None while more bytes are
-    needed (and at the file's end, where the piece is the rest of the file).
+def _cut(held: bytearray, mode: str, least: int, most: int) -> tuple[int, bool] | None:
+    """Where the piece starting `held` ends, and whether inside a document; None while more bytes are needed.
 
     In mode "blank_line" a piece ends after the first blank line starting between `least` and `most` bytes in.
-    Otherwise a piece longer than `most` is cut inside its document, after `least` bytes, at the first of, in this
-    order: a blank line (a paragraph's end in mode "file"); a line end (a paragraph's end in mode "blank_line");
-    a plain sentence end (`SENTENCE_START`); a word's start; a character's start. None of these changes the
-    tokens but the last two, which find no such boundary in `most - least` bytes (4 MB - 1 MB: a sentence of
-    millions of characters), and cut that sentence in two there (every character is kept, in one part or the
-    other). Whitespace alone is cut after `least` bytes too: it still ends the document or paragraph it ends
-    (`_Documents` joins it as the whole run reads), and inside a sentence it is a sentence too long, cut there.
-    The cut depends on the bytes alone,
+    A piece longer than `most` is cut inside its document, after `least` bytes, at the first of, in this order: a
+    blank line (a paragraph's end in mode "file"); a line end (a paragraph's end in mode "blank_line"); a plain
+    sentence end; a word's start; a character's start. Only the last two change the tokens, where `most - least`
+    bytes hold no other boundary: that sentence is cut in two, every character kept. Whitespace alone is cut
+    after `least` bytes too (`_Documents` joins it as the whole text reads). The cut depends on the bytes alone,
     never on how they were read."""
     limit = min(len(held), most + 1)  # a boundary at `most` may look at the byte after it
     if mode == "blank_line":
@@ -306,19 +263,14 @@ def _cut(held: bytearray, mode: str, least: int, most: int, at_end: bool) -> tup
 
 
 def _cut_whitespace(held: bytearray, least: int, limit: int) -> tuple[int, bool]:
-    """Where to cut when only whitespace lies between `least` and `most` (after the rest of a character begun
-    before, or bytes that are not UTF-8, which the worker refuses naming the offset): at `least`, or the first
-    character's start after it, never between the CR and the LF of a line end."""
+    """The cut where only whitespace lies past `least` (or the rest of a character, or bytes that are not UTF-8,
+    which the worker refuses naming the offset): at the first character's start, never inside a CRLF."""
     at = found.start() if (found := NOT_INSIDE_CHARACTER.search(held, least, limit)) is not None else least
     return at + (held[at - 1:at + 1] == b"\r\n"), True
 
 
-BLANK_LINE_FROM_LF = re.compile(rb"\n[ \t]*\r?\n")  # BLANK_LINE_BYTES from its first LF
-
-
 def _blank_line(held: bytearray, start: int, end: int) -> tuple[int, int] | None:
-    """(start, end) of BLANK_LINE_BYTES' first match in held[start:end], found from its LF: a pattern that starts
-    with a literal byte is searched for fast, one with an optional CR first tries every byte (50 MB/s)."""
+    """(start, end) of BLANK_LINE_BYTES' first match in held[start:end], searched from its LF (fast, unlike \r?)."""
     found = BLANK_LINE_FROM_LF.search(held, start, end)
     if found is None:
         return None
@@ -327,8 +279,7 @@ def _blank_line(held: bytearray, start: int, end: int) -> tuple[int, int] | None
 
 
 def _ends_sentence(held: bytearray, dot: int) -> bool:
-    """Whether the dot at `held[dot]` ends a sentence by split_sentences' rules: its word (ASCII letters, digits,
-    underscores and apostrophes, with an ASCII character before it in the piece) is no title of ABBREVIATIONS."""
+    """Whether the dot at `held[dot]` ends a sentence: its whole ASCII word is no title of ABBREVIATIONS."""
     start = dot
     while start > 0 and held[start - 1] in WORD_BYTES:
         start -= 1
@@ -338,8 +289,7 @@ def _ends_sentence(held: bytearray, dot: int) -> bool:
 
 
 def read_piece(piece: Piece) -> str:
-    """The text of a piece, once its bytes are checked against the crc32 the reading pass took (a file changed
-    since is a TextChanged); a byte that is not UTF-8 (or a NUL) is a CorpusError naming the file and offset."""
+    """The text of a piece whose bytes match the reading pass's crc32 (else a TextChanged), decoded as UTF-8."""
     with open(piece.file, "rb") as f:
         f.seek(piece.start)
         data = f.read(piece.end - piece.start)
@@ -349,9 +299,8 @@ def read_piece(piece: Piece) -> str:
 
 
 def group_pieces(pieces: Sequence[Piece], workers: int) -> list[list[Piece]]:
-    """Work items: consecutive pieces up to a size that keeps every worker busy (at least 4 items each) while
-    amortising a call (at least MIN_JOB_BYTES unless a piece is smaller): 100,000 small files are a few hundred
-    items, not 100,000. How pieces are grouped changes nothing in what is written."""
+    """Consecutive pieces grouped into work items: at least 4 per worker, at least MIN_JOB_BYTES each unless a
+    piece is smaller (100,000 small files are a few hundred calls). The grouping changes nothing written."""
     total = sum(p.end - p.start for p in pieces)
     target = min(PIECE_BYTES, max(MIN_JOB_BYTES, -(-total // (4 * workers))))
     jobs, job, size = [], [], 0
@@ -364,43 +313,32 @@ def group_pieces(pieces: Sequence[Piece], workers: int) -> list[list[Piece]]:
     return jobs + ([job] if job else [])
 
 
+# ---------------------------------------------------------------------------------------------- worker processes
 _worker_processor = None  # the SentencePiece model of a worker process, loaded once by `_start_worker`
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent (the thread that forked it) ends
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt(3)
 
 
 def _start_worker(model: bytes, parent: int) -> None:
     """The initializer of a worker process."""
-    # Ctrl-C reaches every process of the terminal's group: the parent alone stops the work (cancelling the
-    # pieces not started, see _run_jobs) and says so in one line; a worker would print a traceback each.
+    # Ctrl-C reaches every process of the terminal's group: the parent alone stops the work and says so in one
+    # line; a worker would print a traceback each.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(parent)
-    # The objects inherited from the parent (torch's among them) are left out of garbage collection here: a full
-    # collection writes to every object it visits, and each write copies a page the fork shared.
+    # A full collection writes to every object it visits, and each write copies a page the fork shared.
     gc.freeze()
-    keep_freed_memory()
-    _load_processor(model)
-
-
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt(3)
-
-
-def keep_freed_memory() -> None:
-    """Let this process's allocator keep the memory it frees for the next work item (glibc): by default an
-    array of a few MB is mapped from the system and handed back when freed, so each item faulted its pages in
-    anew (about a tenth of a worker's CPU time was the kernel's). The peak stays that of the largest item."""
     if sys.platform.startswith("linux"):
-        try:
+        # glibc maps an array of a few MB from the system and hands it back when freed, so each work item faulted
+        # its pages in anew (a tenth of a worker's CPU time): keep freed memory for the next item.
+        with contextlib.suppress(OSError, AttributeError):
             libc = ctypes.CDLL(None)
             libc.mallopt(M_MMAP_THRESHOLD, 64 << 20)
             libc.mallopt(M_TRIM_THRESHOLD, 256 << 20)
-        except (OSError, AttributeError):
-            pass  # another C library: its defaults
+    _load_processor(model)
 
 
 def die_with_parent(parent: int) -> None:
-    """End this process when process `parent` ends, however it ends: a SIGTERM or a kill -9 runs no cleanup code
-    in the parent, and a worker left waiting on its queue would live on (about 180 MB each). On Linux the kernel
-    does it (prctl PR_SET_PDEATHSIG: SIGKILL at the parent's death); elsewhere a thread watches the parent's pid."""
+    """End this process when process `parent` ends, even by kill -9 (which runs no cleanup in the parent)."""
     if sys.platform.startswith("linux"):
         try:
             prctl = ctypes.CDLL(None, use_errno=True).prctl
@@ -426,29 +364,41 @@ def _load_processor(model: bytes) -> None:
     _worker_processor = spm.SentencePieceProcessor(model_proto=model)
 
 
+def worker_context():
+    """fork on Linux, as torch's DataLoader does (a worker starts in milliseconds and never runs torch); spawn
+    elsewhere, where a script that prepares text needs the `if __name__ == "__main__":` guard."""
+    return get_context("fork" if sys.platform.startswith("linux") else "spawn")
+
+
 # ---------------------------------------------------------------------------------------------- reading in bulk
-# A worker reads a piece by the rules of corpus.paragraphs_of_text, corpus.split_sentences and
-# tokenizer.preprocess_text, applied to the whole piece at once: a few passes of str.replace, re and NumPy over
-# megabytes instead of Python calls per line, sentence and word, which took half of each worker's time.
-# In the piece's text a NUL ends each document (decode_utf8 refuses a NUL in a file, so none is the text's own),
-# and a line end each paragraph, then each sentence. tests/text/test_token_cache.py checks the result against
+# A worker applies the rules of corpus.paragraphs_of_text, corpus.split_sentences and tokenizer.preprocess_text
+# to a whole piece at once: a few passes of str.replace, re and NumPy over megabytes instead of Python calls per
+# line, sentence and word (half of each worker's time). A NUL ends each document (decode_utf8 refuses a NUL in a
+# file), a line end each paragraph, then each sentence. tests/text/test_token_cache.py checks the result against
 # those three functions on Austen's text and on random text made of the characters their rules look at.
 DOCUMENT_END = "\0"
 # normalize_paragraph's replacements but the no-break space's: that is whitespace, which every rule collapses
-# anyway (and replaced before the blank lines are found, a line of it would become a blank line).
+# (replaced before the blank lines are found, a line of it would become a blank line).
 PUNCTUATION = {chr(code): plain for code, plain in _ASCII_PUNCTUATION.items() if not chr(code).isspace()}
-# Every character str.isspace() names but " ", "\n" and "\r" (gone once line ends are read as LF), the ASCII ones
-# first; and those of them str.splitlines() ends a line at. test_the_bulk_reader_knows_every_space checks both.
+# Every character str.isspace() names but " ", "\n" and "\r", the ASCII ones first; and those of them
+# str.splitlines() ends a line at. test_the_bulk_reader_knows_every_space checks both.
 SPACES = ("\t\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
           "\u200a\u2028\u2029\u202f\u205f\u3000")
 ASCII_SPACES = 7
 LINE_ENDS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 SEPARATORS = np.array([0, ord(" "), ord("\n"), ord(DOCUMENT_END)], dtype=np.uint8)  # by rank (see below)
+# What a run of whitespace becomes once collapsed, by rank: nothing, a space, a line end (a paragraph's end in
+# mode "blank_line"), a blank line (a document's end in mode "blank_line", a paragraph's in mode "file"); and what
+# joins two parts of one document that a run of that rank separates, in its sha256's text.
+SPACE, LINE_END, BLANK_LINE_RANK = 1, 2, 3
+JOINS = {0: b"", SPACE: b" ", LINE_END: b"\n\n", BLANK_LINE_RANK: b"\n\n"}
+OPENS_LINE = re.compile(r"[ \t]*\n")  # a run that starts with the end of a blank line begun before it
+CLOSES_LINE = re.compile(r"\n[ \t]*\Z")  # a run that ends inside a blank line the next one may end
+ASCII_INITIALS = "A-HJ-Z"  # the capitals that make a one-letter word an initial ("I" is a word), as a class
 
 
 def read_sentences(text: str, mode: str) -> tuple[list[bytes], list[int], list[str]]:
-    """What the cache keeps of a piece's text: for each document (as `paragraphs_of_text` cuts it), the sha256 of
-    its paragraphs joined by blank lines and its number of sentences; and every sentence, preprocessed."""
+    """Each document's sha256 (`document_sha256`) and number of sentences, and every sentence, preprocessed."""
     documents, per_document, sentences = read_documents(text, mode)
     return [document_sha256(doc) for doc in documents], per_document, sentences
 
@@ -460,24 +410,17 @@ def read_documents(text: str, mode: str) -> tuple[list[bytes], list[int], list[s
         return [], [], []
     documents = data.split(DOCUMENT_END.encode())
     data = _sentence_lines(text, data).encode("utf-8")
-    return documents, _sentences_per_document(data), _preprocessed(data)
+    counts = [part.count(b"\n") + 1 for part in data.split(DOCUMENT_END.encode())]  # a sentence a line, none empty
+    return documents, counts, _preprocessed(data)
 
 
 def document_sha256(paragraph_lines: bytes, digest=None):
-    """The sha256 of a document's paragraphs joined by blank lines, from its text a paragraph a line (or `digest`,
-    a sha256 object, updated with them: a document cut into pieces is hashed part by part)."""
+    """The sha256 of a document's paragraphs joined by blank lines; or `digest` updated with them (part by part)."""
     text = paragraph_lines.replace(b"\n", b"\n\n")
     if digest is not None:
         digest.update(text)
         return digest
     return hashlib.sha256(text).digest()
-
-
-# What a run of whitespace becomes once collapsed (`_collapse_separators`), by rank: nothing, a space, a line end
-# (a paragraph's end in mode "blank_line"), a blank line (a document's end in mode "blank_line", a paragraph's in
-# mode "file"); and what joins two parts of one document that a run of that rank separates, in its sha256's text.
-SPACE, LINE_END, BLANK_LINE_RANK = 1, 2, 3
-JOINS = {0: b"", SPACE: b" ", LINE_END: b"\n\n", BLANK_LINE_RANK: b"\n\n"}
 
 
 def separator_rank(run: str, mode: str) -> int:
@@ -492,14 +435,9 @@ def separator_rank(run: str, mode: str) -> int:
     return SPACE
 
 
-OPENS_LINE = re.compile(r"[ \t]*\n")  # a run that starts with the end of a blank line begun before it
-CLOSES_LINE = re.compile(r"\n[ \t]*\Z")  # a run that ends inside a blank line the next one may end
-
-
 def _edge(piece: Piece, text: str, mode: str, documents: list[bytes], first: int) -> dict:
-    """What the writer needs to join a piece's documents to its neighbours' (a piece cut inside a document): the
-    whitespace it starts and ends with (its rank, and whether a blank line may straddle the cut), and the text
-    of its first and last documents (or part)."""
+    """What the writer needs to join a piece cut inside a document to its neighbours: the whitespace it starts and
+    ends with (rank, and whether a blank line may straddle the cut), and its first and last documents' text."""
     lead, trail = len(text) - len(text.lstrip()), len(text.rstrip())
     starts, ends = universal_newlines(text[:lead]), universal_newlines(text[trail:])
     return {"first": first, "documents": len(documents), "continues": piece.continues, "continued": piece.continued,
@@ -510,19 +448,8 @@ def _edge(piece: Piece, text: str, mode: str, documents: list[bytes], first: int
             "tail": documents[-1] if piece.continued and documents else None}
 
 
-def _sentences_per_document(data: bytes) -> list[int]:
-    """How many sentences each document of `data` holds: one more than its line ends (no line is empty, see
-    _collapse_separators). Counted in place between the NULs, which are few: no copy of the text."""
-    counts, start, document_end = [], 0, DOCUMENT_END.encode()
-    while (end := data.find(document_end, start)) >= 0:
-        counts.append(data.count(b"\n", start, end) + 1)
-        start = end + 1
-    return counts + [data.count(b"\n", start) + 1]
-
-
 def _paragraph_lines(text: str, mode: str) -> tuple[str, bytes]:
-    """The documents of a piece's text with each paragraph normalized (`normalize_paragraph`) on a line of its
-    own, DOCUMENT_END between documents, empty paragraphs and documents left out; as text and as UTF-8."""
+    """A piece's paragraphs normalized, a line each, DOCUMENT_END between documents; as text and as UTF-8."""
     text = universal_newlines(text)
     for char, plain in PUNCTUATION.items():
         if char in text:
@@ -541,10 +468,9 @@ def _paragraph_lines(text: str, mode: str) -> tuple[str, bytes]:
 
 
 def _collapse_separators(text: str) -> tuple[str, bytes]:
-    """`text` with each run of spaces, line ends and DOCUMENT_ENDs as the highest ranked of them (DOCUMENT_END,
-    then a line end, then a space), and none at either end: what normalizing every line, then leaving out empty
-    lines and empty documents gives. Done on the UTF-8 bytes with NumPy (the three are ASCII, so no other
-    character holds their bytes), as str.replace() searches slowly for a needle of two characters with a space."""
+    """`text` with each run of spaces, line ends and DOCUMENT_ENDs as the highest ranked of them, and none at either
+    end: what normalizing every line, then leaving out empty lines and documents gives. Done on the UTF-8 bytes
+    with NumPy (str.replace() searches slowly for a needle of two characters with a space)."""
     text = text.strip(" \n" + DOCUMENT_END)
     data = text.encode("utf-8")
     codes = np.frombuffer(data, dtype=np.uint8)
@@ -584,18 +510,13 @@ def _sentence_lines(text: str, data: bytes) -> str:
     return text
 
 
-ASCII_INITIALS = "A-HJ-Z"  # the capitals that make a one-letter word an initial ("I" is a word), as a class
-
-
 @functools.lru_cache(maxsize=64)
 def _sentence_boundaries(initials: str) -> list[re.Pattern]:
-    """split_sentences' boundary (corpus._BOUNDARY on normalized text, where whitespace is one space) and its
-    exceptions, as three patterns: a run of marks starting with a dot, "!" or "?", each led by a literal that re
-    finds fast. `initials`: the capitals that make a one-letter word before a dot an initial.
+    """split_sentences' boundary (corpus._BOUNDARY on normalized text) and its exceptions, as three patterns led
+    by a dot, "!" or "?" (a literal re finds fast); `initials`: the capitals that make a one-letter word an initial.
 
-    Group 1 ends the sentence (the run of marks, closing quotes or brackets, and a "--"); the space after it is
-    the rest of the match. A run is matched from its first mark only, as split_sentences' finditer does, since it
-    goes on from the previous match's end (a skipped abbreviation's included)."""
+    Group 1 ends the sentence (the marks, closing quotes or brackets, and a "--"); the space after it is the rest
+    of the match. A run of marks is matched from its first mark only, as split_sentences' finditer does."""
     by_length = {}
     for word in sorted(ABBREVIATIONS):
         by_length.setdefault(len(word), []).append(word)  # a lookbehind has one width
@@ -614,9 +535,8 @@ def _sentence_boundaries(initials: str) -> list[re.Pattern]:
 
 
 def _preprocessed(data: bytes) -> list[str]:
-    """`preprocess_text` of every sentence of `data` (UTF-8, a sentence a line, NUL between documents): the ASCII
-    ones in bulk (preprocessing a stripped, single-spaced ASCII sentence only replaces `` and '' and lowers it;
-    bytes.lower() lowers ASCII letters only), then the others one by one."""
+    """`preprocess_text` of every sentence of `data`: ASCII ones in bulk (it only replaces `` and '' and lowers
+    them; bytes.lower() lowers ASCII letters only), the others one by one."""
     from .tokenizer import preprocess_text
 
     # A needle of two bytes is searched for slowly, and an apostrophe is common: look for a pair first.
@@ -637,85 +557,78 @@ def _preprocessed(data: bytes) -> list[str]:
 
 
 def _prepare_job(job: tuple[list[Piece], str, str]) -> dict:
-    """Tokenize some pieces: their tokens end to end, sentence lengths, documents, digests and counts."""
-    # A job makes about one Python object per token (SentencePiece's lists of ints) and no reference cycles: the
-    # cyclic collector would walk the young ones again every 700 allocations, for nothing it could free.
+    """Tokenize some pieces: their tokens end to end, sentence lengths, documents, digests, counts and edges."""
+    pieces, mode, dtype = job
+    # A job makes about one Python object per token and no reference cycles: the cyclic collector would walk the
+    # young ones again every 700 allocations, for nothing it could free.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _tokenize(*job)
+        digests, per_document, sentences, edges = [], [], [], []
+        for piece in pieces:  # one file open at a time
+            text = read_piece(piece)
+            documents, counts, found = read_documents(text, mode)
+            if piece.continues or piece.continued:  # a document cut inside: the writer joins its parts
+                edges.append(_edge(piece, text, mode, documents, len(per_document)))
+            digests += [document_sha256(doc) for doc in documents]
+            del text, documents
+            per_document += counts
+            sentences += found
+        # One call for the whole job, on one thread: the cores are busy with the other jobs.
+        encoded = _worker_processor.encode(sentences, num_threads=1)
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        flat = np.fromiter(itertools.chain.from_iterable(encoded), dtype=dtype, count=int(lengths.sum()))
+        # Empty sentences (nothing left once preprocessed) are dropped; their document counts the others.
+        kept = np.concatenate([[0], np.cumsum(lengths > 0)])
+        ends = np.cumsum(per_document, dtype=np.int64)
+        return {"tokens": flat, "lengths": lengths[lengths > 0],
+                "sentences": kept[ends] - kept[ends - np.asarray(per_document, dtype=np.int64)],
+                "counts": np.bincount(flat, minlength=_worker_processor.get_piece_size()),
+                "digests": np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(-1, 32),
+                "bytes": sum(p.end - p.start for p in pieces), "edges": edges}
     finally:
         if collecting:
             gc.enable()
 
 
-def _tokenize(pieces: list[Piece], mode: str, dtype: str) -> dict:
-    digests, per_document, sentences, edges = [], [], [], []
-    for piece in pieces:  # one file open at a time
-        text = read_piece(piece)
-        if piece.continues or piece.continued:  # a document cut inside: the writer joins its parts (`_Documents`)
-            documents, counts, found = read_documents(text, mode)
-            edges.append(_edge(piece, text, mode, documents, len(per_document)))
-            found = [document_sha256(doc) for doc in documents], counts, found
-            del documents
-        else:
-            found = read_sentences(text, mode)
-        del text
-        digests += found[0]
-        per_document += found[1]
-        sentences += found[2]
-    # One call for the whole job, on one thread: the cores are busy with the other jobs.
-    encoded = _worker_processor.encode(sentences, num_threads=1)
-    lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
-    flat = np.fromiter(itertools.chain.from_iterable(encoded), dtype=dtype, count=int(lengths.sum()))
-    # Empty sentences (nothing left once preprocessed) are dropped; their document counts the others.
-    kept = np.concatenate([[0], np.cumsum(lengths > 0)])
-    ends = np.cumsum(per_document, dtype=np.int64)
-    return {"tokens": flat, "lengths": lengths[lengths > 0],
-            "sentences": kept[ends] - kept[ends - np.asarray(per_document, dtype=np.int64)],
-            "counts": np.bincount(flat, minlength=_worker_processor.get_piece_size()),
-            "digests": np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(-1, 32),
-            "bytes": sum(p.end - p.start for p in pieces), "edges": edges}
-
-
+# ---------------------------------------------------------------------------------------------- writing
 def token_dtype(vocab_size: int) -> str:
     return "uint16" if vocab_size <= np.iinfo(np.uint16).max + 1 else "uint32"
 
 
+def _key_folder(file_sha256: Sequence[str], model: bytes, mode: str, root: Path | None) -> Path:
+    root = Path(root) if root is not None else cache_root()
+    return root / cache_key(file_sha256, hashlib.sha256(model).hexdigest(), mode)
+
+
 def prepared_cache(paths: Sequence[Path], tokenizer, mode: str, root: Path | None = None) -> TokenCache | None:
-    """The complete cache of these files with this tokenizer, or None; writes nothing (a read-only cache that is
-    complete is used as it is)."""
+    """The complete cache of these files with this tokenizer, or None; writes nothing (read-only caches work)."""
     _, file_sha256 = cut_and_hash([Path(p) for p in paths], mode)
-    key = cache_key(file_sha256, hashlib.sha256(tokenizer.sp.serialized_model_proto()).hexdigest(), mode)
-    folder = (Path(root) if root is not None else cache_root()) / key
+    folder = _key_folder(file_sha256, tokenizer.sp.serialized_model_proto(), mode, root)
     return TokenCache(folder) if (folder / MANIFEST_NAME).is_file() else None
 
 
 def prepare(paths: Sequence[Path], tokenizer, mode: str, file_sha256: Sequence[str] | None = None,
             workers: int | None = None, root: Path | None = None, progress: bool = True,
             say: Callable[[str], None] = print) -> TokenCache:
-    """The cache of these files, prepared now unless a complete one exists (then it is only opened, and checked).
+    """The cache of these files, prepared now unless a complete one exists (then it is opened, and checked).
 
-    `file_sha256`: the files' digests when the caller has them already (a run records them anyway); preparing
-    reads every file again and refuses one whose bytes are no longer those digests. Without them, the pass that
-    takes them also cuts the files into work items (one pass over the text before the workers start, not two)."""
+    `file_sha256`: the files' digests, if the caller has them (a run records them): a file changed since is refused."""
     paths = [Path(p) for p in paths]
     pieces = None
     if file_sha256 is None:
         pieces, file_sha256 = cut_and_hash(paths, mode)
     file_sha256 = list(file_sha256)
     model = tokenizer.sp.serialized_model_proto()
-    key = cache_key(file_sha256, hashlib.sha256(model).hexdigest(), mode)
-    root = Path(root) if root is not None else cache_root()
-    folder = root / key
+    folder = _key_folder(file_sha256, model, mode, root)
     if (folder / MANIFEST_NAME).is_file():
         return TokenCache(folder)
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        folder.parent.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise CacheError(f"the token cache folder {root} is not a folder (a file, or a link to none); set "
+        raise CacheError(f"the token cache folder {folder.parent} is not a folder (a file, or a link to none); set "
                          f"{CACHE_ENV} to a folder you may write to") from None
-    with FileLock(str(root / f"{key}.lock")):
+    with FileLock(str(folder.parent / f"{folder.name}.lock")):
         if (folder / MANIFEST_NAME).is_file():  # another process prepared it while this one waited
             return TokenCache(folder)
         _write(folder, paths, file_sha256, model, tokenizer, mode, workers, progress, say, pieces)
@@ -728,7 +641,7 @@ def _write(folder: Path, paths, file_sha256, model: bytes, tokenizer, mode: str,
     for stale in folder.parent.glob(f"{folder.name}.partial-*"):  # left by a killed preparation of this key
         if stale.is_dir() and not stale.is_symlink():
             clear_folder(stale)  # what the cache wrote there (anything else stays, harmless under that name)
-    if folder.is_symlink() and not (folder / MANIFEST_NAME).is_file():
+    if folder.is_symlink():  # (to no complete cache: `prepare` maps one)
         raise CacheError(f"{folder} is a symbolic link, not a token cache folder; delete the link and rerun, and the "
                          "text is prepared again")
     if folder.is_dir():  # a folder of this key without its manifest: damaged (a file deleted by hand)
@@ -737,7 +650,7 @@ def _write(folder: Path, paths, file_sha256, model: bytes, tokenizer, mode: str,
             raise CacheError(f"{folder} is an incomplete token cache (no {MANIFEST_NAME}) holding files the cache "
                              f"does not write ({', '.join(left[:3])}{', ...' if len(left) > 3 else ''}); move them "
                              "out of it and rerun, and the text is prepared again")
-    # A name no other process uses (pids are reused across machines sharing the cache), made with the usual
+    # A name no other process uses (pids are reused across machines sharing the cache), with the usual
     # permissions (mkdtemp's 0700 would keep other users of a shared cache out of the finished folder).
     partial = folder.parent / f"{folder.name}.partial-{os.getpid()}-{secrets.token_hex(4)}"
     partial.mkdir()
@@ -770,16 +683,14 @@ def _write(folder: Path, paths, file_sha256, model: bytes, tokenizer, mode: str,
     say(f"prepared in {seconds:.1f} s ({total / 1e6 / max(seconds, 1e-9):.1f} MB/s); later runs map it from disk")
 
 
-def clear_folder(folder: Path) -> list[str]:
-    """Delete what the token cache writes in `folder` (a partial or damaged key folder), then the folder if that
-    empties it; the names of anything else, which stay where they are (no command deletes a file it did not
-    write). Symbolic links are never followed."""
+def clear_folder(folder: Path, ours: re.Pattern = KEY_FILE) -> list[str]:
+    """Delete the cache's own files in a key folder (and passes/), then the folder if empty; the names of anything
+    else, which stay (no command deletes a file it did not write). Symbolic links are never followed."""
     left = []
     for entry in sorted(os.scandir(folder), key=lambda e: e.name):
-        if entry.name == PASSES_NAME and entry.is_dir(follow_symlinks=False):
-            kept = [f"{PASSES_NAME}/{name}" for name in _clear_passes(Path(entry.path))]
-            left += kept
-        elif entry.name in (MANIFEST_NAME, *CONTENT_NAMES) and entry.is_file(follow_symlinks=False):
+        if ours is KEY_FILE and entry.name == PASSES_NAME and entry.is_dir(follow_symlinks=False):
+            left += [f"{PASSES_NAME}/{name}" for name in clear_folder(Path(entry.path), PASS_FILE)]
+        elif ours.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
             os.unlink(entry.path)
         else:
             left.append(entry.name)
@@ -788,21 +699,8 @@ def clear_folder(folder: Path) -> list[str]:
     return left
 
 
-def _clear_passes(passes: Path) -> list[str]:
-    left = []
-    for entry in os.scandir(passes):
-        if PASS_FILE.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
-            os.unlink(entry.path)
-        else:
-            left.append(entry.name)
-    if not left:
-        passes.rmdir()
-    return sorted(left)
-
-
 def _run_jobs(jobs, model: bytes, workers: int, total: int, progress: bool):
-    """The jobs' results in order. At most two jobs per worker are queued or held at a time, so memory stays
-    bounded whatever the number of jobs; a Ctrl-C or an error ends the workers at once."""
+    """The jobs' results in order, at most two a worker queued or held; a Ctrl-C or an error ends the workers."""
     from tqdm.auto import tqdm
 
     bar = tqdm(total=total, unit="B", unit_scale=True, desc="prepare", disable=not progress, leave=False)
@@ -837,10 +735,10 @@ def _run_jobs(jobs, model: bytes, workers: int, total: int, progress: bool):
 
 
 def _end_workers(pool: ProcessPoolExecutor) -> None:
-    """Cancel the pieces not started and kill the pool's workers now, rather than wait for the pieces they are
-    encoding (seconds each). What Python 3.14's `kill_workers` does, done by hand before it: the workers are
-    listed first (shutdown forgets them), and the pool's own thread cancels the futures (one cancelled here could
-    be failed there too once the killed workers break the pool: InvalidStateError, a traceback in that thread)."""
+    """Cancel the pieces not started and kill the pool's workers now, rather than wait for the pieces they encode.
+    What Python 3.14's `kill_workers` does, by hand before it: the workers are listed first (shutdown forgets
+    them), and the pool's own thread cancels the futures (one cancelled here could be failed there too once the
+    killed workers break the pool: InvalidStateError, a traceback in that thread)."""
     manager = getattr(pool, "_executor_manager_thread", None)  # (shutdown forgets it too)
     kill = getattr(pool, "kill_workers", None)
     if kill is not None:
@@ -857,14 +755,6 @@ def _end_workers(pool: ProcessPoolExecutor) -> None:
         manager.join(timeout=30)
 
 
-def worker_context():
-    """fork on Linux, as torch's DataLoader does: a worker starts in milliseconds and runs only SentencePiece and
-    NumPy, never torch. Elsewhere spawn (fork is unsafe on macOS and absent on Windows): each worker imports the
-    package first, a second or two, and a script that prepares text needs the `if __name__ == "__main__":` guard.
-    """
-    return get_context("fork" if sys.platform.startswith("linux") else "spawn")
-
-
 class _Recorded:
     """A file being written whose size and crc32 follow every write: the manifest records what was written."""
 
@@ -876,19 +766,16 @@ class _Recorded:
         view = memoryview(data).cast("B")
         self.crc = zlib.crc32(view, self.crc)
         self.size += view.nbytes
-        with self._named():
-            return self.file.write(view)
+        return self._named(self.file.write, view)
 
     def close(self) -> dict:
-        with self._named():
-            self.file.close()
+        self._named(self.file.close)
         return {"bytes": self.size, "crc32": f"{self.crc:08x}"}
 
-    @contextlib.contextmanager
-    def _named(self):
+    def _named(self, call, *args):
         """A write error names this file: a full disk or `ulimit -f` (EFBIG) raise an OSError without a name."""
         try:
-            yield
+            return call(*args)
         except OSError as error:
             if error.filename is not None:
                 raise
@@ -915,10 +802,9 @@ def _collect(results, partial: Path, vocab_size: int, mode: str) -> dict:
 
 
 class _Documents:
-    """The documents of the jobs' results, in order. A document cut into pieces (Piece.continues) is one again: its
-    parts' sentence counts summed and its sha256 taken over their text, joined as the whole text's reading joins
-    them (by the whitespace between them: a space, or a blank line between paragraphs; a blank line in mode
-    "blank_line" ends the document instead)."""
+    """The documents of the jobs' results, in order, with a document cut into pieces one again: its parts' sentence
+    counts summed and its sha256 taken over their text, joined as the whole text's reading joins them (a space,
+    or a blank line between paragraphs; in mode "blank_line" a blank line ends the document instead)."""
 
     def __init__(self, mode: str):
         self.mode, self.counts, self.digests = mode, [], []
@@ -956,8 +842,8 @@ class _Documents:
     def _join(self, edge: dict, counts: np.ndarray, digests: np.ndarray) -> None:
         first, end = edge["first"], edge["first"] + edge["documents"]
         if edge["continues"] and self.open is not None:
-            # A blank line may straddle the cut (a cut inside a run of whitespace): a line end and spaces before
-            # it, spaces and a line end after it.
+            # A blank line may straddle the cut (inside a run of whitespace): a line end and spaces before it,
+            # spaces and a line end after it.
             rank = max(self.rank, edge["lead"], BLANK_LINE_RANK if self.in_line and edge["lead_opens"] else 0)
             if first == end:  # whitespace only: the document stays open, the whitespace adds to what follows
                 self.rank = rank
@@ -1018,10 +904,9 @@ def _finish(partial: Path, summary: dict, paths, file_sha256, model: bytes, toke
 class TokenCache:
     """A prepared text, memory-mapped: token ids, sentence and document boundaries, digests, counts.
 
-    Opening one proves what it maps: every field of the manifest is checked, the folder's name is the key its
-    fields make, every file has the size and crc32 the manifest recorded when it was written, and the arrays agree
-    with each other. Anything else is a CacheError, one line naming the folder to delete (nothing is rebuilt in
-    its place silently: a damaged cache may mean a failing disk)."""
+    Opening one proves what it maps: every manifest field is checked, the folder's name is the key its fields
+    make, every file has the size and crc32 recorded when it was written, and the arrays agree. Anything else is a
+    CacheError naming the folder to delete (nothing is rebuilt silently: a damaged cache may mean a failing disk)."""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
@@ -1039,14 +924,13 @@ class TokenCache:
             raise self.damaged(f"has a {MANIFEST_NAME} whose {problem}")
         m = self.manifest
         for name, recorded in m["contents"].items():
-            path = self.folder / name
             try:
-                size = os.stat(path).st_size
+                size = os.stat(self.folder / name).st_size
             except OSError:
                 raise self.damaged(f"has no {name}") from None
             if size != recorded["bytes"]:
                 raise self.damaged(f"has a {name} of {size:,} bytes where {recorded['bytes']:,} were written")
-            crc = crc32_file(path)
+            crc = crc32_file(self.folder / name)
             if crc != recorded["crc32"]:
                 raise self.damaged(f"has a {name} whose bytes changed since they were written (crc32 {crc}, "
                                    f"written {recorded['crc32']})")
@@ -1108,8 +992,7 @@ MANIFEST_FIELDS = ("version", "key", "mode", "dtype", "tokenizer_sha256", "vocab
 
 
 def manifest_problem(m: dict, folder_name: str) -> str | None:
-    """What is wrong with a manifest's fields (as the end of "a manifest whose ..."), or None: every field is
-    present with its type and range, none is unknown, and the folder's name is the key its fields make."""
+    """What is wrong with a manifest's fields (ending "a manifest whose ..."), or None; the key is its folder's."""
     def count(value, least: int = 0) -> bool:
         return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
@@ -1157,54 +1040,44 @@ def manifest_problem(m: dict, folder_name: str) -> str | None:
     return None
 
 
-class _DocumentStreams:
-    """`docs.streams[d]`: document d's tokens, a view of tokens.bin's map (no copy)."""
+class _PerDocument:
+    """A list of what `read(first sentence, end sentence)` gives for each selected document, read when asked."""
 
-    def __init__(self, docs: MappedDocuments):
-        self.docs = docs
+    def __init__(self, docs: MappedDocuments, read: Callable[[int, int], object]):
+        self.docs, self.read = docs, read
 
     def __len__(self) -> int:
         return len(self.docs)
 
-    def __getitem__(self, d: int) -> np.ndarray:
-        first, end = self.docs.sentence_range(d)
-        cache = self.docs.cache
-        return cache.tokens(int(cache.sentences[first]), int(cache.sentences[end]))
+    def __getitem__(self, d: int):
+        return self.read(*self.docs.sentence_range(d))
 
     def __iter__(self):
         return (self[d] for d in range(len(self)))
 
 
-class _DocumentBoundaries(_DocumentStreams):
-    """`docs.boundaries[d]`: where each sentence of document d starts in its stream, then its end, int64."""
-
-    def __getitem__(self, d: int) -> np.ndarray:
-        first, end = self.docs.sentence_range(d)
-        starts = np.asarray(self.docs.cache.sentences[first:end + 1], dtype=np.int64)
-        return starts - starts[0]
-
-
-class _DocumentLengths(_DocumentStreams):
-    """`docs.lengths[d]`: the sentence lengths of document d as Python ints (the packing loops read them)."""
-
-    def __getitem__(self, d: int) -> list[int]:
-        first, end = self.docs.sentence_range(d)
-        return np.diff(self.docs.cache.sentences[first:end + 1]).tolist()
-
-
 class MappedDocuments(TokenDocuments):
-    """Some documents of a TokenCache, read as TokenDocuments: the same streams, boundaries and lengths that
-    `tokenize_documents` would give, so instances and batches come out the same, bit for bit. Nothing of the
-    text is held in memory but the document selection; passes of instance rows are kept in the cache folder."""
+    """Some documents of a TokenCache as the TokenDocuments `tokenize_documents` gives, read from the map."""
 
     def __init__(self, cache: TokenCache, selection: np.ndarray):
         self.cache, self.selection = cache, np.asarray(selection, dtype=np.int64)
         if len(np.unique(self.selection)) != len(self.selection):
             raise ValueError("a document selection names a document twice; select distinct documents")
-        self.streams, self.boundaries, self.lengths = (
-            _DocumentStreams(self), _DocumentBoundaries(self), _DocumentLengths(self))
+        self.streams = _PerDocument(self, self._stream)  # tokens, a view of the map (no copy)
+        self.boundaries = _PerDocument(self, self._boundaries)  # where each sentence starts, then the end, int64
+        self.lengths = _PerDocument(self, self._lengths)  # sentence lengths as Python ints (the packing loops)
         self.selection_sha256 = hashlib.sha256(self.selection.tobytes()).hexdigest()[:16]
         self._rows = {}
+
+    def _stream(self, first: int, end: int) -> np.ndarray:
+        return self.cache.tokens(int(self.cache.sentences[first]), int(self.cache.sentences[end]))
+
+    def _boundaries(self, first: int, end: int) -> np.ndarray:
+        starts = np.asarray(self.cache.sentences[first:end + 1], dtype=np.int64)
+        return starts - starts[0]
+
+    def _lengths(self, first: int, end: int) -> list[int]:
+        return np.diff(self.cache.sentences[first:end + 1]).tolist()
 
     def sentence_range(self, d: int) -> tuple[int, int]:
         doc = int(self.selection[d])
@@ -1233,14 +1106,12 @@ class MappedDocuments(TokenDocuments):
         counts = np.pad(counts, (0, vocab_size - len(counts)))
         left_out = self.cache.documents_view(np.setdiff1d(np.arange(len(self.cache)), self.selection))
         pending, size = [], 0
-        for d in range(len(left_out) + 1):  # bincount the left-out documents a few million tokens at a time
-            if d == len(left_out) or size > (1 << 24):
-                if pending:
-                    counts -= np.bincount(np.concatenate(pending), minlength=vocab_size)
+        for d, stream in enumerate(left_out.streams, 1):  # bincount the left-out documents 16 M tokens at a time
+            pending.append(stream)
+            size += len(stream)
+            if size > (1 << 24) or d == len(left_out):
+                counts -= np.bincount(np.concatenate(pending), minlength=vocab_size)
                 pending, size = [], 0
-            if d < len(left_out):
-                pending.append(left_out.streams[d])
-                size += len(pending[-1])
         return counts
 
     def _pass_path(self, key: tuple) -> Path:
@@ -1268,8 +1139,7 @@ class MappedDocuments(TokenDocuments):
         return rows
 
     def store_rows(self, key: tuple, rows: np.ndarray) -> np.ndarray:
-        """Write a large pass beside the tokens (atomically) and map it, so resumes and DDP ranks skip building it;
-        keep a small one in memory."""
+        """Write a large pass to passes/ and map it (resumes and DDP ranks skip building it); keep a small one."""
         if len(rows) < DISK_PASS_ROWS:
             return super().store_rows(key, rows)
         path = self._pass_path(key)
