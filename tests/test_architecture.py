@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 from importlib import import_module
 from pathlib import Path
 
 import pytest
 
 import albert_mini
+from cli_helpers import fresh_import
 from import_graph import _package_exports, closure, import_graph, imported_modules
 
 PACKAGE = Path(albert_mini.__file__).resolve().parent
@@ -148,16 +147,8 @@ def test_every_package_says_what_it_holds_and_layers_say_it_in_one_line():
 
 def test_every_public_name_imports_from_the_package_and_is_not_shadowed():
     """After every module is imported (which sets subpackage attributes), each public name is still its object."""
-    code = (
-        "import importlib, inspect, pkgutil, albert_mini\n"
-        "for m in pkgutil.walk_packages(albert_mini.__path__, 'albert_mini.'):\n"
-        "    if not m.name.endswith('__main__'): importlib.import_module(m.name)\n"
-        "bad = [n for n in albert_mini.__all__ if inspect.ismodule(getattr(albert_mini, n))]\n"
-        "print(len(albert_mini.__all__), bad)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split(maxsplit=1) == [str(len(albert_mini.__all__)), "[]\n"]
+    facts = fresh_import()  # cli_helpers.py: one fresh interpreter, every module imported last
+    assert (facts["public"], facts["shadowed"]) == (len(albert_mini.__all__), [])
 
 
 @pytest.mark.parametrize("name", albert_mini.__all__)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 from pathlib import Path
 
 import pytest
@@ -166,14 +167,19 @@ def test_masking_options_are_the_references_at_the_defaults():
 
 def calls_of(name: str) -> set[str]:
     """The package modules (relative paths) that call `name(...)` anywhere."""
-    found = set()
+    return set(package_calls().get(name, ()))
+
+
+@functools.cache
+def package_calls() -> dict[str, set[str]]:
+    """{called name: the package modules that call it}, from one parse of every module."""
+    found: dict[str, set[str]] = {}
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call):
                 func = node.func
                 called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-                if called == name:
-                    found.add(str(path.relative_to(PACKAGE)))
+                found.setdefault(called, set()).add(str(path.relative_to(PACKAGE)))
     return found
 
 
