@@ -751,6 +751,11 @@ def test_a_hand_out_stopped_at_every_step_is_finished_by_the_same_command_withou
 
     chapter = REPO / "chapters" / "05_sentence_order_prediction.py"
     files = student.handout_files([chapter], tmp_path / "x", with_solutions=True)  # fixed bytes for every run
+    # One file of each kind (the notebook, the notes and the solution, written from bytes; a figure, copied): the
+    # chapter's other figures repeat the copied figure's steps, and each step is stopped three kinds of way.
+    figures = sorted(t for t, (_, data) in files.items() if data is None)
+    assert figures and all(files[t][1] is not None for t in files if t not in figures)
+    files = {t: v for t, v in files.items() if t not in figures[1:]}
     monkeypatch.setattr(student, "handout_files", lambda chapters, out, *args: {
         out / target.relative_to(tmp_path / "x"): value for target, value in files.items()})
     expected = {target.relative_to(tmp_path / "x").as_posix(): data or source.read_bytes()
