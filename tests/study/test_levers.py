@@ -79,7 +79,7 @@ def test_a1_keeps_every_tensor_in_exactly_one_group_and_its_moments():
     assert torch.equal(optimizer.state[pooler]["exp_avg"], torch.ones_like(pooler))
 
 
-def test_a2_gives_nsp_batches_until_step_500_then_the_sop_rows_batches():
+def test_a2_gives_nsp_batches_until_its_switch_step_then_the_sop_rows_batches():
     documents, tokenizer = token_documents("train", 6), Tokenizer.default()
     phases = (Phase(600, 64, 2), Phase(5, 128, 2))
 
@@ -87,14 +87,19 @@ def test_a2_gives_nsp_batches_until_step_500_then_the_sop_rows_batches():
         setup = trunk_module.FAST_TRUNK.setup(task, trunk_module.BRANCH_DATA_SEED + 0)
         return trunk_module.training_batches(setup, documents, tokenizer, phases=phases)
 
-    switched = levers.A2.batches(trunk_module.FAST_TRUNK, 0, documents, tokenizer, phases)
+    # A2 switches after nsp_first = 500 steps; the same lever switching after 5 draws 100 times fewer batches.
+    assert levers.A2.nsp_first == 500 and not levers.A1.nsp_first
+    switch = 5
+    lever = dataclasses.replace(levers.A2, nsp_first=switch)
+    switched = lever.batches(trunk_module.FAST_TRUNK, 0, documents, tokenizer, phases)
     nsp, sop = source("nsp"), source("sop")
-    drawn = [next(switched) for _ in range(502)]
-    expected = [next(nsp) for _ in range(500)] + [next(sop) for _ in range(502)][500:]
-    for i in (0, 499, 500, 501):
+    drawn = [next(switched) for _ in range(switch + 2)]
+    expected = [next(nsp) for _ in range(switch)] + [next(sop) for _ in range(switch + 2)][switch:]
+    for i in (0, switch - 1, switch, switch + 1):
         assert torch.equal(drawn[i]["input_ids"], expected[i]["input_ids"]), i
         assert torch.equal(drawn[i]["sentence_order_label"], expected[i]["sentence_order_label"]), i
-    assert levers.A2.nsp_first == 500 and not levers.A1.nsp_first
+    assert not torch.equal(drawn[switch - 1]["sentence_order_label"], drawn[switch]["sentence_order_label"]) or \
+        not torch.equal(drawn[switch - 1]["input_ids"], drawn[switch]["input_ids"])
 
 
 @pytest.fixture(scope="module")
