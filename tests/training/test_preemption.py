@@ -14,6 +14,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from albert_mini.commands.pretrain import main as pretrain
+from albert_mini.training import preemption, trainer
 from albert_mini.training.checkpoint import list_checkpoints
 from albert_mini.training.preemption import REPEAT_S
 from albert_mini.training.rundir import read_metrics
@@ -98,22 +100,62 @@ def straight(tmp_path_factory):
     return tmp / "run"
 
 
-@pytest.mark.slow
+@pytest.fixture(scope="module")
+def straight_here(tmp_path_factory):
+    """The run never stopped, in this process on one thread, as the signalled runs of this process are."""
+    out = tmp_path_factory.mktemp("straight-here") / "run"
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        pretrain(FLAGS + ["--out", str(out)])
+    finally:
+        torch.set_num_threads(before)
+    return out
+
+
+@pytest.fixture
+def own_signal_handlers():
+    """A run stopped by a signal leaves preemption's handlers in place (a second signal ends a real process at
+    once): the test's process gets its own back afterwards, and preemption's state."""
+    handlers = {s: signal.getsignal(s) for s in preemption.SIGNALS}
+    state = dict(preemption._state)
+    yield
+    for s, handler in handlers.items():
+        signal.signal(s, handler)
+    preemption._state.update(state)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1], ids=["sigterm", "sigusr1"])
-def test_a_signal_saves_the_step_under_way_and_the_same_command_resumes_bit_identically(signum, straight, tmp_path):
+def test_a_signal_saves_the_step_under_way_and_the_same_command_resumes_bit_identically(
+        signum, straight_here, tmp_path, monkeypatch, capsys, one_thread, own_signal_handlers):
+    """In this process: the command signalled from inside step 5 (the handler runs as the kill returns, so the
+    signal lands mid-step, deterministically). A real process's exit status: the second-signal test below and
+    test_loader_workers_preemption.py."""
     out = tmp_path / "run"
-    stopped = signalled(tmp_path, out, at=5, signum=signum)
-    assert stopped.returncode == 128 + signum, stopped.stderr[-3000:]
-    lines = stopped.stderr.splitlines()
+    real = trainer.Trainer.train_step
+
+    def train_step(self, *args, **kwargs):
+        if self.step + 1 == 5:
+            # Only to preemption's handler: the default one would end the test's process.
+            assert signal.getsignal(signum) is preemption._on_signal, "the trainer is not watching for signals"
+            os.kill(os.getpid(), signum)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(trainer.Trainer, "train_step", train_step)
+    with pytest.raises(SystemExit) as stopped:
+        pretrain(FLAGS + ["--out", str(out)])
+    assert stopped.value.code == 128 + signum
+    err = capsys.readouterr().err
+    lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: stopped by {signal.Signals(signum).name} after step 5"), \
-        stopped.stderr
+        err
     assert "step-0000005" in lines[0] and "resumes" in lines[0]
     assert [p.name for p in list_checkpoints(out)] == ["step-0000003", "step-0000005"]
     assert not list((out / "checkpoints").glob(".tmp-*"))
-    again = command(tmp_path, out)
-    assert again.returncode == 0, again.stderr[-3000:]
+    monkeypatch.setattr(trainer.Trainer, "train_step", real)
+    assert pretrain(FLAGS + ["--out", str(out)]).step == 8
     assert '"type": "resume", "step": 5' in (out / "metrics.jsonl").read_text()
-    assert_same_run(out, straight)
+    assert_same_run(out, straight_here)
 
 
 @pytest.mark.slow
