@@ -11,6 +11,7 @@ import pytest
 import torch
 from fake_world import FakeWorld, Killed, PeerGone
 from safetensors.torch import load_file
+from same_run import assert_same_run
 
 from albert_mini import AlbertConfig, AlbertForPreTraining
 from albert_mini.commands.pretrain import main as pretrain_cli
@@ -19,7 +20,6 @@ from albert_mini.training import preemption
 from albert_mini.training import trainer as trainer_module
 from albert_mini.training.checkpoint import list_checkpoints
 from albert_mini.training.optim import WarmupPolyDecay, build_optimizer
-from albert_mini.training.rundir import read_metrics
 from albert_mini.training.trainer import TrainConfig, Trainer
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
@@ -105,20 +105,6 @@ def two_processes(monkeypatch, out, extra=()) -> list:
 
 def weights(out) -> dict:
     return load_file(list_checkpoints(out)[-1] / "model.safetensors")
-
-
-def log_without_clocks(out) -> list[dict]:
-    return [{k: v for k, v in m.items() if k not in ("elapsed_s", "tokens_per_s")}
-            for m in read_metrics(out / "metrics.jsonl")[0] if m["type"] != "resume"]
-
-
-def assert_same_run(out, straight) -> None:
-    a, b = weights(out), weights(straight)
-    assert list_checkpoints(out)[-1].name == list_checkpoints(straight)[-1].name == "step-0000008"
-    assert a.keys() == b.keys()
-    for name in a:
-        assert a[name].equal(b[name]), f"{name} differs after the resume"
-    assert log_without_clocks(out) == log_without_clocks(straight)
 
 
 @pytest.fixture

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 import test_preemption
-from test_preemption import FLAGS, REPO, TIMEOUT, assert_same_run, env_for
+from same_run import assert_same_run
+from test_preemption import FLAGS, REPO, TIMEOUT, env_for
 
 from albert_mini.training.checkpoint import list_checkpoints
 

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file
+from same_run import assert_same_run
 
 from albert_mini.commands.pretrain import main as pretrain
 from albert_mini.training import preemption, trainer
 from albert_mini.training.checkpoint import list_checkpoints
 from albert_mini.training.preemption import REPEAT_S
-from albert_mini.training.rundir import read_metrics
 
 REPO = Path(__file__).resolve().parents[2]
 FLAGS = ["--preset", "albert-nano", "--corpus", "synthetic", "--seq-len", "32", "--batch-size", "2", "--steps", "8",
@@ -65,30 +64,6 @@ def command(tmp_path, out) -> subprocess.CompletedProcess:
 
 def error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("error: ")]
-
-
-def log_without_clocks(out) -> list[dict]:
-    """metrics.jsonl as its readers take it, without the resume line and the wall-clock fields, which differ
-    between any two runs."""
-    lines = read_metrics(out / "metrics.jsonl")[0]
-    return [{k: v for k, v in m.items() if k not in ("elapsed_s", "tokens_per_s")} for m in lines
-            if m["type"] != "resume"]
-
-
-def assert_same_run(out, straight) -> None:
-    """Final weights and optimizer state bit-identical to the run never stopped, and its log line for line."""
-    ours, theirs = list_checkpoints(out)[-1], list_checkpoints(straight)[-1]
-    assert ours.name == theirs.name == "step-0000008"
-    a, b = load_file(ours / "model.safetensors"), load_file(theirs / "model.safetensors")
-    assert a.keys() == b.keys()
-    for key in a:
-        assert a[key].equal(b[key]), f"{key} differs after the resume"
-    moments = [torch.load(c / "trainer_state.pt", weights_only=True)["optimizer"]["state"] for c in (ours, theirs)]
-    assert moments[0].keys() == moments[1].keys()
-    for key in moments[0]:
-        for name, tensor in moments[0][key].items():
-            assert torch.equal(torch.as_tensor(tensor), torch.as_tensor(moments[1][key][name])), f"{key} {name}"
-    assert log_without_clocks(out) == log_without_clocks(straight)
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ import pytest
 import torch
 from nodes import FLAGS, agent_env, error_lines, finish, free_port
 from safetensors.torch import load_file
+from same_run import assert_same_run, log_without_clocks
 
 from albert_mini.commands.pretrain import main as pretrain
 from albert_mini.training.checkpoint import list_checkpoints
@@ -82,28 +83,6 @@ def running(pid: int) -> bool:
     except OSError:
         return False
     return state not in ("Z", "X")
-
-
-def log_without_clocks(out) -> list[dict]:
-    """metrics.jsonl as its readers take it, without resume lines and wall-clock fields."""
-    return [{k: v for k, v in m.items() if k not in ("elapsed_s", "tokens_per_s")}
-            for m in read_metrics(out / "metrics.jsonl")[0] if m["type"] != "resume"]
-
-
-def assert_same_run(out, straight) -> None:
-    """Final weights and optimizer state bit-identical to the run never stopped, and its log line for line."""
-    ours, theirs = list_checkpoints(out)[-1], list_checkpoints(straight)[-1]
-    assert ours.name == theirs.name == "step-0000008"
-    a, b = load_file(ours / "model.safetensors"), load_file(theirs / "model.safetensors")
-    assert a.keys() == b.keys()
-    for key in a:
-        assert a[key].equal(b[key]), f"{key} differs after the resumes"
-    moments = [torch.load(c / "trainer_state.pt", weights_only=True)["optimizer"]["state"] for c in (ours, theirs)]
-    assert moments[0].keys() == moments[1].keys()
-    for key in moments[0]:
-        for name, tensor in moments[0][key].items():
-            assert torch.equal(torch.as_tensor(tensor), torch.as_tensor(moments[1][key][name])), f"{key} {name}"
-    assert log_without_clocks(out) == log_without_clocks(straight)
 
 
 @pytest.mark.slow  # torchrun: four runs of two agents
