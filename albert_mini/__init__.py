@@ -12,7 +12,8 @@ The package has three wings (albert_mini/README.md), each a house of layers impo
       text/      corpora, the tokenizer, the token cache, pretraining instances, masking, batches
       model/     config, the ALBERT modules, fine-tuning heads, HF interop, parameter counts
       specials.py, paths.py, settings.py, devices.py: special ids, where files live, fast mode, devices
-      errors.py, cli.py, textfile.py, safe_files.py: user errors, shared flags, reading and writing files
+      errors.py, cli.py, textfile.py, safe_files.py, parent_watch.py: user errors, shared flags, reading and
+                 writing files, a child process that ends with its parent
 
 The library never imports the harness or the commands. `pip install albert-mini` installs the library without
 book/, and the commands; book/ and harness/ work on a checkout's chapters/ and data/ and ship with it alone.

@@ -55,6 +55,7 @@ import numpy as np
 from filelock import FileLock
 
 from ..choices import default_workers
+from ..parent_watch import end_with_parent
 from ..paths import CACHE_ENV, CACHE_ROOT
 from ..safe_files import atomic_write_bytes, atomic_write_text
 from ..textfile import decode_utf8, universal_newlines
@@ -315,7 +316,6 @@ def group_pieces(pieces: Sequence[Piece], workers: int) -> list[list[Piece]]:
 
 # ---------------------------------------------------------------------------------------------- worker processes
 _worker_processor = None  # the SentencePiece model of a worker process, loaded once by `_start_worker`
-PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent (the thread that forked it) ends
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt(3)
 
 
@@ -339,22 +339,7 @@ def _start_worker(model: bytes, parent: int) -> None:
 
 def die_with_parent(parent: int) -> None:
     """End this process when process `parent` ends, even by kill -9 (which runs no cleanup in the parent)."""
-    if sys.platform.startswith("linux"):
-        try:
-            prctl = ctypes.CDLL(None, use_errno=True).prctl
-            if prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0:
-                if os.getppid() != parent:  # it died before the death signal was set: nothing would send it
-                    os._exit(1)
-                return
-        except (OSError, AttributeError):
-            pass  # no prctl in this libc: watch instead
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="watch-parent").start()
-
-
-def _watch_parent(parent: int) -> None:
-    while os.getppid() == parent:  # an orphan is adopted by another process (init, or a subreaper)
-        time.sleep(0.5)
-    os._exit(1)
+    end_with_parent(parent, signal.SIGKILL)
 
 
 def _load_processor(model: bytes) -> None:

@@ -23,16 +23,12 @@ predictions per sequence making the two nearly the same).
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import io
 import json
 import os
 import re
 import signal
-import sys
-import threading
-import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -42,6 +38,7 @@ from torch import nn
 
 from ..devices import resolve_device
 from ..errors import UserError
+from ..parent_watch import end_with_parent
 
 
 @dataclass(frozen=True)
@@ -94,7 +91,6 @@ def init_distributed(device: str | None = "auto") -> DistInfo:
 
 TIMEOUT_VARIABLE = "ALBERT_MINI_DIST_TIMEOUT"
 DEFAULT_TIMEOUT_S = 600  # a collective that waits longer ends the run (a peer hung or cut off without a word)
-PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends
 
 
 def group_timeout() -> timedelta:
@@ -121,23 +117,7 @@ def end_with_agent() -> None:
     """A worker ends with its torchrun agent, however the agent ends (kill -9 runs no cleanup in it): it gets
     SIGTERM then (Linux: prctl PR_SET_PDEATHSIG; elsewhere a thread watches the parent), which stops a training
     run after its step with a checkpoint (training/preemption.py), and anything before that at once."""
-    parent = os.getppid()
-    if sys.platform.startswith("linux"):
-        try:
-            prctl = ctypes.CDLL(None, use_errno=True).prctl
-            if prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) == 0:
-                if os.getppid() != parent:  # it died before the death signal was set: nothing would send it
-                    os.kill(os.getpid(), signal.SIGTERM)
-                return
-        except (OSError, AttributeError):
-            pass  # no prctl in this libc: watch instead
-    threading.Thread(target=_watch_agent, args=(parent,), daemon=True, name="watch-agent").start()
-
-
-def _watch_agent(parent: int) -> None:
-    while os.getppid() == parent:  # an orphan is adopted by another process (init, or a subreaper)
-        time.sleep(0.5)
-    os.kill(os.getpid(), signal.SIGTERM)
+    end_with_parent(os.getppid(), signal.SIGTERM)
 
 
 def cleanup(info: DistInfo, peers_alive: bool = True) -> None:
