@@ -138,12 +138,7 @@ class StatefulLoaded:
 
     def close(self) -> None:
         if self._iter is not None:
-            if hasattr(self._iter, "_shutdown_workers"):
-                self._iter._shutdown_workers()
-            for worker in getattr(self._iter, "_workers", ()):
-                if worker.is_alive():  # its SIGTERM is ignored (our hook)
-                    worker.kill()
-                    worker.join()
+            batch_source.end_workers(self._iter)
             self._iter = self.loader._iterator = None
         batch_source._open_loaders.discard(self)
 

@@ -245,12 +245,7 @@ class LoadedBatches:
     def close(self) -> None:
         """Stop the workers and give the batches they read ahead back to the source."""
         if self._iter is not None:
-            if hasattr(self._iter, "_shutdown_workers"):
-                self._iter._shutdown_workers()
-            for worker in getattr(self._iter, "_workers", ()):
-                if worker.is_alive():  # still building after torch's wait: its SIGTERM is ignored (_start_worker)
-                    worker.kill()
-                    worker.join()
+            end_workers(self._iter)
             self._iter = None
             self.source.set_position(self._given)
         _open_loaders.discard(self)
@@ -288,6 +283,17 @@ def _start_worker(parent: int, forked_by_main_thread: bool, worker_id: int) -> N
         from .token_cache import die_with_parent
 
         die_with_parent(parent)
+
+
+def end_workers(iterator) -> None:
+    """Stop a DataLoader iterator's worker processes: torch's shutdown, then a kill for one still building after
+    torch's wait (its SIGTERM is ignored, `_start_worker`)."""
+    if hasattr(iterator, "_shutdown_workers"):
+        iterator._shutdown_workers()
+    for worker in getattr(iterator, "_workers", ()):
+        if worker.is_alive():
+            worker.kill()
+            worker.join()
 
 
 _open_loaders: weakref.WeakSet = weakref.WeakSet()  # the LoadedBatches whose workers run (closed at exit)
